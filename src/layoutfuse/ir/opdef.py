@@ -1,0 +1,51 @@
+"""OpDef: the one row that defines an op, and the registry of all rows.
+
+A row carries the op's name, its kind, its rule for output shape and dtype
+(``build``), its exact meaning in torch (``reference``) and, for pointwise ops,
+its Triton emission (``triton``: a function of the operand expressions).
+Shape ops carry ``index_map`` instead: how an output index maps to an input
+index, which is all a kernel needs to read through them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class OpKind(enum.Enum):
+    POINTWISE = "pointwise"
+    REDUCTION = "reduction"      # sum, max, min, prod
+    WELFORD = "welford"          # var, var_mean, welford: (mean, m2, n) statistics
+    SHAPE = "shape"              # permute, reshape, broadcast, squeeze, expand, set
+    CREATION = "creation"        # full, iota
+    SCALAR = "scalar"            # scalar arithmetic and size queries, evaluated on the host
+
+
+@dataclass(frozen=True, eq=False)
+class OpDef:
+    name: str
+    kind: OpKind
+    reference: Callable[..., Any]
+    triton: Callable[..., str] | None = None
+    index_map: Callable[..., Any] | None = None
+    doc: str = ""
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.name}, {self.kind.value})"
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in REGISTRY:
+        raise ValueError(f"op {op.name!r} is registered twice")
+    REGISTRY[op.name] = op
+    return op
+
+
+def get(name: str) -> OpDef:
+    return REGISTRY[name]

@@ -1,0 +1,55 @@
+"""Creation ops: full and iota. Their values are computed inside kernels from the index."""
+
+from __future__ import annotations
+
+import torch
+
+from ...dtypes import DataType, to_torch
+from ...errors import DefinitionError
+from ..domain import IterDomain
+from ..opdef import OpDef, OpKind, register
+from ..values import Scalar, TensorView
+from .common import as_shape, as_val, emit, fusion_of, static_value
+
+
+def _full_ref(fill, *shape, dtype, device):
+    return torch.full(tuple(int(s) for s in shape), fill, dtype=to_torch(dtype), device=device)
+
+
+def _iota_ref(length, start, step, dtype, device):
+    t = to_torch(dtype)
+    return start + torch.arange(int(length), dtype=torch.float64 if t.is_floating_point else
+                                torch.int64, device=device).to(t) * step
+
+
+FULL = register(OpDef("full", OpKind.CREATION, reference=_full_ref))
+IOTA = register(OpDef("iota", OpKind.CREATION, reference=_iota_ref))
+
+
+def full(shape, fill_value, dtype: DataType) -> TensorView:
+    f = fusion_of(shape, fill_value)
+    shape_s = as_shape(f, shape, "full")
+    fill = as_val(f, fill_value, "full")
+    if not isinstance(fill, Scalar):
+        raise DefinitionError(f"full: fill_value must be a scalar, got {fill!r}")
+    ids = []
+    for s in shape_s:
+        v = static_value(s)
+        if v is not None and v < 0:
+            raise DefinitionError(f"full: negative extent {v}")
+        ids.append(IterDomain(v))
+    out = TensorView(f, ids, dtype)
+    emit(f, FULL, [fill, *shape_s], [out], dtype=dtype)
+    return out
+
+
+def iota(length, start=None, step=None, dtype: DataType = DataType.Int) -> TensorView:
+    f = fusion_of(length, start, step)
+    n = as_val(f, length, "iota")
+    zero, one = (0.0, 1.0) if dtype in (DataType.Float, DataType.Double, DataType.Half,
+                                        DataType.BFloat16) else (0, 1)
+    st = as_val(f, zero if start is None else start, "iota")
+    sp = as_val(f, one if step is None else step, "iota")
+    out = TensorView(f, [IterDomain(static_value(n))], dtype)
+    emit(f, IOTA, [n, st, sp], [out], dtype=dtype)
+    return out

@@ -1,0 +1,226 @@
+"""Pointwise ops: one row each (name, arity, dtype rule, torch reference, Triton emission).
+
+Operands of Half/BFloat16 are computed in Float (the reference upcasts the same
+way), and the result is cast to the op's output dtype. Emission functions take
+the operands' Triton expressions and return the result's expression; ``lib`` is
+``triton.language.extra.libdevice``, imported by every generated kernel.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import torch
+
+from ...dtypes import DataType, is_boolean, is_floating, is_integral, promote
+from ...errors import DefinitionError
+from ..opdef import OpDef, OpKind, register
+
+
+class DtypeRule(enum.Enum):
+    PROMOTE = "promote"    # PyTorch promotion of the operands
+    FLOAT = "float"        # promotion, then integers and bools become Float
+    BOOL = "bool"          # result is Bool (comparisons, predicates, logical ops)
+    INTEGRAL = "integral"  # promotion; operands must be integers or bools
+
+
+@dataclass(frozen=True)
+class PointwiseRow:
+    name: str
+    arity: int
+    rule: DtypeRule
+    reference: object
+    triton: object
+
+
+def _remainder_ref(a, b):
+    return torch.remainder(a, b)
+
+
+def _div_ref(a, b):
+    if not (torch.is_tensor(a) and a.is_floating_point()) and not (
+        torch.is_tensor(b) and b.is_floating_point()
+    ):
+        return torch.div(a, b, rounding_mode="trunc")
+    return torch.div(a, b)
+
+
+def _lerp_ref(a, b, w):
+    return torch.lerp(a, b, w) if torch.is_tensor(w) else torch.lerp(a, b, float(w))
+
+
+_nan_all = "propagate_nan=tl.PropagateNan.ALL"
+
+ROWS: list[PointwiseRow] = [
+    # --- unary --------------------------------------------------------------------------
+    PointwiseRow("abs", 1, DtypeRule.PROMOTE, torch.abs, lambda x: f"tl.abs({x})"),
+    PointwiseRow("neg", 1, DtypeRule.PROMOTE, torch.neg, lambda x: f"(-{x})"),
+    PointwiseRow("exp", 1, DtypeRule.FLOAT, torch.exp, lambda x: f"lib.exp({x})"),
+    PointwiseRow("exp2", 1, DtypeRule.FLOAT, torch.exp2, lambda x: f"lib.exp2({x})"),
+    PointwiseRow("expm1", 1, DtypeRule.FLOAT, torch.expm1, lambda x: f"lib.expm1({x})"),
+    PointwiseRow("log", 1, DtypeRule.FLOAT, torch.log, lambda x: f"lib.log({x})"),
+    PointwiseRow("log1p", 1, DtypeRule.FLOAT, torch.log1p, lambda x: f"lib.log1p({x})"),
+    PointwiseRow("log2", 1, DtypeRule.FLOAT, torch.log2, lambda x: f"lib.log2({x})"),
+    PointwiseRow("log10", 1, DtypeRule.FLOAT, torch.log10, lambda x: f"lib.log10({x})"),
+    PointwiseRow("sqrt", 1, DtypeRule.FLOAT, torch.sqrt, lambda x: f"lib.sqrt({x})"),
+    PointwiseRow("rsqrt", 1, DtypeRule.FLOAT, torch.rsqrt, lambda x: f"lib.rsqrt({x})"),
+    PointwiseRow("reciprocal", 1, DtypeRule.FLOAT, torch.reciprocal, lambda x: f"(1.0 / {x})"),
+    PointwiseRow("sin", 1, DtypeRule.FLOAT, torch.sin, lambda x: f"lib.sin({x})"),
+    PointwiseRow("cos", 1, DtypeRule.FLOAT, torch.cos, lambda x: f"lib.cos({x})"),
+    PointwiseRow("tan", 1, DtypeRule.FLOAT, torch.tan, lambda x: f"lib.tan({x})"),
+    PointwiseRow("tanh", 1, DtypeRule.FLOAT, torch.tanh, lambda x: f"lib.tanh({x})"),
+    PointwiseRow("sigmoid", 1, DtypeRule.FLOAT, torch.sigmoid,
+                 lambda x: f"(1.0 / (1.0 + lib.exp(-{x})))"),
+    PointwiseRow("silu", 1, DtypeRule.FLOAT, torch.nn.functional.silu,
+                 lambda x: f"({x} / (1.0 + lib.exp(-{x})))"),
+    PointwiseRow("relu", 1, DtypeRule.PROMOTE, torch.relu,
+                 lambda x: f"tl.where({x} < 0, 0, {x})"),
+    PointwiseRow("erf", 1, DtypeRule.FLOAT, torch.erf, lambda x: f"lib.erf({x})"),
+    PointwiseRow("erfc", 1, DtypeRule.FLOAT, torch.erfc, lambda x: f"lib.erfc({x})"),
+    PointwiseRow("floor", 1, DtypeRule.PROMOTE, torch.floor, lambda x: f"lib.floor({x})"),
+    PointwiseRow("ceil", 1, DtypeRule.PROMOTE, torch.ceil, lambda x: f"lib.ceil({x})"),
+    PointwiseRow("round", 1, DtypeRule.PROMOTE, torch.round, lambda x: f"lib.nearbyint({x})"),
+    PointwiseRow("trunc", 1, DtypeRule.PROMOTE, torch.trunc, lambda x: f"lib.trunc({x})"),
+    PointwiseRow("sign", 1, DtypeRule.PROMOTE, torch.sign,
+                 lambda x: f"(({x} > 0).to({x}.dtype) - ({x} < 0).to({x}.dtype))"),
+    PointwiseRow("isnan", 1, DtypeRule.BOOL, torch.isnan, lambda x: f"({x} != {x})"),
+    PointwiseRow("isinf", 1, DtypeRule.BOOL, torch.isinf,
+                 lambda x: f"(tl.abs({x}) == float('inf'))"),
+    PointwiseRow("isfinite", 1, DtypeRule.BOOL, torch.isfinite,
+                 lambda x: f"(tl.abs({x}) < float('inf'))"),
+    PointwiseRow("logical_not", 1, DtypeRule.BOOL, torch.logical_not, lambda x: f"({x} == 0)"),
+    PointwiseRow("bitwise_not", 1, DtypeRule.INTEGRAL, torch.bitwise_not, lambda x: f"(~{x})"),
+    # --- binary -------------------------------------------------------------------------
+    PointwiseRow("add", 2, DtypeRule.PROMOTE, torch.add, lambda a, b: f"({a} + {b})"),
+    PointwiseRow("sub", 2, DtypeRule.PROMOTE, torch.sub, lambda a, b: f"({a} - {b})"),
+    PointwiseRow("mul", 2, DtypeRule.PROMOTE, torch.mul, lambda a, b: f"({a} * {b})"),
+    # div: true division for floats, truncation for integers (nvFuser's div)
+    PointwiseRow("div", 2, DtypeRule.PROMOTE, _div_ref, lambda a, b: f"({a} / {b})"),
+    PointwiseRow("truediv", 2, DtypeRule.FLOAT, torch.true_divide, lambda a, b: f"({a} / {b})"),
+    PointwiseRow("fmod", 2, DtypeRule.PROMOTE, torch.fmod, lambda a, b: f"lib.fmod({a}, {b})"),
+    PointwiseRow("remainder", 2, DtypeRule.PROMOTE, _remainder_ref,
+                 lambda a, b: f"_remainder({a}, {b})"),
+    PointwiseRow("pow", 2, DtypeRule.PROMOTE, torch.pow, lambda a, b: f"lib.pow({a}, {b})"),
+    PointwiseRow("minimum", 2, DtypeRule.PROMOTE, torch.minimum,
+                 lambda a, b: f"tl.minimum({a}, {b}, {_nan_all})"),
+    PointwiseRow("maximum", 2, DtypeRule.PROMOTE, torch.maximum,
+                 lambda a, b: f"tl.maximum({a}, {b}, {_nan_all})"),
+    PointwiseRow("atan2", 2, DtypeRule.FLOAT, torch.atan2, lambda a, b: f"lib.atan2({a}, {b})"),
+    PointwiseRow("eq", 2, DtypeRule.BOOL, torch.eq, lambda a, b: f"({a} == {b})"),
+    PointwiseRow("ne", 2, DtypeRule.BOOL, torch.ne, lambda a, b: f"({a} != {b})"),
+    PointwiseRow("lt", 2, DtypeRule.BOOL, torch.lt, lambda a, b: f"({a} < {b})"),
+    PointwiseRow("le", 2, DtypeRule.BOOL, torch.le, lambda a, b: f"({a} <= {b})"),
+    PointwiseRow("gt", 2, DtypeRule.BOOL, torch.gt, lambda a, b: f"({a} > {b})"),
+    PointwiseRow("ge", 2, DtypeRule.BOOL, torch.ge, lambda a, b: f"({a} >= {b})"),
+    PointwiseRow("logical_and", 2, DtypeRule.BOOL, torch.logical_and,
+                 lambda a, b: f"(({a} != 0) & ({b} != 0))"),
+    PointwiseRow("logical_or", 2, DtypeRule.BOOL, torch.logical_or,
+                 lambda a, b: f"(({a} != 0) | ({b} != 0))"),
+    PointwiseRow("bitwise_and", 2, DtypeRule.INTEGRAL, torch.bitwise_and,
+                 lambda a, b: f"({a} & {b})"),
+    PointwiseRow("bitwise_or", 2, DtypeRule.INTEGRAL, torch.bitwise_or,
+                 lambda a, b: f"({a} | {b})"),
+    PointwiseRow("bitwise_xor", 2, DtypeRule.INTEGRAL, torch.bitwise_xor,
+                 lambda a, b: f"({a} ^ {b})"),
+    # --- ternary ------------------------------------------------------------------------
+    PointwiseRow("where", 3, DtypeRule.PROMOTE, torch.where,
+                 lambda c, a, b: f"tl.where({c} != 0, {a}, {b})"),
+    PointwiseRow("clamp", 3, DtypeRule.PROMOTE, torch.clamp,
+                 lambda x, lo, hi: f"tl.minimum(tl.maximum({x}, {lo}), {hi})"),
+    PointwiseRow("lerp", 3, DtypeRule.PROMOTE, _lerp_ref,
+                 lambda a, b, w: f"tl.where(tl.abs({w}) < 0.5, {a} + {w} * ({b} - {a}), "
+                                 f"{b} - ({b} - {a}) * (1.0 - {w}))"),
+]
+
+# ``addcmul(a, b, c, value)`` is a + value * b * c; ``cast`` is in casts below.
+ROWS.append(
+    PointwiseRow("addcmul", 4, DtypeRule.PROMOTE, lambda a, b, c, v: a + v * b * c,
+                 lambda a, b, c, v: f"({a} + {v} * {b} * {c})")
+)
+
+# The operands whose dtype takes part in promotion (``where``'s predicate does not).
+PROMOTION_OPERANDS = {"where": (1, 2)}
+
+
+def result_dtype(row: PointwiseRow, tensor_dtypes, scalar_dtypes) -> DataType:
+    """The output dtype of ``row`` for operand dtypes, tensors and scalars apart."""
+    if row.rule is DtypeRule.BOOL:
+        return DataType.Bool
+    out = promote(list(tensor_dtypes), list(scalar_dtypes))
+    if row.rule is DtypeRule.FLOAT and (is_integral(out) or is_boolean(out)):
+        return DataType.Float
+    if row.rule is DtypeRule.INTEGRAL and is_floating(out):
+        raise DefinitionError(f"{row.name}: operands must be integers or bools, got {out}")
+    return out
+
+
+def _make_opdef(row: PointwiseRow) -> OpDef:
+    return register(
+        OpDef(row.name, OpKind.POINTWISE, reference=row.reference, triton=row.triton)
+    )
+
+
+OPDEFS = {row.name: _make_opdef(row) for row in ROWS}
+
+CAST = register(
+    OpDef("cast", OpKind.POINTWISE, reference=lambda x: x, triton=lambda x: x,
+          doc="converts to the output dtype; the conversion happens at the store or use")
+)
+
+
+ROW_BY_NAME = {row.name: row for row in ROWS}
+
+
+def pointwise(name: str, *operands):
+    """Apply pointwise op ``name``. Lower-rank tensors are broadcast on the left (numpy rule);
+    Python numbers become constant Scalars; all-scalar operands give a Scalar."""
+    from ..values import Scalar, TensorView
+    from .common import as_val, combine_ids, emit, fusion_of
+    from .shape import broadcast
+
+    row = ROW_BY_NAME[name]
+    if len(operands) != row.arity:
+        raise DefinitionError(f"{name}: expected {row.arity} operands, got {len(operands)}")
+    f = fusion_of(*operands)
+    vals = [as_val(f, x, name) for x in operands]
+    for v in vals:
+        if v.fusion is not f:
+            raise DefinitionError(f"{name}: operands belong to different fusions")
+    tensors = [v for v in vals if isinstance(v, TensorView)]
+    roles = PROMOTION_OPERANDS.get(name, range(row.arity))
+    tdt = [vals[i].dtype for i in roles if isinstance(vals[i], TensorView)]
+    sdt = [vals[i].dtype for i in roles if not isinstance(vals[i], TensorView)]
+    dtype = result_dtype(row, tdt, sdt)
+    if not tensors:
+        out = Scalar(f, dtype)
+        emit(f, OPDEFS[name], vals, [out])
+        return out
+    rank = max(t.ndim for t in tensors)
+    for k, v in enumerate(vals):
+        if isinstance(v, TensorView) and v.ndim < rank:
+            vals[k] = broadcast(v, [True] * (rank - v.ndim) + [False] * v.ndim)
+    ids = [combine_ids([v.shape_domain[i] for v in vals if isinstance(v, TensorView)], name, i)
+           for i in range(rank)]
+    out = TensorView(f, ids, dtype)
+    emit(f, OPDEFS[name], vals, [out])
+    return out
+
+
+def cast(x, dtype: DataType):
+    """``x`` converted to ``dtype`` (a no-op when it already has it)."""
+    from ..values import Scalar, TensorView
+    from .common import as_val, clone_id, emit, fusion_of
+
+    f = fusion_of(x)
+    v = as_val(f, x, "cast")
+    if not isinstance(dtype, DataType) or dtype is DataType.Null:
+        raise DefinitionError(f"cast: invalid dtype {dtype!r}")
+    if v.dtype is dtype:
+        return v
+    if isinstance(v, TensorView):
+        out = TensorView(f, [clone_id(d) for d in v.shape_domain], dtype)
+    else:
+        out = Scalar(f, dtype)
+    emit(f, CAST, [v], [out], dtype=dtype)
+    return out
