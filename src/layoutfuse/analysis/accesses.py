@@ -1,0 +1,134 @@
+"""Which memory a segment's kernel reads and writes, and along which chain of shape ops.
+
+A kernel iterates over the coordinates of one TensorView (the *iteration
+tensor*: a pointwise segment's output, or a reduction's input). Every tensor
+upstream of it is reached backward through pointwise ops (which keep
+coordinates) and shape ops (which change them). A *load* is a segment input
+reached along such a chain; its strides over the iteration coordinates come from
+moving its real strides forward along the chain (``strides.forward``). A store
+of an intermediate output works the same way.
+
+After a reduction, the epilogue lives in the reduction output's coordinates:
+an epilogue output is stored by moving its strides *backward* to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import Expr, OpKind, TensorView, Val
+from . import strides as st
+
+
+@dataclass(frozen=True, eq=False)
+class Access:
+    """Memory ``tv`` addressed over the iteration coordinates through ``chain``.
+
+    ``chain`` lists the shape exprs from the iteration side to ``tv`` (load), or
+    from ``tv``'s coordinates to the iteration side (epilogue store, ``backward``).
+    """
+
+    tv: TensorView
+    chain: tuple[Expr, ...]
+    store: bool = False
+    backward: bool = False
+
+    def key(self):
+        return (id(self.tv), tuple(id(e) for e in self.chain), self.store)
+
+
+def is_shape_expr(e: Expr) -> bool:
+    return e.op.kind is OpKind.SHAPE
+
+
+def upstream_accesses(root: TensorView, memory: set[int]) -> list[Access]:
+    """Loads reached backward from ``root`` (whose coordinates are the iteration space).
+
+    ``memory`` holds the ids of tensors that live in memory (segment inputs). The
+    walk passes through pointwise ops unchanged and records shape ops in the chain.
+    """
+    out: dict[tuple, Access] = {}
+
+    def walk(tv: TensorView, chain: tuple[Expr, ...]):
+        if id(tv) in memory or tv.definition is None:
+            a = Access(tv, chain)
+            out.setdefault(a.key(), a)
+            return
+        e = tv.definition
+        if e.op.kind is OpKind.SHAPE:
+            walk(e.inputs[0], chain + (e,))
+        elif e.op.kind is OpKind.POINTWISE:
+            for i in e.inputs:
+                if isinstance(i, TensorView):
+                    walk(i, chain)
+        elif e.op.kind is OpKind.CREATION:
+            a = Access(tv, chain)
+            out.setdefault(a.key(), a)
+        else:
+            raise ValueError(f"{e.op.name} cannot be read inside this kernel")
+
+    walk(root, ())
+    return list(out.values())
+
+
+def upstream_tensors(root: TensorView, memory: set[int]) -> dict[int, tuple[TensorView, tuple]]:
+    """Every tensor computed upstream of ``root`` with the chain leading to it (first found)."""
+    seen: dict[int, tuple[TensorView, tuple]] = {}
+
+    def walk(tv: TensorView, chain):
+        if id(tv) in seen:
+            return
+        seen[id(tv)] = (tv, chain)
+        if id(tv) in memory or tv.definition is None:
+            return
+        e = tv.definition
+        if e.op.kind is OpKind.SHAPE:
+            walk(e.inputs[0], chain + (e,))
+        elif e.op.kind is OpKind.POINTWISE:
+            for i in e.inputs:
+                if isinstance(i, TensorView):
+                    walk(i, chain)
+
+    walk(root, ())
+    return seen
+
+
+def shape_of(tv: TensorView, extents: dict[int, int]) -> tuple[int, ...]:
+    return tuple(extents[d.uid] for d in tv.shape_domain)
+
+
+def load_strides(access: Access, real_strides: tuple[int, ...],
+                 extents: dict[int, int]) -> tuple[int, ...] | None:
+    """Strides of a load over the iteration coordinates (None when not affine)."""
+    s = tuple(real_strides)
+    for e in reversed(access.chain):
+        s = st.forward(e.op.name, e.attrs, shape_of(e.inputs[0], extents), s,
+                       shape_of(e.outputs[0], extents))
+        if s is None:
+            return None
+    return s
+
+
+def store_strides_backward(chain: tuple[Expr, ...], real_strides: tuple[int, ...],
+                           extents: dict[int, int]) -> tuple[int, ...] | None:
+    """Strides over the reduction output's coordinates of an epilogue tensor, ``chain``
+    running from the reduction output to the tensor."""
+    s = tuple(real_strides)
+    for e in reversed(chain):
+        s = st.backward(e.op.name, e.attrs, shape_of(e.inputs[0], extents), s,
+                        shape_of(e.outputs[0], extents))
+        if s is None:
+            return None
+    return s
+
+
+def vals_of(exprs: list[Expr]) -> set[int]:
+    out: set[int] = set()
+    for e in exprs:
+        out.update(id(v) for v in e.inputs)
+        out.update(id(v) for v in e.outputs)
+    return out
+
+
+__all__ = ["Access", "Val", "load_strides", "store_strides_backward", "upstream_accesses",
+           "upstream_tensors"]

@@ -1,0 +1,36 @@
+"""What the heuristics know about the device: one table, filled from the device when there is one."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    kind: str                 # "cuda" or "cpu"
+    sm_count: int
+    max_threads_per_sm: int
+    l2_bytes: int
+
+    @property
+    def interpreted(self) -> bool:
+        return self.kind == "cpu"
+
+
+# The CPU runs kernels through Triton's interpreter; heuristics then plan for an H200
+# so that the CPU tests exercise the same schedules the GPU runs.
+H200 = DeviceInfo("cuda", 132, 2048, 60 * 1024 * 1024)
+
+
+@functools.cache
+def device_info(device: torch.device | str) -> DeviceInfo:
+    device = torch.device(device)
+    if device.type != "cuda":
+        return DeviceInfo("cpu", H200.sm_count, H200.max_threads_per_sm, H200.l2_bytes)
+    p = torch.cuda.get_device_properties(device)
+    return DeviceInfo("cuda", p.multi_processor_count,
+                      getattr(p, "max_threads_per_multi_processor", 2048),
+                      getattr(p, "L2_cache_size", 50 * 1024 * 1024))

@@ -1,0 +1,67 @@
+"""Triton source for a pointwise segment, from its spec and PointwiseParams."""
+
+from __future__ import annotations
+
+from ..dtypes import DataType
+from ..schedulers.pointwise import PointwiseParams, emit_indexing, stride_args
+from .values import ValueEmitter
+from .writer import Writer, storage_cast, tl_compute
+
+HEADER = """import triton
+import triton.language as tl
+from triton.language.extra import libdevice as lib
+"""
+
+
+def kernel_header(spec, params) -> list[str]:
+    lines = ["# layoutfuse generated kernel", "# ops:"]
+    lines += [f"#   {e!r}" for e in spec.exprs]
+    lines.append(f"# params: {params}")
+    return lines
+
+
+def load_line(ptr: str, off: str, mask: str, dtype: DataType) -> str:
+    return f"tl.load({ptr} + {off}, mask={mask}, other=0).to({tl_compute(dtype)})"
+
+
+def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, list[str]]:
+    """Source text and the ordered names of the runtime arguments (before the constexprs)."""
+    from .backend import PRELUDE
+
+    w = Writer()
+    n_acc = len(spec.accesses)
+    ptrs = [f"p{i}" for i in range(len(spec.memory))]
+    sizes = [f"n{k}" for k in range(params.n_groups)]
+    strides = [f"s{a}_{k}" for a, k in stride_args(params, n_acc)]
+    scalars = [f"c{i}" for i in range(len(spec.scalars))]
+    args = ptrs + sizes + strides + scalars + ["NUM_PX", "NUM_PY"]
+    for line in kernel_header(spec, params):
+        w.line(line)
+    w.line("@triton.jit")
+    w.line(f"def {name}({', '.join(args)}, BLOCK_X: tl.constexpr, BLOCK_Y: tl.constexpr):")
+    with w.indent():
+        mask, offsets = emit_indexing(w, params, n_acc)
+        ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
+        load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
+        coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses)
+                       if i >= spec.n_loads + spec.n_stores}
+
+        def load(tv, chain):
+            k = (id(tv), tuple(id(e) for e in chain))
+            if k not in load_index:
+                return None
+            i = load_index[k]
+            return w.assign("v", load_line(ptr_of[id(tv)], offsets[i], mask, tv.dtype))
+
+        def coordinate(tv, chain):
+            return offsets[coord_index[(id(tv), tuple(id(e) for e in chain))]]
+
+        scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
+        ve = ValueEmitter(w, load, lambda s: scalar_names[id(s)], coordinate, "tl.zeros("
+                          "[BLOCK_Y, BLOCK_X], tl.int32)")
+        for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
+            acc = spec.accesses[i]
+            val = ve.value(acc.tv, acc.chain)
+            w.line(f"tl.store({ptr_of[id(acc.tv)]} + {offsets[i]}, "
+                   f"{storage_cast(val, acc.tv.dtype)}, mask={mask})")
+    return HEADER + PRELUDE + "\n\n" + w.text(), args

@@ -1,0 +1,158 @@
+"""Emit the values of a fused computation at the kernel's current tile of coordinates.
+
+Shape ops are free here: they only change how an access is addressed, which
+the access analysis already folded into strides. Pointwise ops are emitted from
+their OpDef rows in the compute dtype (Float for Half/BFloat16); creation ops
+are built from constants and coordinates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..dtypes import DataType, compute_dtype, is_boolean, is_floating, is_integral
+from ..ir import Expr, OpKind, Scalar, TensorView
+from .writer import Writer, tl_compute
+
+# Integer forms that differ from the float emission in the op rows.
+_INTEGER_FORMS = {
+    "div": lambda a, b: f"({a} // {b})",
+    "fmod": lambda a, b: f"({a} % {b})",
+    "remainder": lambda a, b: f"_remainder({a}, {b})",
+    "abs": lambda a: f"tl.where({a} < 0, -{a}, {a})",
+    "floor": lambda a: a,
+    "ceil": lambda a: a,
+    "round": lambda a: a,
+    "trunc": lambda a: a,
+}
+
+
+def literal(s: Scalar) -> str:
+    v = s.value
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float):
+        if v != v:
+            return "float('nan')"
+        if v in (float("inf"), float("-inf")):
+            return f"float('{v}')"
+        return repr(v)
+    return repr(int(v)) if isinstance(v, int) else repr(v)
+
+
+class ValueEmitter:
+    """Emits values of TensorViews into ``writer``.
+
+    ``load(tv, chain)`` returns the variable holding a memory read (or None when
+    ``tv`` is not read from memory); ``scalar(s)`` names a non-constant Scalar's
+    kernel argument; ``special`` maps a TensorView id to a precomputed variable
+    (a reduction's result in the epilogue); ``coordinate(tv, chain)`` returns the
+    linear index expression of a creation op's own coordinate.
+    """
+
+    def __init__(self, writer: Writer, load: Callable, scalar: Callable[[Scalar], str],
+                 coordinate: Callable, tile_zeros: str, special: dict[int, str] | None = None):
+        self.w = writer
+        self.load = load
+        self.scalar = scalar
+        self.coordinate = coordinate
+        self.tile_zeros = tile_zeros
+        self.special = dict(special or {})
+        self.cache: dict[tuple, str] = {}
+
+    def scalar_expr(self, s: Scalar) -> str:
+        return literal(s) if s.is_constant else self.scalar(s)
+
+    def value(self, tv: TensorView, chain: tuple[Expr, ...] = ()) -> str:
+        if id(tv) in self.special:
+            return self.special[id(tv)]
+        key = (id(tv), tuple(id(e) for e in chain))
+        if key in self.cache:
+            return self.cache[key]
+        loaded = self.load(tv, chain)
+        if loaded is not None:
+            self.cache[key] = loaded
+            return loaded
+        e = tv.definition
+        if e is None:
+            raise ValueError(f"{tv!r} is neither loaded nor computed in this kernel")
+        kind = e.op.kind
+        if kind is OpKind.SHAPE:
+            name = self.value(e.inputs[0], chain + (e,))
+        elif kind is OpKind.POINTWISE:
+            name = self._pointwise(e, chain)
+        elif kind is OpKind.CREATION:
+            name = self._creation(e, chain)
+        else:
+            raise ValueError(f"{e.op.name} cannot be computed inside this kernel")
+        self.cache[key] = name
+        return name
+
+    def _operand(self, v, chain) -> str:
+        if isinstance(v, TensorView):
+            return self.value(v, chain)
+        return self.scalar_expr(v)
+
+    def _pointwise(self, e: Expr, chain) -> str:
+        out = e.outputs[0]
+        out_c = compute_dtype(out.dtype)
+        if e.op.name == "cast":
+            x = self._operand(e.inputs[0], chain)
+            if is_boolean(out.dtype):
+                return self.w.assign("t", f"({x} != 0)")
+            return self.w.assign("t", f"({x}).to({tl_compute(out.dtype)})")
+        args = [self._operand(v, chain) for v in e.inputs]
+        name = e.op.name
+        operand_dtypes = [compute_dtype(v.dtype) for v in e.inputs]
+        if name in ("where",):
+            args = [args[0]] + [self._as(a, out_c, d) for a, d in zip(args[1:], operand_dtypes[1:])]
+        elif out_c is not DataType.Bool and name not in ("bitwise_not",):
+            args = [self._as(a, out_c, d) for a, d in zip(args, operand_dtypes)]
+        elif name in ("eq", "ne", "lt", "le", "gt", "ge") and len(args) == 2:
+            common = _common([d for d in operand_dtypes])
+            args = [self._as(a, common, d) for a, d in zip(args, operand_dtypes)]
+        if (is_integral(out_c) or is_boolean(out_c)) and name in _INTEGER_FORMS:
+            expr = _INTEGER_FORMS[name](*args)
+        else:
+            expr = e.op.triton(*args)
+        if is_boolean(out_c):
+            return self.w.assign("t", expr)
+        return self.w.assign("t", f"({expr}).to({tl_compute(out.dtype)})")
+
+    @staticmethod
+    def _as(arg: str, target: DataType, have: DataType) -> str:
+        if have is target:
+            return arg
+        if have is DataType.Bool:
+            return f"({arg}).to({tl_compute(target)})"
+        return f"({arg}).to({tl_compute(target)})" if not _is_literal(arg) else arg
+
+    def _creation(self, e: Expr, chain) -> str:
+        out = e.outputs[0]
+        if e.op.name == "full":
+            fill = self.scalar_expr(e.inputs[0])
+            return self.w.assign("t", f"({self.tile_zeros} + {fill}).to({tl_compute(out.dtype)})")
+        if e.op.name == "iota":
+            idx = self.coordinate(out, chain)
+            start, step = (self.scalar_expr(v) for v in e.inputs[1:3])
+            return self.w.assign(
+                "t", f"({start} + {step} * ({idx} + {self.tile_zeros})).to({tl_compute(out.dtype)})"
+            )
+        raise ValueError(e.op.name)
+
+
+def _is_literal(arg: str) -> bool:
+    try:
+        float(arg)
+        return True
+    except ValueError:
+        return arg.startswith("float(")
+
+
+def _common(dtypes: list[DataType]) -> DataType:
+    if any(is_floating(d) for d in dtypes):
+        return max((d for d in dtypes if is_floating(d)),
+                   key=lambda d: 1 if d is DataType.Double else 0)
+    if any(is_integral(d) for d in dtypes):
+        return DataType.Int
+    return DataType.Bool

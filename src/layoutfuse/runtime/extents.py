@@ -1,0 +1,202 @@
+"""Concrete extents of every IterDomain, propagated from the inputs through the ops.
+
+One pass over ``fusion.exprs`` (a topological order). Each op kind has a rule
+that binds its outputs' extents from its inputs' extents and from the values of
+its shape arguments (constants, scalar inputs, size queries or host arithmetic
+on them). Size queries and scalar arithmetic are evaluated along the way; tensor
+data is never read. Disagreements that only show at run time (two symbolic dims
+that meet in a pointwise op, a reshape whose element counts differ, a static
+extent contradicted by the inputs) raise :class:`InputShapeError`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from ..errors import InputShapeError, UnsupportedError
+from ..ir import Expr, Fusion, IterDomain, OpKind, Scalar, TensorView
+from ..reference import evaluate_expr
+
+_MISSING = object()
+
+
+def propagate_extents(fusion: Fusion, extents: dict[int, int], scalars: dict[int, Any],
+                      origins: dict[int, str]) -> None:
+    """Fill ``extents`` (by IterDomain uid) and ``scalars`` (by Val index) for every expr.
+
+    ``extents`` and ``origins`` must already hold the inputs' dims; ``origins``
+    says where an extent came from (e.g. "input 0 (T0) dim 1"), for messages.
+    """
+    prop = _Propagator(extents, scalars, origins)
+    for expr in fusion.exprs:
+        if not any(isinstance(o, TensorView) for o in expr.outputs):
+            prop.scalar_expr(expr)
+        else:
+            prop.tensor_expr(expr)
+
+
+class _Propagator:
+    def __init__(self, extents, scalars, origins):
+        self.ext = extents
+        self.scalars = scalars
+        self.origins = origins
+
+    # --- values --------------------------------------------------------------------------
+    def value(self, s: Scalar) -> Any:
+        return s.value if s.is_constant else self.scalars.get(s.index, _MISSING)
+
+    def shape_values(self, expr: Expr, shape_args) -> list[int]:
+        vals = []
+        for s in shape_args:
+            v = self.value(s)
+            if v is _MISSING:
+                raise UnsupportedError(f"{expr!r}: the shape argument {s!r} has no value known "
+                                       f"on the host")
+            vals.append(int(v))
+        return vals
+
+    def scalar_expr(self, expr: Expr) -> None:
+        if expr.op.kind is OpKind.SCALAR and expr.op.name == "size":
+            x = expr.inputs[0]
+            self.scalars[expr.outputs[0].index] = self.ext[x.shape_domain[expr.attrs["dim"]].uid]
+            return
+        args = [self.value(v) if isinstance(v, Scalar) else _MISSING for v in expr.inputs]
+        if any(a is _MISSING for a in args):
+            return      # not computable on the host; only an error if a shape needs it
+        for o, r in zip(expr.outputs, evaluate_expr(expr, args, torch.device("cpu"))):
+            self.scalars[o.index] = r
+
+    # --- binding ---------------------------------------------------------------------------
+    def origin(self, d: IterDomain) -> str:
+        return self.origins.get(d.uid, repr(d))
+
+    def bind(self, expr: Expr, out: TensorView, d: IterDomain, value: int, origin: str) -> None:
+        if value < 0:
+            raise InputShapeError(f"{expr!r}: negative extent {value} for T{out.index} "
+                                  f"(from {origin})")
+        if d.extent is not None and d.extent != value:
+            dim = next(i for i, x in enumerate(out.logical) if x is d)
+            raise InputShapeError(
+                f"{expr!r}: T{out.index} dim {dim} has the static extent {d.extent} in the "
+                f"fusion, but the inputs give {value} (from {origin})")
+        self.ext[d.uid] = value
+        self.origins.setdefault(d.uid, origin)
+
+    def copy(self, expr: Expr, out: TensorView, pairs) -> None:
+        for src, dst in pairs:
+            self.bind(expr, out, dst, self.ext[src.uid], self.origin(src))
+
+    # --- tensor exprs ------------------------------------------------------------------------
+    def tensor_expr(self, expr: Expr) -> None:
+        kind, name = expr.op.kind, expr.op.name
+        out = expr.outputs[0]
+        if kind is OpKind.POINTWISE:
+            self.pointwise(expr)
+        elif kind in (OpKind.REDUCTION, OpKind.WELFORD):
+            x = expr.inputs[0]
+            for o in expr.outputs:
+                self.copy(expr, o, zip(x.shape_domain, o.logical))
+        elif name == "set":
+            self.copy(expr, out, zip(expr.inputs[0].shape_domain, out.shape_domain))
+        elif name == "permute":
+            src = expr.inputs[0].shape_domain
+            self.copy(expr, out, ((src[d], out.shape_domain[i])
+                                  for i, d in enumerate(expr.attrs["dims"])))
+        elif name == "squeeze":
+            x, dims = expr.inputs[0], expr.attrs["dims"]
+            kept = [d for i, d in enumerate(x.shape_domain) if i not in dims]
+            self.copy(expr, out, zip(kept, out.shape_domain))
+        elif name == "broadcast_in_dim":
+            self.broadcast_in_dim(expr)
+        elif name == "reshape":
+            self.reshape(expr)
+        elif name == "full":
+            for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[1:])):
+                self.bind(expr, out, d, v, f"the shape of {expr!r}")
+        elif name == "iota":
+            (n,) = self.shape_values(expr, expr.inputs[:1])
+            self.bind(expr, out, out.shape_domain[0], n, f"the length of {expr!r}")
+        else:
+            self.static_only(expr)
+
+    def static_only(self, expr: Expr) -> None:
+        """An op without a rule here: fine as long as its outputs' extents are static."""
+        for o in expr.outputs:
+            for d in o.logical:
+                if d.extent is None:
+                    raise UnsupportedError(f"{expr!r}: no extent rule for op {expr.op.name!r} "
+                                           f"and T{o.index} has symbolic extents")
+                self.bind(expr, o, d, d.extent, f"the static extents of {expr!r}")
+
+    def pointwise(self, expr: Expr) -> None:
+        out = expr.outputs[0]
+        ins = [v for v in expr.inputs if isinstance(v, TensorView)]
+        for i, d in enumerate(out.shape_domain):
+            ids = [t.shape_domain[i] for t in ins]
+            concrete = [x for x in ids if not x.is_broadcast]
+            expanded = [x for x in ids if x.is_broadcast and self.ext[x.uid] != 1]
+            group = concrete + expanded
+            if not group:
+                self.bind(expr, out, d, 1, self.origin(ids[0]))
+                continue
+            first = group[0]
+            for x in group[1:]:
+                if self.ext[x.uid] != self.ext[first.uid]:
+                    hint = ""
+                    if 1 in (self.ext[x.uid], self.ext[first.uid]):
+                        hint = (" (a dim declared with a symbolic or non-1 extent is not a "
+                                "broadcast dim even when it is 1 at run time)")
+                    raise InputShapeError(
+                        f"{expr!r}: operands disagree on the extent of dim {i}: "
+                        f"{self.origin(first)} is {self.ext[first.uid]}, "
+                        f"{self.origin(x)} is {self.ext[x.uid]}{hint}")
+            self.bind(expr, out, d, self.ext[first.uid], self.origin(first))
+
+    def broadcast_in_dim(self, expr: Expr) -> None:
+        x, out = expr.inputs[0], expr.outputs[0]
+        vals = self.shape_values(expr, expr.inputs[1:])
+        bdims = list(expr.attrs["broadcast_dims"])
+        for j, (d, v) in enumerate(zip(out.shape_domain, vals)):
+            if j not in bdims:
+                if v < 0:
+                    raise InputShapeError(f"{expr!r}: invalid extent {v} for new dim {j}")
+                self.bind(expr, out, d, v, f"the shape of {expr!r}")
+                continue
+            src = x.shape_domain[bdims.index(j)]
+            es = self.ext[src.uid]
+            if v == -1 or v == es:
+                self.bind(expr, out, d, es, self.origin(src))
+            elif src.is_broadcast and es == 1 and v >= 0:
+                self.bind(expr, out, d, v, f"the shape of {expr!r}")
+            else:
+                raise InputShapeError(
+                    f"{expr!r}: input dim {bdims.index(j)} ({self.origin(src)}) has extent "
+                    f"{es} and cannot become {v} at output dim {j}; only broadcast dims of "
+                    f"extent 1 can be expanded")
+
+    def reshape(self, expr: Expr) -> None:
+        x, out = expr.inputs[0], expr.outputs[0]
+        vals = self.shape_values(expr, expr.inputs[1:])
+        in_shape = [self.ext[d.uid] for d in x.shape_domain]
+        numel = math.prod(in_shape)
+        if vals.count(-1) > 1 or any(v < -1 for v in vals):
+            raise InputShapeError(f"{expr!r}: invalid new shape {vals} (at most one -1, no "
+                                  f"other negative extents)")
+        if -1 in vals:
+            rest = math.prod(v for v in vals if v != -1)
+            if rest == 0 or numel % rest:
+                raise InputShapeError(f"{expr!r}: cannot infer -1 in {vals} for an input of "
+                                      f"shape {in_shape} ({numel} elements)")
+            vals[vals.index(-1)] = numel // rest
+        if math.prod(vals) != numel:
+            raise InputShapeError(
+                f"{expr!r}: cannot reshape T{x.index} of shape {in_shape} ({numel} elements) "
+                f"into {vals} ({math.prod(vals)} elements)")
+        for d, v in zip(out.shape_domain, vals):
+            self.bind(expr, out, d, v, f"the shape of {expr!r}")
+
+
+__all__ = ["propagate_extents"]

@@ -1,0 +1,194 @@
+"""Generated kernels for a fusion: segment once, then per input signature plan and launch.
+
+``CompiledFusion.run`` receives the input tensors, the bound extents and the
+output tensors already allocated by the executor; it allocates intermediate
+buffers, builds each segment's problem (canonical groups, from real strides),
+asks its scheduler for params, generates and loads the Triton source once per
+(segment, params), and launches. A repeated call with the same signature only
+looks the launch plan up and binds pointers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..analysis.accesses import load_strides, shape_of
+from ..analysis.canonical import canonicalize
+from ..analysis.device import device_info
+from ..codegen import backend
+from ..codegen.pointwise import pointwise_source
+from ..codegen.reduction import finish_source, reduction_source
+from ..dtypes import DataType, to_torch
+from ..errors import UnsupportedError
+from ..ir import Fusion, TensorView
+from ..schedulers import pointwise as pw
+from ..schedulers import reduction as rd
+from ..schedulers.problem import Problem, max_offset
+from ..segmenter.segments import KernelSpec, segment
+
+
+@dataclass
+class _Launch:
+    kernel: Any
+    grid: tuple
+    args_builder: Any
+    meta: dict
+
+
+class CompiledFusion:
+    def __init__(self, fusion: Fusion, computed_outputs: list[TensorView]):
+        self.fusion = fusion
+        self.specs, self.intermediates = segment(fusion, computed_outputs)
+        self._kernels: dict[tuple, tuple] = {}
+        self.last_params: list = []
+        self.last_code: list[str] = []
+
+    # --- per call --------------------------------------------------------------------
+    def run(self, tensors: dict[int, torch.Tensor], extents: dict[int, int],
+            scalars: dict[int, Any], device: torch.device) -> None:
+        info = device_info(device)
+        env = dict(tensors)
+        for tv in self.intermediates:
+            shape = shape_of(tv, extents)
+            env[id(tv)] = torch.empty(shape, dtype=to_torch(tv.dtype), device=device)
+        self.last_params, self.last_code = [], []
+        for spec in self.specs:
+            self._run_spec(spec, env, extents, scalars, device, info)
+
+    def _strides(self, spec: KernelSpec, env, extents) -> list[tuple[int, ...]]:
+        root_shape = shape_of(spec.root, extents)
+        out = []
+        for i, a in enumerate(spec.accesses):
+            if i < spec.n_loads:
+                st = load_strides(a, tuple(env[id(a.tv)].stride()), extents)
+                if st is None:
+                    raise UnsupportedError(
+                        f"T{a.tv.index} is read through a reshape that is not a view of its "
+                        f"strides {tuple(env[id(a.tv)].stride())}; layoutfuse cannot index it yet")
+            elif i < spec.n_loads + spec.n_stores:
+                real = tuple(env[id(a.tv)].stride())
+                if spec.kind == "reduction":
+                    red_dims = spec.reduction.attrs["dims"]
+                    it = iter(real)
+                    st = tuple(0 if d in red_dims else next(it) for d in range(len(root_shape)))
+                else:
+                    st = load_strides(a, real, extents)
+                    if st is None:
+                        raise UnsupportedError(f"output T{a.tv.index} cannot be addressed")
+            else:
+                st = load_strides(a, (1,), extents)
+            out.append(st)
+        return out
+
+    def _run_spec(self, spec: KernelSpec, env, extents, scalars, device, info) -> None:
+        root_shape = shape_of(spec.root, extents)
+        if any(n == 0 for n in root_shape):
+            if spec.kind == "reduction":
+                self._fill_empty_reduction(spec, env)
+            return
+        strides = self._strides(spec, env, extents)
+        reduced = [False] * len(root_shape)
+        if spec.kind == "reduction":
+            for d in spec.reduction.attrs["dims"]:
+                reduced[d] = True
+        groups = canonicalize(root_shape, reduced, strides, spec.n_loads)
+        dtypes = tuple(a.tv.dtype if i < spec.n_loads + spec.n_stores else DataType.Int
+                       for i, a in enumerate(spec.accesses))
+        offs = tuple(max_offset(root_shape, s) for s in strides)
+        prob = Problem(groups, spec.n_loads, spec.n_stores, dtypes, offs)
+        scalar_vals = [scalars[id(s)] for s in spec.scalars]
+        if spec.kind == "pointwise":
+            self._launch_pointwise(spec, prob, env, scalar_vals, device, info)
+        else:
+            self._launch_reduction(spec, prob, env, scalar_vals, device, info)
+
+    def _kernel(self, spec, params, make_source, name):
+        key = (id(spec), name, params)
+        if key not in self._kernels:
+            src, args = make_source(spec, params, name)
+            self._kernels[key] = (backend.load_kernel(src, name), args, src)
+        return self._kernels[key]
+
+    def _stride_values(self, prob: Problem, params, accesses) -> list[int]:
+        vals = []
+        for a in accesses:
+            for k, g in enumerate(prob.groups):
+                if not params.zero_strides[a][k] and not params.unit_strides[a][k]:
+                    vals.append(g.strides[a])
+        return vals
+
+    def _launch_pointwise(self, spec, prob, env, scalar_vals, device, info):
+        params = pw.heuristics(prob, info)
+        kernel, _, src = self._kernel(spec, params, pointwise_source, "pointwise_kernel")
+        self.last_params.append(params)
+        self.last_code.append(src)
+        sizes = [g.size for g in prob.groups]
+        px = -(-sizes[params.gx] // params.block_x) if sizes else 1
+        py = -(-sizes[params.gy] // params.block_y) if params.gy is not None else 1
+        args = [env[id(tv)] for tv in spec.memory] + sizes + \
+            self._stride_values(prob, params, range(len(spec.accesses))) + scalar_vals + [px, py]
+        backend.launch(kernel, (pw.grid(params),), *args, device_type=device.type,
+                       BLOCK_X=params.block_x, BLOCK_Y=params.block_y,
+                       **({"num_warps": params.num_warps} if device.type == "cuda" else {}))
+
+    def _launch_reduction(self, spec, prob, env, scalar_vals, device, info):
+        params = rd.heuristics(prob, info)
+        kernel, _, src = self._kernel(spec, params, reduction_source, "reduction_kernel")
+        self.last_params.append(params)
+        self.last_code.append(src)
+        sizes = [g.size for g in prob.groups]
+        nx = 1
+        for k in params.x_groups:
+            nx *= sizes[k]
+        nr = 1
+        for k in params.r_groups:
+            nr *= sizes[k]
+        npx = -(-sizes[params.x_groups[0]] // params.block_x) if params.template == "outer" else 1
+        ws = []
+        n_ws = 3 if spec.reduction.op.name == "welford" else 1
+        if params.split > 1:
+            acc = torch.float64 if spec.reduction.inputs[0].dtype is DataType.Double else \
+                torch.float32
+            if spec.reduction.op.name != "welford":
+                acc = _acc_torch(spec.reduction.outputs[0].dtype)
+            ws = [torch.empty((params.split, nx), dtype=acc, device=device) for _ in range(n_ws)]
+        args = [env[id(tv)] for tv in spec.memory] + ws + sizes + \
+            self._stride_values(prob, params, range(len(spec.accesses))) + scalar_vals + \
+            [nx, nr, params.chunk, npx]
+        warps = {"num_warps": params.num_warps} if device.type == "cuda" else {}
+        backend.launch(kernel, rd.grid(params), *args, device_type=device.type,
+                       BLOCK_X=params.block_x, BLOCK_R=params.block_r, **warps)
+        if params.split > 1:
+            fin, _, fsrc = self._kernel(spec, params, finish_source, "finish_kernel")
+            self.last_code.append(fsrc)
+            outs = [env[id(o)] for o in spec.reduction.outputs]
+            stores = range(spec.n_loads, spec.n_loads + len(outs))
+            xs = [sizes[k] for k in params.x_groups]
+            svals = [prob.groups[k].strides[a] for a in stores for k in params.x_groups
+                     if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
+            block_s = 1
+            while block_s < params.split:
+                block_s *= 2
+            block_x = max(1, min(1024, 4096 // block_s))
+            backend.launch(fin, (-(-nx // block_x),), *ws, *outs, *xs, *svals, nx, params.split,
+                           device_type=device.type, BLOCK_X=block_x, BLOCK_S=block_s, **warps)
+
+    def _fill_empty_reduction(self, spec, env):
+        e = spec.reduction
+        name = e.op.name
+        fill = {"sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf")}
+        if name == "welford":
+            env[id(e.outputs[0])].fill_(float("nan"))
+            env[id(e.outputs[1])].fill_(0)
+            env[id(e.outputs[2])].fill_(0)
+        else:
+            env[id(e.outputs[0])].fill_(fill[name])
+
+
+def _acc_torch(dtype: DataType) -> torch.dtype:
+    if dtype in (DataType.Half, DataType.BFloat16, DataType.Float):
+        return torch.float32
+    return to_torch(dtype)

@@ -1,0 +1,118 @@
+"""Pointwise scheduler: every fusion segment without a reduction.
+
+The iteration order is the dominant input's memory order (canonical groups).
+The kernel tiles two groups, ``[BLOCK_Y, BLOCK_X]``: X is the dominant input's
+stride-1 group; Y is the outputs' stride-1 group when it differs (a transpose:
+loads and stores are then both coalesced, Triton converting the layout through
+shared memory), else the next group. Other groups run along the grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..analysis.device import DeviceInfo
+from ..codegen.indexing import decompose, next_pow2, offset_expr
+from .problem import Problem
+
+NAME = "pointwise"
+
+
+@dataclass(frozen=True)
+class PointwiseParams:
+    scheduler: str
+    gx: int                       # group tiled along BLOCK_X
+    gy: int | None                # group tiled along BLOCK_Y (None: no second tile axis)
+    n_groups: int
+    block_x: int
+    block_y: int
+    num_warps: int
+    transpose: bool
+    index64: bool
+    zero_strides: tuple[tuple[bool, ...], ...]   # [access][group]
+    unit_strides: tuple[tuple[bool, ...], ...]
+    pattern: str = field(default="", compare=False)
+    sizes: tuple[int, ...] = field(default=(), compare=False)
+
+
+def can_schedule(has_reduction: bool) -> str | None:
+    return "the segment has a reduction" if has_reduction else None
+
+
+def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
+    groups = p.groups
+    n = len(groups)
+    gx = 0
+    gy = None
+    transpose = False
+    for a in p.stores():
+        inner = p.innermost_group(a)
+        if inner is not None and inner != gx and n > 1:
+            gy, transpose = inner, True
+            break
+    if gy is None and n > 1:
+        gy = 1
+    size_x = groups[0].size if n else 1
+    size_y = groups[gy].size if gy is not None else 1
+    if transpose:
+        bx = min(next_pow2(size_x), 64)
+        by = min(next_pow2(size_y), 64)
+        warps = 8 if bx * by >= 4096 else 4
+    else:
+        target = 4096
+        bx = min(next_pow2(size_x), target)
+        by = min(next_pow2(size_y), max(1, target // bx))
+        warps = 8 if bx * by >= 4096 else 4 if bx * by >= 512 else 2
+    zero = tuple(tuple(g.strides[a] == 0 for g in groups) for a in range(len(p.dtypes)))
+    unit = tuple(tuple(g.strides[a] == 1 for g in groups) for a in range(len(p.dtypes)))
+    return PointwiseParams(NAME, gx, gy, n, bx, by, warps, transpose, p.needs_int64, zero, unit,
+                           p.pattern, tuple(g.size for g in groups))
+
+
+def grid(params: PointwiseParams) -> int:
+    s = params.sizes
+    if not s:
+        return 1
+    px = -(-s[params.gx] // params.block_x)
+    py = -(-s[params.gy] // params.block_y) if params.gy is not None else 1
+    rest = 1
+    for k, n in enumerate(s):
+        if k != params.gx and k != params.gy:
+            rest *= n
+    return px * py * rest
+
+
+def emit_indexing(w, params: PointwiseParams, n_access: int) -> tuple[str, list[str]]:
+    """Lines that compute the tile's mask and every access's offsets; returns (mask, offsets)."""
+    pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
+    w.line(f"pid = {pid}")
+    w.line("px = pid % NUM_PX")
+    w.line("rest = pid // NUM_PX")
+    w.line("py = rest % NUM_PY")
+    w.line("rest = rest // NUM_PY")
+    idx: dict[int, str] = {}
+    if params.n_groups:
+        idx[params.gx] = w.assign("ix", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
+        mask = f"({idx[params.gx]} < n{params.gx})"
+    else:
+        mask = "(tl.arange(0, BLOCK_X)[None, :] < 1)"
+    if params.gy is not None:
+        idx[params.gy] = w.assign("iy", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]")
+        mask += f" & ({idx[params.gy]} < n{params.gy})"
+    others = [k for k in range(params.n_groups) if k not in idx]
+    if others:
+        parts = decompose(w, "rest", [f"n{k}" for k in others], "iz")
+        idx.update(zip(others, parts))
+    mask = w.assign("mask", mask)
+    offsets = []
+    for a in range(n_access):
+        terms = [(idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
+                 for k in range(params.n_groups) if not params.zero_strides[a][k]]
+        offsets.append(w.assign("off", offset_expr(terms, "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)")))
+    return mask, offsets
+
+
+def stride_args(params: PointwiseParams, n_access: int) -> list[tuple[int, int]]:
+    """(access, group) pairs whose stride is passed as a kernel argument."""
+    return [(a, k) for a in range(n_access) for k in range(params.n_groups)
+            if not params.zero_strides[a][k] and not params.unit_strides[a][k]]

@@ -1,0 +1,107 @@
+"""Reduction scheduler: the input's layout decides the read, the output's the store.
+
+The problem arrives canonicalized from the dominant input's memory order (see
+``analysis.canonical``). The template follows the innermost group:
+
+* ``inner`` template (innermost group reduced): tile ``[BLOCK_X, BLOCK_R]``; rows are
+  all kept groups flattened, columns all reduced groups flattened (the stride-1 one
+  fastest), accumulated over a loop along R, then reduced along axis 1;
+* ``outer`` template (innermost group kept): tile ``[BLOCK_R, BLOCK_X]``; columns are the
+  stride-1 kept group, other kept groups run along the grid, rows walk R.
+
+``family`` (inner / outer / mixed) reports the canonical pattern. When the kept
+space cannot fill the GPU, R is split over a second grid axis: partial results
+go to an fp32 workspace and a second kernel combines them (deterministic).
+The output's layout changes only the store offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..analysis.device import DeviceInfo
+from ..codegen.indexing import next_pow2
+from .problem import Problem
+
+NAME = "reduction"
+
+
+@dataclass(frozen=True)
+class ReductionParams:
+    scheduler: str
+    family: str                   # "inner", "outer" or "mixed" (the canonical pattern)
+    template: str                 # "inner" or "outer" (the kernel shape)
+    x_groups: tuple[int, ...]     # kept groups, innermost first (indices into groups)
+    r_groups: tuple[int, ...]     # reduced groups, innermost first
+    block_x: int
+    block_r: int
+    num_warps: int
+    split: int                    # >1: partial results, then a finishing kernel
+    index64: bool
+    zero_strides: tuple[tuple[bool, ...], ...]
+    unit_strides: tuple[tuple[bool, ...], ...]
+    vector_hint: int = 1          # elements per thread along the contiguous axis
+    pattern: str = field(default="", compare=False)
+    sizes: tuple[int, ...] = field(default=(), compare=False)
+    chunk: int = field(default=0, compare=False)
+
+
+def can_schedule(n_reductions: int) -> str | None:
+    if n_reductions != 1:
+        return f"a reduction kernel takes one reduction op, this segment has {n_reductions}"
+    return None
+
+
+def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
+    groups = p.groups
+    xg = tuple(k for k, g in enumerate(groups) if not g.reduced)
+    rg = tuple(k for k, g in enumerate(groups) if g.reduced)
+    nx = _prod(groups[k].size for k in xg)
+    nr = _prod(groups[k].size for k in rg)
+    fam = p.family
+    item = min(p.vector_bytes(a) for a in range(max(p.n_loads, 1))) if p.n_loads else 4
+    vec = max(1, 16 // item)
+    template = "inner" if (groups and groups[0].reduced) else "outer"
+    if not rg:
+        template = "inner"
+    tile = 4096 if item >= 4 else 8192
+    if template == "inner":
+        block_r = min(next_pow2(nr), 2048 if item >= 4 else 4096)
+        block_x = max(1, min(next_pow2(nx), tile // block_r))
+        programs = -(-nx // block_x)
+    else:
+        n0 = groups[0].size
+        block_x = min(next_pow2(n0), 256 if item >= 4 else 512)
+        block_r = max(1, min(next_pow2(nr), tile // block_x))
+        programs = -(-n0 // block_x) * (nx // n0)
+    warps = 8 if block_x * block_r >= 4096 else 4 if block_x * block_r >= 1024 else 2
+    split = 1
+    target = device.sm_count * 4
+    if programs < target and nr >= 4 * block_r:
+        split = min(-(-target // programs), -(-nr // (2 * block_r)), 1024)
+    chunk = -(-(-(-nr // split)) // block_r) * block_r if split > 1 else nr
+    if split > 1:
+        split = -(-nr // chunk)
+    zero = tuple(tuple(g.strides[a] == 0 for g in groups) for a in range(len(p.dtypes)))
+    unit = tuple(tuple(g.strides[a] == 1 for g in groups) for a in range(len(p.dtypes)))
+    return ReductionParams(NAME, fam, template, xg, rg, block_x, block_r, warps, split,
+                           p.needs_int64, zero, unit, vec, p.pattern,
+                           tuple(g.size for g in groups), chunk)
+
+
+def grid(params: ReductionParams) -> tuple[int, int]:
+    s = params.sizes
+    nx = _prod(s[k] for k in params.x_groups)
+    if params.template == "inner":
+        programs = -(-nx // params.block_x)
+    else:
+        n0 = s[0]
+        programs = -(-n0 // params.block_x) * (nx // n0 if n0 else 0)
+    return programs, params.split
+
+
+def _prod(xs) -> int:
+    p = 1
+    for v in xs:
+        p *= v
+    return p

@@ -1,0 +1,192 @@
+"""The benchmark machinery on CPU with tiny cases: case data, the harness loop, error
+rows, GB/s arithmetic and the result file. Independent of ``layoutfuse.nvfuser``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+if importlib.util.find_spec("layoutfuse") is None:  # run from a checkout without install
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+from layoutfuse.bench import report  # noqa: E402
+from layoutfuse.bench.__main__ import main  # noqa: E402
+from layoutfuse.bench.cases import SUITES, Case, reversed_kept_order  # noqa: E402
+from layoutfuse.bench.harness import Harness, SystemUnavailable  # noqa: E402
+from layoutfuse.bench.layoutfuse_runner import LayoutfuseRunner, stride_order  # noqa: E402
+from layoutfuse.bench.peers import CompilePeer, EagerPeer, pinned_op  # noqa: E402
+from layoutfuse.bench.reference import dense_strides, make_inputs, reference  # noqa: E402
+
+FIXED_MS = 2.0
+READ_GBPS = 10.0
+
+TINY = [
+    Case("t_sum_mem021_sum1", "sweep", "sum", (4, 8, 16), (0, 2, 1), dims=(1,)),
+    Case("t_bf16_sum02", "bf16", "sum", (4, 8, 16), (2, 0, 1), "bfloat16", (0, 2)),
+    Case("t_pinned_mem012_sum0", "pinned", "sum", (4, 8, 16), (0, 1, 2), dims=(0,),
+         out_order=reversed_kept_order((0, 1, 2), (0,))),
+    Case("t_view_sum01", "seed_e2e", "sum", (2, 3, 4, 5), (0, 2, 1, 3), dims=(0, 1),
+         view=((0, 2, 1, 3), (2, 4, 15)), timing="host"),
+    Case("t_softmax_col", "softmax", "softmax", (8, 32), (1, 0), dims=(1,)),
+    Case("t_layernorm_bf16", "layernorm", "layernorm", (4, 8, 32), (0, 2, 1), "bfloat16", (2,)),
+    Case("t_copy", "copy", "copy", (8, 16), (1, 0), out_order=(1, 0)),
+    Case("t_permute", "permute", "copy", (4, 8, 16), (2, 1, 0), out_order=(0, 1, 2)),
+    Case("t_add", "add", "add", (8, 16), (1, 0), out_order=(1, 0)),
+]  # fmt: skip
+
+
+class RaisingRunner:
+    name = "raising"
+
+    def prepare(self, case, inputs):
+        raise NotImplementedError("no scheduler for this case yet")
+
+
+class WrongRunner:
+    """Right shape and layout, values off by one."""
+
+    name = "wrong"
+
+    def prepare(self, case, inputs):
+        op = pinned_op(case)
+        return lambda *xs: op(*xs) + 1
+
+
+class GoneRunner:
+    name = "gone"
+    calls = 0
+
+    def prepare(self, case, inputs):
+        GoneRunner.calls += 1
+        raise SystemUnavailable("not installed")
+
+
+@pytest.fixture
+def no_frontend(monkeypatch):
+    """Make ``import layoutfuse.nvfuser`` fail, whether or not it exists."""
+    monkeypatch.setitem(sys.modules, "layoutfuse.nvfuser", None)
+
+
+def run_tiny(systems, cases=TINY):
+    harness = Harness(systems, "cpu", READ_GBPS, timer=lambda fn, case: (fn(), FIXED_MS)[1])
+    return [harness.run_case(c, "smoke") for c in cases]
+
+
+def test_suites_have_the_anchor_case_counts():
+    counts = {name: len(build()) for name, build in SUITES.items()}
+    assert counts == {"reduction": 94, "pointwise": 196, "normalization": 20, "seed": 4}
+    for name, build in SUITES.items():
+        names = [c.name for c in build()]
+        assert len(names) == len(set(names)), name
+
+
+def test_pinned_order_matches_the_anchor_strides():
+    # anchors: pinned_mem012_sum0 writes its [512, 1024] output with strides [1, 512]
+    order = reversed_kept_order((0, 1, 2), (0,))
+    assert dense_strides((512, 1024), order) == (1, 512)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (0, 2, 1, 3), (3, 1, 0, 2)])
+def test_stride_order_follows_nvfuser(order):
+    x = make_inputs(Case("x", "g", "copy", (2, 3, 4, 5), order), "cpu")[0]
+    by_stride = sorted(range(4), key=lambda d: x.stride(d))
+    assert [by_stride.index(d) for d in range(4)] == stride_order(order)
+
+
+def test_bytes_count_inputs_and_output_once():
+    assert TINY[0].bytes_moved == (4 * 8 * 16 + 4 * 16) * 4
+    assert TINY[1].bytes_moved == (4 * 8 * 16 + 8) * 2
+    assert TINY[-1].bytes_moved == 3 * 8 * 16 * 4
+
+
+def test_eager_rows_pass_and_gbps_follow_bytes_over_time():
+    rows = run_tiny([EagerPeer()])
+    for case, row in zip(TINY, rows):
+        eager = row["eager"]
+        assert eager["error"] is None, (case.name, eager["error"])
+        assert eager["ms"] == FIXED_MS
+        assert eager["gbps"] == pytest.approx(case.bytes_moved / FIXED_MS / 1e6)
+        assert eager["pct"] == pytest.approx(100 * eager["gbps"] / READ_GBPS)
+
+
+def test_pinned_peers_write_the_pinned_layout():
+    for case in TINY:
+        if case.out_order is None:
+            continue
+        inputs = make_inputs(case, "cpu")
+        want = dense_strides(case.out_shape, case.out_order)
+        out = EagerPeer().prepare(case, inputs)(*inputs)
+        assert out.stride() == want, case.name
+        assert pinned_op(case)(*inputs).stride() == want, case.name
+        torch.testing.assert_close(out.float(), reference(case, inputs), rtol=2e-2, atol=2e-2)
+
+
+def test_failures_become_error_rows(no_frontend):
+    gone = GoneRunner()
+    rows = run_tiny([LayoutfuseRunner(), RaisingRunner(), WrongRunner(), gone, EagerPeer()])
+    first, later = rows[0], rows[1:]
+    assert "layoutfuse.nvfuser is not importable" in first["layoutfuse"]["error"]
+    assert first["layoutfuse"]["error"].startswith("unavailable:")
+    assert all(r["layoutfuse"]["error"].startswith("skipped:") for r in later)
+    assert GoneRunner.calls == 1  # an unavailable system is not asked again
+    for row in rows:
+        assert row["raising"]["error"].startswith("NotImplementedError: no scheduler")
+        assert "differ from the fp32 reference" in row["wrong"]["error"]
+        assert row["eager"]["error"] is None
+        for name in ("layoutfuse", "raising", "wrong", "gone"):
+            assert row[name]["gbps"] is None and row[name]["ms"] is None
+
+
+def test_summary_counts_thresholds():
+    rows = [
+        {"group": "g", "s": {"gbps": 9.0, "pct": 90.0, "error": None}},
+        {"group": "g", "s": {"gbps": 8.2, "pct": 82.0, "error": None}},
+        {"group": "h", "s": {"gbps": 1.0, "pct": 10.0, "error": None}},
+        {"group": "h", "s": {"gbps": None, "pct": None, "error": "boom"}},
+    ]
+    summary = report.summarize(rows, ["s"])
+    assert summary["all"]["s"]["n"] == 3 and summary["all"]["s"]["errors"] == 1
+    assert summary["all"]["s"]["at_least_80pct"] == 2
+    assert summary["all"]["s"]["at_least_85pct"] == 1
+    assert summary["h"]["s"]["median_gbps"] == 1.0
+    assert summary["g"]["s"]["geomean_gbps"] == pytest.approx((9.0 * 8.2) ** 0.5)
+    assert len(report.summary_lines(summary)) == 1 + 3
+
+
+def test_cli_writes_the_result_file(tmp_path, no_frontend, capsys):
+    out = tmp_path / "seed.json"
+    args = ["seed", "--quick", "--device", "cpu", "--filter", "playground"]
+    assert main([*args, "--systems", "layoutfuse,eager", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == report.SCHEMA and doc["partial"] is False
+    assert doc["systems"] == ["layoutfuse", "eager"]
+    assert {"torch", "triton", "device_name", "git_commit", "date"} <= set(doc["env"])
+    assert doc["ceilings"]["read_gbps"] > 0 and doc["ceilings"]["copy_gbps"] > 0
+    (row,) = doc["rows"]
+    assert row["case"] == "seed_playground_sum01" and row["timing"] == "host"
+    header = {"case", "suite", "shape", "dtype", "order", "dims", "pinned", "bytes"}
+    assert header <= set(row)
+    assert row["layoutfuse"]["error"] and row["eager"]["error"] is None
+    assert row["eager"]["gbps"] == pytest.approx(row["bytes"] / row["eager"]["ms"] / 1e6)
+    assert set(row["eager"]) == {"ms", "gbps", "pct", "error", "schedule"}
+    assert doc["summary"]["all"]["eager"]["n"] == 1
+    assert "seed_playground_sum01" in capsys.readouterr().out
+
+    png = tmp_path / "seed.png"
+    assert main(["chart", str(out), "--png", str(png)]) == 0
+    assert png.exists() == (importlib.util.find_spec("matplotlib") is not None)
+
+
+def test_compile_peer_on_cpu_runs_or_is_unavailable():
+    case = TINY[0]
+    inputs = make_inputs(case, "cpu")
+    try:
+        fn = CompilePeer().prepare(case, inputs)
+    except SystemUnavailable:
+        return
+    torch.testing.assert_close(fn(*inputs), reference(case, inputs), rtol=1e-3, atol=1e-3)
