@@ -15,6 +15,8 @@ import torch
 from .dtypes import REDUCED_PRECISION, compute_dtype, to_torch
 from .ir import Fusion, OpKind, Scalar, TensorView, Val, Vector
 from .ir.fusion import Expr
+from .ir.ops.elementwise import ROW_BY_NAME as POINTWISE_ROWS
+from .ir.ops.elementwise import DtypeRule
 
 
 def _compute(v: Any) -> Any:
@@ -45,6 +47,11 @@ def evaluate_expr(expr: Expr, args: list[Any], device) -> list[Any]:
             return [_to_python(r.to(to_torch(out.dtype)).item())]
         cargs = [_compute(a) if torch.is_tensor(a) else
                  _scalar_to_tensor(a, v).to(device) for a, v in zip(args, expr.inputs)]
+        row = POINTWISE_ROWS.get(op.name)
+        if row is not None and row.rule is DtypeRule.FLOAT:
+            # integer and bool operands of a float op compute in the output's dtype
+            ct = to_torch(compute_dtype(out.dtype))
+            cargs = [a if a.is_floating_point() else a.to(ct) for a in cargs]
         r = op.reference(*cargs)
         if not torch.is_tensor(r):
             r = torch.tensor(r, device=device)
@@ -79,6 +86,9 @@ def evaluate(fusion: Fusion, inputs: list[Any], device=None) -> dict[int, Any]:
     env: dict[int, Any] = {}
     for v, x in zip(fusion.inputs, inputs):
         env[id(v)] = x
+        if isinstance(v, Vector):       # a vector input binds its elements
+            for e, xe in zip(v.elements, x):
+                env[id(e)] = xe
     for v in fusion.vals:
         if isinstance(v, Scalar) and v.is_constant:
             env[id(v)] = v.value

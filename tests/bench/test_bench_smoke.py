@@ -182,11 +182,27 @@ def test_cli_writes_the_result_file(tmp_path, no_frontend, capsys):
     assert png.exists() == (importlib.util.find_spec("matplotlib") is not None)
 
 
-def test_compile_peer_on_cpu_runs_or_is_unavailable():
-    case = TINY[0]
+class AliasRunner:
+    """Returns its input: a "copy" that copies nothing."""
+
+    name = "alias"
+
+    def prepare(self, case, inputs):
+        return lambda x: x
+
+
+def test_an_output_aliasing_an_input_is_an_error():
+    (row,) = run_tiny([AliasRunner()], [TINY[6]])
+    assert "aliases an input" in row["alias"]["error"]
+
+
+@pytest.mark.parametrize("case", [TINY[0], TINY[6]], ids=lambda c: c.name)
+def test_compile_peer_on_cpu_runs_or_is_unavailable(case):
     inputs = make_inputs(case, "cpu")
     try:
         fn = CompilePeer().prepare(case, inputs)
     except SystemUnavailable:
         return
-    torch.testing.assert_close(fn(*inputs), reference(case, inputs), rtol=1e-3, atol=1e-3)
+    out = fn(*inputs)
+    assert out.untyped_storage().data_ptr() != inputs[0].untyped_storage().data_ptr()
+    torch.testing.assert_close(out, reference(case, inputs), rtol=1e-3, atol=1e-3)

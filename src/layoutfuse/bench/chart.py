@@ -1,6 +1,7 @@
 """``python -m layoutfuse.bench chart RESULT.json [--png OUT.png]``: a grouped bar chart
-of each system's percent of the read ceiling per case. Needs matplotlib, which is
-not a dependency: without it the command says so and exits 0."""
+of each system's percent of the read ceiling per case, an x where a system failed.
+Needs matplotlib, which is not a dependency: without it the command says so and
+exits 0."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from pathlib import Path
 COLORS = {"layoutfuse": "tab:green", "eager": "tab:gray", "compile": "tab:blue"}
 
 
-def bars(doc: dict) -> tuple[list[str], dict[str, list[float]]]:
-    """Case names and, per system, percent of the read ceiling (0 where it failed)."""
+def bars(doc: dict) -> tuple[list[str], dict[str, list[float | None]]]:
+    """Case names and, per system, percent of the read ceiling (None where it failed)."""
     rows = doc["rows"]
     names = [r["case"] for r in rows]
-    pct = {s: [(r.get(s) or {}).get("pct") or 0.0 for r in rows] for s in doc["systems"]}
+    pct = {s: [(r.get(s) or {}).get("pct") for r in rows] for s in doc["systems"]}
     return names, pct
 
 
@@ -40,7 +41,10 @@ def main(argv: list[str]) -> int:
     fig, ax = plt.subplots(figsize=(max(10.0, 0.3 * len(names) * len(systems)), 6))
     for k, system in enumerate(systems):
         xs = [i + (k - (len(systems) - 1) / 2) * width for i in range(len(names))]
-        ax.bar(xs, pct[system], width, label=system, color=COLORS.get(system))
+        heights = [p or 0.0 for p in pct[system]]
+        ax.bar(xs, heights, width, label=system, color=COLORS.get(system))
+        failed = [x for x, p in zip(xs, pct[system]) if p is None]
+        ax.plot(failed, [1.0] * len(failed), "x", color=COLORS.get(system), markersize=4)
     for level in (80, 85):
         ax.axhline(level, color="tab:red", linewidth=0.6, linestyle="--")
     ax.set_xticks(range(len(names)))

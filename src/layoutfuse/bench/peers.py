@@ -28,10 +28,14 @@ def _eager_into(case: Case, out: torch.Tensor) -> Callable[..., torch.Tensor]:
 
 
 def pinned_op(case: Case) -> Callable[..., torch.Tensor]:
-    """The op followed by a dense copy into the case's pinned output order."""
-    op = plain_op(case)
+    """The op followed by a dense copy into the case's pinned output order.
+
+    A pinned copy is that dense copy alone: Inductor (2.11 to 2.13) turns
+    ``x.clone().permute(p).clone(...)`` into an alias of ``x`` when ``x`` is already
+    in the pinned order."""
     if case.out_order is None:
-        return op
+        return plain_op(case)
+    op = (lambda x: x) if case.op == "copy" else plain_op(case)
     perm, inv = list(case.out_order), inverse(case.out_order)
 
     def pinned(*xs):

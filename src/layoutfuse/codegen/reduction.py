@@ -59,6 +59,19 @@ def identity(op: str, dtype: DataType) -> str:
     return {"inf": "float('inf')", "-inf": "float('-inf')"}.get(ident, ident)
 
 
+def reduce_line(dst: str, src: str, op: str, axis: int, floating: bool = True) -> str:
+    """Reduce ``src`` along ``axis``; max/min propagate NaN like torch (tl.max does not)."""
+    if op == "sum":
+        return f"{dst} = tl.sum({src}, {axis}, keep_dims=True)"
+    if op in ("max", "min") and not floating:
+        return f"{dst} = tl.{op}({src}, {axis}, keep_dims=True)"
+    if op in ("max", "min"):
+        nan = f"tl.max(({src} != {src}).to(tl.int32), {axis}, keep_dims=True) > 0"
+        return (f"{dst} = tl.where({nan}, float('nan'), "
+                f"tl.{op}({src}, {axis}, keep_dims=True).to({src}.dtype))")
+    return f"{dst} = tl.reduce({src}, {axis}, {_COMBINE[op]}, keep_dims=True)"
+
+
 def _ptr_names(spec):
     return {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
 
@@ -167,7 +180,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                    f"_welford_combine, keep_dims=True)")
             results = ["mean", "m2", "cnt"]
         else:
-            w.line(f"res = tl.reduce(acc, {axis}, {_COMBINE[op]}, keep_dims=True)")
+            w.line(reduce_line("res", "acc", op, axis, is_floating(acc_t)))
             results = ["res"]
         if params.split > 1:
             for k, r in enumerate(results):
@@ -217,7 +230,7 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
         else:
             ident = identity(op, acc_t)
             w.line(f"part = tl.load(ws0 + s * NX + x, mask=mask, other={ident})")
-            w.line(f"res = tl.reduce(part, 0, {_COMBINE[op]}, keep_dims=True)")
+            w.line(reduce_line("res", "part", op, 0, is_floating(acc_t)))
             results = ["res"]
         idx = dict(zip(xg, decompose(w, "x", [f"n{k}" for k in xg], "xg"))) if xg else {}
         for k, out in enumerate(red.outputs):

@@ -3,7 +3,9 @@
 Rules, in order (nvFuser's, see research/nvfuser_frontend_api.md §2):
 
 1. ``pinned``: the output TensorView has an allocation domain (``stride_order``,
-   ``set_allocation_domain``); reduction axes in it are legal and ignored.
+   ``set_allocation_domain``); reduction axes in it are legal and ignored. (An
+   input returned as an output is a view of itself: its allocation domain
+   declares its layout, it does not pin a new one.)
 2. ``alias``: ``add_output(..., alias_input=)``; written into that input.
 3. ``view``: a chain of set/permute/reshape/broadcast_in_dim/squeeze from an input.
    The runtime returns a torch view of the input; a reshape that the input's
@@ -77,7 +79,7 @@ class OutputLayoutPass:
                     src.ndim == tv.ndim else tuple(range(tv.ndim))
                 layouts[pos] = OutputLayout("alias", order,
                                             alias_input=fusion.inputs.index(src))
-            elif tv.allocation is not None:
+            elif tv.allocation is not None and tv not in fusion.inputs:
                 layouts[pos] = OutputLayout("pinned", tv.allocation_order)
             else:
                 kind, order = infer_layout(fusion, tv)

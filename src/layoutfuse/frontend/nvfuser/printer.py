@@ -16,7 +16,7 @@ def format_float(v: float) -> str:
         return 'float("nan")'
     if math.isinf(v):
         return 'float("-inf")' if v < 0 else 'float("inf")'
-    text = "%#g" % v  # C++'s std::showpoint, which nvFuser uses
+    text = format(v, "#g")  # C++'s std::showpoint, which nvFuser uses
     return text if float(text) == v else repr(v)
 
 
