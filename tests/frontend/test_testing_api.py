@@ -1,53 +1,24 @@
 """Tests of layoutfuse.testing_api: nvFuser's C++ test API in Python.
 
-Ops are checked against torch expressions written independently of the IR's
-reference; ``testing.validate`` is checked on hand-made good and bad outputs.
+Ops run through FusionExecutorCache (generated kernels) and are checked by
+``testing.validate`` and by torch expressions written independently of the IR's
+reference; ``testing.validate`` itself is checked on hand-made good and bad outputs.
 """
 
 from __future__ import annotations
-
-import functools
 
 import pytest
 import torch
 
 import layoutfuse.testing_api as api
 from layoutfuse.dtypes import DataType, to_torch
-from layoutfuse.errors import DefinitionError, UnsupportedError
+from layoutfuse.errors import DefinitionError, InputLayoutError
 from layoutfuse.ir.ops.elementwise import ROW_BY_NAME, DtypeRule
-from layoutfuse.reference import evaluate, run_reference
-from layoutfuse.runtime.executor import FusionExecutor
+from layoutfuse.reference import evaluate
 from layoutfuse.testing_api import Fusion, FusionExecutorCache, FusionGuard, IrBuilder, testing
 from layoutfuse.testing_api.validate import default_rtol, reduction_sizes
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-
-
-@functools.cache
-def executor_is_placeholder() -> bool:
-    fusion = Fusion()
-    with FusionGuard(fusion):
-        tv0 = api.make_contig_tensor(1)
-        fusion.add_input(tv0)
-        fusion.add_output(api.sum(tv0, [0]))
-    try:
-        FusionExecutor(fusion).run([torch.ones(2, device=DEVICE)])
-    except UnsupportedError:
-        return False
-    except NotImplementedError:
-        return True
-    return False
-
-
-@pytest.fixture(autouse=True)
-def reference_executor(monkeypatch):
-    """Runs fusions with the torch reference while FusionExecutor.run is a placeholder."""
-    if executor_is_placeholder():
-        def run(self, inputs, device=None):
-            outs = run_reference(self.fusion, list(inputs))
-            return [o for o, s in zip(outs, self.fusion.outputs) if s.alias_input is None]
-
-        monkeypatch.setattr(FusionExecutor, "run", run)
 
 
 def run_unary(build, x: torch.Tensor, static: bool = False):
@@ -70,7 +41,7 @@ def run_unary(build, x: torch.Tensor, static: bool = False):
     return results
 
 
-# --- tensor makers ---------------------------------------------------------------------------------
+# --- tensor makers --------------------------------------------------------------------------------
 MAKERS = [  # maker, argument, static shape, contiguity in allocation order
     (api.make_contig_tensor, 3, (None, None, None), (True, True, True)),
     (api.make_symbolic_tensor, 2, (None, None), (False, False)),
@@ -93,6 +64,23 @@ def test_makers(maker, arg, shape, contiguity):
     assert tv.contiguity == contiguity
 
 
+@pytest.mark.parametrize("maker", [api.make_symbolic_tensor, api.make_contig_tensor])
+def test_makers_carry_contiguity_to_the_executor(maker):
+    fusion = Fusion()
+    with FusionGuard(fusion):
+        tv = maker(2)
+        fusion.add_input(tv)
+        fusion.add_output(api.sum(tv, [1]))
+    strided = torch.randn(6, 8, device=DEVICE)[:, ::2]
+    fec = FusionExecutorCache(fusion)
+    if maker is api.make_symbolic_tensor:
+        (out,) = fec.run_fusion_with_inputs([strided])
+        torch.testing.assert_close(out, strided.sum(1))
+    else:
+        with pytest.raises(InputLayoutError):
+            fec.run_fusion_with_inputs([strided])
+
+
 @pytest.mark.parametrize("bad", [[2, -3], [2.0], [True]])
 def test_makers_reject_bad_shapes(bad):
     with FusionGuard(Fusion()), pytest.raises(DefinitionError):
@@ -111,7 +99,7 @@ def test_allocation_domain_accepts_reduction_axes():
             x.set_allocation_domain([x.axis(1)], True)
 
 
-# --- ops ---------------------------------------------------------------------------------------------
+# --- ops ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(ROW_BY_NAME))
 def test_every_pointwise_row_is_a_function(name):
     row = ROW_BY_NAME[name]
@@ -235,14 +223,20 @@ def test_symbolic_scalar_input():
 
 
 def test_executor_cache_reports_the_last_run():
-    fec = FusionExecutorCache(Fusion())
-    fec.last_schedule()
-    assert fec.last_triton_code() is None or isinstance(fec.last_triton_code(), str)
+    fusion = Fusion()
+    with FusionGuard(fusion):
+        tv = api.make_contig_tensor(2)
+        fusion.add_input(tv)
+        fusion.add_output(api.sum(tv, [1]))
+    fec = FusionExecutorCache(fusion)
+    assert fec.last_schedule() is None and fec.last_triton_code() is None
+    fec.run_fusion_with_inputs([torch.randn(3, 4, device=DEVICE)])
+    assert fec.last_schedule() is not None and "@triton.jit" in fec.last_triton_code()
     with pytest.raises(DefinitionError):
         FusionExecutorCache("not a fusion")
 
 
-# --- testing.validate --------------------------------------------------------------------------------
+# --- testing.validate -----------------------------------------------------------------------------
 def pinned_transpose_fusion() -> Fusion:
     """sum over dim 0 of a [4, 3, 5] tensor, output pinned column-major."""
     fusion = Fusion()

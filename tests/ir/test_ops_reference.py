@@ -275,7 +275,7 @@ def test_shape_op(name, dtype):
     check(out, res, direct(x), dtype)
 
 
-# --- creation ---------------------------------------------------------------------------------------
+# --- creation -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_full(dtype):
     fill = {BOOL: True, I64: 7}.get(dtype, 1.5)

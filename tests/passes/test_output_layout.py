@@ -160,7 +160,7 @@ def test_welford_outputs_follow_the_input():
     assert set(layouts(build).values()) == {OutputLayout("inferred", (1, 0))}
 
 
-# --- pinned ------------------------------------------------------------------------------------------
+# --- pinned ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("stride_order,order", [([0, 1, 2], (2, 1, 0)), ([2, 0, 1], (0, 2, 1)),
                                                  ([2, 1, 0], (0, 1, 2))])
 def test_pinned_stride_order(stride_order, order):
@@ -179,7 +179,7 @@ def test_reduction_axes_in_a_pinned_allocation_domain_are_ignored():
     assert only(build) == OutputLayout("pinned", (1, 0))
 
 
-# --- alias and views ---------------------------------------------------------------------------------
+# --- alias and views ------------------------------------------------------------------------------
 def test_alias_output():
     def build(f):
         x = define_tensor(f, [-1, -1])

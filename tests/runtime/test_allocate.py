@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from layoutfuse.dtypes import DataType
+from layoutfuse.errors import InputLayoutError
 from layoutfuse.ir import Fusion, FusionGuard, IterDomain, TensorView, ops
 from layoutfuse.ir.ops.shape import stride_order_to_allocation
 from layoutfuse.runtime.allocate import (
@@ -74,7 +77,7 @@ def test_allocate_output_uses_the_tensor_view():
     assert out.stride() == (1, 0, 2)
 
 
-# --- views -------------------------------------------------------------------------------------------
+# --- views ----------------------------------------------------------------------------------------
 def _view_fusion(build):
     f = Fusion()
     with FusionGuard(f):
@@ -107,3 +110,32 @@ def test_make_view_gives_none_for_a_reshape_the_strides_cannot_express():
     f, x, y = _view_fusion(lambda x: ops.reshape(x, [12]))
     base = torch.zeros(6, 2).t()
     assert make_view(view_chain(f, y, x), base, validate_inputs(f, [base])) is None
+
+
+# --- round trip: what allocate_dense produces, validate_inputs accepts ----------------------------
+@st.composite
+def shapes_and_orders(draw):
+    rank = draw(st.integers(0, 4))
+    shape = tuple(draw(st.lists(st.sampled_from([0, 1, 2, 3, 5]), min_size=rank, max_size=rank)))
+    order = tuple(draw(st.permutations(range(rank))))
+    return shape, order, tuple(draw(st.permutations(range(rank))))
+
+
+@settings(max_examples=150, deadline=None)
+@given(shapes_and_orders())
+def test_dense_tensors_validate_against_their_declared_order(case):
+    shape, order, other = case
+    f = Fusion()
+    with FusionGuard(f):
+        ids = [IterDomain.iteration(None) for _ in shape]
+        x = TensorView(f, ids, DataType.Float)
+        x.set_allocation_domain([ids[i] for i in order])
+        f.add_input(x)
+    validate_inputs(f, [allocate_dense(shape, order, torch.float32, torch.device("cpu"))])
+    t = allocate_dense(shape, other, torch.float32, torch.device("cpu"))
+    big = [i for i in order if shape[i] > 1]
+    if 0 not in shape and big != [i for i in other if shape[i] > 1]:
+        with pytest.raises(InputLayoutError):
+            validate_inputs(f, [t])
+    else:
+        validate_inputs(f, [t])                  # the same memory layout

@@ -57,7 +57,7 @@ def col_major(*shape):
     return torch.randn(*reversed(shape)).permute(*reversed(range(len(shape))))
 
 
-# --- inferred layouts ------------------------------------------------------------------------------
+# --- inferred layouts -----------------------------------------------------------------------------
 def test_channels_last_pointwise(executor):
     f = build(lambda f: f.add_output(ops.pointwise(
         "mul", define_tensor(f, [-1, -1, -1, -1], stride_order=[3, 0, 2, 1]), 2.0)))
@@ -95,7 +95,7 @@ def test_column_major_sum_over_n(executor):
     assert out.stride() == (1,)
 
 
-# --- pinned -----------------------------------------------------------------------------------------------
+# --- pinned ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("stride_order,strides", [([0, 1, 2], (1, 2, 6)), ([1, 2, 0], (4, 8, 1)),
                                                    ([2, 1, 0], (12, 4, 1))])
 def test_pinned_stride_order(executor, stride_order, strides):
@@ -118,7 +118,7 @@ def test_pinned_allocation_with_reduction_axes(executor):
     assert out.stride() == (1, 2)
 
 
-# --- aliases, views, expanded and scalar outputs ------------------------------------------------------
+# --- aliases, views, expanded and scalar outputs --------------------------------------------------
 def test_alias_is_written_in_place_and_omitted(executor):
     def fn(f):
         x = define_tensor(f, [-1, -1])
@@ -208,7 +208,7 @@ def test_shapes_from_scalar_inputs(executor):
     torch.testing.assert_close(out, x.reshape(2, 3) + 1)
 
 
-# --- the executor's own bookkeeping ------------------------------------------------------------------
+# --- the executor's own bookkeeping ---------------------------------------------------------------
 def test_reference_path_flag():
     f = build(lambda f: f.add_output(ops.pointwise("neg", define_tensor(f, [-1]))))
     ref = ReferenceExecutor(f)

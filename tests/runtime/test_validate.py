@@ -99,7 +99,7 @@ def test_cpu_scalar_tensors_may_sit_beside_any_device():
     assert b.device == torch.device("meta")
 
 
-# --- sizes and broadcast dims ------------------------------------------------------------------------
+# --- sizes and broadcast dims ---------------------------------------------------------------------
 def test_static_size():
     f = fusion_of({"shape": [-1, 4]})
     raises(InputShapeError, f, [torch.zeros(2, 5)],
@@ -188,7 +188,7 @@ def test_broadcast_dims_do_not_take_part_in_the_order():
     validate_inputs(f, [torch.zeros(4, 1, 3).permute(2, 1, 0).contiguous().permute(2, 1, 0)])
 
 
-# --- scalars -------------------------------------------------------------------------------------------
+# --- scalars --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype,value,bound", [
     (DataType.Double, 2.5, 2.5), (DataType.Double, 2, 2.0), (DataType.Int, True, 1),
     (DataType.Int, torch.tensor(7), 7), (DataType.Bool, False, False),
@@ -212,7 +212,7 @@ def test_scalar_errors(dtype, value, exc, fragments):
     raises(exc, fusion_of(dtype), [value], *fragments)
 
 
-# --- bindings --------------------------------------------------------------------------------------------
+# --- bindings -------------------------------------------------------------------------------------
 def test_bindings_of_symbolic_dims_through_ops():
     f = Fusion()
     with FusionGuard(f):

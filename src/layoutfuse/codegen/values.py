@@ -103,13 +103,15 @@ class ValueEmitter:
             return self.w.assign("t", f"({x}).to({tl_compute(out.dtype)})")
         args = [self._operand(v, chain) for v in e.inputs]
         name = e.op.name
-        operand_dtypes = [compute_dtype(v.dtype) for v in e.inputs]
+        # scalar operands are plain kernel arguments or literals: Triton promotes them
+        operand_dtypes = [compute_dtype(v.dtype) if isinstance(v, TensorView) else None
+                          for v in e.inputs]
         if name in ("where",):
             args = [args[0]] + [self._as(a, out_c, d) for a, d in zip(args[1:], operand_dtypes[1:])]
         elif out_c is not DataType.Bool and name not in ("bitwise_not",):
             args = [self._as(a, out_c, d) for a, d in zip(args, operand_dtypes)]
         elif name in ("eq", "ne", "lt", "le", "gt", "ge") and len(args) == 2:
-            common = _common([d for d in operand_dtypes])
+            common = _common([d for d in operand_dtypes if d is not None])
             args = [self._as(a, common, d) for a, d in zip(args, operand_dtypes)]
         if (is_integral(out_c) or is_boolean(out_c)) and name in _INTEGER_FORMS:
             expr = _INTEGER_FORMS[name](*args)
@@ -120,8 +122,8 @@ class ValueEmitter:
         return self.w.assign("t", f"({expr}).to({tl_compute(out.dtype)})")
 
     @staticmethod
-    def _as(arg: str, target: DataType, have: DataType) -> str:
-        if have is target:
+    def _as(arg: str, target: DataType, have: DataType | None) -> str:
+        if have is None or have is target:
             return arg
         if have is DataType.Bool:
             return f"({arg}).to({tl_compute(target)})"

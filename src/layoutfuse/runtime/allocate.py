@@ -60,6 +60,14 @@ def writable(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def writable_source(dst: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """``value`` narrowed like ``writable(dst)``: first element along dst's stride-0 dims."""
+    for d in range(dst.dim()):
+        if dst.stride(d) == 0 and dst.shape[d] > 1:
+            value = value.narrow(d, 0, 1)
+    return value
+
+
 def allocate_output(tv: TensorView, order: Sequence[int], bindings: Bindings) -> torch.Tensor:
     """The buffer for output ``tv``: dense in ``order``, its expanded broadcast dims stride 0."""
     expanded = [i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and d.expanded]
@@ -113,4 +121,4 @@ def make_view(chain: Sequence[Expr], base: torch.Tensor, bindings: Bindings
 
 
 __all__ = ["allocate_dense", "allocate_output", "dense_strides", "make_view", "view_chain",
-           "writable"]
+           "writable", "writable_source"]

@@ -25,7 +25,7 @@ from ..errors import InputShapeError
 from ..ir import Fusion, Scalar, TensorView
 from ..passes.output_layout import OutputLayout, OutputLayoutPass
 from ..reference import evaluate
-from .allocate import allocate_output, make_view, view_chain, writable
+from .allocate import allocate_output, make_view, view_chain, writable, writable_source
 from .validate import Bindings, validate_inputs
 
 
@@ -192,15 +192,9 @@ class FusionExecutor:
             elif computed[pos]:
                 writable(outputs[pos]).copy_(writable_source(outputs[pos], value))
         for dst, value in aliased:          # after every output has read the inputs
+            if value.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
+                value = value.clone()       # e.g. a permute of the input written into it
             dst.copy_(value)
-
-
-def writable_source(dst: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    """``value`` narrowed like ``writable(dst)``: first element along dst's stride-0 dims."""
-    for d in range(dst.dim()):
-        if dst.stride(d) == 0 and dst.shape[d] > 1:
-            value = value.narrow(d, 0, 1)
-    return value
 
 
 __all__ = ["FusionExecutor"]

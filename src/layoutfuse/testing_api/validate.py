@@ -1,4 +1,4 @@
-"""``testing.validate``: nvFuser's ``testValidate``, checking a fusion's outputs against the reference.
+"""``testing.validate``: nvFuser's ``testValidate``, checking outputs against the reference.
 
 The expected outputs are recomputed by the torch reference (``layoutfuse.reference``)
 on copies of the inputs upcast to float64 (complex128 for complex), so the
@@ -73,7 +73,7 @@ def reduction_sizes(fusion: Fusion, env: dict[int, Any]) -> dict[int, int]:
 
 
 def dense_strides_in_order(shape: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
-    """Strides of a dense tensor of ``shape`` whose dims lie in memory outermost-first as ``order``."""
+    """Strides of a dense ``shape`` whose dims lie in memory outermost-first as ``order``."""
     strides = [0] * len(shape)
     step = 1
     for d in reversed(order):
