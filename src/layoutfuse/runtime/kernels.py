@@ -45,6 +45,7 @@ class CompiledFusion:
         self._kernels: dict[tuple, tuple] = {}
         self.last_params: list = []
         self.last_code: list[str] = []
+        self.last_launches: list[tuple] = []   # (LoadedKernel, args, meta) of the last run
 
     # --- per call --------------------------------------------------------------------
     def run(self, tensors: dict[int, torch.Tensor], extents: dict[int, int],
@@ -54,7 +55,7 @@ class CompiledFusion:
         for tv in self.intermediates:
             shape = shape_of(tv, extents)
             env[id(tv)] = torch.empty(shape, dtype=to_torch(tv.dtype), device=device)
-        self.last_params, self.last_code = [], []
+        self.last_params, self.last_code, self.last_launches = [], [], []
         for spec in self.specs:
             self._run_spec(spec, env, extents, scalars, device, info)
 
@@ -105,6 +106,10 @@ class CompiledFusion:
         else:
             self._launch_reduction(spec, prob, env, scalar_vals, device, info)
 
+    def _launch(self, kernel, grid, args, meta, device) -> None:
+        self.last_launches.append((kernel, list(args), dict(meta)))
+        backend.launch(kernel, grid, *args, device_type=device.type, **meta)
+
     def _kernel(self, spec, params, make_source, name):
         key = (id(spec), name, params)
         if key not in self._kernels:
@@ -130,9 +135,9 @@ class CompiledFusion:
         py = -(-sizes[params.gy] // params.block_y) if params.gy is not None else 1
         args = [env[id(tv)] for tv in spec.memory] + sizes + \
             self._stride_values(prob, params, range(len(spec.accesses))) + scalar_vals + [px, py]
-        backend.launch(kernel, (pw.grid(params),), *args, device_type=device.type,
-                       BLOCK_X=params.block_x, BLOCK_Y=params.block_y,
-                       **({"num_warps": params.num_warps} if device.type == "cuda" else {}))
+        self._launch(kernel, (pw.grid(params),), args,
+                     {"BLOCK_X": params.block_x, "BLOCK_Y": params.block_y,
+                      **({"num_warps": params.num_warps} if device.type == "cuda" else {})}, device)
 
     def _launch_reduction(self, spec, prob, env, scalar_vals, device, info):
         params = rd.heuristics(prob, info)
@@ -159,8 +164,8 @@ class CompiledFusion:
             self._stride_values(prob, params, range(len(spec.accesses))) + scalar_vals + \
             [nx, nr, params.chunk, npx]
         warps = {"num_warps": params.num_warps} if device.type == "cuda" else {}
-        backend.launch(kernel, rd.grid(params), *args, device_type=device.type,
-                       BLOCK_X=params.block_x, BLOCK_R=params.block_r, **warps)
+        self._launch(kernel, rd.grid(params), args,
+                     {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r, **warps}, device)
         if params.split > 1:
             fin, _, fsrc = self._kernel(spec, params, finish_source, "finish_kernel")
             self.last_code.append(fsrc)
@@ -173,8 +178,8 @@ class CompiledFusion:
             while block_s < params.split:
                 block_s *= 2
             block_x = max(1, min(1024, 4096 // block_s))
-            backend.launch(fin, (-(-nx // block_x),), *ws, *outs, *xs, *svals, nx, params.split,
-                           device_type=device.type, BLOCK_X=block_x, BLOCK_S=block_s, **warps)
+            self._launch(fin, (-(-nx // block_x),), [*ws, *outs, *xs, *svals, nx, params.split],
+                         {"BLOCK_X": block_x, "BLOCK_S": block_s, **warps}, device)
 
     def _fill_empty_reduction(self, spec, env):
         e = spec.reduction

@@ -145,6 +145,10 @@ class FusionDefinition(DefineMixin):
         """Scheduler parameters of the last execution (from the executor)."""
         return self._entry.executor().last_schedule() if self._has_executor() else None
 
+    def executor(self):
+        """The FusionExecutor behind this definition (created on first use)."""
+        return self._entry.executor()
+
     def last_triton_code(self) -> str | None:
         """The generated Triton source of the last execution (from the executor)."""
         return self._entry.executor().last_triton_code() if self._has_executor() else None

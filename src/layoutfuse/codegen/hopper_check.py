@@ -1,0 +1,27 @@
+"""Compile the kernels a run launched for sm_90, without a GPU (for tests and debugging).
+
+``compile_last_run(executor)`` takes a FusionExecutor (or anything with a
+``_compiled.last_launches`` list) and returns one ``CompiledArtifacts`` per launch,
+compiled with exactly the specialization Triton's launcher would have made for the
+real arguments, so a test can assert on the PTX (``ld.global.v4``) of what ran.
+"""
+
+from __future__ import annotations
+
+from .backend import CompiledArtifacts, compile_for_hopper, signature_from_args
+
+
+def compile_launch(kernel, args, meta) -> CompiledArtifacts:
+    names = kernel.jit.arg_names
+    values = dict(zip(names, list(args) + [meta[n] for n in names[len(args):]]))
+    constexpr_names = [n for n in names[len(args):]]
+    spec = signature_from_args(values, constexpr_names)
+    return compile_for_hopper(kernel, spec.signature, spec.constexprs,
+                              num_warps=meta.get("num_warps", 4), attrs=spec.attrs)
+
+
+def compile_last_run(executor) -> list[CompiledArtifacts]:
+    compiled = getattr(executor, "_compiled", None)
+    if compiled is None:
+        raise ValueError("the executor has not run any kernel yet")
+    return [compile_launch(k, a, m) for k, a, m in compiled.last_launches]
