@@ -98,6 +98,15 @@ def test_stride_order_follows_nvfuser(order):
     assert [by_stride.index(d) for d in range(4)] == stride_order(order)
 
 
+def test_shrinking_keeps_a_view_consistent():
+    seed = next(c for c in SUITES["seed"]() if c.view is not None)
+    small = seed.shrunk(1024)
+    assert small.shape == (2, 12, 2, 192) and small.view[1] == (2, 2, 2304)
+    x = make_inputs(small, "cpu")[0]
+    assert reference(small, [x]).shape == small.out_shape
+    assert TINY[0].shrunk(4).shape == (4, 4, 8)
+
+
 def test_bytes_count_inputs_and_output_once():
     assert TINY[0].bytes_moved == (4 * 8 * 16 + 4 * 16) * 4
     assert TINY[1].bytes_moved == (4 * 8 * 16 + 8) * 2

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-REDUCTION_OPS = frozenset({"sum"})
-NORMALIZATION_OPS = frozenset({"softmax", "layernorm"})
-POINTWISE_OPS = frozenset({"copy", "add"})
+OPS = ("sum", "softmax", "layernorm", "copy", "add")
+TIMINGS = ("device", "host")
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -45,6 +44,13 @@ class Case:
     view: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     timing: str = "device"
 
+    def __post_init__(self) -> None:
+        if self.op not in OPS or self.timing not in TIMINGS or self.dtype not in TORCH_DTYPES:
+            raise ValueError(
+                f"case {self.name}: op, timing or dtype not one of {OPS}, "
+                f"{TIMINGS}, {tuple(TORCH_DTYPES)}"
+            )
+
     @property
     def torch_dtype(self) -> torch.dtype:
         return TORCH_DTYPES[self.dtype]
@@ -59,28 +65,50 @@ class Case:
 
     @property
     def out_shape(self) -> tuple[int, ...]:
-        if self.op in REDUCTION_OPS:
+        if self.op == "sum":
             return tuple(s for d, s in enumerate(self.operand_shape) if d not in self.dims)
         return self.operand_shape
 
     @property
+    def input_bytes(self) -> int:
+        return self.n_inputs * math.prod(self.shape) * self.torch_dtype.itemsize
+
+    @property
     def bytes_moved(self) -> int:
         """Inputs read once plus the output written once."""
-        item = self.torch_dtype.itemsize
-        return (self.n_inputs * math.prod(self.shape) + math.prod(self.out_shape)) * item
+        return self.input_bytes + math.prod(self.out_shape) * self.torch_dtype.itemsize
+
+    def shrinkable_dims(self) -> list[int]:
+        """Input dims whose size may change: all of them, or with a view the leading
+        dims that its reshape leaves as they are."""
+        if self.view is None:
+            return list(range(len(self.shape)))
+        perm, new_shape = self.view
+        dims = []
+        for d, size in zip(perm, new_shape):
+            if self.shape[d] != size:
+                break
+            dims.append(d)
+        return dims
 
     def shrunk(self, factor: int) -> Case:
-        """The case with about ``factor`` times fewer elements (largest dims halved first).
-
-        Cases with a ``view`` keep their shape: the view's shape is tied to it."""
-        if self.view is not None or factor <= 1:
-            return self
+        """The case with up to ``factor`` times fewer elements: the largest shrinkable
+        dim is halved until the factor is used up or every such dim is below 4."""
         shape = list(self.shape)
-        while factor > 1 and max(shape) > 1:
-            i = shape.index(max(shape))
-            shape[i] //= 2
+        free = self.shrinkable_dims()
+        while factor > 1:
+            candidates = [d for d in free if shape[d] >= 4]
+            if not candidates:
+                break
+            d = max(candidates, key=lambda d: shape[d])
+            shape[d] //= 2
             factor //= 2
-        return dataclasses.replace(self, shape=tuple(shape))
+        view = self.view
+        if view is not None:
+            perm, new_shape = view
+            kept = len(free)
+            view = (perm, tuple(shape[perm[i]] if i < kept else n for i, n in enumerate(new_shape)))
+        return dataclasses.replace(self, shape=tuple(shape), view=view)
 
 
 def order_tag(order: tuple[int, ...]) -> str:

@@ -60,16 +60,22 @@ def synchronize(device: str) -> None:
 
 
 def time_loop(
-    fn: Callable[[], object], device: str, samples: int = 15, sample_s: float = 0.01
+    fn: Callable[[], object],
+    device: str,
+    samples: int = 15,
+    sample_s: float = 0.01,
+    budget_s: float = 0.5,
 ) -> float:
-    """Median milliseconds per call of ``fn``, from ``samples`` synchronized loops of
-    about ``sample_s`` seconds each (after a warmup that sizes the loop)."""
+    """Median milliseconds per call of ``fn``, from synchronized loops of about
+    ``sample_s`` seconds each: ``samples`` of them, fewer (3 at least) where that
+    would take over ``budget_s`` (slow calls, as in Triton's CPU interpreter)."""
     synchronize(device)
     start = time.perf_counter()
     fn()
     synchronize(device)
     one = max(time.perf_counter() - start, 1e-7)
     calls = max(1, min(10_000, int(sample_s / one)))
+    samples = max(3, min(samples, int(budget_s / (one * calls))))
     per_call = []
     for _ in range(samples):
         synchronize(device)
@@ -154,7 +160,8 @@ def repo_root() -> str | None:
 def environment(device: str) -> dict:
     import triton
 
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
     env = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "python": platform.python_version(),
@@ -163,7 +170,7 @@ def environment(device: str) -> dict:
         "cuda": torch.version.cuda,
         "device": device,
         "device_name": platform.processor() or platform.machine(),
-        "git_commit": _git("rev-parse", "HEAD") or os.environ.get(COMMIT_ENV),
+        "git_commit": commit or os.environ.get(COMMIT_ENV),
         "git_dirty": None if status is None else bool(status),
         "argv": sys.argv,
     }
@@ -233,8 +240,7 @@ class Harness:
 
     def run_case(self, case: Case, suite: str) -> dict:
         row = case_header(case, suite)
-        input_bytes = case.n_inputs * math.prod(case.shape) * case.torch_dtype.itemsize
-        n_sets = rotation_count(input_bytes, self.device)
+        n_sets = rotation_count(case.input_bytes, self.device)
         input_sets = [make_inputs(case, self.device, seed=i) for i in range(n_sets)]
         ref = reference(case, input_sets[0])
         for system in self.systems:

@@ -23,10 +23,15 @@ SCHEMA = 1
 THRESHOLDS = (80, 85)
 
 
+def rate(gbps: float) -> str:
+    """GB/s in 7 columns: whole numbers, or 2 decimals below 10 (CPU smoke runs)."""
+    return f"{gbps:7.0f}" if gbps >= 10 else f"{gbps:7.2f}"
+
+
 def system_cell(res: dict) -> str:
     if res.get("error"):
         return "ERR " + res["error"][:40]
-    return f"{res['gbps']:6.0f} GB/s {res['pct']:5.1f}%"
+    return f"{rate(res['gbps'])} GB/s {res['pct']:5.1f}%"
 
 
 def progress_line(index: int, total: int, row: dict, systems: list[str]) -> str:
@@ -71,7 +76,7 @@ def summary_lines(summary: dict) -> list[str]:
     for group, per_system in summary.items():
         for s, st in per_system.items():
             figures = (
-                f"{st['min_gbps']:7.0f} {st['median_gbps']:7.0f} {st['geomean_gbps']:7.0f}"
+                f"{rate(st['min_gbps'])} {rate(st['median_gbps'])} {rate(st['geomean_gbps'])}"
                 if st["n"]
                 else f"{'-':>7} {'-':>7} {'-':>7}"
             )

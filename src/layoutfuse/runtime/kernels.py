@@ -46,6 +46,7 @@ class CompiledFusion:
         self.last_params: list = []
         self.last_code: list[str] = []
         self.last_launches: list[tuple] = []   # (LoadedKernel, args, meta) of the last run
+        self.replay_log: list[tuple] = []      # (fn, grid, args, meta, scalar slots)
 
     # --- per call --------------------------------------------------------------------
     def run(self, tensors: dict[int, torch.Tensor], extents: dict[int, int],
@@ -56,6 +57,7 @@ class CompiledFusion:
             shape = shape_of(tv, extents)
             env[id(tv)] = torch.empty(shape, dtype=to_torch(tv.dtype), device=device)
         self.last_params, self.last_code, self.last_launches = [], [], []
+        self.replay_log = []
         for spec in self.specs:
             self._run_spec(spec, env, extents, scalars, device, info)
 
@@ -106,9 +108,12 @@ class CompiledFusion:
         else:
             self._launch_reduction(spec, prob, env, scalar_vals, device, info)
 
-    def _launch(self, kernel, grid, args, meta, device) -> None:
+    def _launch(self, kernel, grid, args, meta, device, scalar_slots=()) -> None:
+        """Launch, and record it for replay: ``scalar_slots`` are (arg index, Scalar) pairs."""
+        fn = kernel.for_device(device.type)
         self.last_launches.append((kernel, list(args), dict(meta)))
-        backend.launch(kernel, grid, *args, device_type=device.type, **meta)
+        self.replay_log.append((fn, grid, list(args), dict(meta), tuple(scalar_slots)))
+        fn[grid](*args, **meta)
 
     def _kernel(self, spec, params, make_source, name):
         key = (id(spec), name, params)
@@ -133,11 +138,14 @@ class CompiledFusion:
         sizes = [g.size for g in prob.groups]
         px = -(-sizes[params.gx] // params.block_x) if sizes else 1
         py = -(-sizes[params.gy] // params.block_y) if params.gy is not None else 1
-        args = [env[id(tv)] for tv in spec.memory] + sizes + \
-            self._stride_values(prob, params, range(len(spec.accesses))) + scalar_vals + [px, py]
+        head = [env[id(tv)] for tv in spec.memory] + sizes + \
+            self._stride_values(prob, params, range(len(spec.accesses)))
+        args = head + scalar_vals + [px, py]
+        slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
         self._launch(kernel, (pw.grid(params),), args,
                      {"BLOCK_X": params.block_x, "BLOCK_Y": params.block_y,
-                      **({"num_warps": params.num_warps} if device.type == "cuda" else {})}, device)
+                      **({"num_warps": params.num_warps} if device.type == "cuda" else {})}, device,
+                     slots)
 
     def _launch_reduction(self, spec, prob, env, scalar_vals, device, info):
         params = rd.heuristics(prob, info)
@@ -160,12 +168,13 @@ class CompiledFusion:
             if spec.reduction.op.name != "welford":
                 acc = _acc_torch(spec.reduction.outputs[0].dtype)
             ws = [torch.empty((params.split, nx), dtype=acc, device=device) for _ in range(n_ws)]
-        args = [env[id(tv)] for tv in spec.memory] + ws + sizes + \
-            self._stride_values(prob, params, range(len(spec.accesses))) + scalar_vals + \
-            [nx, nr, params.chunk, npx]
+        head = [env[id(tv)] for tv in spec.memory] + ws + sizes + \
+            self._stride_values(prob, params, range(len(spec.accesses)))
+        args = head + scalar_vals + [nx, nr, params.chunk, npx]
+        slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
         warps = {"num_warps": params.num_warps} if device.type == "cuda" else {}
         self._launch(kernel, rd.grid(params), args,
-                     {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r, **warps}, device)
+                     {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r, **warps}, device, slots)
         if params.split > 1:
             fin, _, fsrc = self._kernel(spec, params, finish_source, "finish_kernel")
             self.last_code.append(fsrc)

@@ -79,7 +79,8 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     target = device.sm_count * 4
     if programs < target and nr >= 4 * block_r:
         split = min(-(-target // programs), -(-nr // (2 * block_r)), 1024)
-    chunk = -(-(-(-nr // split)) // block_r) * block_r if split > 1 else nr
+    per_split = -(-nr // split)
+    chunk = -(-per_split // block_r) * block_r if split > 1 else nr
     if split > 1:
         split = -(-nr // chunk)
     zero = tuple(tuple(g.strides[a] == 0 for g in groups) for a in range(len(p.dtypes)))

@@ -16,7 +16,7 @@ from ...errors import DefinitionError
 from ..domain import AllocationDomain, IterDomain, IterType
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView
-from .common import as_shape, clone_id, emit, fusion_of, normalize_dims, static_value
+from .common import as_shape, clone_id, emit, normalize_dims, static_value
 
 
 def _check_tensor(x, op: str) -> TensorView:
