@@ -134,21 +134,19 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             w.line(f"acc_n = tl.zeros({tile}, {ct})")
         else:
             w.line(f"acc = tl.full({tile}, {identity(op, acc_t)}, {ct})")
-        w.line("r_lo = pid_s * CHUNK")
-        w.line("for r0 in range(0, CHUNK, BLOCK_R):")
-        with w.indent():
-            w.line(f"r = r_lo + r0 + {r_arange}")
-            w.line("mask = xmask & (r < NR)")
-            ridx = dict(zip(rg, decompose(w, "r", [f"n{k}" for k in rg], "rg"))) if rg else {}
+        ptr_of = _ptr_names(spec)
+        load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
+        coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses)
+                       if i >= spec.n_loads + spec.n_stores}
+        scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
+
+        def body(ridx: dict[int, str]) -> None:
+            """Loads at the current R tile, the fused prologue, and the accumulation."""
             offsets = []
             for a in range(n_acc):
                 terms = [(ridx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
                          for k in rg if not params.zero_strides[a][k]]
                 offsets.append(w.assign("off", offset_expr([(xoff[a], 1)] + terms)))
-            ptr_of = _ptr_names(spec)
-            load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
-            coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses)
-                           if i >= spec.n_loads + spec.n_stores}
 
             def load(tv, chain):
                 k = (id(tv), tuple(id(e) for e in chain))
@@ -160,7 +158,6 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             def coordinate(tv, chain):
                 return offsets[coord_index[(id(tv), tuple(id(e) for e in chain))]]
 
-            scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
             ve = ValueEmitter(w, load, lambda s: scalar_names[id(s)], coordinate,
                               f"tl.zeros({tile}, tl.int32)")
             val = ve.value(red.inputs[0], ())
@@ -175,6 +172,28 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             else:
                 w.line(f"v = tl.where(mask, ({val}).to({ct}), {identity(op, acc_t)})")
                 w.line(f"acc = {_COMBINE[op]}(acc, v)")
+
+        if params.r_nest:
+            # the stride-1 reduced group is tiled; the other reduced groups are a scalar
+            # loop (split across programs), so no element pays a div/mod
+            g0 = rg[0]
+            w.line("ro_lo = pid_s * CHUNK")
+            w.line("ro_hi = tl.minimum(ro_lo + CHUNK, NR)")
+            w.line("for ro in range(ro_lo, ro_hi):")
+            with w.indent():
+                outer = decompose(w, "ro", [f"n{k}" for k in rg[1:]], "ro_g")
+                w.line(f"for r0 in range(0, n{g0}, BLOCK_R):")
+                with w.indent():
+                    w.line(f"r = r0 + {r_arange}")
+                    w.line(f"mask = xmask & (r < n{g0})")
+                    body({g0: "r", **dict(zip(rg[1:], outer))})
+        else:
+            w.line("r_lo = pid_s * CHUNK")
+            w.line("for r0 in range(0, CHUNK, BLOCK_R):")
+            with w.indent():
+                w.line(f"r = r_lo + r0 + {r_arange}")
+                w.line("mask = xmask & (r < NR)")
+                body(dict(zip(rg, decompose(w, "r", [f"n{k}" for k in rg], "rg"))) if rg else {})
         if welford:
             w.line(f"mean, m2, cnt = tl.reduce((acc_mean, acc_m2, acc_n), {axis}, "
                    f"_welford_combine, keep_dims=True)")

@@ -170,7 +170,8 @@ class CompiledFusion:
             ws = [torch.empty((params.split, nx), dtype=acc, device=device) for _ in range(n_ws)]
         head = [env[id(tv)] for tv in spec.memory] + ws + sizes + \
             self._stride_values(prob, params, range(len(spec.accesses)))
-        args = head + scalar_vals + [nx, nr, params.chunk, npx]
+        nr_arg = nr // sizes[params.r_groups[0]] if params.r_nest else nr
+        args = head + scalar_vals + [nx, nr_arg, params.chunk, npx]
         slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
         warps = {"num_warps": params.num_warps} if device.type == "cuda" else {}
         self._launch(kernel, rd.grid(params), args,

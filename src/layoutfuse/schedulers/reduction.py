@@ -41,6 +41,7 @@ class ReductionParams:
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
     vector_hint: int = 1          # elements per thread along the contiguous axis
+    r_nest: bool = False          # inner template: tile the stride-1 R group, loop the others
     pattern: str = field(default="", compare=False)
     sizes: tuple[int, ...] = field(default=(), compare=False)
     chunk: int = field(default=0, compare=False)
@@ -65,7 +66,13 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     if not rg:
         template = "inner"
     tile = 4096 if item >= 4 else 8192
-    if template == "inner":
+    r_nest = template == "inner" and len(rg) >= 2
+    if r_nest:
+        n_r0 = groups[rg[0]].size
+        block_r = min(next_pow2(n_r0), 2048 if item >= 4 else 4096)
+        block_x = max(1, min(next_pow2(nx), tile // block_r))
+        programs = -(-nx // block_x)
+    elif template == "inner":
         block_r = min(next_pow2(nr), 2048 if item >= 4 else 4096)
         block_x = max(1, min(next_pow2(nx), tile // block_r))
         programs = -(-nx // block_x)
@@ -77,16 +84,24 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     warps = 8 if block_x * block_r >= 4096 else 4 if block_x * block_r >= 1024 else 2
     split = 1
     target = device.sm_count * 4
-    if programs < target and nr >= 4 * block_r:
-        split = min(-(-target // programs), -(-nr // (2 * block_r)), 1024)
-    per_split = -(-nr // split)
-    chunk = -(-per_split // block_r) * block_r if split > 1 else nr
-    if split > 1:
-        split = -(-nr // chunk)
+    if r_nest:
+        # split the scalar loop over the outer reduced groups
+        n_outer = nr // groups[rg[0]].size
+        if programs < target:
+            split = min(-(-target // programs), n_outer, 1024)
+        chunk = -(-n_outer // split)
+        split = -(-n_outer // chunk)
+    else:
+        if programs < target and nr >= 4 * block_r:
+            split = min(-(-target // programs), -(-nr // (2 * block_r)), 1024)
+        per_split = -(-nr // split)
+        chunk = -(-per_split // block_r) * block_r if split > 1 else nr
+        if split > 1:
+            split = -(-nr // chunk)
     zero = tuple(tuple(g.strides[a] == 0 for g in groups) for a in range(len(p.dtypes)))
     unit = tuple(tuple(g.strides[a] == 1 for g in groups) for a in range(len(p.dtypes)))
     return ReductionParams(NAME, fam, template, xg, rg, block_x, block_r, warps, split,
-                           p.needs_int64, zero, unit, vec, p.pattern,
+                           p.needs_int64, zero, unit, vec, r_nest, p.pattern,
                            tuple(g.size for g in groups), chunk)
 
 
