@@ -6,6 +6,8 @@ import torch
 from layoutfuse.errors import InputLayoutError
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
 
 def _definition():
     with FusionDefinition() as fd:
@@ -17,10 +19,11 @@ def _definition():
     return fd
 
 
-def test_replay_matches_eager_for_fresh_data_and_scalars():
+@pytest.mark.parametrize("device", DEVICES)
+def test_replay_matches_eager_for_fresh_data_and_scalars(device):
     fd = _definition()
-    for k in range(3):
-        x = torch.randn(48, 40).t()           # column-major [40, 48]
+    for k in range(4):
+        x = torch.randn(48, 40, device=device).t()           # column-major [40, 48]
         alpha = 0.5 + k
         red, ex = fd.execute([x, alpha])
         torch.testing.assert_close(red, (x * alpha).sum(1), rtol=1e-5, atol=1e-4)
@@ -37,12 +40,13 @@ def test_a_new_signature_is_validated_again():
         fd.execute([torch.randn(40, 48), 1.0])    # row-major contradicts stride_order [0, 1]
 
 
-def test_replayed_split_reduction_reuses_its_workspace_correctly():
+@pytest.mark.parametrize("device", DEVICES)
+def test_replayed_split_reduction_reuses_its_workspace_correctly(device):
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
         fd.add_output(fd.ops.sum(t0, dims=[0]))
-    for _ in range(3):
-        x = torch.randn(4096, 3)
+    for _ in range(4):
+        x = torch.randn(4096, 3, device=device)
         (out,) = fd.execute([x])
         torch.testing.assert_close(out, x.sum(0), rtol=1e-5, atol=1e-3)
     params = fd.last_schedule()

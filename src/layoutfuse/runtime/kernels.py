@@ -112,8 +112,10 @@ class CompiledFusion:
         """Launch, and record it for replay: ``scalar_slots`` are (arg index, Scalar) pairs."""
         fn = kernel.for_device(device.type)
         self.last_launches.append((kernel, list(args), dict(meta)))
-        self.replay_log.append((fn, grid, list(args), dict(meta), tuple(scalar_slots)))
-        fn[grid](*args, **meta)
+        compiled = fn[grid](*args, **meta)
+        consts = [meta[n] for n in kernel.jit.arg_names[len(args):]]
+        self.replay_log.append((fn, grid, list(args), dict(meta), tuple(scalar_slots),
+                                compiled if device.type == "cuda" else None, consts))
 
     def _kernel(self, spec, params, make_source, name):
         key = (id(spec), name, params)

@@ -1,0 +1,407 @@
+"""Pointwise fusions over layouts: values and output strides, through generated kernels.
+
+The sweep crosses fusion kinds (copy, add, permute, permute + scalar, broadcast add) with
+ranks 2-4, every allocation order of the input, three output modes (pinned row-major,
+inferred, pinned reverse), float32 and bfloat16, and input variants: dense, a size-1
+dim, an expanded (stride 0) dim, a sliced (strided, offset) dim. By default a fixed,
+seeded sample runs; ``--full`` runs the whole product.
+
+What is checked:
+
+* values, against torch (BFloat16 computed in Float and cast back);
+* an unpinned output that is a pure view of an input (copy, permute) is a view: the
+  same storage, the input's strides carried through;
+* an unpinned computed output follows nvFuser's allocation order inference
+  (``expected_order``): the dominant input (most non-broadcast dims; tied inputs must
+  agree, else row-major) is walked from its innermost dim outward;
+* a pinned output is dense in the pinned order (expanded dims stride 0).
+
+Strides are compared on dims of size > 1 only: a size-1 dim's stride is arbitrary.
+Separate tests cover reshape chains (views, and one that cannot be a view),
+channels-last and ties between inputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from layoutfuse.errors import LayoutfuseError
+from layoutfuse.nvfuser import FusionDefinition
+
+F32, BF16 = torch.float32, torch.bfloat16
+SHAPES = {2: (37, 19), 3: (7, 11, 13), 4: (3, 5, 7, 9)}
+KINDS = ("copy", "add", "permute", "permute_add", "broadcast_add")
+VARIANTS = ("dense", "size1", "expanded", "sliced")
+OUTPUTS = ("row_major", "inferred", "reverse")
+PLACES = ("inner", "outer")   # which physical dim a variant changes
+SAMPLE_SEED = 20240607
+BIAS_DIM = 1                  # broadcast_add: the bias lies along logical dim 1
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kernel_cache_in_tmp(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
+        yield
+
+
+# --- cases -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    kind: str
+    rank: int
+    order: tuple[int, ...]        # the input's logical dims, outermost first in memory
+    variant: str
+    place: str                    # "inner" or "outer": the dim the variant changes
+    output: str
+    dtype: torch.dtype
+
+    @property
+    def id(self) -> str:
+        order = "".join(map(str, self.order))
+        variant = self.variant if self.variant == "dense" else f"{self.variant}_{self.place}"
+        return (f"{self.kind}-r{self.rank}-o{order}-{variant}-{self.output}-"
+                f"{str(self.dtype).removeprefix('torch.')}")
+
+    @property
+    def special_dim(self) -> int:
+        """The logical dim the variant changes: the innermost or outermost in memory."""
+        return self.order[-1] if self.place == "inner" else self.order[0]
+
+    @property
+    def perm(self) -> tuple[int, ...]:
+        """The permute of the permute kinds: a rotation (a transpose at rank 2)."""
+        return tuple(range(1, self.rank)) + (0,)
+
+
+def all_cases() -> list[Case]:
+    cases = []
+    for kind, rank, output, dtype in itertools.product(KINDS, SHAPES, OUTPUTS, (F32, BF16)):
+        for order in itertools.permutations(range(rank)):
+            for variant in VARIANTS:
+                for place in (("inner",) if variant == "dense" else PLACES):
+                    cases.append(Case(kind, rank, order, variant, place, output, dtype))
+    return cases
+
+
+def sample_cases(cases: list[Case]) -> set[Case]:
+    """One case per (kind, variant, place, output, dtype), rank and order drawn with a fixed
+    seed: every combination of those is seen in the default run."""
+    rng = random.Random(SAMPLE_SEED)
+    strata: dict[tuple, list[Case]] = {}
+    for c in cases:
+        strata.setdefault((c.kind, c.variant, c.place, c.output, c.dtype), []).append(c)
+    return {rng.choice(group) for _, group in sorted(strata.items(), key=lambda kv: str(kv[0]))}
+
+
+ALL_CASES = all_cases()
+SAMPLE = sample_cases(ALL_CASES)
+
+
+def sweep_params() -> list:
+    """Every case; those outside the seeded sample are marked ``full``."""
+    return [pytest.param(c, id=c.id, marks=() if c in SAMPLE else pytest.mark.full)
+            for c in ALL_CASES]
+
+
+# --- building tensors ---------------------------------------------------------------------------------
+def laid_out(shape, order, dtype, seed: int) -> torch.Tensor:
+    """A dense tensor of logical ``shape`` whose dims lie in memory in ``order`` (outermost
+    first)."""
+    g = torch.Generator().manual_seed(seed)
+    physical = torch.randn([shape[d] for d in order], generator=g).to(dtype)
+    return physical.permute([order.index(d) for d in range(len(shape))])
+
+
+def make_input(case: Case, seed: int = 0) -> torch.Tensor:
+    """The variant input: dense in ``case.order``, or with a size-1, an expanded or a sliced
+    (stride doubled, offset one element) dim at ``case.special_dim``."""
+    shape, d = list(SHAPES[case.rank]), case.special_dim
+    if case.variant == "dense":
+        return laid_out(shape, case.order, case.dtype, seed)
+    if case.variant == "size1":
+        shape[d] = 1
+        return laid_out(shape, case.order, case.dtype, seed)
+    if case.variant == "expanded":
+        one = shape.copy()
+        one[d] = 1
+        return laid_out(one, case.order, case.dtype, seed).expand(shape)
+    big = shape.copy()
+    big[d] = 2 * shape[d]
+    index = [slice(None)] * case.rank
+    index[d] = slice(1, None, 2)
+    x = laid_out(big, case.order, case.dtype, seed)[tuple(index)]
+    assert tuple(x.shape) == tuple(shape) and not x.is_contiguous()
+    return x
+
+
+def is_broadcast(t: torch.Tensor, d: int) -> bool:
+    return t.shape[d] == 1 or t.stride(d) == 0
+
+
+# --- fusions ------------------------------------------------------------------------------------------------
+@dataclass
+class Fusion:
+    """A built case: its inputs, the torch value, and how its inputs map to the output."""
+
+    fd: FusionDefinition
+    inputs: list[torch.Tensor]
+    expected: torch.Tensor
+    refs: list[tuple[torch.Tensor, list[int | None]]]   # (input, output dim of each input dim)
+    view_of: torch.Tensor | None = None                 # the input an unpinned output views
+
+
+def pin(case: Case) -> list[int] | None:
+    n = case.rank
+    return {"row_major": list(range(n - 1, -1, -1)), "reverse": list(range(n)),
+            "inferred": None}[case.output]
+
+
+def build(case: Case) -> Fusion:
+    x = make_input(case, seed=1)
+    compute = x.float()
+    perm = list(case.perm)
+    inputs, refs, view_of = [x], [(x, list(range(case.rank)))], None
+    with FusionDefinition() as fd:
+        tx = fd.from_pytorch(x)
+        if case.kind == "copy":
+            out, expected, view_of = fd.ops.set(tx), compute, x
+        elif case.kind == "permute":
+            out, expected, view_of = fd.ops.permute(tx, perm), compute.permute(perm), x
+            refs = [(x, [perm.index(i) for i in range(case.rank)])]
+        elif case.kind == "permute_add":
+            out = fd.ops.add(fd.ops.permute(tx, perm), fd.define_scalar(1.0))
+            expected = compute.permute(perm) + 1.0
+            refs = [(x, [perm.index(i) for i in range(case.rank)])]
+        elif case.kind == "add":
+            y = laid_out(list(x.shape), case.order, case.dtype, seed=2)
+            out, expected = fd.ops.add(tx, fd.from_pytorch(y)), compute + y.float()
+            inputs.append(y)
+            refs.append((y, list(range(case.rank))))
+        else:  # broadcast_add: x + bias along BIAS_DIM
+            bias = laid_out([x.shape[BIAS_DIM]], [0], case.dtype, seed=3)
+            b = fd.ops.broadcast_in_dim(fd.from_pytorch(bias), tx.shape(), [BIAS_DIM])
+            out = fd.ops.add(tx, b)
+            view = [1] * case.rank
+            view[BIAS_DIM] = -1
+            expected = compute + bias.float().view(view)
+            inputs.append(bias)
+            refs.append((bias, [BIAS_DIM]))
+        order = pin(case)
+        if order is None:
+            fd.add_output(out)
+        else:
+            fd.add_output(out, stride_order=order)
+    return Fusion(fd, inputs, expected.to(case.dtype), refs, view_of)
+
+
+# --- the layout oracle ---------------------------------------------------------------------------------
+def physical_dims(t: torch.Tensor) -> list[int]:
+    """``t``'s non-broadcast dims, innermost first (by stride)."""
+    dims = [d for d in range(t.dim()) if not is_broadcast(t, d)]
+    return sorted(dims, key=lambda d: t.stride(d))
+
+
+def expected_order(out_shape, refs) -> list[int]:
+    """nvFuser's allocation order inference for a pointwise output, outermost first.
+
+    The references are the inputs with the most non-broadcast dims; each is walked from
+    its innermost dim outward, mapping dims to output dims; unmapped output dims go
+    outermost in logical order. Tied references that disagree give row-major.
+    """
+    rank = len(out_shape)
+    best = max(len(physical_dims(t)) for t, _ in refs)
+    orders = set()
+    for t, to_out in refs:
+        if len(physical_dims(t)) != best:
+            continue
+        walk = [to_out[d] for d in physical_dims(t)]
+        if not walk:
+            return list(range(rank))
+        orders.add(tuple(d for d in range(rank) if d not in walk) + tuple(reversed(walk)))
+    return list(orders.pop()) if len(orders) == 1 else list(range(rank))
+
+
+def output_expanded_dims(out_shape, refs) -> set[int]:
+    """Output dims that stay expanded: size > 1, and every input broadcast there."""
+    covered = {o for t, to_out in refs for d, o in enumerate(to_out) if not is_broadcast(t, d)}
+    return {d for d in range(len(out_shape)) if out_shape[d] > 1 and d not in covered}
+
+
+def dense_strides(shape, order, expanded=()) -> list[int]:
+    """Strides of a tensor dense in ``order`` (outermost first); expanded dims get 0."""
+    strides, running = [0] * len(shape), 1
+    for d in reversed(order):
+        if d in expanded:
+            continue
+        strides[d] = running
+        running *= max(shape[d], 1)
+    return strides
+
+
+def assert_strides(out: torch.Tensor, expected, what: str) -> None:
+    got = [out.stride(d) for d in range(out.dim()) if out.shape[d] > 1]
+    want = [expected[d] for d in range(out.dim()) if out.shape[d] > 1]
+    assert got == want, (f"{what}: strides {tuple(out.stride())} (shape {tuple(out.shape)}), "
+                         f"expected {tuple(expected)} on the dims of size > 1")
+
+
+def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def run_case(case: Case) -> tuple[Fusion, torch.Tensor]:
+    f = build(case)
+    (out,) = f.fd.execute(f.inputs)
+    return f, out
+
+
+def check_case(case: Case) -> None:
+    f, out = run_case(case)
+    assert out.dtype == case.dtype and out.shape == f.expected.shape
+    torch.testing.assert_close(out, f.expected)
+    shape = tuple(out.shape)
+    order = pin(case)
+    if order is not None:
+        alloc = sorted(range(case.rank), key=lambda d: -order[d])   # outermost first
+        assert not any(same_storage(out, x) for x in f.inputs), "a pinned output is a copy"
+        assert_strides(out, dense_strides(shape, alloc, output_expanded_dims(shape, f.refs)),
+                       f"pinned stride_order={order}")
+    elif f.view_of is not None:
+        assert same_storage(out, f.view_of), "a pure view of an input must come back as a view"
+        want = f.view_of.permute(list(case.perm)) if case.kind == "permute" else f.view_of
+        assert out.data_ptr() == want.data_ptr()
+        assert_strides(out, want.stride(), "view")
+    else:
+        assert not any(same_storage(out, x) for x in f.inputs)
+        alloc = expected_order(shape, f.refs)
+        assert_strides(out, dense_strides(shape, alloc, output_expanded_dims(shape, f.refs)),
+                       f"inferred order {alloc}")
+
+
+# --- the sweep --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", sweep_params())
+def test_pointwise_layout(case: Case):
+    check_case(case)
+
+
+def test_sample_covers_every_kind_variant_and_output():
+    seen = {(c.kind, c.variant, c.output, c.dtype) for c in SAMPLE}
+    assert seen == set(itertools.product(KINDS, VARIANTS, OUTPUTS, (F32, BF16)))
+    assert {c.rank for c in SAMPLE} == set(SHAPES)
+
+
+# --- named cases -------------------------------------------------------------------------------------------
+def execute(body, inputs, stride_order=None):
+    with FusionDefinition() as fd:
+        handles = [fd.from_pytorch(x) for x in inputs]
+        out = body(fd, *handles)
+        fd.add_output(out, stride_order=stride_order)
+    (res,) = fd.execute(inputs)
+    return fd, res
+
+
+def test_permute_add_keeps_the_input_physical_layout():
+    x = torch.randn(6, 10, 12)
+    _, out = execute(lambda fd, t: fd.ops.add(fd.ops.permute(t, [2, 0, 1]), fd.define_scalar(1.0)),
+                     [x])
+    torch.testing.assert_close(out, x.permute(2, 0, 1) + 1)
+    assert out.stride() == x.permute(2, 0, 1).stride() == (1, 120, 12)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_channels_last_in_channels_last_out(dtype):
+    x = torch.randn(2, 8, 5, 6).to(dtype).contiguous(memory_format=torch.channels_last)
+    bias = torch.randn(8).to(dtype)
+
+    def body(fd, t, b):
+        return fd.ops.relu(fd.ops.add(t, fd.ops.broadcast_in_dim(b, t.shape(), [1])))
+
+    _, out = execute(body, [x, bias])
+    torch.testing.assert_close(out, torch.relu(x.float() + bias.float().view(1, 8, 1, 1)).to(dtype))
+    assert out.is_contiguous(memory_format=torch.channels_last) and not out.is_contiguous()
+
+
+def test_tied_inputs_that_disagree_give_row_major():
+    """Two inputs with as many non-broadcast dims and different layouts: nvFuser propagates
+    neither."""
+    x, y = torch.randn(9, 14), torch.randn(14, 9).t()
+    _, out = execute(lambda fd, a, b: fd.ops.add(a, b), [x, y])
+    torch.testing.assert_close(out, x + y)
+    assert out.stride() == (14, 1)
+
+
+def test_expanded_input_does_not_dominate():
+    """The full input decides the layout, not the one with a stride-0 dim."""
+    x = torch.randn(1, 11).expand(13, 11)
+    y = torch.randn(11, 13).t()
+    _, out = execute(lambda fd, a, b: fd.ops.add(a, b), [x, y])
+    torch.testing.assert_close(out, x + y)
+    assert out.stride() == (1, 13)
+
+
+RESHAPE_VIEWS = {  # name -> (input, body, torch)
+    "merge_inner": (lambda: torch.randn(6, 10, 7),
+                    lambda fd, t: fd.ops.reshape(t, [60, 7]),
+                    lambda x: x.reshape(60, 7)),
+    "split_inner": (lambda: torch.randn(12, 35),
+                    lambda fd, t: fd.ops.reshape(t, [3, 4, 5, 7]),
+                    lambda x: x.reshape(3, 4, 5, 7)),
+    "channels_last_to_rows": (  # NCHW channels-last -> NHWC -> (N*H*W, C)
+        lambda: torch.randn(2, 8, 5, 6).contiguous(memory_format=torch.channels_last),
+        lambda fd, t: fd.ops.reshape(fd.ops.permute(t, [0, 2, 3, 1]), [60, 8]),
+        lambda x: x.permute(0, 2, 3, 1).reshape(60, 8)),
+    "sliced_split": (lambda: torch.randn(6, 16)[:, 4:12],
+                     lambda fd, t: fd.ops.reshape(t, [6, 2, 4]),
+                     lambda x: x.reshape(6, 2, 4)),
+    "split_permute_merge": (
+        lambda: torch.randn(4, 6, 10),
+        lambda fd, t: fd.ops.reshape(fd.ops.permute(fd.ops.reshape(t, [4, 60]), [1, 0]),
+                                     [60, 2, 2]),
+        lambda x: x.reshape(4, 60).permute(1, 0).reshape(60, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(RESHAPE_VIEWS))
+def test_reshape_chain_that_is_a_view(name):
+    make, body, direct = RESHAPE_VIEWS[name]
+    x = make()
+    want = direct(x)
+    assert same_storage(want, x), "the torch chain itself is a view"
+    _, out = execute(body, [x])
+    assert same_storage(out, x) and out.data_ptr() == want.data_ptr()
+    assert_strides(out, want.stride(), "reshape view")
+    torch.testing.assert_close(out, want)
+
+
+RESHAPE_COPY = ("a reshape that the input's strides cannot express as a view (merging the "
+                "dims of a column-major input) needs a kernel that reads through the reshape; "
+                "not supported yet")
+
+
+def test_reshape_that_is_not_a_view():
+    x = torch.randn(9, 14).t()          # (14, 9), column-major: merging the dims copies
+    assert not x.is_contiguous()
+    try:
+        _, out = execute(lambda fd, t: fd.ops.reshape(t, [126]), [x])
+    except (LayoutfuseError, NotImplementedError) as e:
+        pytest.xfail(f"{RESHAPE_COPY}: {type(e).__name__}: {e}")
+    assert not same_storage(out, x)
+    torch.testing.assert_close(out, x.reshape(126))
+    assert out.stride() == (1,)
+
+
+@pytest.mark.parametrize("pinned", [None, [1, 0]], ids=["inferred", "pinned_row_major"])
+def test_reshape_then_add(pinned):
+    """A computed output read through a view reshape: the merged dim maps to no input dim,
+    so the inferred layout is row-major."""
+    x = torch.randn(6, 10, 7)
+    _, out = execute(lambda fd, t: fd.ops.add(fd.ops.reshape(t, [60, 7]), fd.define_scalar(2.0)),
+                     [x], stride_order=pinned)
+    torch.testing.assert_close(out, x.reshape(60, 7) + 2)
+    assert out.stride() == (7, 1) and not same_storage(out, x)
