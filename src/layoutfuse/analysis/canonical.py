@@ -9,6 +9,10 @@ The order is the dominant load's memory order (stride descending, ties broken by
 the next accesses, then by position). Size-1 coordinates are dropped. Adjacent
 coordinates of the same kind merge when they are dense with each other for every
 access. Stores never decide the order: the output layout only changes the store.
+
+A kernel with an access that is not affine (see ``index_walk``) runs in generic
+mode: ``merge=False`` keeps every coordinate its own group, and ``order_by``
+names the accesses whose strides decide the order (the affine loads first).
 """
 
 from __future__ import annotations
@@ -30,10 +34,12 @@ class Group:
 
 
 def dim_order(extents: Sequence[int], strides: Sequence[Sequence[int]],
-              n_loads: int) -> list[int]:
-    """Coordinates innermost first, by the loads' strides (the dominant load first)."""
+              n_loads: int, order_by: Sequence[int] | None = None) -> list[int]:
+    """Coordinates innermost first, by the loads' strides (the dominant load first), or by
+    the accesses ``order_by`` lists."""
     dims = [d for d in range(len(extents)) if extents[d] != 1]
-    keys_from = list(range(n_loads)) if n_loads else list(range(len(strides)))
+    keys_from = list(order_by) if order_by else \
+        list(range(n_loads)) if n_loads else list(range(len(strides)))
 
     def key(d):
         return tuple(abs(strides[a][d]) if strides[a][d] != 0 else float("inf") for a in keys_from)
@@ -44,12 +50,13 @@ def dim_order(extents: Sequence[int], strides: Sequence[Sequence[int]],
 
 
 def canonicalize(extents: Sequence[int], reduced: Sequence[bool],
-                 strides: Sequence[Sequence[int]], n_loads: int) -> tuple[Group, ...]:
-    order = dim_order(extents, strides, n_loads)
+                 strides: Sequence[Sequence[int]], n_loads: int, merge: bool = True,
+                 order_by: Sequence[int] | None = None) -> tuple[Group, ...]:
+    order = dim_order(extents, strides, n_loads, order_by)
     groups: list[Group] = []
     for d in order:
         st = tuple(s[d] for s in strides)
-        if groups:
+        if groups and merge:
             g = groups[-1]
             if g.reduced == reduced[d] and all(
                 st[a] == g.strides[a] * g.size for a in range(len(strides))

@@ -30,3 +30,14 @@ def next_pow2(n: int) -> int:
     while p < n:
         p *= 2
     return p
+
+
+def one_write_per_element(w, mask: str, zero_stride_indices: list[str],
+                          guard: str | None = None) -> str:
+    """A store's mask: ``mask`` narrowed to index 0 along the groups where the store's
+    stride is 0 (an expanded output dim), so every memory element is written once.
+    ``guard`` is a further condition (a store that walks its chain, see generic_index)."""
+    conds = [f"({i} == 0)" for i in zero_stride_indices] + ([guard] if guard else [])
+    if not conds:
+        return mask
+    return w.assign("smask", " & ".join([mask] + conds))

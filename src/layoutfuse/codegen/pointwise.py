@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from ..dtypes import DataType
-from ..schedulers.pointwise import PointwiseParams, emit_indexing, stride_args
+from ..schedulers.pointwise import (TILE_ZEROS, PointwiseParams, emit_indexing, store_mask,
+                                    stride_args)
+from .generic_index import generic_index
 from .values import ValueEmitter
 from .writer import Writer, storage_cast, tl_compute
 
@@ -34,13 +36,20 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     sizes = [f"n{k}" for k in range(params.n_groups)]
     strides = [f"s{a}_{k}" for a, k in stride_args(params, n_acc)]
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
-    args = ptrs + sizes + strides + scalars + ["NUM_PX", "NUM_PY"]
+    gen = generic_index(spec, params) if params.generic else None
+    walk = gen.arg_names() if gen else []
+    args = ptrs + sizes + strides + walk + scalars + ["NUM_PX", "NUM_PY"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
     w.line(f"def {name}({', '.join(args)}, BLOCK_X: tl.constexpr, BLOCK_Y: tl.constexpr):")
     with w.indent():
-        mask, offsets = emit_indexing(w, params, n_acc)
+        mask, offsets, idx = emit_indexing(w, params, spec)
+        if gen:
+            for line in gen.dim_lines(params, idx) + list(gen.lines):
+                w.line(line)
+            for a, off in gen.offsets.items():
+                offsets[a] = w.assign("off", f"{off} + {TILE_ZEROS}")
         ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
         load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
         coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses)
@@ -62,6 +71,7 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
         for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
             acc = spec.accesses[i]
             val = ve.value(acc.tv, acc.chain)
+            smask = store_mask(w, params, i, mask, idx, gen.guards.get(i) if gen else None)
             w.line(f"tl.store({ptr_of[id(acc.tv)]} + {offsets[i]}, "
-                   f"{storage_cast(val, acc.tv.dtype)}, mask={mask})")
+                   f"{storage_cast(val, acc.tv.dtype)}, mask={smask})")
     return HEADER + PRELUDE + "\n\n" + w.text(), args

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ..dtypes import DataType, is_floating
 from ..ir.ops.reductions import ROW_BY_NAME
+from ..schedulers.problem import is_affine
 from ..schedulers.reduction import ReductionParams
-from .indexing import decompose, offset_expr
+from .generic_index import generic_index
+from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER, kernel_header, load_line
 from .values import ValueEmitter
 from .writer import Writer, storage_cast, tl_compute
@@ -84,11 +86,14 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
     n_acc = len(spec.accesses)
     sizes = [f"n{k}" for k in range(len(params.sizes))]
     strides = [f"s{a}_{k}" for a in range(n_acc) for k in range(len(params.sizes))
-               if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
+               if is_affine(params, a) and not params.zero_strides[a][k]
+               and not params.unit_strides[a][k]]
     ptrs = [f"p{i}" for i in range(len(spec.memory))]
     ws = ["ws0", "ws1", "ws2"][: 3 if welford else 1] if params.split > 1 else []
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
-    args = ptrs + ws + sizes + strides + scalars + ["NX", "NR", "CHUNK", "NPX"]
+    gen = generic_index(spec, params) if params.generic else None
+    walk = gen.arg_names() if gen else []
+    args = ptrs + ws + sizes + strides + walk + scalars + ["NX", "NR", "CHUNK", "NPX"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
@@ -101,7 +106,8 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
     with w.indent():
         pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
         w.line(f"pid = {pid}")
-        w.line("pid_s = tl.program_id(1)")
+        w.line("pid_s = tl.program_id(1).to(tl.int64)" if params.index64 else
+               "pid_s = tl.program_id(1)")
         idx: dict[int, str] = {}
         if inner:
             w.line("x = pid * BLOCK_X + tl.arange(0, BLOCK_X)[:, None]")
@@ -122,11 +128,14 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             tile = "[BLOCK_R, BLOCK_X]"
             r_arange = "tl.arange(0, BLOCK_R)[:, None]"
             axis = 0
-        xoff = []
+        # groups whose index is a tile (the others are scalars along the grid or a loop)
+        tiles = set(xg if inner else xg[:1]) | set(rg[:1] if params.r_nest else rg)
+        xoff: list[str | None] = []
         for a in range(n_acc):
             terms = [(idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
                      for k in xg if not params.zero_strides[a][k]]
-            xoff.append(w.assign("xo", offset_expr(terms, "x * 0")))
+            xoff.append(w.assign("xo", offset_expr(terms, "x * 0")) if is_affine(params, a)
+                        else None)
         ct = tl_compute(acc_t)
         if welford:
             w.line(f"acc_mean = tl.zeros({tile}, {ct})")
@@ -142,11 +151,23 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
 
         def body(ridx: dict[int, str]) -> None:
             """Loads at the current R tile, the fused prologue, and the accumulation."""
-            offsets = []
+            offsets: list[str | None] = []
             for a in range(n_acc):
-                terms = [(ridx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
-                         for k in rg if not params.zero_strides[a][k]]
-                offsets.append(w.assign("off", offset_expr([(xoff[a], 1)] + terms)))
+                if not is_affine(params, a):
+                    offsets.append(None)
+                    continue
+                used = [k for k in xg + rg if not params.zero_strides[a][k]]
+                terms = [(xoff[a], 1)] + [
+                    (ridx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
+                    for k in rg if not params.zero_strides[a][k]]
+                if used and not tiles.intersection(used):   # a pointer must be a tile (mask)
+                    terms.append((f"tl.zeros({tile}, tl.int32)", 1))
+                offsets.append(w.assign("off", offset_expr(terms)))
+            if gen:
+                for line in gen.dim_lines(params, {**idx, **ridx}) + list(gen.lines):
+                    w.line(line)
+                for a, off in gen.offsets.items():
+                    offsets[a] = w.assign("off", f"{off} + tl.zeros({tile}, tl.int32)")
 
             def load(tv, chain):
                 k = (id(tv), tuple(id(e) for e in chain))
@@ -208,8 +229,13 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             for k, out in enumerate(red.outputs):
                 a = spec.n_loads + k
                 val = results[k]
-                w.line(f"tl.store({ptr_of[id(out)]} + {xoff[a]}, {storage_cast(val, out.dtype)}, "
-                       f"mask=xmask)")
+                off = xoff[a]
+                if not inner and params.zero_strides[a][xg[0]]:
+                    off = f"{off} + x * 0"             # the store's pointer spans the tile
+                smask = one_write_per_element(w, "xmask", [idx[g] for g in xg
+                                                           if params.zero_strides[a][g]])
+                w.line(f"tl.store({ptr_of[id(out)]} + {off}, {storage_cast(val, out.dtype)}, "
+                       f"mask={smask})")
     src = HEADER + _prelude() + "\n\n" + w.text()
     return src, args
 
@@ -257,7 +283,9 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
             terms = [(idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
                      for g in xg if not params.zero_strides[a][g]]
             off = offset_expr(terms, "x * 0")
-            w.line(f"tl.store(o{k} + {off}, {storage_cast(results[k], out.dtype)}, mask=xmask)")
+            smask = one_write_per_element(w, "xmask", [idx[g] for g in xg
+                                                       if params.zero_strides[a][g]])
+            w.line(f"tl.store(o{k} + {off}, {storage_cast(results[k], out.dtype)}, mask={smask})")
     return HEADER + _prelude() + "\n\n" + w.text(), args
 
 

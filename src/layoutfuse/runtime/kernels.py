@@ -15,19 +15,19 @@ from typing import Any
 
 import torch
 
-from ..analysis.accesses import load_strides, shape_of
-from ..analysis.canonical import canonicalize
+from ..analysis.accesses import shape_of
 from ..analysis.device import device_info
 from ..codegen import backend
+from ..codegen.generic_index import generic_index
 from ..codegen.pointwise import pointwise_source
 from ..codegen.reduction import finish_source, reduction_source
 from ..dtypes import DataType, to_torch
-from ..errors import UnsupportedError
 from ..ir import Fusion, TensorView
 from ..schedulers import pointwise as pw
 from ..schedulers import reduction as rd
-from ..schedulers.problem import Problem, max_offset
+from ..schedulers.problem import Problem, is_affine
 from ..segmenter.segments import KernelSpec, segment
+from .problems import build_problem
 
 
 @dataclass
@@ -61,52 +61,18 @@ class CompiledFusion:
         for spec in self.specs:
             self._run_spec(spec, env, extents, scalars, device, info)
 
-    def _strides(self, spec: KernelSpec, env, extents) -> list[tuple[int, ...]]:
-        root_shape = shape_of(spec.root, extents)
-        out = []
-        for i, a in enumerate(spec.accesses):
-            if i < spec.n_loads:
-                st = load_strides(a, tuple(env[id(a.tv)].stride()), extents)
-                if st is None:
-                    raise UnsupportedError(
-                        f"T{a.tv.index} is read through a reshape that is not a view of its "
-                        f"strides {tuple(env[id(a.tv)].stride())}; layoutfuse cannot index it yet")
-            elif i < spec.n_loads + spec.n_stores:
-                real = tuple(env[id(a.tv)].stride())
-                if spec.kind == "reduction":
-                    red_dims = spec.reduction.attrs["dims"]
-                    it = iter(real)
-                    st = tuple(0 if d in red_dims else next(it) for d in range(len(root_shape)))
-                else:
-                    st = load_strides(a, real, extents)
-                    if st is None:
-                        raise UnsupportedError(f"output T{a.tv.index} cannot be addressed")
-            else:
-                st = load_strides(a, (1,), extents)
-            out.append(st)
-        return out
-
     def _run_spec(self, spec: KernelSpec, env, extents, scalars, device, info) -> None:
         root_shape = shape_of(spec.root, extents)
         if any(n == 0 for n in root_shape):
             if spec.kind == "reduction":
                 self._fill_empty_reduction(spec, env)
             return
-        strides = self._strides(spec, env, extents)
-        reduced = [False] * len(root_shape)
-        if spec.kind == "reduction":
-            for d in spec.reduction.attrs["dims"]:
-                reduced[d] = True
-        groups = canonicalize(root_shape, reduced, strides, spec.n_loads)
-        dtypes = tuple(a.tv.dtype if i < spec.n_loads + spec.n_stores else DataType.Int
-                       for i, a in enumerate(spec.accesses))
-        offs = tuple(max_offset(root_shape, s) for s in strides)
-        prob = Problem(groups, spec.n_loads, spec.n_stores, dtypes, offs)
+        prob = build_problem(spec, env, extents)
         scalar_vals = [scalars[id(s)] for s in spec.scalars]
         if spec.kind == "pointwise":
-            self._launch_pointwise(spec, prob, env, scalar_vals, device, info)
+            self._launch_pointwise(spec, prob, env, extents, scalar_vals, device, info)
         else:
-            self._launch_reduction(spec, prob, env, scalar_vals, device, info)
+            self._launch_reduction(spec, prob, env, extents, scalar_vals, device, info)
 
     def _launch(self, kernel, grid, args, meta, device, scalar_slots=()) -> None:
         """Launch, and record it for replay: ``scalar_slots`` are (arg index, Scalar) pairs."""
@@ -127,12 +93,20 @@ class CompiledFusion:
     def _stride_values(self, prob: Problem, params, accesses) -> list[int]:
         vals = []
         for a in accesses:
+            if not is_affine(params, a):
+                continue
             for k, g in enumerate(prob.groups):
                 if not params.zero_strides[a][k] and not params.unit_strides[a][k]:
                     vals.append(g.strides[a])
         return vals
 
-    def _launch_pointwise(self, spec, prob, env, scalar_vals, device, info):
+    @staticmethod
+    def _walk_values(spec, params, env, extents) -> list[int]:
+        """Generic mode: the extents and real strides the index walk takes as arguments."""
+        return generic_index(spec, params).arg_values(spec, env, extents) if params.generic \
+            else []
+
+    def _launch_pointwise(self, spec, prob, env, extents, scalar_vals, device, info):
         params = pw.heuristics(prob, info)
         kernel, _, src = self._kernel(spec, params, pointwise_source, "pointwise_kernel")
         self.last_params.append(params)
@@ -141,7 +115,8 @@ class CompiledFusion:
         px = -(-sizes[params.gx] // params.block_x) if sizes else 1
         py = -(-sizes[params.gy] // params.block_y) if params.gy is not None else 1
         head = [env[id(tv)] for tv in spec.memory] + sizes + \
-            self._stride_values(prob, params, range(len(spec.accesses)))
+            self._stride_values(prob, params, range(len(spec.accesses))) + \
+            self._walk_values(spec, params, env, extents)
         args = head + scalar_vals + [px, py]
         slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
         self._launch(kernel, (pw.grid(params),), args,
@@ -149,7 +124,7 @@ class CompiledFusion:
                       **({"num_warps": params.num_warps} if device.type == "cuda" else {})}, device,
                      slots)
 
-    def _launch_reduction(self, spec, prob, env, scalar_vals, device, info):
+    def _launch_reduction(self, spec, prob, env, extents, scalar_vals, device, info):
         params = rd.heuristics(prob, info)
         kernel, _, src = self._kernel(spec, params, reduction_source, "reduction_kernel")
         self.last_params.append(params)
@@ -171,7 +146,8 @@ class CompiledFusion:
                 acc = _acc_torch(spec.reduction.outputs[0].dtype)
             ws = [torch.empty((params.split, nx), dtype=acc, device=device) for _ in range(n_ws)]
         head = [env[id(tv)] for tv in spec.memory] + ws + sizes + \
-            self._stride_values(prob, params, range(len(spec.accesses)))
+            self._stride_values(prob, params, range(len(spec.accesses))) + \
+            self._walk_values(spec, params, env, extents)
         nr_arg = nr // sizes[params.r_groups[0]] if params.r_nest else nr
         args = head + scalar_vals + [nx, nr_arg, params.chunk, npx]
         slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]

@@ -5,6 +5,10 @@ The kernel tiles two groups, ``[BLOCK_Y, BLOCK_X]``: X is the dominant input's
 stride-1 group; Y is the outputs' stride-1 group when it differs (a transpose:
 loads and stores are then both coalesced, Triton converting the layout through
 shared memory), else the next group. Other groups run along the grid.
+
+In generic mode (an access that is not affine, see ``analysis.index_walk``) the
+groups are the single coordinates; that access's offset comes from
+``codegen.generic_index`` instead of group strides.
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..analysis.device import DeviceInfo
-from ..codegen.indexing import decompose, next_pow2, offset_expr
-from .problem import Problem
+from ..codegen.indexing import decompose, next_pow2, offset_expr, one_write_per_element
+from .problem import Problem, generic_fields, is_affine, stride_flags
 
 NAME = "pointwise"
 
@@ -31,6 +35,9 @@ class PointwiseParams:
     index64: bool
     zero_strides: tuple[tuple[bool, ...], ...]   # [access][group]
     unit_strides: tuple[tuple[bool, ...], ...]
+    generic: bool = False                  # some access walks its chain (not affine)
+    affine: tuple[bool, ...] = ()          # per access, in generic mode
+    group_dims: tuple[int, ...] = ()       # iteration coordinate of each group, in generic mode
     pattern: str = field(default="", compare=False)
     sizes: tuple[int, ...] = field(default=(), compare=False)
 
@@ -63,10 +70,10 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
         bx = min(next_pow2(size_x), target)
         by = min(next_pow2(size_y), max(1, target // bx))
         warps = 8 if bx * by >= 4096 else 4 if bx * by >= 512 else 2
-    zero = tuple(tuple(g.strides[a] == 0 for g in groups) for a in range(len(p.dtypes)))
-    unit = tuple(tuple(g.strides[a] == 1 for g in groups) for a in range(len(p.dtypes)))
+    zero, unit = stride_flags(p)
     return PointwiseParams(NAME, gx, gy, n, bx, by, warps, transpose, p.needs_int64, zero, unit,
-                           p.pattern, tuple(g.size for g in groups))
+                           **generic_fields(p), pattern=p.pattern,
+                           sizes=tuple(g.size for g in groups))
 
 
 def grid(params: PointwiseParams) -> int:
@@ -82,8 +89,13 @@ def grid(params: PointwiseParams) -> int:
     return px * py * rest
 
 
-def emit_indexing(w, params: PointwiseParams, n_access: int) -> tuple[str, list[str]]:
-    """Lines that compute the tile's mask and every access's offsets; returns (mask, offsets)."""
+def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | None], dict]:
+    """Lines that compute the tile's mask and the offsets of the affine accesses.
+
+    Returns (mask, offsets, group indices); an offset is None for an access that is not
+    affine. Offsets are tiles: a load's covers at least one tile axis (a pointer with
+    none cannot take the tile's mask), a store's both.
+    """
     pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
     w.line(f"pid = {pid}")
     w.line("px = pid % NUM_PX")
@@ -104,15 +116,34 @@ def emit_indexing(w, params: PointwiseParams, n_access: int) -> tuple[str, list[
         parts = decompose(w, "rest", [f"n{k}" for k in others], "iz")
         idx.update(zip(others, parts))
     mask = w.assign("mask", mask)
-    offsets = []
-    for a in range(n_access):
-        terms = [(idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
-                 for k in range(params.n_groups) if not params.zero_strides[a][k]]
-        offsets.append(w.assign("off", offset_expr(terms, "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)")))
-    return mask, offsets
+    tile_axes = [k for k in (params.gx, params.gy) if k is not None and params.n_groups]
+    offsets: list[str | None] = []
+    for a, access in enumerate(spec.accesses):
+        if not is_affine(params, a):
+            offsets.append(None)
+            continue
+        groups = [k for k in range(params.n_groups) if not params.zero_strides[a][k]]
+        terms = [(idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}") for k in groups]
+        covered = [k in groups for k in tile_axes]
+        off = offset_expr(terms, TILE_ZEROS)
+        if terms and not (all(covered) if access.store else any(covered)):
+            off = f"{off} + {TILE_ZEROS}"
+        offsets.append(w.assign("off", off))
+    return mask, offsets, idx
+
+
+TILE_ZEROS = "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)"
+
+
+def store_mask(w, params: PointwiseParams, access: int, mask: str, idx: dict[int, str],
+               guard: str | None = None) -> str:
+    """The tile's mask for a store, writing index 0 only along its stride-0 groups."""
+    return one_write_per_element(w, mask, [idx[k] for k in range(params.n_groups)
+                                           if params.zero_strides[access][k]], guard)
 
 
 def stride_args(params: PointwiseParams, n_access: int) -> list[tuple[int, int]]:
     """(access, group) pairs whose stride is passed as a kernel argument."""
     return [(a, k) for a in range(n_access) for k in range(params.n_groups)
-            if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
+            if is_affine(params, a) and not params.zero_strides[a][k]
+            and not params.unit_strides[a][k]]

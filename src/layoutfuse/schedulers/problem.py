@@ -19,6 +19,16 @@ class Problem:
     n_stores: int                      # then stores, then coordinates (iota)
     dtypes: tuple[DataType, ...]       # per access
     max_offsets: tuple[int, ...]       # per access: largest element offset reached
+    affine: tuple[bool, ...] = ()      # per access (empty: all): False where no stride pattern
+                                       #   addresses it (generic mode, see analysis.index_walk)
+
+    @property
+    def generic(self) -> bool:
+        """Some access is not affine: groups are single coordinates, that access walks its chain."""
+        return not all(self.affine)
+
+    def is_affine(self, access: int) -> bool:
+        return not self.affine or self.affine[access]
 
     @property
     def pattern(self) -> str:
@@ -53,6 +63,29 @@ class Problem:
 
     def vector_bytes(self, access: int) -> int:
         return itemsize(self.dtypes[access])
+
+
+def stride_flags(p: Problem) -> tuple[tuple[tuple[bool, ...], ...], tuple[tuple[bool, ...], ...]]:
+    """``[access][group]`` flags: stride 0, stride 1 (both False for an access that is not
+    affine: its group strides only ordered the groups)."""
+    zero = tuple(tuple(p.is_affine(a) and g.strides[a] == 0 for g in p.groups)
+                 for a in range(len(p.dtypes)))
+    unit = tuple(tuple(p.is_affine(a) and g.strides[a] == 1 for g in p.groups)
+                 for a in range(len(p.dtypes)))
+    return zero, unit
+
+
+def generic_fields(p: Problem) -> dict:
+    """The params fields of generic mode: the per-access affine flags and the iteration
+    coordinate of every (single-coordinate) group. Empty when every access is affine."""
+    if not p.generic:
+        return {}
+    return {"generic": True, "affine": p.affine, "group_dims": tuple(g.dims[0] for g in p.groups)}
+
+
+def is_affine(params, access: int) -> bool:
+    """Whether ``access`` is addressed by group strides in the kernel ``params`` describe."""
+    return not params.generic or params.affine[access]
 
 
 def max_offset(extents, strides) -> int:

@@ -13,6 +13,10 @@ The problem arrives canonicalized from the dominant input's memory order (see
 space cannot fill the GPU, R is split over a second grid axis: partial results
 go to an fp32 workspace and a second kernel combines them (deterministic).
 The output's layout changes only the store offsets.
+
+In generic mode (an access that is not affine, see ``analysis.index_walk``) the
+groups are the single coordinates and that access's offset comes from
+``codegen.generic_index``, computed inside the R loop.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.device import DeviceInfo
 from ..codegen.indexing import next_pow2
-from .problem import Problem
+from .problem import Problem, generic_fields, stride_flags
 
 NAME = "reduction"
 
@@ -42,6 +46,9 @@ class ReductionParams:
     unit_strides: tuple[tuple[bool, ...], ...]
     vector_hint: int = 1          # elements per thread along the contiguous axis
     r_nest: bool = False          # inner template: tile the stride-1 R group, loop the others
+    generic: bool = False                  # some access walks its chain (not affine)
+    affine: tuple[bool, ...] = ()          # per access, in generic mode
+    group_dims: tuple[int, ...] = ()       # iteration coordinate of each group, in generic mode
     pattern: str = field(default="", compare=False)
     sizes: tuple[int, ...] = field(default=(), compare=False)
     chunk: int = field(default=0, compare=False)
@@ -98,11 +105,10 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
         chunk = -(-per_split // block_r) * block_r if split > 1 else nr
         if split > 1:
             split = -(-nr // chunk)
-    zero = tuple(tuple(g.strides[a] == 0 for g in groups) for a in range(len(p.dtypes)))
-    unit = tuple(tuple(g.strides[a] == 1 for g in groups) for a in range(len(p.dtypes)))
+    zero, unit = stride_flags(p)
     return ReductionParams(NAME, fam, template, xg, rg, block_x, block_r, warps, split,
-                           p.needs_int64, zero, unit, vec, r_nest, p.pattern,
-                           tuple(g.size for g in groups), chunk)
+                           p.needs_int64, zero, unit, vec, r_nest, **generic_fields(p),
+                           pattern=p.pattern, sizes=tuple(g.size for g in groups), chunk=chunk)
 
 
 def grid(params: ReductionParams) -> tuple[int, int]:

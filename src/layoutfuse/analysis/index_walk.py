@@ -1,0 +1,74 @@
+"""Per-element addresses of accesses that no stride pattern expresses.
+
+An access is *affine* when its real strides move forward along its chain
+(``accesses.load_strides``). Otherwise (a reshape that is not a view of the actual
+strides) its address is computed element by element: the iteration tensor's
+per-dim indices go through every shape op's ``index_map``, from the iteration
+side to the memory tensor, and the address is ``sum(index_i * real_stride_i)``.
+
+The walk is generic over an index algebra ``ix`` (``zero``, ``one``, ``add``,
+``mul``, ``floordiv``, ``mod``, ``extent(tv, dim)``): ``IntIndex`` evaluates it
+with numbers (here, for the local strides that order the iteration space); the
+code generator's string algebra emits the same walk as Triton expressions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .accesses import Access
+
+
+def memory_indices(access: Access, root_idx: Sequence, ix) -> list:
+    """The memory tensor's per-dim indices for the iteration tensor's ``root_idx``."""
+    if access.backward:
+        raise ValueError("an epilogue access has no index walk from the iteration side")
+    idx = list(root_idx)
+    for e in access.chain:
+        idx = e.op.index_map(e, idx, ix)
+    return idx
+
+
+class IntIndex:
+    """The index algebra over Python ints, with the run's bound extents."""
+
+    zero = 0
+    one = 1
+
+    def __init__(self, extents: dict[int, int]):
+        self.extents = extents
+
+    @staticmethod
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @staticmethod
+    def mul(a: int, b: int) -> int:
+        return a * b
+
+    @staticmethod
+    def floordiv(a: int, b: int) -> int:
+        return a // b
+
+    @staticmethod
+    def mod(a: int, b: int) -> int:
+        return a % b
+
+    def extent(self, tv, dim: int) -> int:
+        return self.extents[tv.shape_domain[dim].uid]
+
+
+def local_strides(access: Access, real_strides: Sequence[int], extents: dict[int, int],
+                  rank: int) -> tuple[int, ...]:
+    """How far the address moves when one iteration index goes from 0 to 1 (the others 0).
+
+    Exact for an affine access; for any other, a stand-in that orders the
+    iteration space (canonical groups are never merged then, so it never addresses).
+    """
+    ix = IntIndex(extents)
+    out = []
+    for d in range(rank):
+        root_idx = [1 if k == d else 0 for k in range(rank)]
+        mem = memory_indices(access, root_idx, ix)
+        out.append(sum(i * s for i, s in zip(mem, real_strides)))
+    return tuple(out)

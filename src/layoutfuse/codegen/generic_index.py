@@ -1,0 +1,142 @@
+"""Triton expressions for the addresses of accesses that are not affine (generic mode).
+
+``generic_index(spec, params)`` walks the chain of every access that the params mark
+not affine (``analysis.index_walk``) with ``TritonIndex``, a string algebra:
+
+* the leaves are the iteration coordinates' indices ``dim0, dim1, ...`` (a literal 0
+  for a coordinate of extent 1: it is in no group);
+* a static extent is a literal, a symbolic one a kernel argument ``ext<j>`` (numbered
+  in the order the walk first needs it);
+* every compound expression gets a temporary ``gi<n>``, shared by equal expressions,
+  so a chain of reshapes stays linear in size.
+
+The address of access ``a`` is ``sum(index_i * ms<a>_<i>)`` over its memory tensor's
+dims, ``ms<a>_<i>`` being that tensor's real strides, passed as arguments. The walk is
+a pure function of the spec and the params, so the runtime calls it again to supply
+the argument values in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..analysis.index_walk import memory_indices
+from ..schedulers.problem import is_affine
+from .indexing import offset_expr
+
+
+class TritonIndex:
+    """The index algebra over Triton expression strings, folding 0, 1 and literals."""
+
+    zero = "0"
+    one = "1"
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.extent_uids: list[int] = []
+        self._memo: dict[str, str] = {}
+
+    def _bind(self, expr: str) -> str:
+        name = self._memo.get(expr)
+        if name is None:
+            name = f"gi{len(self.lines)}"
+            self.lines.append(f"{name} = {expr}")
+            self._memo[expr] = name
+        return name
+
+    def add(self, a: str, b: str) -> str:
+        if a == "0":
+            return b
+        if b == "0":
+            return a
+        if a.isdigit() and b.isdigit():
+            return str(int(a) + int(b))
+        return self._bind(f"{a} + {b}")
+
+    def mul(self, a: str, b: str) -> str:
+        if "0" in (a, b):
+            return "0"
+        if a == "1":
+            return b
+        if b == "1":
+            return a
+        if a.isdigit() and b.isdigit():
+            return str(int(a) * int(b))
+        return self._bind(f"{a} * {b}")
+
+    def floordiv(self, a: str, b: str) -> str:
+        if a == "0" or b == "1":
+            return a
+        if a.isdigit() and b.isdigit():
+            return str(int(a) // int(b))
+        return self._bind(f"{a} // {b}")
+
+    def mod(self, a: str, b: str) -> str:
+        if a == "0" or b == "1":
+            return "0"
+        if a.isdigit() and b.isdigit():
+            return str(int(a) % int(b))
+        return self._bind(f"{a} % {b}")
+
+    def extent(self, tv, dim: int) -> str:
+        d = tv.shape_domain[dim]
+        if d.extent is not None:
+            return str(d.extent)
+        if d.uid not in self.extent_uids:
+            self.extent_uids.append(d.uid)
+        return f"ext{self.extent_uids.index(d.uid)}"
+
+
+@dataclass(frozen=True, eq=False)
+class GenericIndex:
+    lines: tuple[str, ...]                  # temporaries, in order, over the ``dim<d>`` leaves
+    offsets: dict[int, str]                 # access -> its element offset
+    guards: dict[int, str]                  # store access -> one write along stride-0 dims
+    extent_uids: tuple[int, ...]            # IterDomain uid of ``ext<j>``
+    strides: tuple[tuple[int, int], ...]    # (access, memory dim) of every ``ms<a>_<i>``
+
+    def arg_names(self) -> list[str]:
+        return [f"ext{j}" for j in range(len(self.extent_uids))] + \
+            [f"ms{a}_{i}" for a, i in self.strides]
+
+    def arg_values(self, spec, env: dict, extents: dict[int, int]) -> list[int]:
+        """The values of ``arg_names()``: bound extents, then the memory tensors' strides."""
+        return [extents[u] for u in self.extent_uids] + \
+            [env[id(spec.accesses[a].tv)].stride(i) for a, i in self.strides]
+
+    def dim_lines(self, params, group_index: dict[int, str]) -> list[str]:
+        """``dim<d> = <index of the group of coordinate d>`` for every grouped coordinate."""
+        return [f"dim{d} = {group_index[k]}" for k, d in enumerate(params.group_dims)
+                if k in group_index]
+
+
+def generic_index(spec, params) -> GenericIndex:
+    """The index walk of every access that ``params`` marks not affine."""
+    rank = len(spec.root.shape_domain)
+    grouped = set(params.group_dims)
+    root_idx = [f"dim{d}" if d in grouped else "0" for d in range(rank)]
+    ix = TritonIndex()
+    offsets: dict[int, str] = {}
+    guards: dict[int, str] = {}
+    strides: list[tuple[int, int]] = []
+    first_coordinate = spec.n_loads + spec.n_stores
+    for a, access in enumerate(spec.accesses):
+        if is_affine(params, a):
+            continue
+        terms: list[tuple[str, int | str]] = []
+        conds: list[str] = []
+        for i, m in enumerate(memory_indices(access, root_idx, ix)):
+            if m == "0":
+                continue
+            if a >= first_coordinate:            # iota: its own linear coordinate
+                terms.append((m, 1))
+                continue
+            s = f"ms{a}_{i}"
+            strides.append((a, i))
+            terms.append((m, s))
+            if access.store:
+                conds.append(f"(({m} == 0) | ({s} != 0))")
+        offsets[a] = offset_expr(terms)
+        if conds:
+            guards[a] = " & ".join(conds)
+    return GenericIndex(tuple(ix.lines), offsets, guards, tuple(ix.extent_uids), tuple(strides))

@@ -1,0 +1,64 @@
+"""A segment's ``Problem`` from the run's real strides and extents.
+
+Every access gets its strides over the iteration coordinates. An access whose real
+strides move forward along its chain is *affine*; one that crosses a reshape its
+strides cannot express is not: it gets its local strides (``index_walk``) only to
+order the coordinates, the kernel runs in generic mode (no coordinates merged) and
+that access walks its chain per element.
+"""
+
+from __future__ import annotations
+
+from ..analysis.accesses import load_strides, shape_of
+from ..analysis.canonical import canonicalize
+from ..analysis.index_walk import local_strides
+from ..dtypes import DataType
+from ..schedulers.problem import Problem, max_offset
+from ..segmenter.segments import KernelSpec
+
+
+def real_strides(spec: KernelSpec, access: int, env) -> tuple[int, ...]:
+    """The memory strides of an access's tensor (an iota's coordinate: its linear index)."""
+    if access >= spec.n_loads + spec.n_stores:
+        return (1,)
+    return tuple(env[id(spec.accesses[access].tv)].stride())
+
+
+def access_strides(spec: KernelSpec, env, extents) -> tuple[list[tuple[int, ...]], list[bool]]:
+    """Per access: strides over the iteration coordinates, and whether they address it."""
+    rank = len(spec.root.shape_domain)
+    strides, affine = [], []
+    for i, a in enumerate(spec.accesses):
+        real = real_strides(spec, i, env)
+        if spec.kind == "reduction" and spec.n_loads <= i < spec.n_loads + spec.n_stores:
+            red_dims = spec.reduction.attrs["dims"]
+            it = iter(real)
+            st = tuple(0 if d in red_dims else next(it) for d in range(rank))
+        else:
+            st = load_strides(a, real, extents)
+        affine.append(st is not None)
+        strides.append(st if st is not None else local_strides(a, real, extents, rank))
+    return strides, affine
+
+
+def build_problem(spec: KernelSpec, env, extents) -> Problem:
+    root_shape = shape_of(spec.root, extents)
+    strides, affine = access_strides(spec, env, extents)
+    reduced = [False] * len(root_shape)
+    if spec.kind == "reduction":
+        for d in spec.reduction.attrs["dims"]:
+            reduced[d] = True
+    generic = not all(affine)
+    order_by = None
+    if generic:
+        # the affine loads decide the order; the others' local strides break ties
+        loads = range(spec.n_loads)
+        order_by = [a for a in loads if affine[a]] + [a for a in loads if not affine[a]]
+    groups = canonicalize(root_shape, reduced, strides, spec.n_loads, merge=not generic,
+                          order_by=order_by)
+    dtypes = tuple(a.tv.dtype if i < spec.n_loads + spec.n_stores else DataType.Int
+                   for i, a in enumerate(spec.accesses))
+    offs = tuple(max_offset(root_shape, s) if affine[i] else
+                 max_offset(shape_of(a.tv, extents), real_strides(spec, i, env))
+                 for i, (a, s) in enumerate(zip(spec.accesses, strides)))
+    return Problem(groups, spec.n_loads, spec.n_stores, dtypes, offs, tuple(affine))
