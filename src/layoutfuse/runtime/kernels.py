@@ -10,6 +10,8 @@ looks the launch plan up and binds pointers.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +90,7 @@ class CompiledFusion:
         if key not in self._kernels:
             src, args = make_source(spec, params, name)
             self._kernels[key] = (backend.load_kernel(src, name), args, src)
+            _dump(params, src)
         return self._kernels[key]
 
     def _stride_values(self, prob: Problem, params, accesses) -> list[int]:
@@ -179,6 +182,15 @@ class CompiledFusion:
             env[id(e.outputs[2])].fill_(0)
         else:
             env[id(e.outputs[0])].fill_(fill[name])
+
+
+def _dump(params, src: str) -> None:
+    """``LAYOUTFUSE_DUMP=code,schedule`` prints each new kernel's source and params."""
+    what = {w.strip() for w in os.environ.get("LAYOUTFUSE_DUMP", "").split(",")}
+    if "schedule" in what:
+        print(f"[layoutfuse] schedule: {params}", file=sys.stderr)
+    if "code" in what:
+        print(f"[layoutfuse] code:\n{src}", file=sys.stderr)
 
 
 def _acc_torch(dtype: DataType) -> torch.dtype:
