@@ -24,7 +24,7 @@ from layoutfuse.ir import Fusion, FusionGuard, IterDomain, TensorView, ops
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
 NV = {torch.float32: DataType.Float, torch.float16: DataType.Half,
-      torch.bfloat16: DataType.BFloat16}
+      torch.bfloat16: DataType.BFloat16, torch.float64: DataType.Double}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -68,7 +68,7 @@ def run_case(case: Case, dtype=torch.float32, static=False):
             fd.add_output(out)
     outs = fd.execute(xs)
     refs = case.reference(*[x.double() for x in xs])
-    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    tol = 1e-5 if dtype in (torch.float32, torch.float64) else 2e-2
     for got, ref in zip(outs, refs, strict=True):
         assert got.shape == ref.shape
         torch.testing.assert_close(got.double(), ref, rtol=tol, atol=tol)
@@ -117,6 +117,12 @@ POINTWISE = {
         lambda fd, t: (lambda y: [fd.ops.add(fd.ops.reshape(y, [4, 6]), scalar(fd, 1.0)), y])(
             fd.ops.mul(t, scalar(fd, 2.0))),
         lambda x: [(x * 2).reshape(4, 6) + 1, x * 2]),
+    "iota-coordinate": Case(         # a coordinate read through a reshape of a broadcast
+        lambda dt: [torch.randn(12).to(dt)],
+        lambda fd, x: [fd.ops.add(fd.ops.reshape(fd.ops.broadcast_in_dim(
+            fd.ops.iota(fd.define_scalar(3), dtype=DataType.Float), shape=[4, 3],
+            broadcast_dims=[1]), [12]), x)],
+        lambda x: [torch.arange(3.0).double().expand(4, 3).reshape(12) + x]),
 }
 
 
@@ -206,6 +212,20 @@ def test_split_generic_reduction():
                 lambda x: [x.permute(0, 2, 1).reshape(2, 8192).sum(1)])
     _, schedules, _ = run_case(case)
     assert schedules[0].generic and schedules[0].split > 1
+
+
+@pytest.mark.parametrize("name", ["pointwise:permute-reshape", "reduction:sum-two-reduced-dims",
+                                  "reduction:sum-outer"])
+def test_generic_kernels_with_64_bit_indices(name, monkeypatch):
+    """Forced 64-bit indexing (the real trigger is 2**31 elements): values and sm_90. In
+    float64, so that no cached fusion of the other tests replays instead."""
+    from layoutfuse.schedulers.problem import Problem
+
+    monkeypatch.setattr(Problem, "needs_int64", property(lambda self: True))
+    table, key = name.split(":")
+    _, schedules, code = run_case((POINTWISE if table == "pointwise" else REDUCTIONS)[key],
+                                  dtype=torch.float64)
+    assert all(p.index64 for p in schedules) and "tl.int64" in code
 
 
 # --- outputs with expanded (stride-0) dims --------------------------------------------------------

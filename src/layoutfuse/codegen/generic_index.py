@@ -105,9 +105,16 @@ class GenericIndex:
             [env[id(spec.accesses[a].tv)].stride(i) for a, i in self.strides]
 
     def dim_lines(self, params, group_index: dict[int, str]) -> list[str]:
-        """``dim<d> = <index of the group of coordinate d>`` for every grouped coordinate."""
-        return [f"dim{d} = {group_index[k]}" for k, d in enumerate(params.group_dims)
-                if k in group_index]
+        """``dim<d> = <index of the group of coordinate d>`` for every grouped coordinate,
+        in int64 when the params index in 64 bits (the walk multiplies indices by extents;
+        ``tl.cast`` also takes a loop counter, which the interpreter keeps a Python int)."""
+        out = []
+        for k, d in enumerate(params.group_dims):
+            if k in group_index:
+                i = group_index[k]
+                out.append(f"dim{d} = tl.cast({i}, tl.int64)" if params.index64 else
+                           f"dim{d} = {i}")
+        return out
 
 
 def generic_index(spec, params) -> GenericIndex:

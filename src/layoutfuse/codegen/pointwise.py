@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from ..dtypes import DataType
-from ..schedulers.pointwise import (TILE_ZEROS, PointwiseParams, emit_indexing, store_mask,
-                                    stride_args)
+from ..schedulers.pointwise import (
+    TILE_ZEROS,
+    PointwiseParams,
+    emit_indexing,
+    store_mask,
+    stride_args,
+)
 from .generic_index import generic_index
 from .values import ValueEmitter
 from .writer import Writer, storage_cast, tl_compute
