@@ -34,6 +34,11 @@ def _kernel_cache_in_tmp(tmp_path_factory):
         yield
 
 
+@pytest.fixture(autouse=True)
+def _seeded():
+    torch.manual_seed(0)
+
+
 def col_major(*shape, dtype=torch.float32) -> torch.Tensor:
     return torch.randn(*reversed(shape)).to(dtype).permute(*reversed(range(len(shape))))
 

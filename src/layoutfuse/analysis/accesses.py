@@ -5,8 +5,10 @@ tensor*: a pointwise segment's output, or a reduction's input). Every tensor
 upstream of it is reached backward through pointwise ops (which keep
 coordinates) and shape ops (which change them). A *load* is a segment input
 reached along such a chain; its strides over the iteration coordinates come from
-moving its real strides forward along the chain (``strides.forward``). A store
-of an intermediate output works the same way.
+moving its real strides forward along the chain (``strides.forward``); where no
+stride pattern can express it (a reshape that is not a view), the access is not
+affine and walks its chain per element (``index_walk``). A store of an
+intermediate output works the same way.
 
 After a reduction, the epilogue lives in the reduction output's coordinates:
 an epilogue output is stored by moving its strides *backward* to them.

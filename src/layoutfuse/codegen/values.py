@@ -1,7 +1,8 @@
 """Emit the values of a fused computation at the kernel's current tile of coordinates.
 
 Shape ops are free here: they only change how an access is addressed, which
-the access analysis already folded into strides. Pointwise ops are emitted from
+the access analysis already folded into strides (or, for an access that is not
+affine, into its index walk: ``generic_index``). Pointwise ops are emitted from
 their OpDef rows in the compute dtype (Float for Half/BFloat16); creation ops
 are built from constants and coordinates.
 """

@@ -169,6 +169,19 @@ class FusionDefinition(DefineMixin):
                              "enabled!")
         return self._profile
 
+    def segment(self, inputs) -> list[dict]:
+        """The kernels ``execute(inputs)`` runs: for each, its scheduler, the ops it
+        covers, the tensors it writes and why the fusion was cut there. Runs the
+        fusion once (the cut depends on nothing but the definition; the params shown
+        by ``last_schedule()`` depend on the inputs)."""
+        self.execute(inputs)
+        compiled = self._entry.executor()._compiled
+        if compiled is None:
+            return []
+        return [dict(scheduler=spec.kind, ops=[e.op.name for e in spec.exprs],
+                     writes=[f"T{t.index}" for t in spec.outputs], reason=spec.reason)
+                for spec in compiled.specs]
+
     def repro_script_for(self, inputs=None) -> str:
         return repro_script(self, inputs)
 
