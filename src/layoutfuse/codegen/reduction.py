@@ -89,16 +89,15 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                if is_affine(params, a) and not params.zero_strides[a][k]
                and not params.unit_strides[a][k]]
     ptrs = [f"p{i}" for i in range(len(spec.memory))]
-    ws = (["ws0", "ws1", "ws2"][: 3 if welford else 1] + ["ticket_ptr"]) if params.split > 1 else []
+    ws = ["ws0", "ws1", "ws2"][: 3 if welford else 1] if params.split > 1 else []
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
     gen = generic_index(spec, params) if params.generic else None
     walk = gen.arg_names() if gen else []
-    args = ptrs + ws + sizes + strides + walk + scalars + ["NX", "NR", "CHUNK", "NPX", "SPLIT_N"]
+    args = ptrs + ws + sizes + strides + walk + scalars + ["NX", "NR", "CHUNK", "NPX"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(args)}, BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr, "
-           f"BLOCK_S: tl.constexpr):")
+    w.line(f"def {name}({', '.join(args)}, BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr):")
     inner = params.template == "inner"
     xg, rg = params.x_groups, params.r_groups
     acc_t = acc_dtype(red.outputs[0].dtype if not welford else DataType.Float)
@@ -226,7 +225,6 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
         if params.split > 1:
             for k, r in enumerate(results):
                 w.line(f"tl.store(ws{k} + pid_s * NX + x, {r}, mask=xmask)")
-            emit_last_program_finish(w, spec, params, ptr_of, acc_t)
         else:
             for k, out in enumerate(red.outputs):
                 a = spec.n_loads + k
@@ -242,59 +240,53 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
     return src, args
 
 
-def emit_last_program_finish(w: Writer, spec, params: ReductionParams, ptr_of, acc_t) -> None:
-    """Split R, one launch, deterministic: every program stores its partial result, then
-    takes a ticket; the last of the SPLIT_N programs of an X block combines the partials
-    in split order and stores the outputs, then resets the counter for the next launch."""
+def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
+    """Combine the [SPLIT, NX] partial results and store the outputs."""
+    w = Writer()
     red = spec.reduction
     op = red.op.name
     welford = op == "welford"
     xg = params.x_groups
-    w.line("tl.debug_barrier()")                        # every thread's partial is stored
-    w.line("ticket = tl.atomic_add(ticket_ptr + pid, 1)")      # acq_rel: partials before, reads after
-    w.line("if ticket == SPLIT_N - 1:")
+    n_out = len(red.outputs)
+    store_acc = [spec.n_loads + k for k in range(n_out)]
+    ws = ["ws0", "ws1", "ws2"][: 3 if welford else 1]
+    outs = [f"o{k}" for k in range(n_out)]
+    sizes = [f"n{k}" for k in xg]
+    strides = [f"s{a}_{k}" for a in store_acc for k in xg
+               if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
+    args = ws + outs + sizes + strides + ["NX", "SPLIT"]
+    w.line(f"# finishing kernel of a split reduction; params: {params}")
+    w.line("@triton.jit")
+    w.line(f"def {name}({', '.join(args)}, BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):")
     with w.indent():
-        if params.template == "inner":
-            w.line("fx = pid * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
-            w.line("fmask = fx < NX")
-        else:
-            w.line("fx0 = px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
-            w.line(f"fmask = fx0 < n{xg[0]}")
-            w.line(f"fx = fx0 + n{xg[0]} * rest")
-        ct = tl_compute(acc_t)
+        pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
+        w.line(f"x = {pid} * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
+        w.line("xmask = x < NX")
+        w.line("s = tl.arange(0, BLOCK_S)[:, None]")
+        w.line("mask = xmask & (s < SPLIT)")
+        acc_t = DataType.Double if (welford and red.inputs[0].dtype is DataType.Double) else \
+            acc_dtype(red.outputs[0].dtype if not welford else DataType.Float)
         if welford:
-            for v in ("f_mean", "f_m2", "f_n"):
-                w.line(f"{v} = tl.zeros([1, BLOCK_X], {ct})")
+            w.line("pm = tl.load(ws0 + s * NX + x, mask=mask, other=0.0)")
+            w.line("p2 = tl.load(ws1 + s * NX + x, mask=mask, other=0.0)")
+            w.line("pn = tl.load(ws2 + s * NX + x, mask=mask, other=0.0)")
+            w.line("mean, m2, cnt = tl.reduce((pm, p2, pn), 0, _welford_combine, keep_dims=True)")
+            results = ["mean", "m2", "cnt"]
         else:
-            w.line(f"f_res = tl.full([1, BLOCK_X], {identity(op, acc_t)}, {ct})")
-        w.line("for s0 in range(0, SPLIT_N, BLOCK_S):")
-        with w.indent():
-            w.line("s = s0 + tl.arange(0, BLOCK_S)[:, None]")
-            w.line("m = fmask & (s < SPLIT_N)")
-            if welford:
-                for k, v in enumerate(("wp_m", "wp_2", "wp_n")):
-                    w.line(f"{v} = tl.load(ws{k} + s * NX + fx, mask=m, other=0.0, "
-                           f"cache_modifier='.cg')")
-                w.line("cm, c2, cn = tl.reduce((wp_m, wp_2, wp_n), 0, _welford_combine, "
-                       "keep_dims=True)")
-                w.line("f_mean, f_m2, f_n = _welford_combine(f_mean, f_m2, f_n, cm, c2, cn)")
-            else:
-                w.line(f"part = tl.load(ws0 + s * NX + fx, mask=m, other={identity(op, acc_t)}, "
-                       f"cache_modifier='.cg')")
-                w.line(reduce_line("chunk", "part", op, 0, is_floating(acc_t)))
-                w.line(f"f_res = {_COMBINE[op]}(f_res, chunk)")
-        results = ["f_mean", "f_m2", "f_n"] if welford else ["f_res"]
-        idx = dict(zip(xg, decompose(w, "fx", [f"n{k}" for k in xg], "fg"))) if xg else {}
+            ident = identity(op, acc_t)
+            w.line(f"part = tl.load(ws0 + s * NX + x, mask=mask, other={ident})")
+            w.line(reduce_line("res", "part", op, 0, is_floating(acc_t)))
+            results = ["res"]
+        idx = dict(zip(xg, decompose(w, "x", [f"n{k}" for k in xg], "xg"))) if xg else {}
         for k, out in enumerate(red.outputs):
-            a = spec.n_loads + k
+            a = store_acc[k]
             terms = [(idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
                      for g in xg if not params.zero_strides[a][g]]
-            off = offset_expr(terms, "fx * 0")
-            smask = one_write_per_element(w, "fmask", [idx[g] for g in xg
+            off = offset_expr(terms, "x * 0")
+            smask = one_write_per_element(w, "xmask", [idx[g] for g in xg
                                                        if params.zero_strides[a][g]])
-            w.line(f"tl.store({ptr_of[id(out)]} + {off}, {storage_cast(results[k], out.dtype)}, "
-                   f"mask={smask})")
-        w.line("tl.atomic_xchg(ticket_ptr + pid, 0)")
+            w.line(f"tl.store(o{k} + {off}, {storage_cast(results[k], out.dtype)}, mask={smask})")
+    return HEADER + _prelude() + "\n\n" + w.text(), args
 
 
 def _prelude() -> str:

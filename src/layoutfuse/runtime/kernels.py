@@ -22,7 +22,7 @@ from ..analysis.device import device_info
 from ..codegen import backend
 from ..codegen.generic_index import generic_index
 from ..codegen.pointwise import pointwise_source
-from ..codegen.reduction import reduction_source
+from ..codegen.reduction import finish_source, reduction_source
 from ..dtypes import DataType, to_torch
 from ..ir import Fusion, TensorView
 from ..schedulers import pointwise as pw
@@ -148,20 +148,29 @@ class CompiledFusion:
             if spec.reduction.op.name != "welford":
                 acc = _acc_torch(spec.reduction.outputs[0].dtype)
             ws = [torch.empty((params.split, nx), dtype=acc, device=device) for _ in range(n_ws)]
-            ws.append(torch.zeros(rd.grid(params)[0], dtype=torch.int32, device=device))
         head = [env[id(tv)] for tv in spec.memory] + ws + sizes + \
             self._stride_values(prob, params, range(len(spec.accesses))) + \
             self._walk_values(spec, params, env, extents)
         nr_arg = nr // sizes[params.r_groups[0]] if params.r_nest else nr
-        args = head + scalar_vals + [nx, nr_arg, params.chunk, npx, params.split]
+        args = head + scalar_vals + [nx, nr_arg, params.chunk, npx]
         slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
         warps = {"num_warps": params.num_warps} if device.type == "cuda" else {}
-        block_s = 1
-        while block_s < params.split and block_s * params.block_x < 4096:
-            block_s *= 2
         self._launch(kernel, rd.grid(params), args,
-                     {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r, "BLOCK_S": block_s,
-                      **warps}, device, slots)
+                     {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r, **warps}, device, slots)
+        if params.split > 1:
+            fin, _, fsrc = self._kernel(spec, params, finish_source, "finish_kernel")
+            self.last_code.append(fsrc)
+            outs = [env[id(o)] for o in spec.reduction.outputs]
+            stores = range(spec.n_loads, spec.n_loads + len(outs))
+            xs = [sizes[k] for k in params.x_groups]
+            svals = [prob.groups[k].strides[a] for a in stores for k in params.x_groups
+                     if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
+            block_s = 1
+            while block_s < params.split:
+                block_s *= 2
+            block_x = max(1, min(1024, 4096 // block_s))
+            self._launch(fin, (-(-nx // block_x),), [*ws, *outs, *xs, *svals, nx, params.split],
+                         {"BLOCK_X": block_x, "BLOCK_S": block_s, **warps}, device)
 
     def _fill_empty_reduction(self, spec, env):
         e = spec.reduction
