@@ -109,10 +109,11 @@ PTX_SAMPLE = sorted(random.Random(90).sample(sorted(SWEEP.SAMPLE, key=lambda c: 
 
 @pytest.mark.parametrize("case", [SWEEP.case_param(c) for c in PTX_SAMPLE])
 def test_sweep_sample_compiles_for_sm90(case):
-    f, out = SWEEP.run_case(case)
-    torch.testing.assert_close(out, f.expected)
-    arts = compile_last_run(f.fd.executor())
+    run = SWEEP.run_case(case)
+    torch.testing.assert_close(run.out, run.tensors.expected)
+    arts = compile_last_run(run.fd.executor())
     if not arts:
-        assert f.view_of is not None and SWEEP.pin(case) is None, "only a view launches nothing"
+        assert run.tensors.view_of is not None and SWEEP.pin(case) is None, \
+            "only a view of an input launches no kernel"
     for art in arts:
         assert ".target sm_90" in art.ptx and art.vector_widths, art.name

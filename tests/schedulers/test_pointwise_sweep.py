@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from layoutfuse.errors import LayoutfuseError
 from layoutfuse.nvfuser import FusionDefinition
 
 F32, BF16 = torch.float32, torch.bfloat16
@@ -103,12 +102,6 @@ ALL_CASES = all_cases()
 SAMPLE = sample_cases(ALL_CASES)
 
 
-def sweep_params() -> list:
-    """Every case; those outside the seeded sample are marked ``full``."""
-    return [pytest.param(c, id=c.id, marks=() if c in SAMPLE else pytest.mark.full)
-            for c in ALL_CASES]
-
-
 # --- building tensors ---------------------------------------------------------------------------------
 def laid_out(shape, order, dtype, seed: int) -> torch.Tensor:
     """A dense tensor of logical ``shape`` whose dims lie in memory in ``order`` (outermost
@@ -146,14 +139,14 @@ def is_broadcast(t: torch.Tensor, d: int) -> bool:
 
 # --- fusions ------------------------------------------------------------------------------------------------
 @dataclass
-class Fusion:
-    """A built case: its inputs, the torch value, and how its inputs map to the output."""
+class Tensors:
+    """A case in torch: its inputs, the expected value, how each input's dims map to output
+    dims, and the input an unpinned output is a view of (None if it is computed)."""
 
-    fd: FusionDefinition
     inputs: list[torch.Tensor]
     expected: torch.Tensor
-    refs: list[tuple[torch.Tensor, list[int | None]]]   # (input, output dim of each input dim)
-    view_of: torch.Tensor | None = None                 # the input an unpinned output views
+    refs: list[tuple[torch.Tensor, list[int]]]
+    view_of: torch.Tensor | None = None
 
 
 def pin(case: Case) -> list[int] | None:
@@ -162,65 +155,84 @@ def pin(case: Case) -> list[int] | None:
             "inferred": None}[case.output]
 
 
-def build(case: Case) -> Fusion:
+def make_tensors(case: Case) -> Tensors:
     x = make_input(case, seed=1)
-    compute = x.float()
+    compute, perm, identity = x.float(), list(case.perm), list(range(case.rank))
+    permuted = [perm.index(i) for i in range(case.rank)]
+    if case.kind == "copy":
+        t = Tensors([x], compute, [(x, identity)], view_of=x)
+    elif case.kind == "permute":
+        t = Tensors([x], compute.permute(perm), [(x, permuted)], view_of=x)
+    elif case.kind == "permute_add":
+        t = Tensors([x], compute.permute(perm) + 1.0, [(x, permuted)])
+    elif case.kind == "add":
+        y = laid_out(list(x.shape), case.order, case.dtype, seed=2)
+        t = Tensors([x, y], compute + y.float(), [(x, identity), (y, identity)])
+    else:  # broadcast_add: x + a bias along BIAS_DIM
+        bias = laid_out([x.shape[BIAS_DIM]], [0], case.dtype, seed=3)
+        view = [1] * case.rank
+        view[BIAS_DIM] = -1
+        t = Tensors([x, bias], compute + bias.float().view(view),
+                    [(x, identity), (bias, [BIAS_DIM])])
+    t.expected = t.expected.to(case.dtype)
+    return t
+
+
+def define(case: Case, inputs: list[torch.Tensor]) -> FusionDefinition:
+    """The case's fusion, over handles defined from ``inputs``."""
     perm = list(case.perm)
-    inputs, refs, view_of = [x], [(x, list(range(case.rank)))], None
     with FusionDefinition() as fd:
-        tx = fd.from_pytorch(x)
-        if case.kind == "copy":
-            out, expected, view_of = fd.ops.set(tx), compute, x
-        elif case.kind == "permute":
-            out, expected, view_of = fd.ops.permute(tx, perm), compute.permute(perm), x
-            refs = [(x, [perm.index(i) for i in range(case.rank)])]
-        elif case.kind == "permute_add":
-            out = fd.ops.add(fd.ops.permute(tx, perm), fd.define_scalar(1.0))
-            expected = compute.permute(perm) + 1.0
-            refs = [(x, [perm.index(i) for i in range(case.rank)])]
-        elif case.kind == "add":
-            y = laid_out(list(x.shape), case.order, case.dtype, seed=2)
-            out, expected = fd.ops.add(tx, fd.from_pytorch(y)), compute + y.float()
-            inputs.append(y)
-            refs.append((y, list(range(case.rank))))
-        else:  # broadcast_add: x + bias along BIAS_DIM
-            bias = laid_out([x.shape[BIAS_DIM]], [0], case.dtype, seed=3)
-            b = fd.ops.broadcast_in_dim(fd.from_pytorch(bias), tx.shape(), [BIAS_DIM])
-            out = fd.ops.add(tx, b)
-            view = [1] * case.rank
-            view[BIAS_DIM] = -1
-            expected = compute + bias.float().view(view)
-            inputs.append(bias)
-            refs.append((bias, [BIAS_DIM]))
-        order = pin(case)
-        if order is None:
-            fd.add_output(out)
-        else:
-            fd.add_output(out, stride_order=order)
-    return Fusion(fd, inputs, expected.to(case.dtype), refs, view_of)
+        handles = [fd.from_pytorch(x) for x in inputs]
+        tx = handles[0]
+        out = {
+            "copy": lambda: fd.ops.set(tx),
+            "permute": lambda: fd.ops.permute(tx, perm),
+            "permute_add": lambda: fd.ops.add(fd.ops.permute(tx, perm), fd.define_scalar(1.0)),
+            "add": lambda: fd.ops.add(tx, handles[-1]),
+            "broadcast_add": lambda: fd.ops.add(
+                tx, fd.ops.broadcast_in_dim(handles[-1], tx.shape(), [BIAS_DIM])),
+        }[case.kind]()
+        fd.add_output(out, stride_order=pin(case))
+    return fd
 
 
 # --- the layout oracle ---------------------------------------------------------------------------------
-def physical_dims(t: torch.Tensor) -> list[int]:
-    """``t``'s non-broadcast dims, innermost first (by stride)."""
-    dims = [d for d in range(t.dim()) if not is_broadcast(t, d)]
-    return sorted(dims, key=lambda d: t.stride(d))
+def allocation_order(t: torch.Tensor) -> list[int]:
+    """``t``'s dims outermost first as nvFuser's computeTensorDescriptor orders them: by
+    decreasing stride, stride-0 dims at their logical position."""
+    dims = sorted((d for d in range(t.dim()) if t.stride(d) != 0), key=lambda d: -t.stride(d))
+    for d in range(t.dim()):
+        if t.stride(d) == 0:
+            dims.insert(d, d)
+    return dims
 
 
-def expected_order(out_shape, refs) -> list[int]:
+def output_broadcast_dims(out_shape, refs) -> set[int]:
+    """Output dims where every input is broadcast (size 1 or stride 0)."""
+    covered = {o for t, to_out in refs for d, o in enumerate(to_out) if not is_broadcast(t, d)}
+    return {d for d in range(len(out_shape)) if d not in covered}
+
+
+def expected_order(out_shape, refs, broadcast_maps: bool = False) -> list[int]:
     """nvFuser's allocation order inference for a pointwise output, outermost first.
 
-    The references are the inputs with the most non-broadcast dims; each is walked from
-    its innermost dim outward, mapping dims to output dims; unmapped output dims go
-    outermost in logical order. Tied references that disagree give row-major.
+    The references are the inputs with the most non-broadcast dims. Each is walked from its
+    innermost dim outward; a non-broadcast dim maps to its output dim, a broadcast dim is
+    skipped (nvFuser's exact map never maps a broadcast to a concrete dim). Unmapped output
+    dims go outermost in logical order. Tied references that disagree give row-major.
+    ``broadcast_maps``: map a broadcast dim too, where the output dim is concrete (the
+    known deviation, see EXPANDED_MAPS).
     """
     rank = len(out_shape)
-    best = max(len(physical_dims(t)) for t, _ in refs)
+    concrete = set(range(rank)) - output_broadcast_dims(out_shape, refs)
+    count = {id(t): sum(not is_broadcast(t, d) for d in range(t.dim())) for t, _ in refs}
+    best = max(count.values())
     orders = set()
     for t, to_out in refs:
-        if len(physical_dims(t)) != best:
+        if count[id(t)] != best:
             continue
-        walk = [to_out[d] for d in physical_dims(t)]
+        walk = [to_out[d] for d in reversed(allocation_order(t))
+                if not is_broadcast(t, d) or (broadcast_maps and to_out[d] in concrete)]
         if not walk:
             return list(range(rank))
         orders.add(tuple(d for d in range(rank) if d not in walk) + tuple(reversed(walk)))
@@ -229,8 +241,7 @@ def expected_order(out_shape, refs) -> list[int]:
 
 def output_expanded_dims(out_shape, refs) -> set[int]:
     """Output dims that stay expanded: size > 1, and every input broadcast there."""
-    covered = {o for t, to_out in refs for d, o in enumerate(to_out) if not is_broadcast(t, d)}
-    return {d for d in range(len(out_shape)) if out_shape[d] > 1 and d not in covered}
+    return {d for d in output_broadcast_dims(out_shape, refs) if out_shape[d] > 1}
 
 
 def dense_strides(shape, order, expanded=()) -> list[int]:
@@ -244,9 +255,12 @@ def dense_strides(shape, order, expanded=()) -> list[int]:
     return strides
 
 
+def significant(strides, shape) -> list[int]:
+    return [s for s, n in zip(strides, shape) if n > 1]
+
+
 def assert_strides(out: torch.Tensor, expected, what: str) -> None:
-    got = [out.stride(d) for d in range(out.dim()) if out.shape[d] > 1]
-    want = [expected[d] for d in range(out.dim()) if out.shape[d] > 1]
+    got, want = significant(out.stride(), out.shape), significant(expected, out.shape)
     assert got == want, (f"{what}: strides {tuple(out.stride())} (shape {tuple(out.shape)}), "
                          f"expected {tuple(expected)} on the dims of size > 1")
 
@@ -255,32 +269,75 @@ def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-def run_case(case: Case) -> tuple[Fusion, torch.Tensor]:
-    f = build(case)
-    (out,) = f.fd.execute(f.inputs)
-    return f, out
+# --- known bugs ------------------------------------------------------------------------------------------
+EXPANDED_MAPS = (
+    "output layout inference maps an expanded (stride-0) dim of the reference input to a "
+    "concrete output dim (passes/output_layout.py _map_order checks only the output dim); "
+    "nvFuser's exact map never maps a broadcast to a concrete dim, so it skips it")
+
+
+def known_bug(case: Case) -> str | None:
+    """The reason ``case`` fails today, decided from the case alone (no kernel runs)."""
+    if case.output != "inferred" or case.variant != "expanded" or case.kind in ("copy",
+                                                                                 "permute"):
+        return None
+    t = make_tensors(case)
+    shape = tuple(t.expected.shape)
+    spec = dense_strides(shape, expected_order(shape, t.refs))
+    actual = dense_strides(shape, expected_order(shape, t.refs, broadcast_maps=True))
+    return EXPANDED_MAPS if significant(spec, shape) != significant(actual, shape) else None
+
+
+def case_param(case: Case, full: bool = False):
+    """``case`` as a pytest param: strict xfail if it hits a known bug, ``full`` if asked."""
+    marks = [pytest.mark.full] if full else []
+    reason = known_bug(case)
+    if reason is not None:
+        marks.append(pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason))
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+def sweep_params() -> list:
+    """Every case; those outside the seeded sample are marked ``full``."""
+    return [case_param(c, full=c not in SAMPLE) for c in ALL_CASES]
+
+
+# --- running a case ---------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    fd: FusionDefinition
+    tensors: Tensors
+    out: torch.Tensor
+
+
+def run_case(case: Case) -> Run:
+    t = make_tensors(case)
+    fd = define(case, t.inputs)
+    (out,) = fd.execute(t.inputs)
+    return Run(fd, t, out)
 
 
 def check_case(case: Case) -> None:
-    f, out = run_case(case)
-    assert out.dtype == case.dtype and out.shape == f.expected.shape
-    torch.testing.assert_close(out, f.expected)
+    r = run_case(case)
+    t, out = r.tensors, r.out
+    assert out.dtype == case.dtype and out.shape == t.expected.shape
+    torch.testing.assert_close(out, t.expected)
     shape = tuple(out.shape)
     order = pin(case)
     if order is not None:
         alloc = sorted(range(case.rank), key=lambda d: -order[d])   # outermost first
-        assert not any(same_storage(out, x) for x in f.inputs), "a pinned output is a copy"
-        assert_strides(out, dense_strides(shape, alloc, output_expanded_dims(shape, f.refs)),
+        assert not any(same_storage(out, x) for x in t.inputs), "a pinned output is a copy"
+        assert_strides(out, dense_strides(shape, alloc, output_expanded_dims(shape, t.refs)),
                        f"pinned stride_order={order}")
-    elif f.view_of is not None:
-        assert same_storage(out, f.view_of), "a pure view of an input must come back as a view"
-        want = f.view_of.permute(list(case.perm)) if case.kind == "permute" else f.view_of
+    elif t.view_of is not None:
+        assert same_storage(out, t.view_of), "a pure view of an input must come back as a view"
+        want = t.view_of.permute(list(case.perm)) if case.kind == "permute" else t.view_of
         assert out.data_ptr() == want.data_ptr()
         assert_strides(out, want.stride(), "view")
     else:
-        assert not any(same_storage(out, x) for x in f.inputs)
-        alloc = expected_order(shape, f.refs)
-        assert_strides(out, dense_strides(shape, alloc, output_expanded_dims(shape, f.refs)),
+        assert not any(same_storage(out, x) for x in t.inputs)
+        alloc = expected_order(shape, t.refs)
+        assert_strides(out, dense_strides(shape, alloc, output_expanded_dims(shape, t.refs)),
                        f"inferred order {alloc}")
 
 
@@ -379,21 +436,26 @@ def test_reshape_chain_that_is_a_view(name):
     torch.testing.assert_close(out, want)
 
 
-RESHAPE_COPY = ("a reshape that the input's strides cannot express as a view (merging the "
-                "dims of a column-major input) needs a kernel that reads through the reshape; "
-                "not supported yet")
+RESHAPE_COPIES = {  # name -> (input, new shape): torch's reshape of these copies
+    "merge_column_major": (lambda: torch.randn(9, 14).t(), [126]),
+    "merge_channels_last": (
+        lambda: torch.randn(2, 8, 5, 6).contiguous(memory_format=torch.channels_last),
+        [2, 240]),
+    "merge_sliced": (lambda: torch.randn(6, 16)[:, :8], [48]),
+}
 
 
-def test_reshape_that_is_not_a_view():
-    x = torch.randn(9, 14).t()          # (14, 9), column-major: merging the dims copies
-    assert not x.is_contiguous()
-    try:
-        _, out = execute(lambda fd, t: fd.ops.reshape(t, [126]), [x])
-    except (LayoutfuseError, NotImplementedError) as e:
-        pytest.xfail(f"{RESHAPE_COPY}: {type(e).__name__}: {e}")
+@pytest.mark.parametrize("name", list(RESHAPE_COPIES))
+def test_reshape_that_is_not_a_view(name):
+    """The input's strides cannot express the reshape as a view: the kernel reads through the
+    reshape into a new, row-major buffer (the merged dim maps to no input dim)."""
+    make, shape = RESHAPE_COPIES[name]
+    x = make()
+    assert not same_storage(x.reshape(shape), x), "torch copies too"
+    _, out = execute(lambda fd, t: fd.ops.reshape(t, shape), [x])
     assert not same_storage(out, x)
-    torch.testing.assert_close(out, x.reshape(126))
-    assert out.stride() == (1,)
+    torch.testing.assert_close(out, x.reshape(shape))
+    assert out.is_contiguous()
 
 
 @pytest.mark.parametrize("pinned", [None, [1, 0]], ids=["inferred", "pinned_row_major"])
