@@ -188,7 +188,7 @@ KNOWN = {  # test id -> (reason, exception)
                                           "lerp", "addcmul")},
     "lerp-int64": IR_ACCEPTS, "lerp-int32": IR_ACCEPTS,
     "sign-bool": BOOL_SUBTRACT,
-    "pow-int64": POW_INT, "pow-int32": POW_INT, "pow-bool": IR_ACCEPTS,
+    "pow-bool": IR_ACCEPTS,
 }
 
 
@@ -246,11 +246,6 @@ def _scalar_known() -> dict[str, tuple[str, type]]:
     known = {}
     for side in SIDES:
         for form in FORMS:
-            for op in ("fmod", "pow", "atan2"):
-                known[f"{op}-float64-float-{side}-{form}"] = SCALAR_NOT_CAST
-            for d in ("int64", "int32", "bool"):
-                known[f"atan2-{d}-int-{side}-{form}"] = SCALAR_NOT_CAST
-                known[f"pow-{d}-int-{side}-{form}"] = POW_INT
             known[f"sub-bool-int-{side}-{form}"] = IR_ACCEPTS
     return known
 

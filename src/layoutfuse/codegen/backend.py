@@ -52,6 +52,19 @@ def _remainder(a, b):
 
 
 @triton.jit
+def _ipow(a, b):
+    """Integer power by squaring (torch.pow of integers); exponents must be >= 0."""
+    result = a * 0 + 1
+    base = a
+    e = b
+    for _ in range(63):
+        result = tl.where((e & 1) != 0, result * base, result)
+        base = base * base
+        e = e >> 1
+    return result
+
+
+@triton.jit
 def _floordiv(a, b):
     """Python/torch floor division of integers (Triton's ``//`` truncates toward zero)."""
     q = a // b

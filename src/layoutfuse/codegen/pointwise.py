@@ -12,7 +12,7 @@ from ..schedulers.pointwise import (
 )
 from .generic_index import generic_index
 from .values import ValueEmitter
-from .writer import Writer, storage_cast, tl_compute
+from .writer import Writer, storage_cast, tl_compute, typed_params
 
 HEADER = """import triton
 import triton.language as tl
@@ -47,7 +47,7 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(args)}, BLOCK_X: tl.constexpr, BLOCK_Y: tl.constexpr):")
+    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, BLOCK_X: tl.constexpr, BLOCK_Y: tl.constexpr):")
     with w.indent():
         mask, offsets, idx = emit_indexing(w, params, spec)
         if gen:

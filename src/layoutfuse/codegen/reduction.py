@@ -10,7 +10,7 @@ from .generic_index import generic_index
 from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER, kernel_header, load_line
 from .values import ValueEmitter
-from .writer import Writer, storage_cast, tl_compute
+from .writer import Writer, storage_cast, tl_compute, typed_params
 
 COMBINE_PRELUDE = '''
 @triton.jit
@@ -97,7 +97,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(args)}, BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr):")
+    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr):")
     inner = params.template == "inner"
     xg, rg = params.x_groups, params.r_groups
     acc_t = acc_dtype(red.outputs[0].dtype if not welford else DataType.Float)
@@ -257,7 +257,7 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
     args = ws + outs + sizes + strides + ["NX", "SPLIT"]
     w.line(f"# finishing kernel of a split reduction; params: {params}")
     w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(args)}, BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):")
+    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):")
     with w.indent():
         pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
         w.line(f"x = {pid} * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..dtypes import DataType, compute_dtype, is_boolean, is_floating, is_integral
+from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
 from ..ir import Expr, OpKind, Scalar, TensorView
 from .writer import Writer, tl_compute
 
+SCALAR = object()   # marks a scalar operand's dtype in ``_pointwise``
+
 # Integer forms that differ from the float emission in the op rows.
 _INTEGER_FORMS = {
+    "pow": lambda a, b: f"_ipow({a}, {b})",
     "div": lambda a, b: f"({a} // {b})",
     "fmod": lambda a, b: f"({a} % {b})",
     "remainder": lambda a, b: f"_remainder({a}, {b})",
@@ -104,15 +107,18 @@ class ValueEmitter:
             return self.w.assign("t", f"({x}).to({tl_compute(out.dtype)})")
         args = [self._operand(v, chain) for v in e.inputs]
         name = e.op.name
-        # scalar operands are plain kernel arguments or literals: Triton promotes them
-        operand_dtypes = [compute_dtype(v.dtype) if isinstance(v, TensorView) else None
+        # scalar operands (kernel arguments or literals) are made 0-d tensors of the
+        # compute dtype, so libdevice and integer helpers see one dtype
+        operand_dtypes = [compute_dtype(v.dtype) if isinstance(v, TensorView) else SCALAR
                           for v in e.inputs]
         if name in ("where",):
             args = [args[0]] + [self._as(a, out_c, d) for a, d in zip(args[1:], operand_dtypes[1:])]
         elif out_c is not DataType.Bool and name not in ("bitwise_not",):
             args = [self._as(a, out_c, d) for a, d in zip(args, operand_dtypes)]
         elif name in ("eq", "ne", "lt", "le", "gt", "ge") and len(args) == 2:
-            common = _common([d for d in operand_dtypes if d is not None])
+            common = compute_dtype(promote([v.dtype for v in e.inputs if isinstance(v, TensorView)],
+                                           [v.dtype for v in e.inputs
+                                            if not isinstance(v, TensorView)]))
             args = [self._as(a, common, d) for a, d in zip(args, operand_dtypes)]
         if (is_integral(out_c) or is_boolean(out_c)) and name in _INTEGER_FORMS:
             expr = _INTEGER_FORMS[name](*args)
@@ -123,8 +129,10 @@ class ValueEmitter:
         return self.w.assign("t", f"({expr}).to({tl_compute(out.dtype)})")
 
     @staticmethod
-    def _as(arg: str, target: DataType, have: DataType | None) -> str:
-        if have is None or have is target:
+    def _as(arg: str, target: DataType, have) -> str:
+        if have is SCALAR:
+            return arg if target is DataType.Bool else f"tl.full([], {arg}, {tl_compute(target)})"
+        if have is target:
             return arg
         if have is DataType.Bool:
             return f"({arg}).to({tl_compute(target)})"
@@ -150,12 +158,3 @@ def _is_literal(arg: str) -> bool:
         return True
     except ValueError:
         return arg.startswith("float(")
-
-
-def _common(dtypes: list[DataType]) -> DataType:
-    if any(is_floating(d) for d in dtypes):
-        return max((d for d in dtypes if is_floating(d)),
-                   key=lambda d: 1 if d is DataType.Double else 0)
-    if any(is_integral(d) for d in dtypes):
-        return DataType.Int
-    return DataType.Bool

@@ -66,3 +66,16 @@ class Writer:
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
+
+
+def typed_params(args: list[str], scalars) -> list[str]:
+    """Kernel parameters, the scalar ones (``c<i>``) annotated with their compute dtype so
+    the launcher passes a Double as f64 (a plain Python float would be specialized f32)."""
+    out = []
+    for a in args:
+        if a.startswith("c") and a[1:].isdigit():
+            dtype = scalars[int(a[1:])].dtype
+            if dtype is not DataType.Bool:
+                a = f"{a}: {tl_compute(dtype)}"
+        out.append(a)
+    return out
