@@ -217,26 +217,22 @@ def output_broadcast_dims(out_shape, refs) -> set[int]:
     return {d for d in range(len(out_shape)) if d not in covered}
 
 
-def expected_order(out_shape, refs, broadcast_maps: bool = False) -> list[int]:
+def expected_order(out_shape, refs) -> list[int]:
     """nvFuser's allocation order inference for a pointwise output, outermost first.
 
     The references are the inputs with the most non-broadcast dims. Each is walked from its
     innermost dim outward; a non-broadcast dim maps to its output dim, a broadcast dim is
     skipped (nvFuser's exact map never maps a broadcast to a concrete dim). Unmapped output
     dims go outermost in logical order. Tied references that disagree give row-major.
-    ``broadcast_maps``: map a broadcast dim too, where the output dim is concrete (the
-    known deviation, see EXPANDED_MAPS).
     """
     rank = len(out_shape)
-    concrete = set(range(rank)) - output_broadcast_dims(out_shape, refs)
     count = {id(t): sum(not is_broadcast(t, d) for d in range(t.dim())) for t, _ in refs}
     best = max(count.values())
     orders = set()
     for t, to_out in refs:
         if count[id(t)] != best:
             continue
-        walk = [to_out[d] for d in reversed(allocation_order(t))
-                if not is_broadcast(t, d) or (broadcast_maps and to_out[d] in concrete)]
+        walk = [to_out[d] for d in reversed(allocation_order(t)) if not is_broadcast(t, d)]
         if not walk:
             return list(range(rank))
         orders.add(tuple(d for d in range(rank) if d not in walk) + tuple(reversed(walk)))
@@ -273,31 +269,9 @@ def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
-# --- known bugs ------------------------------------------------------------------------------------------
-EXPANDED_MAPS = (
-    "output layout inference maps an expanded (stride-0) dim of the reference input to a "
-    "concrete output dim (passes/output_layout.py _map_order checks only the output dim); "
-    "nvFuser's exact map never maps a broadcast to a concrete dim, so it skips it")
-
-
-def known_bug(case: Case) -> str | None:
-    """The reason ``case`` fails today, decided from the case alone (no kernel runs)."""
-    if case.output != "inferred" or case.variant != "expanded" or case.kind in ("copy",
-                                                                                 "permute"):
-        return None
-    t = make_tensors(case)
-    shape = tuple(t.expected.shape)
-    spec = dense_strides(shape, expected_order(shape, t.refs))
-    actual = dense_strides(shape, expected_order(shape, t.refs, broadcast_maps=True))
-    return EXPANDED_MAPS if significant(spec, shape) != significant(actual, shape) else None
-
-
 def case_param(case: Case, full: bool = False):
-    """``case`` as a pytest param: strict xfail if it hits a known bug, ``full`` if asked."""
+    """``case`` as a pytest param, marked ``full`` if asked."""
     marks = [pytest.mark.full] if full else []
-    reason = known_bug(case)
-    if reason is not None:
-        marks.append(pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason))
     return pytest.param(case, id=case.id, marks=marks)
 
 
@@ -406,7 +380,6 @@ def test_expanded_input_does_not_dominate():
     assert out.stride() == (1, 13)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=EXPANDED_MAPS)
 def test_expanded_dim_of_the_reference_is_skipped():
     """x (7, 11, 13) expanded along dim 1, plus a bias along dim 1: x is the reference (two
     non-broadcast dims); its expanded dim maps to nothing, so dim 1 goes outermost."""

@@ -145,10 +145,10 @@ def _map_order(fusion: Fusion, ref: TensorView, out: TensorView) -> tuple[int, .
     mapped: list[int] = []
     for k in reversed(ref.allocation_order):
         d = ref.shape_domain[k]
+        if d.is_broadcast or k in gone or d.extent == 1:
+            continue        # the reference's broadcast (even expanded) dims carry no order
         if k in positions:
             mapped.extend(reversed(positions[k]))
-        elif d.is_broadcast or k in gone or d.extent == 1:
-            continue
         else:
             break
     if not mapped:
