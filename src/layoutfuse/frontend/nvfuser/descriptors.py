@@ -17,6 +17,7 @@ from ...dtypes import DataType
 from ...errors import DefinitionError
 from ...ir import Fusion, IterDomain, TensorView
 from ...ir.ops.shape import stride_order_to_allocation
+from ...runtime.allocate import dense_strides as _dense_in_order
 
 
 def compute_contiguity(sizes, strides) -> list[bool | None]:
@@ -181,20 +182,11 @@ def build_input_tensor(fusion: Fusion, shape: list[int], contiguity: list[bool |
 
 
 def dense_strides(shape, stride_order=None, expanded=()) -> tuple[int, ...]:
-    """Strides of a dense tensor of ``shape`` laid out in ``stride_order`` (nvFuser's
-    ``getContiguousStrides``): expanded dims get stride 0, size-0 dims stride 1."""
+    """Strides of a dense tensor of ``shape`` laid out in nvFuser's ``stride_order``
+    (``getContiguousStrides``): expanded dims get stride 0, size-0 dims stride 1."""
     rank = len(shape)
     so = list(stride_order) if stride_order else list(range(rank - 1, -1, -1))
-    alloc = [0] * rank
+    order = [0] * rank                      # dims, outermost first
     for i in range(rank):
-        alloc[rank - 1 - so[i] % rank] = i
-    strides, cur = [0] * rank, 1
-    for d in reversed(alloc):
-        if d in expanded:
-            strides[d] = 0
-        elif shape[d] == 0:
-            strides[d] = 1
-        else:
-            strides[d] = cur
-            cur *= shape[d]
-    return tuple(strides)
+        order[rank - 1 - so[i] % rank] = i
+    return _dense_in_order(shape, order, expanded)
