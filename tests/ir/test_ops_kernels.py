@@ -18,7 +18,6 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from triton.runtime.errors import InterpreterError
 
 from layoutfuse.dtypes import from_torch
 from layoutfuse.errors import DefinitionError
@@ -171,25 +170,8 @@ def python_scalar(value, tensor_dtype: torch.dtype) -> torch.Tensor:
     return torch.tensor(value, dtype=I64)
 
 
-# --- known bugs: (reason, the exception it raises) -------------------------------------------------
-IR_ACCEPTS = ("IR accepts a dtype combination torch rejects (no defined meaning; the row's own "
-              "torch reference cannot evaluate it), expected DefinitionError", AssertionError)
-POW_INT = ("pow of integer or bool operands: libdevice pow has no integer overload "
-           "(KeyError (int64, int64) in the libdevice dispatch)", InterpreterError)
-BOOL_SUBTRACT = ("sign of a Bool tensor: the emission subtracts int1 values, which the "
-                 "interpreter rejects (numpy boolean subtract)", InterpreterError)
-SCALAR_NOT_CAST = ("scalar operands are not converted to the compute dtype before a libdevice "
-                   "call: KeyError (float64, float32) / (float32, int32) in the dispatch",
-                   InterpreterError)
-
-KNOWN = {  # test id -> (reason, exception)
-    **{f"{op}-bool": IR_ACCEPTS for op in ("neg", "abs", "relu", "floor", "ceil", "round",
-                                          "trunc", "sub", "div", "fmod", "remainder", "clamp",
-                                          "lerp", "addcmul")},
-    "lerp-int64": IR_ACCEPTS, "lerp-int32": IR_ACCEPTS,
-    "sign-bool": BOOL_SUBTRACT,
-    "pow-bool": IR_ACCEPTS,
-}
+# --- known bugs: none open (the former ones are fixed and their cases run plainly) ---------
+KNOWN: dict[str, tuple[str, type]] = {}  # test id -> (reason, exception) of a known bug
 
 
 def param(*values, id: str, known=KNOWN):
@@ -242,17 +224,9 @@ SIDES = ("tensor_scalar", "scalar_tensor")
 FORMS = ("symbolic", "constant")
 
 
-def _scalar_known() -> dict[str, tuple[str, type]]:
-    known = {}
-    for side in SIDES:
-        for form in FORMS:
-            known[f"sub-bool-int-{side}-{form}"] = IR_ACCEPTS
-    return known
-
-
 SCALAR_CASES = [
     param(name, dtype, kind, side, form,
-          id=f"{name}-{dtype_id(dtype)}-{kind.__name__}-{side}-{form}", known=_scalar_known())
+          id=f"{name}-{dtype_id(dtype)}-{kind.__name__}-{side}-{form}")
     for name in BINARY
     for dtype, kind in SCALAR_DTYPES
     for side in SIDES

@@ -120,7 +120,9 @@ class ValueEmitter:
                                            [v.dtype for v in e.inputs
                                             if not isinstance(v, TensorView)]))
             args = [self._as(a, common, d) for a, d in zip(args, operand_dtypes)]
-        if (is_integral(out_c) or is_boolean(out_c)) and name in _INTEGER_FORMS:
+        if name == "sign" and is_boolean(out_c):
+            expr = args[0]                   # sign of a Bool is itself (torch.sign)
+        elif (is_integral(out_c) or is_boolean(out_c)) and name in _INTEGER_FORMS:
             expr = _INTEGER_FORMS[name](*args)
         else:
             expr = e.op.triton(*args)

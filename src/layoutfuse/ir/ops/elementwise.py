@@ -9,6 +9,7 @@ the operands' Triton expressions and return the result's expression; ``lib`` is
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -124,7 +125,7 @@ ROWS: list[PointwiseRow] = [
     PointwiseRow("bitwise_xor", 2, DtypeRule.INTEGRAL, torch.bitwise_xor,
                  lambda a, b: f"({a} ^ {b})"),
     # --- ternary ------------------------------------------------------------------------
-    PointwiseRow("where", 3, DtypeRule.PROMOTE, torch.where,
+    PointwiseRow("where", 3, DtypeRule.PROMOTE, lambda c, a, b: torch.where(c != 0, a, b),
                  lambda c, a, b: f"tl.where({c} != 0, {a}, {b})"),
     PointwiseRow("clamp", 3, DtypeRule.PROMOTE, torch.clamp,
                  lambda x, lo, hi: f"tl.minimum(tl.maximum({x}, {lo}), {hi})"),
@@ -134,8 +135,14 @@ ROWS: list[PointwiseRow] = [
 ]
 
 # ``addcmul(a, b, c, value)`` is a + value * b * c; ``cast`` is in casts below.
+def _addcmul_ref(a, b, c, v):
+    if torch.is_tensor(v) and v.dim() == 0:
+        return torch.addcmul(a, b, c, value=v.item())
+    return a + v * b * c
+
+
 ROWS.append(
-    PointwiseRow("addcmul", 4, DtypeRule.PROMOTE, lambda a, b, c, v: a + v * b * c,
+    PointwiseRow("addcmul", 4, DtypeRule.PROMOTE, _addcmul_ref,
                  lambda a, b, c, v: f"({a} + {v} * {b} * {c})")
 )
 
@@ -192,6 +199,7 @@ def pointwise(name: str, *operands):
     tdt = [vals[i].dtype for i in roles if isinstance(vals[i], TensorView)]
     sdt = [vals[i].dtype for i in roles if not isinstance(vals[i], TensorView)]
     dtype = result_dtype(row, tdt, sdt)
+    _check_torch_defines(name, tuple((isinstance(v, TensorView), v.dtype) for v in vals))
     if not tensors:
         out = Scalar(f, dtype)
         emit(f, OPDEFS[name], vals, [out])
@@ -205,6 +213,27 @@ def pointwise(name: str, *operands):
     out = TensorView(f, ids, dtype)
     emit(f, OPDEFS[name], vals, [out])
     return out
+
+
+@functools.cache
+def _check_torch_defines(name: str, operands: tuple[tuple[bool, DataType], ...]) -> None:
+    """Reject an operand dtype combination that the op's torch meaning does not define
+    (e.g. ``neg`` or ``sub`` of Bool tensors), instead of giving it a meaning of our own."""
+    from ...dtypes import compute_dtype, to_torch
+
+    row = ROW_BY_NAME[name]
+    args = []
+    for is_tensor, dt in operands:
+        if row.rule is DtypeRule.FLOAT and (is_integral(dt) or is_boolean(dt)):
+            dt = DataType.Float      # the op computes in Float (reference.py does the same)
+        t = torch.ones(1, dtype=to_torch(compute_dtype(dt)))
+        args.append(t if is_tensor else t[0])
+    try:
+        row.reference(*args)
+    except (RuntimeError, TypeError) as e:
+        kinds = ", ".join(f"{'tensor' if t else 'scalar'} {d.value}" for t, d in operands)
+        raise DefinitionError(f"{name}: not defined for operands ({kinds}); torch says: "
+                              f"{str(e).splitlines()[0]}") from None
 
 
 def cast(x, dtype: DataType):
