@@ -74,6 +74,30 @@ def _floordiv(a, b):
 
 HOPPER = GPUTarget("cuda", 90, 32)
 
+def _index_of_scalar_tensor(self) -> int:
+    """``int(t)`` of an interpreted scalar tensor; numpy >= 2.4 refuses ``int()`` of a
+    1-element array that is not 0-d, which Triton 3.6's interpreter relies on."""
+    return int(np.asarray(self.handle.data).reshape(-1)[0])
+
+
+def _patch_interpreter_index() -> None:
+    from triton.runtime import interpreter as _interp
+
+    original = _interp._patch_lang_tensor
+    if getattr(original, "_layoutfuse", False):
+        return
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", _index_of_scalar_tensor)
+
+    patched._layoutfuse = True
+    _interp._patch_lang_tensor = patched
+
+
+_patch_interpreter_index()
+
+
 
 # --- the libdevice stand-in for the interpreter -------------------------------------------
 
