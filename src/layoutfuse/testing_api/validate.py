@@ -30,6 +30,7 @@ import torch
 from ..dtypes import COMPLEX, DataType, is_floating, to_torch
 from ..ir import Fusion, OpKind, Scalar, TensorView, Val
 from ..reference import evaluate
+from ..runtime.allocate import dense_strides
 
 # Relative tolerance for results computed once in each dtype (a few units in the last place).
 BASE_RTOL: dict[DataType, float] = {
@@ -72,16 +73,6 @@ def reduction_sizes(fusion: Fusion, env: dict[int, Any]) -> dict[int, int]:
     return sizes
 
 
-def dense_strides_in_order(shape: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
-    """Strides of a dense ``shape`` whose dims lie in memory outermost-first as ``order``."""
-    strides = [0] * len(shape)
-    step = 1
-    for d in reversed(order):
-        strides[d] = step
-        step *= max(shape[d], 1)
-    return tuple(strides)
-
-
 def _upcast(x: Any) -> Any:
     if not torch.is_tensor(x):
         return x
@@ -99,7 +90,7 @@ def _label(k: int, v: Val) -> str:
 def _check_layout(label: str, tv: TensorView, out: torch.Tensor) -> None:
     if tv.allocation is None or out.numel() == 0:
         return
-    expected = dense_strides_in_order(tuple(out.shape), tv.allocation_order)
+    expected = dense_strides(tuple(out.shape), tv.allocation_order)
     checked = [i for i, d in enumerate(tv.shape_domain) if not d.is_broadcast and out.shape[i] > 1]
     if any(out.stride(i) != expected[i] for i in checked):
         raise AssertionError(
@@ -190,4 +181,4 @@ def validate(fusion: Fusion, outputs: Sequence[Any], inputs: Sequence[Any],
 
 validate.__test__ = False  # keeps pytest from collecting the ``test_validate`` alias
 
-__all__ = ["BASE_RTOL", "default_rtol", "dense_strides_in_order", "reduction_sizes", "validate"]
+__all__ = ["BASE_RTOL", "default_rtol", "reduction_sizes", "validate"]
