@@ -43,18 +43,21 @@ def is_shape_expr(e: Expr) -> bool:
     return e.op.kind is OpKind.SHAPE
 
 
-def upstream_accesses(root: TensorView, memory: set[int]) -> list[Access]:
-    """Loads reached backward from ``root`` (whose coordinates are the iteration space).
+def _reached(root: TensorView, memory: set[int]) -> list[tuple[TensorView, tuple[Expr, ...]]]:
+    """Every (tensor, chain) reached backward from ``root``, each once, in discovery order.
 
-    ``memory`` holds the ids of tensors that live in memory (segment inputs). The
-    walk passes through pointwise ops unchanged and records shape ops in the chain.
+    The walk passes through pointwise ops unchanged, records shape ops in the chain and
+    stops at tensors in ``memory``, at fusion inputs and at creation ops. Each distinct
+    (tensor, chain) is expanded once, so shared subexpressions cost nothing extra.
     """
-    out: dict[tuple, Access] = {}
+    seen: dict[tuple, tuple[TensorView, tuple[Expr, ...]]] = {}
 
-    def walk(tv: TensorView, chain: tuple[Expr, ...]):
+    def walk(tv: TensorView, chain: tuple[Expr, ...]) -> None:
+        key = (id(tv), tuple(id(e) for e in chain))
+        if key in seen:
+            return
+        seen[key] = (tv, chain)
         if id(tv) in memory or tv.definition is None:
-            a = Access(tv, chain)
-            out.setdefault(a.key(), a)
             return
         e = tv.definition
         if e.op.kind is OpKind.SHAPE:
@@ -63,36 +66,27 @@ def upstream_accesses(root: TensorView, memory: set[int]) -> list[Access]:
             for i in e.inputs:
                 if isinstance(i, TensorView):
                     walk(i, chain)
-        elif e.op.kind is OpKind.CREATION:
-            a = Access(tv, chain)
-            out.setdefault(a.key(), a)
-        else:
+        elif e.op.kind is not OpKind.CREATION:
             raise ValueError(f"{e.op.name} cannot be read inside this kernel")
 
     walk(root, ())
-    return list(out.values())
+    return list(seen.values())
+
+
+def upstream_accesses(root: TensorView, memory: set[int]) -> list[Access]:
+    """Loads (and creation ops) reached backward from ``root``, whose coordinates are the
+    iteration space; ``memory`` holds the ids of tensors that live in memory."""
+    return [Access(tv, chain) for tv, chain in _reached(root, memory)
+            if id(tv) in memory or tv.definition is None
+            or tv.definition.op.kind is OpKind.CREATION]
 
 
 def upstream_tensors(root: TensorView, memory: set[int]) -> dict[int, tuple[TensorView, tuple]]:
     """Every tensor computed upstream of ``root`` with the chain leading to it (first found)."""
-    seen: dict[int, tuple[TensorView, tuple]] = {}
-
-    def walk(tv: TensorView, chain):
-        if id(tv) in seen:
-            return
-        seen[id(tv)] = (tv, chain)
-        if id(tv) in memory or tv.definition is None:
-            return
-        e = tv.definition
-        if e.op.kind is OpKind.SHAPE:
-            walk(e.inputs[0], chain + (e,))
-        elif e.op.kind is OpKind.POINTWISE:
-            for i in e.inputs:
-                if isinstance(i, TensorView):
-                    walk(i, chain)
-
-    walk(root, ())
-    return seen
+    out: dict[int, tuple[TensorView, tuple]] = {}
+    for tv, chain in _reached(root, memory):
+        out.setdefault(id(tv), (tv, chain))
+    return out
 
 
 def shape_of(tv: TensorView, extents: dict[int, int]) -> tuple[int, ...]:
