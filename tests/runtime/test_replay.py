@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from layoutfuse.errors import InputLayoutError
-from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -51,3 +51,13 @@ def test_replayed_split_reduction_reuses_its_workspace_correctly(device):
         torch.testing.assert_close(out, x.sum(0), rtol=1e-5, atol=1e-3)
     params = fd.last_schedule()
     assert params.split > 1
+
+
+def test_an_explicit_device_argument_keeps_the_fast_path():
+    FusionCache.reset()                      # a fresh executor: no plan from another test
+    fd = _definition()
+    x = torch.randn(48, 40).t()
+    for _ in range(3):
+        red, _ = fd.execute([x, 1.0], device="cpu")
+    torch.testing.assert_close(red, x.sum(1), rtol=1e-5, atol=1e-4)
+    assert [k[-1] for k in fd.executor()._plans] == ["cpu"]

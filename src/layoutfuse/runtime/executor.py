@@ -50,7 +50,9 @@ class FusionExecutor:
         outputs come back as 0-dim CPU tensors of their dtype.
         """
         inputs = list(inputs)
-        key = signature(inputs) if device is None else None
+        key = signature(inputs)
+        if key is not None and device is not None:
+            key = key + (str(device),)
         if key is not None:
             plan = self._plans.get(key)
             if plan is not None:
