@@ -109,17 +109,28 @@ class CompiledFusion:
         return generic_index(spec, params).arg_values(spec, env, extents) if params.generic \
             else []
 
-    def _launch_pointwise(self, spec, prob, env, extents, scalar_vals, device, info):
-        params = pw.heuristics(prob, info)
-        kernel, _, src = self._kernel(spec, params, pointwise_source, "pointwise_kernel")
+    def _generated(self, spec, params, make_source, name):
+        """The loaded kernel for ``params``, recorded as the last run's schedule and code."""
+        kernel, _, src = self._kernel(spec, params, make_source, name)
         self.last_params.append(params)
         self.last_code.append(src)
+        return kernel
+
+    def _head_args(self, spec, prob, params, env, extents, workspaces) -> list:
+        """Pointers, workspaces, group sizes, strides and index-walk values, in the order
+        both kernel templates declare them."""
+        return [env[id(tv)] for tv in spec.memory] + workspaces + \
+            [g.size for g in prob.groups] + \
+            self._stride_values(prob, params, range(len(spec.accesses))) + \
+            self._walk_values(spec, params, env, extents)
+
+    def _launch_pointwise(self, spec, prob, env, extents, scalar_vals, device, info):
+        params = pw.heuristics(prob, info)
+        kernel = self._generated(spec, params, pointwise_source, "pointwise_kernel")
         sizes = [g.size for g in prob.groups]
         px = -(-sizes[params.gx] // params.block_x) if sizes else 1
         py = -(-sizes[params.gy] // params.block_y) if params.gy is not None else 1
-        head = [env[id(tv)] for tv in spec.memory] + sizes + \
-            self._stride_values(prob, params, range(len(spec.accesses))) + \
-            self._walk_values(spec, params, env, extents)
+        head = self._head_args(spec, prob, params, env, extents, [])
         args = head + scalar_vals + [px, py]
         slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
         self._launch(kernel, (pw.grid(params),), args,
@@ -129,9 +140,7 @@ class CompiledFusion:
 
     def _launch_reduction(self, spec, prob, env, extents, scalar_vals, device, info):
         params = rd.heuristics(prob, info)
-        kernel, _, src = self._kernel(spec, params, reduction_source, "reduction_kernel")
-        self.last_params.append(params)
-        self.last_code.append(src)
+        kernel = self._generated(spec, params, reduction_source, "reduction_kernel")
         sizes = [g.size for g in prob.groups]
         nx = 1
         for k in params.x_groups:
@@ -148,9 +157,7 @@ class CompiledFusion:
             if spec.reduction.op.name != "welford":
                 acc = _acc_torch(spec.reduction.outputs[0].dtype)
             ws = [torch.empty((params.split, nx), dtype=acc, device=device) for _ in range(n_ws)]
-        head = [env[id(tv)] for tv in spec.memory] + ws + sizes + \
-            self._stride_values(prob, params, range(len(spec.accesses))) + \
-            self._walk_values(spec, params, env, extents)
+        head = self._head_args(spec, prob, params, env, extents, ws)
         nr_arg = nr // sizes[params.r_groups[0]] if params.r_nest else nr
         args = head + scalar_vals + [nx, nr_arg, params.chunk, npx]
         slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
