@@ -1,17 +1,57 @@
-"""Shared pytest options: ``--full`` runs the tests marked ``full`` (large sizes, whole sweeps).
+"""Shared pytest options.
 
-Without it, CI runs a fixed, seeded sample; with it, the full sets (meant for the GPU).
+``--full`` runs the tests marked ``full`` (large sizes, whole sweeps). Without it, CI
+runs a fixed, seeded sample; with it, the full sets (meant for the GPU).
+
+``--device cuda`` makes CUDA the default torch device, so every test that builds its
+tensors without naming a device runs the same checks with CUDA tensors (compiled
+kernels) instead of CPU tensors (Triton's interpreter).
 """
 
 import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._device import _device_constructors
+
+
+class _SeededOnCpu(TorchFunctionMode):
+    """With a non-CPU default device, a factory given a CPU ``torch.Generator`` draws on
+    the CPU (the tests' seeded values stay the same) and moves the result there."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        gen = kwargs.get("generator")
+        if (gen is not None and gen.device.type == "cpu" and kwargs.get("device") is None
+                and func in _device_constructors()):
+            kwargs["device"] = "cpu"
+            return func(*args, **kwargs).to(torch.get_default_device())
+        return func(*args, **kwargs)
 
 
 def pytest_addoption(parser):
     parser.addoption("--full", action="store_true", default=False,
                      help="run the tests marked full (seed sizes, whole sweeps)")
+    parser.addoption("--device", default="cpu", choices=("cpu", "cuda"),
+                     help="default device of the tensors tests build (cuda: compiled kernels)")
+    parser.addoption("--shard", default="",
+                     help="I/N: run only every N-th collected test, starting at I (parallel runs)")
+
+
+def pytest_configure(config):
+    if config.getoption("--device") == "cuda":
+        if not torch.cuda.is_available():
+            raise pytest.UsageError("--device cuda: no CUDA device here")
+        torch.set_default_device("cuda")
+        _SeededOnCpu().__enter__()
 
 
 def pytest_collection_modifyitems(config, items):
+    shard = config.getoption("--shard")
+    if shard:
+        i, n = (int(v) for v in shard.split("/"))
+        keep = [t for k, t in enumerate(items) if k % n == i]
+        config.hook.pytest_deselected(items=[t for k, t in enumerate(items) if k % n != i])
+        items[:] = keep
     if config.getoption("--full"):
         return
     skip = pytest.mark.skip(reason="marked full: run with --full")
