@@ -1,12 +1,15 @@
 """Every pointwise op row, run through generated kernels (``fd.execute``), against torch.
 
 One table: each row of ``layoutfuse.ir.ops.elementwise.ROWS`` crossed with float32,
-float16, bfloat16, float64, int64, int32 and bool, on CPU tensors (Triton's
-interpreter). The expected value is computed directly in torch, with Half/BFloat16
-operands upcast to Float (Half and BFloat16 compute in Float) and the result cast
-back; ints and bools must match exactly. The expected dtype is torch's, except where
-nvFuser differs on purpose: ``div`` of integers truncates, and the rows that compute
-in Float give Float for integer operands (torch has no integer ``silu``).
+float16, bfloat16, float64, int64, int32 and bool, on tensors of the default device
+(CPU: Triton's interpreter). Every kernel a case ran is also compiled for sm_90: the
+interpreter does not type-check as the compiler does (a loop-carried value that changes
+type runs there and fails to compile). The expected value is computed directly in
+torch, with Half/BFloat16 operands upcast to Float (Half and BFloat16 compute in Float)
+and the result cast back; ints and bools must match exactly. The expected dtype is
+torch's, except where nvFuser differs on purpose: ``div`` of integers truncates, and the
+rows that compute in Float give Float for integer operands (torch has no integer
+``silu``).
 
 A dtype combination the IR rejects (``DefinitionError``) is skipped, once torch is
 seen to reject it too; one that torch rejects must be rejected by the IR. The
@@ -19,6 +22,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.dtypes import from_torch
 from layoutfuse.errors import DefinitionError
 from layoutfuse.ir.ops.elementwise import ROWS
@@ -124,6 +128,16 @@ def torch_result_dtype(name: str, operands) -> torch.dtype | None:
         return None
 
 
+def check_kernels(fd: FusionDefinition, launches: bool = True) -> None:
+    """The last run used generated kernels (launched some, unless ``launches`` is False: a
+    cast to the same dtype is a view of its input), and each compiles for sm_90."""
+    assert not fd.executor().used_reference_path, "the run did not use generated kernels"
+    artifacts = compile_last_run(fd.executor())
+    assert bool(artifacts) == launches, f"{len(artifacts)} kernels launched"
+    for art in artifacts:
+        assert f".entry {art.name}" in art.ptx, f"{art.name}: no kernel entry in its PTX"
+
+
 def check(out: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> None:
     assert out.dtype == dtype, f"output dtype {out.dtype}, expected {dtype}"
     assert out.shape == expected.shape
@@ -157,7 +171,7 @@ def check_op(name: str, operands, form: str = "symbolic") -> None:
         pytest.skip(f"rejected by the IR and by torch: {e}")
     assert torch_dtype is not None, "the IR accepts a combination torch rejects"
     (res,) = fd.execute([x for x in operands if torch.is_tensor(x) or form == "symbolic"])
-    assert not fd.executor().used_reference_path, "the run did not use generated kernels"
+    check_kernels(fd)
     expected = direct(name)(*[compute_form(x, name) for x in as_torch]).to(torch_dtype)
     check(res, expected, torch_dtype)
 
@@ -269,11 +283,14 @@ def test_ternary_with_scalars(name, dtype, form):
 @pytest.mark.parametrize("dst", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("src", DTYPES, ids=dtype_id)
 def test_cast(src, dst):
-    x = sample(src, seed=9) * (3 if src.is_floating_point else 1)
+    x = sample(src, seed=9)
+    if src.is_floating_point:
+        x = x * 3                  # values past the integer range of the small samples
+    assert x.dtype == src
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.cast(fd.from_pytorch(x), dtype=from_torch(dst)))
     (res,) = fd.execute([x])
-    assert not fd.executor().used_reference_path
+    check_kernels(fd, launches=src != dst)
     check(res, x.to(dst), dst)
 
 
@@ -295,6 +312,7 @@ def test_reduced_precision_results_round_to_nearest_even(dtype):
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.add(fd.from_pytorch(x), fd.from_pytorch(y)))
     (res,) = fd.execute([x, y])
+    check_kernels(fd)
     expected = (x.float() + y.float()).to(dtype)
     assert torch.equal(res, expected), f"{(res != expected).sum()} of {res.numel()} differ"
 
@@ -305,4 +323,5 @@ def test_double_scalar_keeps_double_precision():
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.add(fd.from_pytorch(x), fd.define_scalar(DataType.Double)))
     (res,) = fd.execute([x, 0.1])
+    check_kernels(fd)
     assert torch.equal(res, torch.full_like(x, 0.1))

@@ -53,10 +53,12 @@ def _remainder(a, b):
 
 @triton.jit
 def _ipow(a, b):
-    """Integer power by squaring (torch.pow of integers); exponents must be >= 0."""
-    result = a * 0 + 1
-    base = a
-    e = b
+    """Integer power by squaring (torch.pow of integers); exponents must be >= 0.
+
+    ``a`` and ``b`` are broadcast first: the loop-carried ``result`` and ``base`` must keep
+    one type, also when ``a`` is a scalar and ``b`` a tensor."""
+    base, e = tl.broadcast(a, b)
+    result = base * 0 + 1
     for _ in range(63):
         result = tl.where((e & 1) != 0, result * base, result)
         base = base * base
