@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import layoutfuse.testing_api as api
+from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.dtypes import DataType, to_torch
 from layoutfuse.errors import DefinitionError, InputLayoutError
 from layoutfuse.ir.ops.elementwise import ROW_BY_NAME, DtypeRule
@@ -22,7 +23,8 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def run_unary(build, x: torch.Tensor, static: bool = False):
-    """Build ``build(tv)`` over one input like ``x``, run it, validate it, return the outputs.
+    """Build ``build(tv)`` over one input like ``x``, run it, validate it, compile its kernels
+    for sm_90, return the outputs.
 
     ``tv`` has symbolic extents, or static ones with ``static``.
     """
@@ -38,6 +40,8 @@ def run_unary(build, x: torch.Tensor, static: bool = False):
     results = fec.run_fusion_with_inputs([x])
     assert isinstance(results, list) and fec.fusion() is fusion
     testing.validate(fusion, results, [x])
+    for art in compile_last_run(fec._executor):
+        assert f".entry {art.name}" in art.ptx, f"{art.name}: no kernel entry"
     return results
 
 

@@ -1,7 +1,8 @@
 """FusionExecutor.run end to end: values, output layouts (strides), aliases, views, scalars.
 
-Every test runs twice: through the executor as it is (generated kernels) and with the
-kernel hook switched off (the reference path), which must give the same layouts.
+Every test runs twice: through the executor as it is (generated kernels, each also compiled
+for sm_90) and with the kernel hook switched off (the reference path), which must give the
+same layouts.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.dtypes import DataType
 from layoutfuse.ir import Fusion, FusionGuard, IterDomain, Scalar, TensorView, ops
 from layoutfuse.ir.ops.shape import stride_order_to_allocation
@@ -21,7 +23,18 @@ class ReferenceExecutor(FusionExecutor):
         return False
 
 
-@pytest.fixture(params=[FusionExecutor, ReferenceExecutor], ids=["kernels", "reference"])
+class KernelExecutor(FusionExecutor):
+    """The executor as it is; every kernel a run launches is also compiled for sm_90."""
+
+    def run(self, inputs, device=None):
+        outs = super().run(inputs, device)
+        if self._compiled is not None:
+            for art in compile_last_run(self):
+                assert f".entry {art.name}" in art.ptx, f"{art.name}: no kernel entry"
+        return outs
+
+
+@pytest.fixture(params=[KernelExecutor, ReferenceExecutor], ids=["kernels", "reference"])
 def executor(request):
     return request.param
 
@@ -31,7 +44,7 @@ def kernel_gap(request, executor):
     """``kernel_gap(reason)`` marks the kernel variant of a test as a known codegen gap
     (strict: it fails once the gap is closed, so the mark gets removed)."""
     def mark(reason: str) -> None:
-        if executor is FusionExecutor:
+        if executor is KernelExecutor:
             request.node.add_marker(pytest.mark.xfail(reason=f"codegen: {reason}", strict=True))
     return mark
 
