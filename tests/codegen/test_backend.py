@@ -1,7 +1,9 @@
 """Tests of the Triton backend: loading generated source, interpreter runs, sm_90 compilation.
 
 Every table runs on CPU through Triton's interpreter, and also compiled on CUDA when a GPU is
-present, so the same rows check that both modes agree with the torch reference.
+present, so the same rows check that both modes agree with the torch reference. The inputs
+and the reference live on torch's default device (``--device cuda`` makes it CUDA); each
+result is compared on the device it was computed on.
 """
 
 from __future__ import annotations
@@ -63,7 +65,12 @@ def run_elementwise(expr: str, inputs: list[torch.Tensor], out_dtype, device: st
     out = torch.empty(inputs[0].shape, dtype=out_dtype, device=device)
     grid = (math.ceil(out.numel() / BLOCK),)
     launch(kernel, grid, *inputs, out, out.numel(), device_type=device, BLOCK=BLOCK)
-    return out.cpu()
+    return out
+
+
+def expected_on(out: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """``reference`` (computed on the inputs' device) moved to the result's device."""
+    return reference.to(out.device)
 
 
 # --- input domains -------------------------------------------------------------------------
@@ -179,7 +186,8 @@ def _inputs(row: Row, dtype) -> list[torch.Tensor]:
 def test_float_templates_match_torch(row: Row, dtype, device):
     inputs = _inputs(row, dtype)
     out = run_elementwise(row.expr, inputs, dtype, device)
-    torch.testing.assert_close(out, row.reference(*inputs), equal_nan=True, **TOLERANCE[dtype])
+    torch.testing.assert_close(out, expected_on(out, row.reference(*inputs)), equal_nan=True,
+                               **TOLERANCE[dtype])
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # masked lanes read 0
@@ -189,7 +197,7 @@ def test_float_templates_match_torch(row: Row, dtype, device):
 def test_integer_division_truncates_and_prelude_floors(row: Row, dtype, device):
     inputs = _inputs(row, dtype)
     out = run_elementwise(row.expr, inputs, dtype, device)
-    torch.testing.assert_close(out, row.reference(*inputs), rtol=0, atol=0)
+    torch.testing.assert_close(out, expected_on(out, row.reference(*inputs)), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -197,7 +205,7 @@ def test_integer_division_truncates_and_prelude_floors(row: Row, dtype, device):
 def test_cast_to_float32_is_exact(source_dtype, device):
     x = any_real(source_dtype)
     out = run_elementwise("x0.to(tl.float32)", [x], torch.float32, device)
-    torch.testing.assert_close(out, x.float(), rtol=0, atol=0)
+    torch.testing.assert_close(out, expected_on(out, x.float()), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -207,7 +215,7 @@ def test_default_minimum_nan_handling_differs_between_modes(device):
     a, b = with_nans(torch.float32), any_real(torch.float32, seed=1)
     out = run_elementwise("tl.minimum(x0, x1)", [a, b], torch.float32, device)
     expected = torch.minimum(a, b) if device == "cpu" else torch.fmin(a, b)
-    torch.testing.assert_close(out, expected, equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(out, expected_on(out, expected), equal_nan=True, rtol=0, atol=0)
 
 
 # --- reductions ------------------------------------------------------------------------------
@@ -264,7 +272,8 @@ def test_reductions_match_torch(name, dtype, device):
     kernel = load_kernel(reduction_source(expr, fill), "row_reduce_kernel")
     out = torch.empty(ROWS, dtype=dtype, device=device)
     launch(kernel, (ROWS,), x.to(device), out, COLS, device_type=device, BLOCK_C=BLOCK_C)
-    torch.testing.assert_close(out.cpu(), reference(x), equal_nan=True, **TOLERANCE[dtype])
+    torch.testing.assert_close(out, expected_on(out, reference(x)), equal_nan=True,
+                               **TOLERANCE[dtype])
 
 
 # --- loading and launching -------------------------------------------------------------------

@@ -80,7 +80,7 @@ def test_execute_flattens_vector_inputs(reference_executor):
         t = fd.ops.full(v, fd.define_scalar(1.5), DataType.Float)
         fd.add_output(t)
     (out,) = fd.execute([(2, 3)])
-    assert torch.equal(out, torch.full((2, 3), 1.5))
+    assert torch.equal(out, torch.full((2, 3), 1.5, device=out.device))
 
 
 def test_inline_shape_list_prints_in_place():

@@ -143,7 +143,7 @@ def test_sizes_strides_overload():
 
 def test_from_pytorch_expanded_and_scalar_cpu():
     x = torch.randn(3, 1).expand(3, 4)
-    s = torch.tensor(2.0, dtype=torch.float64)
+    s = torch.tensor(2.0, dtype=torch.float64, device="cpu")   # a CPU scalar on any default
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
         c = fd.from_pytorch(s)

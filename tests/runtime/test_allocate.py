@@ -56,7 +56,7 @@ def test_allocate_dense_matches(shape, order, expanded, strides):
 
 
 def test_expanded_dims_are_views_of_one_element_and_writable_drops_them():
-    t = allocate_dense((2, 5, 3), (0, 1, 2), torch.float32, torch.device("cpu"), (1,))
+    t = allocate_dense((2, 5, 3), (0, 1, 2), torch.float32, torch.get_default_device(), (1,))
     assert t.untyped_storage().nbytes() == 2 * 3 * 4
     w = writable(t)
     assert tuple(w.shape) == (2, 1, 3)

@@ -57,7 +57,8 @@ def test_an_explicit_device_argument_keeps_the_fast_path():
     FusionCache.reset()                      # a fresh executor: no plan from another test
     fd = _definition()
     x = torch.randn(48, 40).t()
+    device = x.device.type                   # "cpu", or "cuda" under --device cuda
     for _ in range(3):
-        red, _ = fd.execute([x, 1.0], device="cpu")
+        red, _ = fd.execute([x, 1.0], device=device)
     torch.testing.assert_close(red, x.sum(1), rtol=1e-5, atol=1e-4)
-    assert [k[-1] for k in fd.executor()._plans] == ["cpu"]
+    assert [k[-1] for k in fd.executor()._plans] == [device]

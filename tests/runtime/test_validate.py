@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -83,20 +85,25 @@ def test_dtype():
 
 def test_device_mismatch():
     f = fusion_of({"shape": [-1]}, {"shape": [-1]})
-    raises(InputDeviceError, f, [torch.zeros(3), torch.zeros(3, device="meta")],
-           "input 1 (T1)", "meta", "input 0 (T0)", "cpu")
+    x = torch.zeros(3)                                     # on the default device
+    raises(InputDeviceError, f, [x, torch.zeros(3, device="meta")],
+           "input 1 (T1) is on meta", f"input 0 (T0) is on {x.device}")
 
 
 def test_device_argument_mismatch():
     f = fusion_of({"shape": [-1]})
-    with pytest.raises(InputDeviceError, match=r"input 0 \(T0\) is on cpu.*meta"):
-        validate_inputs(f, [torch.zeros(3)], device="meta")
+    x = torch.zeros(3)                                     # on the default device
+    with pytest.raises(InputDeviceError,
+                       match=rf"input 0 \(T0\) is on {re.escape(str(x.device))}.*meta"):
+        validate_inputs(f, [x], device="meta")
 
 
-def test_cpu_scalar_tensors_may_sit_beside_any_device():
+@pytest.mark.parametrize("other", ["meta", "default"])
+def test_cpu_scalar_tensors_may_sit_beside_any_device(other):
     f = fusion_of({"shape": []}, {"shape": [-1]})
-    b = validate_inputs(f, [torch.tensor(2.0), torch.zeros(3, device="meta")])
-    assert b.device == torch.device("meta")
+    y = torch.zeros(3, device=None if other == "default" else other)
+    b = validate_inputs(f, [torch.tensor(2.0, device="cpu"), y])
+    assert b.device == y.device
 
 
 # --- sizes and broadcast dims ---------------------------------------------------------------------
@@ -222,11 +229,12 @@ def test_bindings_of_symbolic_dims_through_ops():
         s = ops.reduction("sum", y, [0])
         p = ops.permute(y, [1, 0])
         n = ops.size(x, 0)
-    bind = validate_inputs(f, [torch.zeros(2, 3), torch.zeros(3)])
+    inputs = [torch.zeros(2, 3), torch.zeros(3)]
+    bind = validate_inputs(f, inputs)
     assert bind.shape(y) == (2, 3) and bind.shape(p) == (3, 2) and bind.shape(s) == (3,)
     assert bind.extent(s.axis(0)) == 2                         # the reduced axis keeps its extent
     assert bind.scalar(n) == 2
-    assert bind.device == torch.device("cpu")
+    assert bind.device == inputs[0].device
 
 
 def test_bindings_of_shape_arguments_from_scalar_inputs():
