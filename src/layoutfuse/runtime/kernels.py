@@ -135,8 +135,7 @@ class CompiledFusion:
         slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
         self._launch(kernel, (pw.grid(params),), args,
                      {"BLOCK_X": params.block_x, "BLOCK_Y": params.block_y,
-                      **({"num_warps": params.num_warps} if device.type == "cuda" else {})}, device,
-                     slots)
+                      "num_warps": params.num_warps}, device, slots)   # interpreter: ignored
 
     def _launch_reduction(self, spec, prob, env, extents, scalar_vals, device, info):
         params = rd.heuristics(prob, info)
