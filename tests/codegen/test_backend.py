@@ -368,6 +368,7 @@ def test_aligned_contiguous_fp32_compiles_to_v4_accesses():
     widths = artifacts.vector_widths
     assert widths.get("ld.global.v1", 0) == 0 and widths.get("st.global.v1", 0) == 0
     assert "ttg.num-warps" in artifacts.ttgir
+    assert artifacts.resources["REG"] > 0 and artifacts.resources["LOCAL"] == 0  # ptxas's count
     assert _compile_add(x, y, out, 4096) is artifacts  # cached in-process
 
 

@@ -17,6 +17,7 @@ import importlib.util
 import inspect
 import os
 import re
+import subprocess
 import tempfile
 import types
 from collections import Counter
@@ -328,10 +329,17 @@ class CompiledArtifacts:
     ttgir: str = field(repr=False)
     ptx: str = field(repr=False)
     shared_bytes: int = 0
+    cubin: bytes = field(default=b"", repr=False)
 
     @property
     def vector_widths(self) -> dict[str, int]:
         return ptx_vector_widths(self.ptx)
+
+    @functools.cached_property
+    def resources(self) -> dict[str, int]:
+        """ptxas's resource use per thread: ``{'REG': 40, 'STACK': 0, 'LOCAL': 0, ...}``
+        (register spills show as LOCAL bytes)."""
+        return cubin_resources(self.cubin, self.name)
 
 
 _COMPILED: dict[tuple[Any, ...], CompiledArtifacts] = {}
@@ -375,9 +383,23 @@ def compile_for_hopper(
         compiled = triton.compile(source, target=HOPPER, options=options)
         asm = compiled.asm
         _COMPILED[key] = CompiledArtifacts(
-            fn.__name__, num_warps, asm["ttir"], asm["ttgir"], asm["ptx"], compiled.metadata.shared
+            fn.__name__, num_warps, asm["ttir"], asm["ttgir"], asm["ptx"], compiled.metadata.shared,
+            asm["cubin"],
         )
     return _COMPILED[key]
+
+
+def cubin_resources(cubin: bytes, name: str) -> dict[str, int]:
+    """``cuobjdump -res-usage`` of kernel ``name`` in ``cubin`` (Triton's bundled cuobjdump)."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+        handle.write(cubin)
+        handle.flush()
+        text = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-res-usage", handle.name],
+                              capture_output=True, text=True, check=True).stdout
+    usage = re.search(rf"Function {re.escape(name)}:\s*\n\s*(.*)", text)
+    if usage is None:
+        raise ValueError(f"cuobjdump reports no function {name!r}:\n{text}")
+    return {k: int(v) for k, v in re.findall(r"(\w+)(?:\[\d+\])?:(\d+)", usage.group(1))}
 
 
 _GLOBAL_ACCESS = re.compile(r"\b(ld|st)\.global((?:\.[\w:]+)*)")
