@@ -4,7 +4,8 @@ Each test runs a fusion on CPU tensors (Triton's interpreter), then compiles the
 of that run for sm_90 with the specialization Triton's launcher makes for the real
 arguments (``compile_last_run``), and asserts on what matters for bandwidth: 16-byte
 vector loads and stores (``ld.global.v4`` / ``st.global.v4``), on both sides of a
-transpose. A seeded sample of the layout sweep (``tests/schedulers``) must compile too.
+transpose, and a transpose tile sized in bytes that fits in registers (ptxas, no
+spills). A seeded sample of the layout sweep (``tests/schedulers``) must compile too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers.pointwise import transpose_tile
 
 V4_LOAD, V4_STORE = "ld.global.v4", "st.global.v4"
 
@@ -63,16 +65,46 @@ def test_contiguous_add_is_vectorized(dtype):
     assert_vectorized(only_artifact(fd).vector_widths)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+# dtype -> (BLOCK_X, BLOCK_Y, num_warps): edges of 256 bytes, 64 bytes per thread and access
+TRANSPOSE_TILES = {torch.float32: (64, 64, 8), torch.bfloat16: (128, 128, 16),
+                   torch.float16: (128, 128, 16)}
+
+
+@pytest.mark.parametrize("dtype", list(TRANSPOSE_TILES), ids=str)
 def test_transpose_is_vectorized_on_both_sides(dtype):
     """Column-major inputs, a row-major pinned output: the kernel tiles both stride-1 dims
-    and transposes the tile on chip, so loads and stores are both 16 bytes wide."""
+    and transposes the tile on chip, so loads and stores are both 16 bytes wide. The tile
+    has the fp32 tile's bytes per edge and per thread: a 2-byte tile has twice the
+    elements per edge (4 times in all) and twice the warps, not half the bytes in flight."""
     g = torch.Generator().manual_seed(1)
     x, y = (torch.randn(512, 256, generator=g).to(dtype).t() for _ in range(2))  # [256, 512]
     fd, out = run_add(x, y, stride_order=[1, 0])
     assert out.stride() == (512, 1)
-    assert fd.last_schedule().transpose
-    assert_vectorized(only_artifact(fd).vector_widths)
+    params = fd.last_schedule()
+    assert params.transpose
+    assert (params.block_x, params.block_y, params.num_warps) == TRANSPOSE_TILES[dtype]
+    art = only_artifact(fd)
+    assert art.num_warps == params.num_warps
+    assert_vectorized(art.vector_widths)
+    per_thread = params.block_x * params.block_y * dtype.itemsize // (32 * params.num_warps)
+    assert per_thread == 64, "bytes per thread and access"
+    # 16-byte vectors: each thread loads its 64 bytes of each input in 4, stores in 4
+    assert art.vector_widths[V4_LOAD] == 2 * 4 and art.vector_widths[V4_STORE] == 4
+    usage = art.resources
+    assert usage["LOCAL"] == 0 and usage["STACK"] == 0, f"register spills: {usage}"
+    # 65536 registers per SM: at most 40 per thread keeps 48 warps (3 programs of 16) on it
+    assert usage["REG"] <= 40, f"{usage['REG']} registers/thread"
+
+
+@pytest.mark.parametrize("elem_bytes,tile", [
+    (1, (128, 128, 16)), (2, (128, 128, 16)), (4, (64, 64, 8)), (8, (32, 32, 4)),
+])
+def test_transpose_tile_is_sized_in_bytes(elem_bytes, tile):
+    """Edges of 256 bytes (at most 128 elements), 64 bytes per thread (at most 32
+    elements), 4 to 16 warps; small extents shrink the tile, never below 4 warps."""
+    assert transpose_tile(4096, 4096, elem_bytes) == tile
+    assert transpose_tile(4096, 16, elem_bytes)[1] == 16
+    assert transpose_tile(8, 8, elem_bytes) == (8, 8, 4)
 
 
 def test_double_scalar_is_passed_as_f64():
