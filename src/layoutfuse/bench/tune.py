@@ -1,9 +1,18 @@
-"""Try reduction params variants on chosen cases: ``python -m layoutfuse.bench.tune``.
+"""Try params variants on chosen cases: ``python -m layoutfuse.bench.tune CASE... [options]``.
 
-Each variant overrides fields of the heuristics' ReductionParams (block sizes,
-warps); the kernel time is the median of ``do_bench`` over ``fd.execute`` (the
-replay path), against the read ceiling. A tool for deriving the heuristics from
-measurements, not part of the product.
+Cases are named as ``python -m layoutfuse.bench reduction|pointwise --list`` prints them,
+or picked with ``--filter`` (every given substring must be in the name). Each variant
+overrides fields of the params the heuristics choose (``dict()`` is the heuristics'
+own choice): for a reduction the ReductionParams of its template (``outer``, ``inner``),
+for a pointwise case the PointwiseParams of its kind (``transpose``, ``pointwise``).
+``--variant block_x=128,block_y=64,num_warps=8`` replaces the table with given variants.
+
+Each variant's result is checked against the fp32 reference before it is timed. The
+kernel time is the median of ``do_bench`` over ``fd.execute`` (the replay path),
+against the read ceiling (reductions) or the device copy bandwidth (pointwise), both
+measured in the run. On the GPU each line also shows the registers and spills of the
+kernel that ran. A tool for deriving the heuristics from measurements, not part of the
+product.
 """
 
 from __future__ import annotations
@@ -12,14 +21,16 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 
-import torch
-
-from layoutfuse.bench.cases import SUITES
+from layoutfuse.bench.cases import SUITES, Case
+from layoutfuse.bench.harness import measure_ceilings, time_kernel
 from layoutfuse.bench.layoutfuse_runner import define_fusion
-from layoutfuse.bench.reference import make_inputs
+from layoutfuse.bench.reference import check_result, make_inputs, reference
+from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
 
+# kind -> variants (field overrides of the heuristics' params); dict() is the heuristics
 VARIANTS = {
     "outer": [dict(), dict(block_x=256, block_r=16, num_warps=4), dict(block_x=256, block_r=32,
               num_warps=8), dict(block_x=128, block_r=32, num_warps=4),
@@ -29,55 +40,130 @@ VARIANTS = {
               num_warps=8), dict(block_x=16, block_r=512, num_warps=8),
               dict(block_x=8, block_r=512, num_warps=4), dict(block_x=2, block_r=1024, num_warps=4),
               dict(block_x=32, block_r=256, num_warps=8)],
+    # [BLOCK_Y, BLOCK_X] tiles of a transpose: the fp32 tile (64x64, 8 warps), the same bytes
+    # or the same edge bytes for 2-byte dtypes, and more or fewer warps for each
+    "transpose": [dict(), dict(block_x=64, block_y=64, num_warps=8),
+                  dict(block_x=64, block_y=64, num_warps=4),
+                  dict(block_x=128, block_y=64, num_warps=8),
+                  dict(block_x=64, block_y=128, num_warps=8),
+                  dict(block_x=128, block_y=128, num_warps=8),
+                  dict(block_x=128, block_y=128, num_warps=16),
+                  dict(block_x=256, block_y=64, num_warps=16)],
+    "pointwise": [dict(), dict(num_warps=4), dict(num_warps=16)],
 }
+SCHEDULERS = {"reduction": rd, "pointwise": pw}
+
+
+def find_cases(names: list[str], filters: list[str]) -> list[Case]:
+    """The reduction and pointwise cases named, then those matching every filter."""
+    known = {c.name: c for suite in SCHEDULERS for c in SUITES[suite]()}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown cases {unknown}: see python -m layoutfuse.bench "
+                         "reduction|pointwise --list")
+    chosen = [known[n] for n in names]
+    if filters:
+        chosen += [c for c in known.values()
+                   if all(f in c.name for f in filters) and c not in chosen]
+    return chosen
+
+
+def kind_of(params) -> str:
+    """The variant table of a schedule: the reduction template, or the pointwise kind."""
+    if params.scheduler == "pointwise":
+        return "transpose" if params.transpose else "pointwise"
+    return params.template
+
+
+def describe(params) -> str:
+    if params.scheduler == "pointwise":
+        return (f"{kind_of(params)} bx={params.block_x} by={params.block_y} "
+                f"w={params.num_warps}")
+    return (f"{params.template} bx={params.block_x} br={params.block_r} w={params.num_warps} "
+            f"split={params.split}")
+
+
+def kernel_resources(fd) -> str:
+    """Registers and spills of each kernel the last run launched (CUDA only: empty on the CPU)."""
+    log = getattr(getattr(fd.executor(), "_compiled", None), "replay_log", [])
+    kernels = [entry[5] for entry in log if getattr(entry[5], "n_regs", None) is not None]
+    if not kernels:
+        return ""
+    return (f" regs={'/'.join(str(k.n_regs) for k in kernels)}"
+            f" spills={'/'.join(str(k.n_spills) for k in kernels)}")
+
+
+def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None) -> tuple:
+    """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params;
+    the result is checked against ``ref`` (the fp32 reference) first, when given."""
+    module = SCHEDULERS["reduction" if case.op == "sum" else "pointwise"]
+    base = module.heuristics
+    module.heuristics = lambda p, d: dataclasses.replace(base(p, d), **var)
+    try:
+        nvf.FusionCache.reset()            # a fresh executor: no cached plan of another variant
+        fd = define_fusion(nvf, case)
+        out = fd.execute(inputs)[0]
+        if ref is not None:
+            check_result(case, out, ref)
+        del out
+        ms = timer(lambda: fd.execute(inputs))
+        return fd.last_schedule(), ms, kernel_resources(fd)
+    finally:
+        module.heuristics = base
+
+
+def parse_variant(text: str) -> dict:
+    """``block_x=128,block_y=64,num_warps=8`` -> a dict of int fields."""
+    return {k: int(v) for k, v in (item.split("=") for item in text.split(",") if item)}
 
 
 def main(argv=None) -> int:
-    import triton
+    import torch
 
     import layoutfuse.nvfuser as nvf
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("cases", nargs="+")
-    ap.add_argument("--out")
+    ap = argparse.ArgumentParser(prog="python -m layoutfuse.bench.tune", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*", help="case names (bench SUITE --list)")
+    ap.add_argument("--filter", action="append", default=[],
+                    help="also every case whose name contains this (repeat: all must match)")
+    ap.add_argument("--variant", action="append", type=parse_variant, default=[],
+                    help="field=value,...: try these instead of the table (repeatable)")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--shrink", type=int, default=1, help="divide element counts (smoke runs)")
+    ap.add_argument("--out", help="write the rows as JSON")
     args = ap.parse_args(argv)
-    all_cases = {c.name: c for c in SUITES["reduction"]()}
-    big = torch.empty(2**30, device="cuda")
-    ceiling = big.numel() * 4 / triton.testing.do_bench(big.sum, return_mode="median") / 1e6
-    del big
-    print(f"read ceiling {ceiling:.0f} GB/s", flush=True)
-    base = rd.heuristics
+    cases = [c.shrunk(args.shrink) for c in find_cases(args.cases, args.filter)]
+    if not cases:
+        ap.error("no case given or matched")
+    ceilings = measure_ceilings(args.device)
+    print(f"read ceiling {ceilings['read_gbps']:.0f} GB/s, copy {ceilings['copy_gbps']:.0f} GB/s",
+          flush=True)
     rows = []
-    for name in args.cases:
-        case = all_cases[name]
-        inputs = make_inputs(case, "cuda")
+    for case in cases:
+        inputs = make_inputs(case, args.device)
+        ref = reference(case, inputs)
+        ceiling = ceilings["read_gbps" if case.op == "sum" else "copy_gbps"]
         nvf.FusionCache.reset()
         probe = define_fusion(nvf, case)
         probe.execute(inputs)
-        template = probe.last_schedule().template
-        for var in VARIANTS[template]:
-            rd.heuristics = lambda p, d, var=var: dataclasses.replace(base(p, d), **var)
+        kind = kind_of(probe.last_schedule())
+        for var in args.variant or VARIANTS[kind]:
             try:
-                nvf.FusionCache.reset()     # a fresh executor: no cached plan of another variant
-                fd = define_fusion(nvf, case)
-                fd.execute(inputs)
-                ms = triton.testing.do_bench(lambda fd=fd, xs=inputs: fd.execute(xs),
-                                             return_mode="median")
+                params, ms, res = run_variant(nvf, case, inputs, var,
+                                              lambda fn: time_kernel(fn, args.device), ref)
                 gbs = case.bytes_moved / ms / 1e6
-                params = fd.last_schedule()
-                line = (f"{name:<24} {template} bx={params.block_x} br={params.block_r} "
-                        f"w={params.num_warps} split={params.split}: {gbs:6.0f} GB/s "
-                        f"{100 * gbs / ceiling:5.1f}%")
-                rows.append(dict(case=name, variant=var, gbps=gbs, pct=100 * gbs / ceiling,
+                line = (f"{case.name:<40} {describe(params)}: {gbs:6.0f} GB/s "
+                        f"{100 * gbs / ceiling:5.1f}%{res}")
+                rows.append(dict(case=case.name, kind=kind, variant=var, gbps=gbs,
+                                 pct=100 * gbs / ceiling, resources=res.strip(),
                                  params=str(params)))
             except Exception as e:  # noqa: BLE001 - a variant that fails is reported, not fatal
-                line = f"{name:<24} {var}: failed {e!r}"[:200]
-            finally:
-                rd.heuristics = base
+                line = f"{case.name:<40} {var}: failed {e!r}"[:240]
             print(line, flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump(dict(ceiling=ceiling, rows=rows), f, indent=1)
+            json.dump(dict(ceilings=ceilings, device=args.device, rows=rows), f, indent=1)
     return 0
 
 

@@ -1,0 +1,77 @@
+"""bench.tune: each variant reaches the kernel that runs (CPU, tiny shapes, a fixed timer)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import layoutfuse.nvfuser as nvf
+from layoutfuse.bench import tune
+from layoutfuse.bench.reference import make_inputs, reference
+from layoutfuse.schedulers import pointwise as pw
+from layoutfuse.schedulers import reduction as rd
+
+TRANSPOSE = "permute_2d_mem01_to_mem10_bfloat16"
+
+
+def fixed_ms(fn):
+    fn()
+    return 1.0
+
+
+def test_cases_by_name_and_filter():
+    cases = tune.find_cases([TRANSPOSE], ["permute_3d_mem012_to_mem120"])
+    assert [c.name for c in cases] == [TRANSPOSE, "permute_3d_mem012_to_mem120_float32",
+                                       "permute_3d_mem012_to_mem120_bfloat16"]
+    assert tune.find_cases(["sweep_mem012_sum0"], [])[0].op == "sum"
+    with pytest.raises(SystemExit, match="unknown cases"):
+        tune.find_cases(["no_such_case"], [])
+
+
+def test_parse_variant():
+    assert tune.parse_variant("block_x=128,block_y=64,num_warps=8") == \
+        dict(block_x=128, block_y=64, num_warps=8)
+    assert tune.parse_variant("") == {}
+
+
+@pytest.mark.parametrize("var", tune.VARIANTS["transpose"][:4])
+def test_transpose_variants_reach_the_kernel(var):
+    (case,) = tune.find_cases([TRANSPOSE], [])
+    case = case.shrunk(4096)
+    inputs = make_inputs(case, "cpu")
+    heuristics = pw.heuristics
+    params, ms, _ = tune.run_variant(nvf, case, inputs, var, fixed_ms, reference(case, inputs))
+    assert ms == 1.0 and tune.kind_of(params) == "transpose"
+    assert all(getattr(params, field) == value for field, value in var.items())
+    assert pw.heuristics is heuristics                       # restored
+
+
+def test_reduction_variant_reaches_the_kernel():
+    (case,) = tune.find_cases(["sweep_mem012_sum0"], [])
+    case = case.shrunk(8192)
+    inputs = make_inputs(case, "cpu")
+    heuristics = rd.heuristics
+    var = dict(block_x=128, block_r=32, num_warps=4)
+    params, _, _ = tune.run_variant(nvf, case, inputs, var, fixed_ms, reference(case, inputs))
+    assert tune.kind_of(params) == "outer" and params.block_x == 128 and params.block_r == 32
+    assert rd.heuristics is heuristics
+
+
+def test_a_wrong_result_fails_the_variant():
+    (case,) = tune.find_cases([TRANSPOSE], [])
+    case = case.shrunk(4096)
+    inputs = make_inputs(case, "cpu")
+    with pytest.raises(AssertionError):
+        tune.run_variant(nvf, case, inputs, {}, fixed_ms, reference(case, inputs) + 1)
+
+
+def test_main_writes_a_row_per_variant(tmp_path, capsys):
+    out = tmp_path / "tune.json"
+    argv = [TRANSPOSE, "--device", "cpu", "--shrink", "4096", "--out", str(out),
+            "--variant", "block_x=64,block_y=64,num_warps=8", "--variant", "num_warps=99,x=1"]
+    assert tune.main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert [r["variant"] for r in doc["rows"]] == [dict(block_x=64, block_y=64, num_warps=8)]
+    text = capsys.readouterr().out
+    assert "transpose bx=64 by=64 w=8" in text and "failed" in text   # a bad variant is reported
