@@ -85,6 +85,20 @@ def test_order_survives_ops_after_a_reduction():
     assert only(build) == OutputLayout("inferred", (1, 0))
 
 
+@pytest.mark.parametrize("stride_order", [[1, 0], [0, 1]])
+def test_a_row_reduced_then_combined_with_itself_keeps_the_input_order(stride_order):
+    """softmax-like: x / sum(x, 1) has dim 1 again (from x), so the reduction that
+    consumed it on the other path does not drop it from the order."""
+    def build(f):
+        x = define_tensor(f, [-1, -1], stride_order=stride_order)
+        s = ops.reduction("sum", x, [1])
+        return [ops.pointwise("div", x, ops.broadcast_in_dim(s, [x.shape_domain[0].extent or 4,
+                                                               x.shape_domain[1].extent or 5],
+                                                          [0]))]
+    order = (0, 1) if stride_order == [1, 0] else (1, 0)
+    assert only(build) == OutputLayout("inferred", order)
+
+
 def test_keepdim_broadcast_goes_outermost():
     def build(f):
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])

@@ -145,8 +145,11 @@ def _map_order(fusion: Fusion, ref: TensorView, out: TensorView) -> tuple[int, .
     mapped: list[int] = []
     for k in reversed(ref.allocation_order):
         d = ref.shape_domain[k]
-        if d.is_broadcast or k in gone or d.extent == 1:
-            continue        # the reference's broadcast (even expanded) dims carry no order
+        if d.is_broadcast or d.extent == 1 or (k in gone and k not in positions):
+            # the reference's broadcast (even expanded) dims carry no order; a dim a
+            # reduction consumed is skipped unless the output has it again (softmax:
+            # the row is reduced, broadcast and combined with itself)
+            continue
         if k in positions:
             mapped.extend(reversed(positions[k]))
         else:

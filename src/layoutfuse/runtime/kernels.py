@@ -21,10 +21,12 @@ from ..analysis.accesses import shape_of
 from ..analysis.device import device_info
 from ..codegen import backend
 from ..codegen.generic_index import generic_index
+from ..codegen.normalization import normalization_source
 from ..codegen.pointwise import pointwise_source
 from ..codegen.reduction import finish_source, reduction_source
 from ..dtypes import DataType, to_torch
 from ..ir import Fusion, TensorView
+from ..schedulers import normalization as nm
 from ..schedulers import pointwise as pw
 from ..schedulers import reduction as rd
 from ..schedulers.problem import Problem, is_affine
@@ -46,6 +48,7 @@ class CompiledFusion:
         self.specs, self.intermediates = segment(fusion, computed_outputs)
         self._kernels: dict[tuple, tuple] = {}
         self.last_params: list = []
+        self.last_segments: list[tuple[KernelSpec, str]] = []
         self.last_code: list[str] = []
         self.last_launches: list[tuple] = []   # (LoadedKernel, args, meta) of the last run
         self.replay_log: list[tuple] = []      # (fn, grid, args, meta, scalar slots)
@@ -59,11 +62,16 @@ class CompiledFusion:
             shape = shape_of(tv, extents)
             env[id(tv)] = torch.empty(shape, dtype=to_torch(tv.dtype), device=device)
         self.last_params, self.last_code, self.last_launches = [], [], []
+        self.last_segments: list[tuple[KernelSpec, str]] = []   # what ran, and why
         self.replay_log = []
         for spec in self.specs:
             self._run_spec(spec, env, extents, scalars, device, info)
 
     def _run_spec(self, spec: KernelSpec, env, extents, scalars, device, info) -> None:
+        if spec.kind == "normalization":
+            self._run_normalization(spec, env, extents, scalars, device, info)
+            return
+        self.last_segments.append((spec, spec.reason))
         root_shape = shape_of(spec.root, extents)
         if any(n == 0 for n in root_shape):
             if spec.kind == "reduction":
@@ -177,6 +185,45 @@ class CompiledFusion:
             block_x = max(1, min(1024, 4096 // block_s))
             self._launch(fin, (-(-nx // block_x),), [*ws, *outs, *xs, *svals, nx, params.split],
                          {"BLOCK_X": block_x, "BLOCK_S": block_s, **warps}, device)
+
+    def _run_normalization(self, spec, env, extents, scalars, device, info) -> None:
+        """One normalization kernel, or its fallback plan (see schedulers.normalization)."""
+        root_shape = shape_of(spec.root, extents)
+        same = all(shape_of(e.inputs[0], extents) == root_shape for e in spec.group.reductions)
+        params = None
+        if same and all(n > 0 for n in root_shape):
+            prob = build_problem(spec, env, extents)
+            passes = 1 + max(spec.group.levels.values())
+            params = nm.heuristics(prob, info, passes, loop=spec.group.rows)
+        if params is None or params.mode == "segmented":
+            for tv in spec.fallback_buffers:
+                if id(tv) not in env:
+                    env[id(tv)] = torch.empty(shape_of(tv, extents), dtype=to_torch(tv.dtype),
+                                              device=device)
+            start = len(self.last_segments)
+            for sub in spec.fallback:
+                self._run_spec(sub, env, extents, scalars, device, info)
+            why = params.reason if params is not None else "empty or mismatched extents"
+            self.last_segments[start:] = [(s, f"{r}; instead of one normalization kernel: {why}")
+                                          for s, r in self.last_segments[start:]]
+            return
+        self.last_segments.append((spec, f"{spec.reason} ({params.mode}: {params.reason})"))
+        kernel = self._generated(spec, params, normalization_source, "normalization_kernel")
+        sizes = [g.size for g in prob.groups]
+        nx = 1
+        for k in params.x_groups:
+            nx *= sizes[k]
+        nr = 1
+        for k in params.r_groups:
+            nr *= sizes[k]
+        npx = -(-sizes[params.x_groups[0]] // params.block_x) if params.template == "outer" else 1
+        head = self._head_args(spec, prob, params, env, extents, [])
+        scalar_vals = [scalars[id(s)] for s in spec.scalars]
+        args = head + scalar_vals + [nx, nr, npx]
+        slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
+        self._launch(kernel, (nm.grid(params),), args,
+                     {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r,
+                      "num_warps": params.num_warps}, device, slots)
 
     def _fill_empty_reduction(self, spec, env):
         e = spec.reduction

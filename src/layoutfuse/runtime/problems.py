@@ -9,7 +9,7 @@ that access walks its chain per element.
 
 from __future__ import annotations
 
-from ..analysis.accesses import load_strides, shape_of
+from ..analysis.accesses import load_strides, shape_of, store_strides_backward
 from ..analysis.canonical import canonicalize
 from ..analysis.index_walk import local_strides
 from ..dtypes import DataType
@@ -31,14 +31,22 @@ def access_strides(spec: KernelSpec, env, extents) -> tuple[list[tuple[int, ...]
     for i, a in enumerate(spec.accesses):
         real = real_strides(spec, i, env)
         if spec.kind == "reduction" and spec.n_loads <= i < spec.n_loads + spec.n_stores:
-            red_dims = spec.reduction.attrs["dims"]
-            it = iter(real)
-            st = tuple(0 if d in red_dims else next(it) for d in range(rank))
+            st = _with_reduced(real, spec.reduction.attrs["dims"], rank)
+        elif a.backward:
+            # a per-row result of a normalization kernel: its strides over the reduction
+            # result's coordinates, with 0 along the reduced dims
+            back = store_strides_backward(a.chain, real, extents)
+            st = None if back is None else _with_reduced(back, spec.group.dims, rank)
         else:
             st = load_strides(a, real, extents)
         affine.append(st is not None)
         strides.append(st if st is not None else local_strides(a, real, extents, rank))
     return strides, affine
+
+
+def _with_reduced(strides, dims, rank: int) -> tuple[int, ...]:
+    it = iter(strides)
+    return tuple(0 if d in dims else next(it) for d in range(rank))
 
 
 def build_problem(spec: KernelSpec, env, extents) -> Problem:
@@ -47,6 +55,9 @@ def build_problem(spec: KernelSpec, env, extents) -> Problem:
     reduced = [False] * len(root_shape)
     if spec.kind == "reduction":
         for d in spec.reduction.attrs["dims"]:
+            reduced[d] = True
+    elif spec.kind == "normalization":
+        for d in spec.group.dims:
             reduced[d] = True
     generic = not all(affine)
     order_by = None

@@ -1,8 +1,13 @@
 """Split a fusion into kernel segments.
 
-Every reduction (sum/max/min/prod/welford) gets its own kernel, with its
-pointwise and shape prologue recomputed from memory; its outputs are written to
-memory (the fusion's output or an intermediate buffer). Every remaining output
+A reduction whose result is used again, broadcast, in its input's coordinates
+(softmax, layer norm) joins a *normalization* kernel with the other reductions of
+the same dims there (``segmenter.normalization``); that kernel also stores the
+per-row results the fusion returns (mean, rstd). Every other reduction
+(sum/max/min/prod/welford) gets its own kernel, with its
+pointwise and shape prologue recomputed from
+memory; its outputs are written to memory (the fusion's output or an intermediate
+buffer). Every remaining output
 computed by pointwise work gets a pointwise kernel; outputs upstream of another
 output's kernel, in the same coordinates, are stored by that kernel. Each cut
 says why it was made (``Segment.reason``).
@@ -14,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.accesses import Access, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
+from .normalization import Group, find_group, group_reached, xspace_output
 
 
 @dataclass(eq=False)
@@ -29,6 +35,9 @@ class KernelSpec:
     reduction: Expr | None = None
     reason: str = ""
     outputs: list[TensorView] = field(default_factory=list)
+    group: Group | None = None                  # a normalization kernel's reductions
+    fallback: list[KernelSpec] = field(default_factory=list)   # its multi-kernel plan
+    fallback_buffers: list[TensorView] = field(default_factory=list)
 
 
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
@@ -79,29 +88,54 @@ def _spec(kind, root, memory_ids, stores: list[Access], reduction=None, reason="
 def segment(fusion: Fusion, computed_outputs: list[TensorView]) -> tuple[list[KernelSpec],
                                                                          list[TensorView]]:
     """Kernel specs in run order, and the intermediate tensors that need buffers."""
-    memory_ids = {id(v) for v in fusion.inputs}
-    specs: list[KernelSpec] = []
-    intermediates: list[TensorView] = []
+    inputs = {id(v) for v in fusion.inputs}
+    reductions = [e for e in fusion.exprs if e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD)]
+    red_outs = {id(o) for e in reductions for o in e.outputs}
     output_ids = {id(v) for v in computed_outputs}
-    for e in fusion.exprs:
-        if e.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD):
-            continue
-        needed = any(id(o) in output_ids for o in e.outputs) or _used(fusion, e)
-        if not needed:
-            continue
-        stores = [Access(o, (), store=True) for o in e.outputs]
-        spec = _spec("reduction", e.inputs[0], memory_ids, stores, reduction=e,
-                     reason=f"{e.op.name} over dims {e.attrs['dims']}: one reduction per kernel")
-        specs.append(spec)
-        for o in e.outputs:
-            memory_ids.add(id(o))
-            if id(o) not in output_ids:
-                intermediates.append(o)
-    covered: set[int] = set()
     pending = [o for o in computed_outputs
                if o.definition is not None and o.definition.op.kind not in (OpKind.REDUCTION,
                                                                             OpKind.WELFORD)]
     pending.sort(key=lambda t: -len(t.shape_domain))
+    covered: set[int] = set()
+    groups: list[tuple[Group, list[Access], list[Access]]] = []
+    for root in pending:
+        if id(root) in covered:
+            continue
+        group, _ = find_group(root, inputs)
+        if group is None:
+            continue
+        members = {id(e) for e in group.reductions}
+        memory = inputs | {id(o) for e in reductions if id(e) not in members for o in e.outputs}
+        reached = group_reached(group, memory)
+        xstores = [Access(o, (), store=True, backward=True) for o in computed_outputs
+                   if id(o) not in covered and xspace_output(o, group, memory)]
+        xs_ids = {id(a.tv) for a in xstores}
+        stores = [Access(root, (), store=True)]
+        for o in pending:
+            if id(o) in covered or id(o) in xs_ids or o is root:
+                continue
+            chain = next((c for t, c in reached if t is o), None)
+            if chain is not None:
+                stores.append(Access(o, chain, store=True))
+        covered |= {id(a.tv) for a in stores + xstores}
+        groups.append((group, stores, xstores))
+    # a reduction whose results feed only per-row outputs (mean = sum / n, var_mean's var):
+    # the epilogue joins the reduction in one kernel when the rows fit a tile
+    in_groups = {id(e) for g, _, _ in groups for e in g.reductions}
+    for e in reductions:
+        if id(e) in in_groups:
+            continue
+        group = Group(e.inputs[0], tuple(e.attrs["dims"]), [e], {id(e): 0}, rows=False)
+        memory = inputs | {id(o) for r in reductions if r is not e for o in r.outputs}
+        xs = [o for o in computed_outputs
+              if id(o) not in covered and xspace_output(o, group, memory)]
+        if all(o.definition is e for o in xs):
+            continue                           # no epilogue: a plain reduction kernel
+        covered |= {id(o) for o in xs}
+        groups.append((group, [], [Access(o, (), store=True, backward=True) for o in xs]))
+
+    memory_ids = inputs | red_outs
+    specs: list[KernelSpec] = []
     for root in pending:
         if id(root) in covered:
             continue
@@ -113,9 +147,131 @@ def segment(fusion: Fusion, computed_outputs: list[TensorView]) -> tuple[list[Ke
                 stores.append(Access(o, up[id(o)][1], store=True))
                 covered.add(id(o))
         specs.append(_spec("pointwise", root, memory_ids, stores,
-                           reason="pointwise work after the reductions" if specs else
+                           reason="pointwise work after the reductions" if reductions else
                            "a fusion without reductions"))
-    return specs, intermediates
+    grouped = {id(e): g for g, _, _ in groups for e in g.reductions}
+    loaded = {id(a.tv) for s in specs for a in s.accesses[: s.n_loads]}
+    intermediates: list[TensorView] = []
+    for e in reductions:
+        if id(e) in grouped:
+            continue
+        if not (any(id(o) in output_ids for o in e.outputs) or _used(fusion, e)):
+            continue
+        specs.append(_reduction_spec(e, memory_ids))
+        loaded |= {id(a.tv) for a in specs[-1].accesses[: specs[-1].n_loads]}
+        intermediates += [o for o in e.outputs if id(o) not in output_ids]
+    stored_by_group: set[int] = set()
+    for group, stores, xstores in groups:
+        members = {id(e) for e in group.reductions}
+        memory = inputs | {id(o) for e in reductions if id(e) not in members for o in e.outputs}
+        # a group's reduction result that another kernel reads is stored from the group
+        extra = [Access(o, (), store=True, backward=True) for e in group.reductions
+                 for o in e.outputs if id(o) in loaded and id(o) not in stored_by_group
+                 and all(a.tv is not o for a in xstores)]
+        for a in extra:
+            intermediates.append(a.tv)
+        xstores = xstores + extra
+        stored_by_group |= {id(a.tv) for a in xstores}
+        specs.append(_group_spec(group, memory, stores, xstores, memory_ids))
+    return _run_order(specs), intermediates
+
+
+def _reduction_spec(e: Expr, memory_ids: set[int]) -> KernelSpec:
+    stores = [Access(o, (), store=True) for o in e.outputs]
+    return _spec("reduction", e.inputs[0], memory_ids, stores, reduction=e,
+                 reason=f"{e.op.name} over dims {e.attrs['dims']}: one reduction per kernel")
+
+
+def _group_spec(group: Group, memory: set[int], stores: list[Access], xstores: list[Access],
+                memory_ids: set[int]) -> KernelSpec:
+    """One kernel for the group, with the multi-kernel plan it falls back to."""
+    reached = group_reached(group, memory)
+    loads = [Access(tv, c) for tv, c in reached if id(tv) in memory or tv.definition is None]
+    coords = [Access(tv, c) for tv, c in reached if tv.definition is not None
+              and id(tv) not in memory and tv.definition.op.name == "iota"]
+    mem: list[TensorView] = []
+    for a in loads + stores + xstores:
+        if all(m is not a.tv for m in mem):
+            mem.append(a.tv)
+    members = {id(e) for e in group.reductions}
+    exprs = {id(e): e for tv, _ in reached if tv.definition is not None
+             and id(tv) not in memory for e in [tv.definition]}
+    for a in xstores:
+        for tv, _ in upstream_tensors_through(a.tv, group):
+            if tv.definition is not None:
+                exprs.setdefault(id(tv.definition), tv.definition)
+    order = {id(e): i for i, e in enumerate(group.root.fusion.exprs)}
+    ex = sorted(exprs.values(), key=lambda e: order[id(e)])
+    names = ", ".join(f"{e.op.name}{list(e.attrs['dims'])}" for e in group.reductions)
+    why = f"{names} used again after reducing: one normalization kernel" if group.rows else \
+        f"{names} with its per-row epilogue in one kernel"
+    spec = KernelSpec("normalization", group.root, ex, mem, loads + stores + xstores + coords,
+                      len(loads), len(stores) + len(xstores), _scalars_of(ex), reason=why,
+                      outputs=[a.tv for a in stores + xstores])
+    spec.group = group
+    # the fallback: each reduction its own kernel, then pointwise kernels for the rest
+    fb: list[KernelSpec] = []
+    for e in group.reductions:
+        fb.append(_reduction_spec(e, memory_ids))
+    up = upstream_tensors(group.root, memory_ids)
+    if stores:
+        fb.append(_spec("pointwise", group.root, memory_ids,
+                        [a for a in stores if a.tv is group.root or id(a.tv) in up],
+                        reason="pointwise work after the reductions"))
+    for a in stores:
+        if a.tv is not group.root and id(a.tv) not in up:
+            fb.append(_spec("pointwise", a.tv, memory_ids, [Access(a.tv, (), store=True)],
+                            reason="an output computed before a reduction"))
+    for a in xstores:
+        e = a.tv.definition
+        if id(e) in members:
+            continue
+        fb.append(_spec("pointwise", a.tv, memory_ids, [Access(a.tv, (), store=True)],
+                        reason="per-row values after the reductions"))
+    spec.fallback = fb
+    spec.fallback_buffers = [o for e in group.reductions for o in e.outputs
+                             if all(a.tv is not o for a in xstores)]
+    return spec
+
+
+def upstream_tensors_through(tv: TensorView, group: Group):
+    """(tensor, chain) upstream of an x-space output, stopping at the group's results."""
+    return _reached_to(tv, group.red_outputs())
+
+
+def _reached_to(tv, stop: set[int]):
+    from ..analysis.accesses import _reached
+
+    return _reached(tv, stop)
+
+
+def _run_order(specs: list[KernelSpec]) -> list[KernelSpec]:
+    """Specs ordered so that every kernel runs after the kernels that store what it loads
+    (stable otherwise)."""
+    producer = {}
+    for i, s in enumerate(specs):
+        for tv in s.outputs:
+            producer.setdefault(id(tv), i)
+    done: list[int] = []
+    state: dict[int, int] = {}
+
+    def visit(i: int) -> None:
+        if state.get(i) == 2:
+            return
+        if state.get(i) == 1:
+            raise ValueError("segments depend on each other in a cycle")
+        state[i] = 1
+        s = specs[i]
+        for a in s.accesses[: s.n_loads]:
+            j = producer.get(id(a.tv))
+            if j is not None and j != i:
+                visit(j)
+        state[i] = 2
+        done.append(i)
+
+    for i in range(len(specs)):
+        visit(i)
+    return [specs[i] for i in done]
 
 
 def _used(fusion: Fusion, e: Expr) -> bool:

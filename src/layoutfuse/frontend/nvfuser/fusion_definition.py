@@ -179,8 +179,8 @@ class FusionDefinition(DefineMixin):
         if compiled is None:
             return []
         return [dict(scheduler=spec.kind, ops=[e.op.name for e in spec.exprs],
-                     writes=[f"T{t.index}" for t in spec.outputs], reason=spec.reason)
-                for spec in compiled.specs]
+                     writes=[f"T{t.index}" for t in spec.outputs], reason=reason)
+                for spec, reason in compiled.last_segments]
 
     def repro_script_for(self, inputs=None) -> str:
         return repro_script(self, inputs)

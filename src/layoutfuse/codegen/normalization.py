@@ -1,0 +1,243 @@
+"""Triton source for a normalization segment (see ``schedulers.normalization``).
+
+The tile covers rows (kept coordinates) by reduced coordinates, as in the reduction
+templates. ``persistent``: the tile holds whole rows; values are loaded once, each
+reduction reduces the tile (``keep_dims``, so its result broadcasts over the row) and
+the outputs are computed from the same registers. ``looped``: one loop over the
+reduced extent per level of dependent reductions, then one loop that stores.
+Per-row results the fusion returns (mean, rstd) are stored once per row.
+"""
+
+from __future__ import annotations
+
+from ..dtypes import DataType, is_floating
+from ..schedulers.normalization import NormalizationParams
+from .indexing import decompose, offset_expr, one_write_per_element
+from .pointwise import HEADER, kernel_header, load_line
+from .reduction_common import COMBINE, accumulator_dtype, identity, prelude, reduce_line
+from .values import ValueEmitter
+from .writer import Writer, storage_cast, tl_compute, typed_params
+
+
+class _Kernel:
+    """State shared by the emission steps of one kernel."""
+
+    def __init__(self, spec, params: NormalizationParams, w: Writer):
+        self.spec, self.p, self.w = spec, params, w
+        self.inner = params.template == "inner"
+        self.tile = "[BLOCK_X, BLOCK_R]" if self.inner else "[BLOCK_R, BLOCK_X]"
+        self.axis = 1 if self.inner else 0
+        self.r_arange = "tl.arange(0, BLOCK_R)[None, :]" if self.inner else \
+            "tl.arange(0, BLOCK_R)[:, None]"
+        self.ptr = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
+        self.load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
+        end = spec.n_loads + spec.n_stores
+        self.coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses) if i >= end}
+        self.scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
+        self.special: dict[int, str] = {}
+        self.xoff: list[str] = []
+        self.idx: dict[int, str] = {}
+
+    def stride(self, a: int, k: int, index: str) -> tuple[str, int | str]:
+        return (index, 1 if self.p.unit_strides[a][k] else f"s{a}_{k}")
+
+    def rows(self) -> None:
+        """Row indices, their mask and every access's row offset."""
+        w, p, xg = self.w, self.p, self.p.x_groups
+        w.line("pid = tl.program_id(0).to(tl.int64)" if p.index64 else "pid = tl.program_id(0)")
+        if self.inner:
+            w.line("x = pid * BLOCK_X + tl.arange(0, BLOCK_X)[:, None]")
+            w.line("xmask = x < NX")
+            if xg:
+                self.idx.update(zip(xg, decompose(w, "x", [f"n{k}" for k in xg], "xg")))
+        else:
+            w.line("px = pid % NPX")
+            w.line("rest = pid // NPX")
+            self.idx[xg[0]] = w.assign("xg", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
+            w.line(f"xmask = {self.idx[xg[0]]} < n{xg[0]}")
+            if len(xg) > 1:
+                self.idx.update(zip(xg[1:], decompose(w, "rest", [f"n{k}" for k in xg[1:]],
+                                                       "xg")))
+            w.line(f"x = {self.idx[xg[0]]} + n{xg[0]} * rest")
+        for a in range(len(self.spec.accesses)):
+            terms = [self.stride(a, k, self.idx[k]) for k in xg if not p.zero_strides[a][k]]
+            self.xoff.append(w.assign("xo", offset_expr(terms, "x * 0")))
+
+    def tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
+        """Offsets over the tile for loads, row-space stores and coordinates."""
+        p, w = self.p, self.w
+        out: list[str | None] = []
+        for a, acc in enumerate(self.spec.accesses):
+            if acc.backward:
+                out.append(None)
+                continue
+            terms = [(self.xoff[a], 1)] + [self.stride(a, k, ridx[k]) for k in p.r_groups
+                                           if not p.zero_strides[a][k]]
+            if len(terms) == 1:
+                terms.append((f"tl.zeros({self.tile}, tl.int32)", 1))
+            out.append(w.assign("off", offset_expr(terms)))
+        return out
+
+    def emitter(self, offsets: list[str | None], mask: str) -> ValueEmitter:
+        w = self.w
+
+        def load(tv, chain):
+            k = (id(tv), tuple(id(e) for e in chain))
+            if k not in self.load_index:
+                return None
+            i = self.load_index[k]
+            return w.assign("v", load_line(self.ptr[id(tv)], offsets[i], mask, tv.dtype))
+
+        def coordinate(tv, chain):
+            return offsets[self.coord_index[(id(tv), tuple(id(e) for e in chain))]]
+
+        ve = ValueEmitter(w, load, lambda s: self.scalar_names[id(s)], coordinate,
+                          f"tl.zeros({self.tile}, tl.int32)")
+        ve.special = self.special        # shared: each reduction's result joins as it is made
+        return ve
+
+    def r_tile(self, start: str) -> tuple[dict[int, str], str]:
+        w, rg = self.w, self.p.r_groups
+        w.line(f"r = {start}{self.r_arange}")
+        w.line("mask = xmask & (r < NR)")
+        return dict(zip(rg, decompose(w, "r", [f"n{k}" for k in rg], "rg"))), "mask"
+
+    def store_rows(self, ve: ValueEmitter, offsets, mask: str) -> None:
+        spec = self.spec
+        for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
+            a = spec.accesses[i]
+            if a.backward:
+                continue
+            val = ve.value(a.tv, a.chain)
+            self.w.line(f"tl.store({self.ptr[id(a.tv)]} + {offsets[i]}, "
+                        f"{storage_cast(val, a.tv.dtype)}, mask={mask})")
+
+    def store_per_row(self) -> None:
+        spec, p, w = self.spec, self.p, self.w
+        ve = ValueEmitter(w, lambda tv, chain: None, lambda s: self.scalar_names[id(s)],
+                          None, "x * 0")
+        ve.special = self.special
+        for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
+            a = spec.accesses[i]
+            if not a.backward:
+                continue
+            val = ve.value(a.tv, ())
+            smask = one_write_per_element(w, "xmask", [self.idx[g] for g in p.x_groups
+                                                       if p.zero_strides[i][g]])
+            w.line(f"tl.store({self.ptr[id(a.tv)]} + {self.xoff[i]} + x * 0, "
+                   f"{storage_cast(val, a.tv.dtype)}, mask={smask})")
+
+
+def _acc_type(e) -> DataType:
+    return accumulator_dtype(e)
+
+
+def _reduce_whole(k: _Kernel, e, val: str) -> None:
+    """A reduction of a whole row held in the tile (persistent mode)."""
+    w, ax = k.w, k.axis
+    at = _acc_type(e)
+    ct = tl_compute(at)
+    if e.op.name == "welford":
+        # two passes over registers: the mean, then the squared deviations from it
+        cnt = w.assign("cnt", f"tl.sum(mask.to({ct}), {ax}, keep_dims=True)")
+        v = w.assign("v", f"tl.where(mask, ({val}).to({ct}), 0.0)")
+        mean = w.assign("mean", f"tl.sum({v}, {ax}, keep_dims=True) / tl.maximum({cnt}, 1.0)")
+        d = w.assign("d", f"tl.where(mask, {v} - {mean}, 0.0)")
+        m2 = w.assign("m2", f"tl.sum({d} * {d}, {ax}, keep_dims=True)")
+        for o, r in zip(e.outputs, (mean, m2, cnt)):
+            k.special[id(o)] = r
+        return
+    op = e.op.name
+    v = w.assign("v", f"tl.where(mask, ({val}).to({ct}), {identity(op, at)})")
+    res = w.fresh("red")
+    w.line(reduce_line(res, v, op, ax, is_floating(at)))
+    k.special[id(e.outputs[0])] = res
+
+
+def _looped_pass(k: _Kernel, reds) -> None:
+    """One loop over the reduced extent accumulating ``reds``, then their row results."""
+    w = k.w
+    accs = {}
+    for e in reds:
+        at = _acc_type(e)
+        ct = tl_compute(at)
+        if e.op.name == "welford":
+            names = [w.fresh(n) for n in ("acc_mean", "acc_m2", "acc_n")]
+            for n in names:
+                w.line(f"{n} = tl.zeros({k.tile}, {ct})")
+        else:
+            names = [w.fresh("acc")]
+            w.line(f"{names[0]} = tl.full({k.tile}, {identity(e.op.name, at)}, {ct})")
+        accs[id(e)] = names
+    w.line("for r0 in range(0, NR, BLOCK_R):")
+    with w.indent():
+        ridx, mask = k.r_tile("r0 + ")
+        ve = k.emitter(k.tile_offsets(ridx), mask)
+        for e in reds:
+            at = _acc_type(e)
+            ct = tl_compute(at)
+            val = ve.value(e.inputs[0], ())
+            names = accs[id(e)]
+            if e.op.name == "welford":
+                mean, m2, n = names
+                w.line(f"v = ({val}).to({ct})")
+                w.line(f"n_new = {n} + tl.where(mask, 1.0, 0.0)")
+                w.line(f"delta = v - {mean}")
+                w.line(f"mean_new = {mean} + tl.where(mask, delta / tl.maximum(n_new, 1.0), 0.0)")
+                w.line(f"{m2} = {m2} + tl.where(mask, delta * (v - mean_new), 0.0)")
+                w.line(f"{mean} = mean_new")
+                w.line(f"{n} = n_new")
+            else:
+                op = e.op.name
+                w.line(f"v = tl.where(mask, ({val}).to({ct}), {identity(op, at)})")
+                w.line(f"{names[0]} = {COMBINE[op]}({names[0]}, v)")
+    for e in reds:
+        names = accs[id(e)]
+        if e.op.name == "welford":
+            res = [w.fresh(n) for n in ("mean", "m2", "cnt")]
+            w.line(f"{', '.join(res)} = tl.reduce(({', '.join(names)}), {k.axis}, "
+                   f"_welford_combine, keep_dims=True)")
+            for o, r in zip(e.outputs, res):
+                k.special[id(o)] = r
+        else:
+            res = w.fresh("red")
+            w.line(reduce_line(res, names[0], e.op.name, k.axis, is_floating(_acc_type(e))))
+            k.special[id(e.outputs[0])] = res
+
+
+def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[str, list[str]]:
+    w = Writer()
+    n_acc = len(spec.accesses)
+    n_groups = len(params.sizes)
+    sizes = [f"n{k}" for k in range(n_groups)]
+    strides = [f"s{a}_{k}" for a in range(n_acc) for k in range(n_groups)
+               if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
+    ptrs = [f"p{i}" for i in range(len(spec.memory))]
+    scalars = [f"c{i}" for i in range(len(spec.scalars))]
+    args = ptrs + sizes + strides + scalars + ["NX", "NR", "NPX"]
+    for line in kernel_header(spec, params):
+        w.line(line)
+    w.line("@triton.jit")
+    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
+           "BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr):")
+    group = spec.group
+    with w.indent():
+        k = _Kernel(spec, params, w)
+        k.rows()
+        if params.mode == "persistent":
+            ridx, mask = k.r_tile("")
+            offsets = k.tile_offsets(ridx)
+            ve = k.emitter(offsets, mask)
+            for e in group.reductions:
+                _reduce_whole(k, e, ve.value(e.inputs[0], ()))
+            k.store_rows(ve, offsets, mask)
+        else:
+            for level in sorted(set(group.levels.values())):
+                _looped_pass(k, [e for e in group.reductions if group.levels[id(e)] == level])
+            w.line("for r0 in range(0, NR, BLOCK_R):")
+            with w.indent():
+                ridx, mask = k.r_tile("r0 + ")
+                offsets = k.tile_offsets(ridx)
+                k.store_rows(k.emitter(offsets, mask), offsets, mask)
+        k.store_per_row()
+    return HEADER + prelude() + "\n\n" + w.text(), args

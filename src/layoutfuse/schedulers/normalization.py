@@ -1,0 +1,143 @@
+"""Normalization scheduler: reductions whose results are used again on the same rows.
+
+The problem is canonicalized from the dominant input's layout, exactly as for a
+reduction; the template follows the innermost group (``inner``: the stride-1 group
+is reduced, tile ``[BLOCK_X, BLOCK_R]``; ``outer``: the stride-1 group is kept, tile
+``[BLOCK_R, BLOCK_X]``, the kept stride-1 group across the tile's columns, the other
+kept groups along the grid).
+
+Modes, chosen from the reduced extent and the device:
+
+* ``persistent``: one tile holds the whole reduced extent of its rows. Every input is
+  read once; the reductions run on the tile in registers, then the outputs are
+  computed from the same tile. Chosen when the tile, padded to a power of two, stays
+  within ``MAX_TILE`` elements (``MAX_TILE / (32 * MAX_WARPS)`` values per thread).
+* ``looped``: the reduced extent is walked in chunks once per pass (one pass per level
+  of dependent reductions: softmax's max, then its sum), then once more to store.
+  Each program re-reads its own rows; large tiles keep about one program per
+  multiprocessor resident, so the rows in flight stay in L2 between passes. Chosen
+  when the rows do not fit but the kept extent fills the GPU with at least
+  ``sm_count`` programs.
+* ``segmented``: neither fits (few, very long rows): each reduction runs as its own
+  (split) reduction kernel, then pointwise kernels (the segment's fallback plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..analysis.device import DeviceInfo
+from ..codegen.indexing import next_pow2
+from .problem import Problem, stride_flags
+
+NAME = "normalization"
+MAX_TILE = 32768          # elements of a persistent tile: 64 fp32 values per thread at 16
+                          # warps (ptxas: 128 registers, no spills, for softmax and layer norm)
+MAX_WARPS = 16
+EPILOGUE_OUTER_TILE = 4096
+LOOP_TILE = 16384         # elements of a looped tile, at MAX_WARPS: about one program per
+                          # multiprocessor, so the rows being re-read (sm_count programs'
+                          # worth) stay in L2 between passes
+
+
+@dataclass(frozen=True)
+class NormalizationParams:
+    scheduler: str
+    family: str                   # "inner", "outer" or "mixed" (the canonical pattern)
+    template: str                 # "inner" or "outer"
+    mode: str                     # "persistent", "looped" or "segmented"
+    x_groups: tuple[int, ...]
+    r_groups: tuple[int, ...]
+    block_x: int
+    block_r: int
+    num_warps: int
+    passes: int                   # reduction passes (levels of dependent reductions)
+    index64: bool
+    zero_strides: tuple[tuple[bool, ...], ...]
+    unit_strides: tuple[tuple[bool, ...], ...]
+    generic: bool = False         # never: a generic problem runs the fallback plan
+    pattern: str = field(default="", compare=False)
+    sizes: tuple[int, ...] = field(default=(), compare=False)
+    reason: str = field(default="", compare=False)
+
+
+def can_schedule(p: Problem) -> str | None:
+    if p.generic:
+        return "an access is not affine (a reshape that is not a view): use the fallback"
+    if not any(g.reduced for g in p.groups):
+        return "nothing is reduced (size-1 reduced dims): use the fallback"
+    return None
+
+
+def heuristics(p: Problem, device: DeviceInfo, passes: int,
+               loop: bool = True) -> NormalizationParams:
+    """``loop=False`` (a reduction with only a per-row epilogue): a tile that does not hold
+    the rows goes to the reduction scheduler's kernels (segmented) instead of looping."""
+    groups = p.groups
+    xg = tuple(k for k, g in enumerate(groups) if not g.reduced)
+    rg = tuple(k for k, g in enumerate(groups) if g.reduced)
+    nx = _prod(groups[k].size for k in xg)
+    nr = _prod(groups[k].size for k in rg)
+    item = min(p.vector_bytes(a) for a in range(p.n_loads)) if p.n_loads else 4
+    template = "inner" if groups and groups[0].reduced else "outer"
+    if not xg:
+        template = "inner"
+    why = can_schedule(p)
+    mode = "persistent"
+    if template == "inner":
+        block_r = next_pow2(nr)
+        block_x = max(1, min(next_pow2(nx), 4096 // block_r))
+        programs = -(-nx // block_x)
+    else:
+        # columns: at least a 32-byte sector of the stride-1 kept group per row
+        n0 = groups[0].size
+        block_x = min(next_pow2(n0), max(1, 32 // item))
+        block_r = next_pow2(nr)
+        programs = -(-n0 // block_x) * (nx // n0)
+    # an epilogue-only outer reduction keeps one small tile: beyond it the reduction
+    # scheduler's wider outer tiles (and its split) read faster, and the epilogue runs after
+    limit = MAX_TILE if loop or template == "inner" else EPILOGUE_OUTER_TILE
+    if why is None and block_x * block_r > limit:
+        mode = "looped"
+        if template == "inner":
+            block_x = 1 if nx >= device.sm_count else block_x
+            block_r = min(next_pow2(nr), LOOP_TILE // block_x)
+            programs = -(-nx // block_x)
+        else:
+            block_r = max(1, min(next_pow2(nr), LOOP_TILE // block_x))
+        if not loop:
+            mode = "segmented"
+            why = (f"rows of {nr} elements exceed a {limit}-element tile: the reduction "
+                   "kernel, then the epilogue")
+        elif programs < device.sm_count:
+            mode = "segmented"
+            why = (f"{programs} programs of rows too long for one pass cannot fill "
+                   f"{device.sm_count} multiprocessors: split reductions instead")
+        else:
+            why = f"rows of {nr} elements exceed a {MAX_TILE}-element tile: {passes + 1} passes"
+    elif why is not None:
+        mode = "segmented"
+    else:
+        why = f"rows of {nr} elements fit a {block_x}x{block_r} tile: one read"
+    tile = block_x * block_r
+    warps = max(1, min(MAX_WARPS, tile // 256))
+    zero, unit = stride_flags(p)
+    return NormalizationParams(NAME, p.family, template, mode, xg, rg, block_x, block_r, warps,
+                               passes, p.needs_int64, zero, unit, pattern=p.pattern,
+                               sizes=tuple(g.size for g in groups), reason=why)
+
+
+def grid(params: NormalizationParams) -> int:
+    s = params.sizes
+    nx = _prod(s[k] for k in params.x_groups)
+    if params.template == "inner":
+        return -(-nx // params.block_x)
+    n0 = s[params.x_groups[0]]
+    return -(-n0 // params.block_x) * (nx // n0)
+
+
+def _prod(xs) -> int:
+    p = 1
+    for v in xs:
+        p *= v
+    return p

@@ -1,0 +1,196 @@
+"""Find normalization groups: reductions whose results are used again, broadcast, in the
+coordinates of their own input (softmax, layer norm, RMS norm, var_mean + normalize).
+
+Walking backward from a full-shape output, a reduction's output is reached through a
+chain of broadcasts. When that chain puts the reduction's kept dims back where they
+were in its input, and re-inserts only the reduced dims, the reduction's value is a
+per-row constant of the output's coordinates: one kernel can reduce and then use the
+result on the same tile (``schedulers.normalization``). All reductions of a group reduce
+the same dims of the same coordinates; anything else is computed by its own kernel
+first and read from memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import Expr, OpKind, TensorView
+
+_TRANSPARENT = ("set", "stride_order")
+
+
+def chain_restores(red_out: TensorView, chain: tuple[Expr, ...], rank: int,
+                   dims: tuple[int, ...]) -> bool:
+    """Whether ``chain`` (from the iteration side to ``red_out``) maps ``red_out``'s dims
+    onto the kept dims of a rank-``rank`` space in order, with only ``dims`` inserted."""
+    pos: list[int | None] = list(range(len(red_out.shape_domain)))
+    for e in reversed(chain):
+        name = e.op.name
+        if name == "broadcast_in_dim":
+            out = [None] * len(e.outputs[0].shape_domain)
+            for i, d in enumerate(e.attrs["broadcast_dims"]):
+                out[d] = pos[i]
+            pos = out
+        elif name not in _TRANSPARENT:
+            return False
+    kept = [d for d in range(rank) if d not in dims]
+    if len(pos) != rank:
+        return False
+    return all(pos[d] is None for d in dims) and [pos[d] for d in kept] == list(range(len(kept)))
+
+
+@dataclass
+class Group:
+    """Reductions computed inside one normalization kernel rooted at ``root``."""
+
+    root: TensorView
+    dims: tuple[int, ...]
+    reductions: list[Expr] = field(default_factory=list)     # in fusion order
+    levels: dict[int, int] = field(default_factory=dict)    # id(expr) -> pass index
+    rows: bool = True           # False: only per-row results are stored (an epilogue)
+
+    def red_outputs(self) -> set[int]:
+        return {id(o) for e in self.reductions for o in e.outputs}
+
+
+def _walk(root: TensorView, memory: set[int], excluded: set[int]):
+    """Reductions reached from ``root`` through restoring chains, those reached otherwise
+    (``bad``), and the reduced dims seen."""
+    rank = len(root.shape_domain)
+    reached: dict[int, Expr] = {}
+    bad: set[int] = set()
+    dims_seen: set[tuple[int, ...]] = set()
+    seen: set[tuple] = set()
+    stack: list[tuple[TensorView, tuple[Expr, ...]]] = [(root, ())]
+    while stack:
+        tv, chain = stack.pop()
+        key = (id(tv), tuple(id(e) for e in chain))
+        if key in seen or id(tv) in memory or tv.definition is None:
+            continue
+        seen.add(key)
+        e = tv.definition
+        if e.op.kind is OpKind.SHAPE:
+            stack.append((e.inputs[0], chain + (e,)))
+        elif e.op.kind is OpKind.POINTWISE:
+            stack.extend((i, chain) for i in e.inputs if isinstance(i, TensorView))
+        elif e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD):
+            dims = tuple(e.attrs["dims"])
+            x = e.inputs[0]
+            if (id(e) in excluded or len(x.shape_domain) != rank
+                    or not chain_restores(tv, chain, rank, dims)):
+                bad.add(id(e))
+                continue
+            dims_seen.add(dims)
+            reached[id(e)] = e
+            stack.append((x, ()))
+        # creation ops are computed in place
+    return reached, bad, dims_seen
+
+
+def _members_upstream(e: Expr, members: set[int], memory: set[int]) -> set[int]:
+    """The group reductions ``e``'s input depends on."""
+    found: set[int] = set()
+    seen: set[int] = set()
+    stack = [e.inputs[0]]
+    while stack:
+        tv = stack.pop()
+        if id(tv) in seen or id(tv) in memory or tv.definition is None:
+            continue
+        seen.add(id(tv))
+        d = tv.definition
+        if id(d) in members:
+            found.add(id(d))
+            continue
+        stack.extend(i for i in d.inputs if isinstance(i, TensorView))
+    return found
+
+
+def find_group(root: TensorView, memory: set[int]) -> tuple[Group | None, set[int]]:
+    """The group rooted at ``root``, or None; and the ids of reductions reached that cannot
+    join (they must run before, from memory)."""
+    excluded: set[int] = set()
+    while True:
+        reached, bad, dims_seen = _walk(root, memory, excluded)
+        if not bad - excluded:
+            break
+        # a reduction reached through a chain that does not restore it is computed
+        # before, from memory, everywhere: walk again without it
+        excluded |= bad
+    if not reached or len(dims_seen) != 1:
+        return None, excluded | set(reached)
+    group = Group(root, dims_seen.pop())
+    order = {id(e): i for i, e in enumerate(root.fusion.exprs)}
+    group.reductions = sorted(reached.values(), key=lambda e: order[id(e)])
+    stop = memory | {id(o) for k in excluded for o in _outputs_of(root, k)}
+    for e in group.reductions:
+        up = _members_upstream(e, set(reached), stop)
+        group.levels[id(e)] = 1 + max((group.levels[u] for u in up), default=-1)
+    return group, excluded
+
+
+def _outputs_of(root: TensorView, expr_id: int):
+    for e in root.fusion.exprs:
+        if id(e) == expr_id:
+            return e.outputs
+    return ()
+
+
+def xspace_output(tv: TensorView, group: Group, memory: set[int]) -> bool:
+    """Whether ``tv`` is computed from the group's reduction results and scalars alone
+    (mean, rstd, var): it is stored from the kernel's per-row values."""
+    if tv.definition is None:
+        return False
+    outs = group.red_outputs()
+    seen: set[int] = set()
+    stack = [tv]
+    found = False
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        if id(t) in outs:
+            found = True
+            continue
+        e = t.definition
+        if e is None or id(t) in memory:
+            return False
+        if e.op.kind is OpKind.SHAPE:
+            if e.op.name == "broadcast_in_dim":
+                bd = e.attrs["broadcast_dims"]
+                if any(d.extent != 1 for j, d in enumerate(e.outputs[0].shape_domain)
+                       if j not in bd):
+                    return False          # keepdim's size-1 dims only: a per-row value
+            elif e.op.name not in _TRANSPARENT:
+                return False
+        elif e.op.kind is not OpKind.POINTWISE:
+            return False
+        stack.extend(i for i in e.inputs if isinstance(i, TensorView))
+    return found
+
+
+def group_reached(group: Group, memory: set[int]) -> list[tuple[TensorView, tuple[Expr, ...]]]:
+    """Every (tensor, chain) the group's kernel reaches from its root, each once: the walk
+    passes through the group's reductions, whose inputs are in the root's coordinates."""
+    members = {id(e) for e in group.reductions}
+    seen: dict[tuple, tuple[TensorView, tuple[Expr, ...]]] = {}
+
+    def walk(tv: TensorView, chain: tuple[Expr, ...]) -> None:
+        key = (id(tv), tuple(id(e) for e in chain))
+        if key in seen:
+            return
+        seen[key] = (tv, chain)
+        if id(tv) in memory or tv.definition is None:
+            return
+        e = tv.definition
+        if e.op.kind is OpKind.SHAPE:
+            walk(e.inputs[0], chain + (e,))
+        elif e.op.kind is OpKind.POINTWISE:
+            for i in e.inputs:
+                if isinstance(i, TensorView):
+                    walk(i, chain)
+        elif id(e) in members:
+            walk(e.inputs[0], ())
+
+    walk(group.root, ())
+    return list(seen.values())

@@ -1,0 +1,334 @@
+"""The normalization scheduler: softmax, log_softmax, layer norm, RMS norm and var_mean +
+normalize, over the last and the first dim, for every memory order of 2-D and 3-D inputs,
+in fp32 and bf16, against torch. Asserts numerics, output strides, one kernel and its
+family (decided by the input's layout), the modes for rows too long for one tile, and
+that every kernel compiles for sm_90.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+
+import pytest
+import torch
+
+from layoutfuse.codegen.hopper_check import compile_last_run
+from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.runtime import kernels
+from layoutfuse.schedulers import normalization as nm
+
+# masked lanes of a partial tile compute 0/0 and inf/inf in the interpreter (never stored)
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+EPS = 1e-5
+DT = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}
+TOL = {torch.float32: dict(atol=2e-5, rtol=2e-5), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
+
+
+def define(op: str, x_in: torch.Tensor, dim: int) -> FusionDefinition:
+    """The fusion for ``op``, its input declared with ``x_in``'s layout (from_pytorch)."""
+    rank, dtype = x_in.ndim, x_in.dtype
+    keep = [d for d in range(rank) if d != dim]
+
+    def bc(fd, t, like):
+        return fd.ops.broadcast_in_dim(t, shape=like.shape(), broadcast_dims=keep)
+
+    with FusionDefinition() as fd:
+        x = fd.from_pytorch(x_in)
+        xf = fd.ops.cast(x, DataType.Float)
+        if op in ("softmax", "log_softmax"):
+            m = fd.ops.max(xf, dims=[dim])
+            z = fd.ops.sub(xf, bc(fd, m, x))
+            e = fd.ops.exp(z)
+            s = fd.ops.sum(e, dims=[dim])
+            if op == "softmax":
+                y = fd.ops.div(e, bc(fd, s, x))
+            else:
+                y = fd.ops.sub(z, bc(fd, fd.ops.log(s), x))
+            fd.add_output(fd.ops.cast(y, DT[dtype]))
+        elif op == "layer_norm":
+            w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DT[dtype])
+            b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DT[dtype])
+            var, mean = fd.ops.var_mean(xf, dims=[dim], correction=0)
+            rstd = fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(EPS, dtype=DataType.Double)))
+            y = fd.ops.mul(fd.ops.sub(xf, bc(fd, mean, x)), bc(fd, rstd, x))
+            wb = fd.ops.broadcast_in_dim(w, shape=x.shape(), broadcast_dims=[dim])
+            bb = fd.ops.broadcast_in_dim(b, shape=x.shape(), broadcast_dims=[dim])
+            y = fd.ops.add(fd.ops.mul(y, wb), bb)
+            fd.add_output(fd.ops.cast(y, DT[dtype]))
+            fd.add_output(mean)
+            fd.add_output(rstd)
+        elif op == "rms_norm":
+            w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DT[dtype])
+            ms = fd.ops.div(fd.ops.sum(fd.ops.mul(xf, xf), dims=[dim]),
+                            fd.ops.size(x, dim))
+            r = fd.ops.rsqrt(fd.ops.add(ms, fd.define_scalar(EPS, dtype=DataType.Double)))
+            wb = fd.ops.broadcast_in_dim(w, shape=x.shape(), broadcast_dims=[dim])
+            fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.mul(xf, bc(fd, r, x)), wb), DT[dtype]))
+        elif op == "var_mean":
+            var, mean = fd.ops.var_mean(xf, dims=[dim], correction=1)
+            y = fd.ops.div(fd.ops.sub(xf, bc(fd, mean, x)),
+                           fd.ops.sqrt(fd.ops.add(bc(fd, var, x),
+                                                  fd.define_scalar(EPS, dtype=DataType.Double))))
+            fd.add_output(var)
+            fd.add_output(mean)
+            fd.add_output(fd.ops.cast(y, DT[dtype]))
+        else:
+            raise ValueError(op)
+    return fd
+
+
+def expected(op: str, x: torch.Tensor, dim: int, params: list[torch.Tensor]):
+    xf = x.float()
+    if op == "softmax":
+        return [torch.softmax(xf, dim).to(x.dtype)]
+    if op == "log_softmax":
+        return [torch.log_softmax(xf, dim).to(x.dtype)]
+    view = [1] * x.ndim
+    view[dim] = x.shape[dim]
+    if op == "layer_norm":
+        w, b = (p.float().view(view) for p in params)
+        var, mean = torch.var_mean(xf, dim, correction=0)
+        rstd = torch.rsqrt(var + EPS)
+        y = (xf - mean.unsqueeze(dim)) * rstd.unsqueeze(dim) * w + b
+        return [y.to(x.dtype), mean, rstd]
+    if op == "rms_norm":
+        (w,) = (p.float().view(view) for p in params)
+        r = torch.rsqrt((xf * xf).mean(dim, keepdim=True) + EPS)
+        return [(xf * r * w).to(x.dtype)]
+    var, mean = torch.var_mean(xf, dim, correction=1)
+    y = (xf - mean.unsqueeze(dim)) / torch.sqrt(var.unsqueeze(dim) + EPS)
+    return [var, mean, y.to(x.dtype)]
+
+
+def with_order(shape, order, dtype, seed=0):
+    """A dense tensor of logical ``shape`` whose memory order is ``order`` (outermost first)."""
+    g = torch.Generator().manual_seed(seed)
+    phys = (torch.randn([shape[d] for d in order], generator=g) * 2 + 0.5).to(dtype)
+    return phys.permute([order.index(d) for d in range(len(shape))])
+
+
+def inputs_for(op, shape, order, dim, dtype):
+    x = with_order(shape, order, dtype)
+    g = torch.Generator().manual_seed(7)
+    n = shape[dim]
+    params = {"layer_norm": 2, "rms_norm": 1}.get(op, 0)
+    extra = [(torch.rand(n, generator=g) + 0.5).to(dtype) for _ in range(params)]
+    return x, extra
+
+
+def expected_family(shape, order, dim) -> str:
+    """Independent of analysis.canonical: the innermost non-size-1 dim in memory decides."""
+    inner = [d for d in reversed(order) if shape[d] != 1]
+    if inner[0] == dim:
+        return "inner"
+    kept_inside = any(d != dim for d in inner[: inner.index(dim)])
+    kept_outside = any(d != dim for d in inner[inner.index(dim) + 1:])
+    return "outer" if kept_inside and not kept_outside else "mixed"
+
+
+def run_case(op, shape, order, dim, dtype):
+    x, extra = inputs_for(op, shape, order, dim, dtype)
+    fd = define(op, x, dim)
+    outs = fd.execute([x, *extra])
+    want = expected(op, x, dim, extra)
+    for got, ref in zip(outs, want):
+        torch.testing.assert_close(got.float(), ref.float(), **TOL[dtype])
+    return fd, x, outs
+
+
+OPS = ["softmax", "log_softmax", "layer_norm", "rms_norm", "var_mean"]
+CASES = [(op, shape, order, dim, dtype)
+         for op in OPS
+         for shape in [(37, 50), (6, 9, 20)]
+         for order in itertools.permutations(range(len(shape)))
+         for dim in (len(shape) - 1, 0)
+         for dtype in (torch.float32, torch.bfloat16)]
+
+
+def _id(case):
+    op, shape, order, dim, dtype = case
+    return f"{op}-{'x'.join(map(str, shape))}-mem{''.join(map(str, order))}-dim{dim}-" \
+           f"{str(dtype).split('.')[-1]}"
+
+
+SAMPLE = set(map(_id, random.Random(0).sample(CASES, 40)))   # CI; --full runs all 160
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=() if _id(c) in SAMPLE else
+                                               pytest.mark.full) for c in CASES], ids=_id)
+def test_normalization_matches_torch_in_one_kernel(case):
+    op, shape, order, dim, dtype = case
+    fd, x, outs = run_case(op, shape, order, dim, dtype)
+    segs = fd.segment([x] + inputs_for(op, shape, order, dim, dtype)[1])
+    assert [s["scheduler"] for s in segs] == ["normalization"], segs
+    (params,) = [p for p in _schedules(fd) if p.scheduler == "normalization"]
+    assert params.mode == "persistent"
+    assert params.family == expected_family(shape, order, dim)
+    # the full-shape output takes the input's layout (dense, same memory order)
+    full = [o for o in outs if o.shape == x.shape]
+    assert full and all(o.stride() == x.stride() for o in full)
+
+
+def _schedules(fd):
+    s = fd.last_schedule()
+    return s if isinstance(s, list) else [s]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_normalization_kernels_compile_for_hopper(op, order):
+    dtype = torch.bfloat16
+    fd, _, _ = run_case(op, (37, 50), order, 1, dtype)
+    arts = compile_last_run(fd.executor())
+    assert len(arts) == 1 and arts[0].ptx
+
+
+def test_softmax_reads_with_16_byte_vectors_when_rows_are_contiguous():
+    fd, _, _ = run_case("softmax", (64, 512), (0, 1), 1, torch.float32)
+    (art,) = compile_last_run(fd.executor())
+    assert "ld.global.v4" in art.ptx
+
+
+def small_gpu(monkeypatch, sm_count: int) -> None:
+    """Heuristics for a device of ``sm_count`` multiprocessors (small shapes fill it)."""
+    real = kernels.device_info
+    monkeypatch.setattr(kernels, "device_info",
+                        lambda d: dataclasses.replace(real(d), sm_count=sm_count))
+
+
+def test_rows_longer_than_a_tile_loop_in_one_kernel(monkeypatch):
+    """More than a tile per row and enough rows to fill the GPU: one kernel, several passes
+    over each row (inner template), and the same for the outer template."""
+    monkeypatch.setattr(nm, "MAX_TILE", 64)
+    monkeypatch.setattr(nm, "LOOP_TILE", 32)
+    small_gpu(monkeypatch, 4)
+    for op in ("softmax", "layer_norm"):
+        for shape, order, dim in [((6, 90), (0, 1), 1), ((40, 32), (0, 1), 0)]:
+            fd, x, _ = run_case(op, shape, order, dim, torch.float32)
+            (params,) = _schedules(fd)
+            assert params.mode == "looped" and params.block_r < shape[dim]
+            assert params.template == ("inner" if dim == 1 else "outer")
+            assert params.passes == (2 if op == "softmax" else 1)
+            compile_last_run(fd.executor())
+
+
+def test_few_long_rows_fall_back_to_split_reductions(monkeypatch):
+    """Rows that do not fit a tile and too few of them to fill the GPU: each reduction its
+    own (split) kernel, then the pointwise kernel; the decision is reported."""
+    monkeypatch.setattr(nm, "MAX_TILE", 64)
+    small_gpu(monkeypatch, 4)
+    fd, x, _ = run_case("softmax", (2, 40000), (0, 1), 1, torch.float32)
+    scheds = _schedules(fd)
+    assert [p.scheduler for p in scheds] == ["reduction", "reduction", "pointwise"]
+    assert scheds[0].split > 1
+    segs = fd.segment([x])
+    assert [s["scheduler"] for s in segs] == ["reduction", "reduction", "pointwise"]
+    assert all("instead of one normalization kernel" in s["reason"] and "split" in s["reason"]
+               for s in segs)
+
+
+def test_repeated_execution_replays_the_same_kernel():
+    fd = define("softmax", with_order((33, 70), (1, 0), torch.float32), 1)
+    for seed in range(3):
+        x = with_order((33, 70), (1, 0), torch.float32, seed)
+        (out,) = fd.execute([x])
+        torch.testing.assert_close(out, torch.softmax(x, 1))
+
+
+def test_a_reduction_used_in_other_coordinates_runs_before_the_group():
+    """sum over dim 1 used both to normalize rows and, permuted, elsewhere: the group
+    stores it for the other kernel; the values match torch."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s = fd.ops.sum(x, dims=[1])
+        y = fd.ops.div(x, fd.ops.broadcast_in_dim(s, shape=x.shape(), broadcast_dims=[0]))
+        fd.add_output(y)
+        fd.add_output(fd.ops.mul(s, s))
+        fd.add_output(fd.ops.sum(y, dims=[0]))
+    x = torch.rand(20, 30) + 0.1
+    y, s2, col = fd.execute([x])
+    torch.testing.assert_close(y, x / x.sum(1, keepdim=True))
+    torch.testing.assert_close(s2, x.sum(1) ** 2)
+    torch.testing.assert_close(col, (x / x.sum(1, keepdim=True)).sum(0))
+    kinds = [s["scheduler"] for s in fd.segment([x])]
+    assert kinds.count("normalization") == 1 and "reduction" in kinds
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_layer_norm_backward(order):
+    """dx needs two row sums of its own rows (one normalization kernel); dw and db reduce
+    the other dim (a reduction kernel each). Checked against torch autograd."""
+    n, d = 24, 40
+    x = with_order((n, d), order, torch.float32, seed=1)
+    dy = with_order((n, d), order, torch.float32, seed=2)
+    w = torch.rand(d) + 0.5
+    mean = x.mean(1)
+    rstd = torch.rsqrt(x.var(1, correction=0) + EPS)
+    with FusionDefinition() as fd:
+        tdy, tx = fd.from_pytorch(dy), fd.from_pytorch(x)
+        tm, tr, tw = fd.from_pytorch(mean), fd.from_pytorch(rstd), fd.from_pytorch(w)
+
+        def rows(t):
+            return fd.ops.broadcast_in_dim(t, shape=tx.shape(), broadcast_dims=[0])
+
+        xhat = fd.ops.mul(fd.ops.sub(tx, rows(tm)), rows(tr))
+        g = fd.ops.mul(tdy, fd.ops.broadcast_in_dim(tw, shape=tx.shape(), broadcast_dims=[1]))
+        s1 = fd.ops.sum(g, dims=[1])
+        s2 = fd.ops.sum(fd.ops.mul(g, xhat), dims=[1])
+        inner = fd.ops.sub(fd.ops.sub(fd.ops.mul(g, fd.define_scalar(float(d))), rows(s1)),
+                           fd.ops.mul(xhat, rows(s2)))
+        fd.add_output(fd.ops.mul(fd.ops.div(rows(tr), fd.define_scalar(float(d))), inner))
+        fd.add_output(fd.ops.sum(fd.ops.mul(tdy, xhat), dims=[0]))
+        fd.add_output(fd.ops.sum(tdy, dims=[0]))
+    dx, dw, db = fd.execute([dy, x, mean, rstd, w])
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    br = torch.zeros(d, requires_grad=True)
+    torch.nn.functional.layer_norm(xr, (d,), wr, br, eps=EPS).backward(dy)
+    torch.testing.assert_close(dx, xr.grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(dw, wr.grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(db, br.grad, atol=1e-4, rtol=1e-4)
+    assert dx.stride() == x.stride()
+    kinds = sorted(s["scheduler"] for s in fd.segment([dy, x, mean, rstd, w]))
+    assert kinds == ["normalization", "reduction", "reduction"]
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+@pytest.mark.parametrize("dims", [[2], [0], [0, 2], [1]])
+def test_reduction_with_a_per_row_epilogue_runs_as_one_kernel(order, dims):
+    """var_mean's var (M2 / (n - 1)) and a mean (sum / n) are stored by the reducing kernel
+    when the rows fit a tile; the values and the layout of the outputs match torch."""
+    x = with_order((6, 5, 40), order, torch.float32, seed=3)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        var, mean = fd.ops.var_mean(t, dims=dims, correction=1)
+        fd.add_output(var)
+        fd.add_output(mean)
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        fd.add_output(fd.ops.div(fd.ops.sum(t, dims=dims), fd.define_scalar(float(n))))
+    var, mean, mean2 = fd.execute([x])
+    rv, rm = torch.var_mean(x, dims, correction=1)
+    torch.testing.assert_close(var, rv)
+    torch.testing.assert_close(mean, rm)
+    torch.testing.assert_close(mean2, rm)
+    segs = fd.segment([x])
+    assert [s["scheduler"] for s in segs] == ["normalization"] * 2, segs
+    assert all("epilogue" in s["reason"] for s in segs)
+
+
+def test_an_epilogue_after_a_large_outer_reduction_runs_after_the_reduction_kernel():
+    """Columns too long for the small outer tile: the reduction scheduler's kernel, then the
+    epilogue (the decision names why)."""
+    x = torch.randn(600, 64)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.div(fd.ops.sum(t, dims=[0]), fd.define_scalar(600.0)))
+    (m,) = fd.execute([x])
+    torch.testing.assert_close(m, x.mean(0))
+    segs = fd.segment([x])
+    assert [s["scheduler"] for s in segs] == ["reduction", "pointwise"]
+    assert "epilogue" in segs[0]["reason"]
