@@ -1,77 +1,28 @@
-"""Triton source for a reduction segment (and its finishing kernel when R is split)."""
+"""Triton source for a reduction segment (``reduction_finish`` combines split partials)."""
 
 from __future__ import annotations
 
-from ..dtypes import DataType, is_floating
-from ..ir.ops.reductions import ROW_BY_NAME
+from ..dtypes import is_floating
 from ..schedulers.problem import is_affine
 from ..schedulers.reduction import ReductionParams
 from .generic_index import generic_index
 from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER, kernel_header, load_line
+from .reduction_common import (
+    COMBINE,
+    COMBINE_PRELUDE,
+    acc_dtype,
+    accumulator_dtype,
+    identity,
+    prelude,
+    reduce_line,
+)
+from .reduction_finish import emit_ticket_finish, finish_source, workspace_names
 from .values import ValueEmitter
 from .writer import Writer, storage_cast, tl_compute, typed_params
 
-COMBINE_PRELUDE = '''
-@triton.jit
-def _add_combine(a, b):
-    return a + b
-
-
-@triton.jit
-def _mul_combine(a, b):
-    return a * b
-
-
-@triton.jit
-def _max_combine(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def _min_combine(a, b):
-    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def _welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
-    n = n_a + n_b
-    delta = mean_b - mean_a
-    w = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))
-    return mean_a + delta * w, m2_a + m2_b + delta * delta * n_a * w, n
-'''
-
-_COMBINE = {"sum": "_add_combine", "prod": "_mul_combine", "max": "_max_combine",
-            "min": "_min_combine"}
-
-
-def acc_dtype(red_dtype: DataType) -> DataType:
-    if red_dtype in (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Float8_e4m3fn,
-                     DataType.Float8_e5m2):
-        return DataType.Float
-    return red_dtype
-
-
-def identity(op: str, dtype: DataType) -> str:
-    row = ROW_BY_NAME[op]
-    ident = row.identity
-    if not is_floating(dtype) and ident in ("inf", "-inf"):
-        bits = 63 if dtype in (DataType.Int, DataType.UInt64) else 31
-        return str(2**bits - 1) if ident == "inf" else str(-(2**bits))
-    return {"inf": "float('inf')", "-inf": "float('-inf')"}.get(ident, ident)
-
-
-def reduce_line(dst: str, src: str, op: str, axis: int, floating: bool = True) -> str:
-    """Reduce ``src`` along ``axis``; max/min propagate NaN like torch (tl.max does not)."""
-    if op == "sum":
-        return f"{dst} = tl.sum({src}, {axis}, keep_dims=True)"
-    if op in ("max", "min") and not floating:
-        return f"{dst} = tl.{op}({src}, {axis}, keep_dims=True)"
-    if op in ("max", "min"):
-        nan = f"tl.max(({src} != {src}).to(tl.int32), {axis}, keep_dims=True) > 0"
-        return (f"{dst} = tl.where({nan}, float('nan'), "
-                f"tl.{op}({src}, {axis}, keep_dims=True).to({src}.dtype))")
-    return f"{dst} = tl.reduce({src}, {axis}, {_COMBINE[op]}, keep_dims=True)"
+__all__ = ["COMBINE", "COMBINE_PRELUDE", "acc_dtype", "finish_source", "identity",
+           "reduce_line", "reduction_source"]
 
 
 def _ptr_names(spec):
@@ -89,20 +40,19 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                if is_affine(params, a) and not params.zero_strides[a][k]
                and not params.unit_strides[a][k]]
     ptrs = [f"p{i}" for i in range(len(spec.memory))]
-    ws = ["ws0", "ws1", "ws2"][: 3 if welford else 1] if params.split > 1 else []
+    ws = workspace_names(spec, params)
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
     gen = generic_index(spec, params) if params.generic else None
     walk = gen.arg_names() if gen else []
-    args = ptrs + ws + sizes + strides + walk + scalars + ["NX", "NR", "CHUNK", "NPX"]
+    args = ptrs + ws + sizes + strides + walk + scalars + ["NX", "NR", "CHUNK", "NPX", "SPLIT_N"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr):")
+    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
+           f"BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):")
     inner = params.template == "inner"
     xg, rg = params.x_groups, params.r_groups
-    acc_t = acc_dtype(red.outputs[0].dtype if not welford else DataType.Float)
-    if welford and red.inputs[0].dtype is DataType.Double:
-        acc_t = DataType.Double
+    acc_t = accumulator_dtype(red)
     with w.indent():
         pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
         w.line(f"pid = {pid}")
@@ -192,7 +142,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                 w.line("acc_n = n_new")
             else:
                 w.line(f"v = tl.where(mask, ({val}).to({ct}), {identity(op, acc_t)})")
-                w.line(f"acc = {_COMBINE[op]}(acc, v)")
+                w.line(f"acc = {COMBINE[op]}(acc, v)")
 
         if params.r_nest:
             # the stride-1 reduced group is tiled; the other reduced groups are a scalar
@@ -225,6 +175,8 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
         if params.split > 1:
             for k, r in enumerate(results):
                 w.line(f"tl.store(ws{k} + pid_s * NX + x, {r}, mask=xmask)")
+            if params.finish == "ticket":
+                emit_ticket_finish(w, spec, params, lambda tv: ptr_of[id(tv)])
         else:
             for k, out in enumerate(red.outputs):
                 a = spec.n_loads + k
@@ -236,60 +188,5 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                                                            if params.zero_strides[a][g]])
                 w.line(f"tl.store({ptr_of[id(out)]} + {off}, {storage_cast(val, out.dtype)}, "
                        f"mask={smask})")
-    src = HEADER + _prelude() + "\n\n" + w.text()
+    src = HEADER + prelude() + "\n\n" + w.text()
     return src, args
-
-
-def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
-    """Combine the [SPLIT, NX] partial results and store the outputs."""
-    w = Writer()
-    red = spec.reduction
-    op = red.op.name
-    welford = op == "welford"
-    xg = params.x_groups
-    n_out = len(red.outputs)
-    store_acc = [spec.n_loads + k for k in range(n_out)]
-    ws = ["ws0", "ws1", "ws2"][: 3 if welford else 1]
-    outs = [f"o{k}" for k in range(n_out)]
-    sizes = [f"n{k}" for k in xg]
-    strides = [f"s{a}_{k}" for a in store_acc for k in xg
-               if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
-    args = ws + outs + sizes + strides + ["NX", "SPLIT"]
-    w.line(f"# finishing kernel of a split reduction; params: {params}")
-    w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):")
-    with w.indent():
-        pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
-        w.line(f"x = {pid} * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
-        w.line("xmask = x < NX")
-        w.line("s = tl.arange(0, BLOCK_S)[:, None]")
-        w.line("mask = xmask & (s < SPLIT)")
-        acc_t = DataType.Double if (welford and red.inputs[0].dtype is DataType.Double) else \
-            acc_dtype(red.outputs[0].dtype if not welford else DataType.Float)
-        if welford:
-            w.line("pm = tl.load(ws0 + s * NX + x, mask=mask, other=0.0)")
-            w.line("p2 = tl.load(ws1 + s * NX + x, mask=mask, other=0.0)")
-            w.line("pn = tl.load(ws2 + s * NX + x, mask=mask, other=0.0)")
-            w.line("mean, m2, cnt = tl.reduce((pm, p2, pn), 0, _welford_combine, keep_dims=True)")
-            results = ["mean", "m2", "cnt"]
-        else:
-            ident = identity(op, acc_t)
-            w.line(f"part = tl.load(ws0 + s * NX + x, mask=mask, other={ident})")
-            w.line(reduce_line("res", "part", op, 0, is_floating(acc_t)))
-            results = ["res"]
-        idx = dict(zip(xg, decompose(w, "x", [f"n{k}" for k in xg], "xg"))) if xg else {}
-        for k, out in enumerate(red.outputs):
-            a = store_acc[k]
-            terms = [(idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
-                     for g in xg if not params.zero_strides[a][g]]
-            off = offset_expr(terms, "x * 0")
-            smask = one_write_per_element(w, "xmask", [idx[g] for g in xg
-                                                       if params.zero_strides[a][g]])
-            w.line(f"tl.store(o{k} + {off}, {storage_cast(results[k], out.dtype)}, mask={smask})")
-    return HEADER + _prelude() + "\n\n" + w.text(), args
-
-
-def _prelude() -> str:
-    from .backend import PRELUDE
-
-    return PRELUDE + COMBINE_PRELUDE

@@ -47,6 +47,7 @@ class CompiledFusion:
         self.fusion = fusion
         self.specs, self.intermediates = segment(fusion, computed_outputs)
         self._kernels: dict[tuple, tuple] = {}
+        self._tickets: dict[tuple, torch.Tensor] = {}   # split counters, zero between launches
         self.last_params: list = []
         self.last_segments: list[tuple[KernelSpec, str]] = []
         self.last_code: list[str] = []
@@ -164,14 +165,17 @@ class CompiledFusion:
             if spec.reduction.op.name != "welford":
                 acc = _acc_torch(spec.reduction.outputs[0].dtype)
             ws = [torch.empty((params.split, nx), dtype=acc, device=device) for _ in range(n_ws)]
+            if params.finish == "ticket":
+                ws.append(self._ticket_counters(spec, params, device))
         head = self._head_args(spec, prob, params, env, extents, ws)
         nr_arg = nr // sizes[params.r_groups[0]] if params.r_nest else nr
-        args = head + scalar_vals + [nx, nr_arg, params.chunk, npx]
+        args = head + scalar_vals + [nx, nr_arg, params.chunk, npx, params.split]
         slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]
-        warps = {"num_warps": params.num_warps} if device.type == "cuda" else {}
+        warps = {"num_warps": params.num_warps}     # the interpreter ignores it; hopper_check
         self._launch(kernel, rd.grid(params), args,
-                     {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r, **warps}, device, slots)
-        if params.split > 1:
+                     {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r,
+                      "BLOCK_S": rd.combine_block(params, params.block_x), **warps}, device, slots)
+        if params.split > 1 and params.finish == "kernel":
             fin, _, fsrc = self._kernel(spec, params, finish_source, "finish_kernel")
             self.last_code.append(fsrc)
             outs = [env[id(o)] for o in spec.reduction.outputs]
@@ -224,6 +228,15 @@ class CompiledFusion:
         self._launch(kernel, (nm.grid(params),), args,
                      {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r,
                       "num_warps": params.num_warps}, device, slots)
+
+    def _ticket_counters(self, spec, params, device) -> torch.Tensor:
+        """An int32 counter per X block, zeroed once: the last program of each block resets
+        its counter, so every later launch (the replay path too) finds zeros."""
+        key = (id(spec), str(device))
+        n = rd.grid(params)[0]
+        if key not in self._tickets or self._tickets[key].numel() < n:
+            self._tickets[key] = torch.zeros(n, dtype=torch.int32, device=device)
+        return self._tickets[key]
 
     def _fill_empty_reduction(self, spec, env):
         e = spec.reduction

@@ -11,7 +11,10 @@ The problem arrives canonicalized from the dominant input's memory order (see
 
 ``family`` (inner / outer / mixed) reports the canonical pattern. When the kept
 space cannot fill the GPU, R is split over a second grid axis: partial results
-go to an fp32 workspace and a second kernel combines them (deterministic).
+go to an fp32 workspace and are combined in split order, so the result does not
+depend on timing. ``finish="ticket"`` (the default) combines them in the same
+launch: each program takes a ticket from an atomic counter of its X block and the
+last one combines; ``finish="kernel"`` launches a second, finishing kernel.
 The output's layout changes only the store offsets.
 
 In generic mode (an access that is not affine, see ``analysis.index_walk``) the
@@ -40,7 +43,7 @@ class ReductionParams:
     block_x: int
     block_r: int
     num_warps: int
-    split: int                    # >1: partial results, then a finishing kernel
+    split: int                    # >1: partial results, combined as ``finish`` says
     index64: bool
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
@@ -52,6 +55,7 @@ class ReductionParams:
     pattern: str = field(default="", compare=False)
     sizes: tuple[int, ...] = field(default=(), compare=False)
     chunk: int = field(default=0, compare=False)
+    finish: str = "ticket"        # split > 1: "ticket" (last program combines) or "kernel"
 
 
 def can_schedule(n_reductions: int) -> str | None:
@@ -108,7 +112,17 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     zero, unit = stride_flags(p)
     return ReductionParams(NAME, fam, template, xg, rg, block_x, block_r, warps, split,
                            p.needs_int64, zero, unit, vec, r_nest, **generic_fields(p),
-                           pattern=p.pattern, sizes=tuple(g.size for g in groups), chunk=chunk)
+                           pattern=p.pattern, sizes=tuple(g.size for g in groups), chunk=chunk,
+                           finish="ticket")
+
+
+def combine_block(params: ReductionParams, block_x: int) -> int:
+    """Partials combined per step (a power of two): up to ``split``, with a
+    [BLOCK_S, block_x] tile of at most 4096 elements."""
+    block_s = 1
+    while block_s < params.split and block_s * block_x < 4096:
+        block_s *= 2
+    return block_s
 
 
 def grid(params: ReductionParams) -> tuple[int, int]:

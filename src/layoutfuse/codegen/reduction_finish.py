@@ -1,0 +1,138 @@
+"""Combining the partial results of a split reduction, deterministically.
+
+A split reduction's programs (grid axis 1, ``pid_s``) each store one partial result
+per kept element into ``[SPLIT, NX]`` fp32 workspaces. The partials are then combined
+in split order, so the result never depends on which program finished first:
+
+* ``finish="ticket"``: in the same launch. Each program takes a ticket from the atomic
+  counter of its X block (``acq_rel`` at GPU scope: its partial stores are released
+  before the ticket, and the last program acquires all of them); the program that draws
+  the last ticket loads the partials (``.cg``: from L2, never a stale L1 line), combines
+  them, stores the outputs and resets the counter to 0 for the next launch.
+* ``finish="kernel"``: a second kernel (``finish_source``) combines them.
+"""
+
+from __future__ import annotations
+
+from ..dtypes import is_floating
+from ..schedulers.reduction import ReductionParams
+from .indexing import decompose, offset_expr, one_write_per_element
+from .pointwise import HEADER
+from .reduction_common import COMBINE, accumulator_dtype, identity, prelude, reduce_line
+from .writer import Writer, storage_cast, tl_compute, typed_params
+
+WELFORD_PARTS = ("mean", "m2", "n")
+
+
+def partial_names(spec) -> list[str]:
+    """The workspaces of the partial results: one, or three for a Welford (mean, M2, n)."""
+    return [f"ws{k}" for k in range(3 if spec.reduction.op.name == "welford" else 1)]
+
+
+def workspace_names(spec, params: ReductionParams) -> list[str]:
+    """The reduction kernel's workspace parameters: the partial results, and the ticket
+    counters when the same launch combines them."""
+    if params.split <= 1:
+        return []
+    return partial_names(spec) + (["tickets"] if params.finish == "ticket" else [])
+
+
+def emit_ticket_finish(w: Writer, spec, params: ReductionParams, out_ptr) -> None:
+    """After the partial stores of a ``finish="ticket"`` kernel: the last program of this X
+    block combines the partials and stores the outputs. ``out_ptr(tv)`` names an output's
+    pointer; ``pid`` / ``px`` / ``rest`` are the X block's program indices."""
+    w.line("tl.debug_barrier()")      # every thread's partial stores precede the ticket
+    w.line("ticket = tl.atomic_add(tickets + pid, 1, sem='acq_rel', scope='gpu')")
+    w.line("if ticket == SPLIT_N - 1:")
+    with w.indent():
+        if params.template == "inner":
+            w.line("fx = pid * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
+            w.line("fmask = fx < NX")
+        else:
+            g0 = params.x_groups[0]
+            w.line("fx0 = px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
+            w.line(f"fmask = fx0 < n{g0}")
+            w.line(f"fx = fx0 + n{g0} * rest")
+        results = _emit_combine(w, spec, "fx", "fmask", "SPLIT_N", "BLOCK_S", ".cg")
+        _emit_output_stores(w, spec, params, results, "fx", "fmask", out_ptr)
+        w.line("tl.atomic_xchg(tickets + pid, 0, sem='relaxed', scope='gpu')")   # next launch
+
+
+def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
+    """``finish="kernel"``: a second kernel combines the [SPLIT, NX] partial results and
+    stores the outputs."""
+    w = Writer()
+    red = spec.reduction
+    xg = params.x_groups
+    n_out = len(red.outputs)
+    store_acc = [spec.n_loads + k for k in range(n_out)]
+    ws = partial_names(spec)
+    outs = [f"o{k}" for k in range(n_out)]
+    sizes = [f"n{k}" for k in xg]
+    strides = [f"s{a}_{k}" for a in store_acc for k in xg
+               if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
+    args = ws + outs + sizes + strides + ["NX", "SPLIT"]
+    w.line(f"# finishing kernel of a split reduction; params: {params}")
+    w.line("@triton.jit")
+    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
+           f"BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):")
+    with w.indent():
+        pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
+        w.line(f"x = {pid} * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
+        w.line("xmask = x < NX")
+        results = _emit_combine(w, spec, "x", "xmask", "SPLIT", "BLOCK_S", "")
+        out_names = {id(out): f"o{k}" for k, out in enumerate(red.outputs)}
+        _emit_output_stores(w, spec, params, results, "x", "xmask",
+                            lambda tv: out_names[id(tv)])
+    return HEADER + prelude() + "\n\n" + w.text(), args
+
+
+def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: str,
+                  cache: str) -> list[str]:
+    """Combine the partials of columns ``x`` ([1, BLOCK_X]) over the splits, in split order,
+    ``block_s`` at a time. Returns the names of the combined results."""
+    red = spec.reduction
+    op = red.op.name
+    acc_t = accumulator_dtype(red)
+    ct = tl_compute(acc_t)
+    load_opts = f", cache_modifier='{cache}'" if cache else ""
+    welford = op == "welford"
+    if welford:
+        for part in WELFORD_PARTS:
+            w.line(f"f_{part} = tl.zeros([1, BLOCK_X], {ct})")
+    else:
+        w.line(f"f_res = tl.full([1, BLOCK_X], {identity(op, acc_t)}, {ct})")
+    w.line(f"for s0 in range(0, {n_split}, {block_s}):")
+    with w.indent():
+        w.line(f"s = s0 + tl.arange(0, {block_s})[:, None]")
+        w.line(f"pmask = {xmask} & (s < {n_split})")
+        if welford:
+            for k, part in enumerate(WELFORD_PARTS):
+                w.line(f"p_{part} = tl.load(ws{k} + s * NX + {x}, mask=pmask, other=0.0"
+                       f"{load_opts})")
+            w.line("c_mean, c_m2, c_n = tl.reduce((p_mean, p_m2, p_n), 0, _welford_combine, "
+                   "keep_dims=True)")
+            w.line("f_mean, f_m2, f_n = _welford_combine(f_mean, f_m2, f_n, c_mean, c_m2, c_n)")
+        else:
+            w.line(f"part = tl.load(ws0 + s * NX + {x}, mask=pmask, "
+                   f"other={identity(op, acc_t)}{load_opts})")
+            w.line(reduce_line("chunk", "part", op, 0, is_floating(acc_t)))
+            w.line(f"f_res = {COMBINE[op]}(f_res, chunk)")
+    return [f"f_{p}" for p in WELFORD_PARTS] if welford else ["f_res"]
+
+
+def _emit_output_stores(w: Writer, spec, params: ReductionParams, results: list[str], x: str,
+                        xmask: str, out_ptr) -> None:
+    """Store ``results`` (columns ``x``) through each output's own strides."""
+    red = spec.reduction
+    xg = params.x_groups
+    idx = dict(zip(xg, decompose(w, x, [f"n{k}" for k in xg], "fg"))) if xg else {}
+    for k, out in enumerate(red.outputs):
+        a = spec.n_loads + k
+        terms = [(idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
+                 for g in xg if not params.zero_strides[a][g]]
+        off = offset_expr(terms, f"{x} * 0")
+        smask = one_write_per_element(w, xmask, [idx[g] for g in xg
+                                                  if params.zero_strides[a][g]])
+        w.line(f"tl.store({out_ptr(out)} + {off}, {storage_cast(results[k], out.dtype)}, "
+               f"mask={smask})")
