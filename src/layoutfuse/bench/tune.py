@@ -40,15 +40,15 @@ VARIANTS = {
               num_warps=8), dict(block_x=16, block_r=512, num_warps=8),
               dict(block_x=8, block_r=512, num_warps=4), dict(block_x=2, block_r=1024, num_warps=4),
               dict(block_x=32, block_r=256, num_warps=8)],
-    # [BLOCK_Y, BLOCK_X] tiles of a transpose: the fp32 tile (64x64, 8 warps), the same bytes
-    # or the same edge bytes for 2-byte dtypes, and more or fewer warps for each
+    # transpose tiles: the fp32 tile (64x64, 8 warps); for 2-byte dtypes its tile bytes
+    # (128x64, 64x128), its edge bytes (128x128), each at 64 or 32 bytes per thread
     "transpose": [dict(), dict(block_x=64, block_y=64, num_warps=8),
-                  dict(block_x=64, block_y=64, num_warps=4),
                   dict(block_x=128, block_y=64, num_warps=8),
                   dict(block_x=64, block_y=128, num_warps=8),
+                  dict(block_x=128, block_y=64, num_warps=16),
                   dict(block_x=128, block_y=128, num_warps=8),
                   dict(block_x=128, block_y=128, num_warps=16),
-                  dict(block_x=256, block_y=64, num_warps=16)],
+                  dict(block_x=128, block_y=128, num_warps=32)],
     "pointwise": [dict(), dict(num_warps=4), dict(num_warps=16)],
 }
 SCHEDULERS = {"reduction": rd, "pointwise": pw}
