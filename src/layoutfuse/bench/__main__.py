@@ -34,7 +34,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("suite", choices=sorted(SUITES))
     p.add_argument("--quick", action="store_true", help="shapes shrunk for a smoke run")
     p.add_argument("--out", type=Path, help="result file (default bench/results/...)")
-    p.add_argument("--filter", default="", help="only cases whose name contains this")
+    p.add_argument("--filter", default="", help="only cases whose name contains this (a,b: both)")
     p.add_argument(
         "--systems",
         default=",".join(SYSTEMS),
@@ -46,7 +46,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def select_cases(suite: str, device: str, quick: bool, substr: str) -> list[Case]:
-    cases = [c for c in SUITES[suite]() if substr in c.name]
+    parts = [s for s in substr.split(",") if s]            # every part must match
+    cases = [c for c in SUITES[suite]() if all(s in c.name for s in parts)]
     if quick:
         factor = QUICK_SHRINK["cuda" if device.startswith("cuda") else "cpu"]
         cases = [c.shrunk(factor) for c in cases]
