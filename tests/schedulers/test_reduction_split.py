@@ -49,7 +49,7 @@ class Layout:
 LAYOUTS = {
     "inner": Layout((2, 16384), (0, 1), (1,), "inner"),
     "outer": Layout((1024, 32), (0, 1), (0,), "outer"),
-    "nested-RXR": Layout((3, 4, 64), (0, 1, 2), (0, 2), "inner", r_nest=True),
+    "nested-RXR": Layout((8, 4, 64), (0, 1, 2), (0, 2), "inner", r_nest=True),
     "outer-XRX": Layout((2, 2048, 16), (0, 1, 2), (1,), "outer"),
 }
 OPS = ("sum", "max", "min", "prod", "welford", "var_mean")
@@ -120,7 +120,7 @@ def check_values(op: str, outs, x: torch.Tensor, dims) -> None:
         for d in dims:
             n *= x.shape[d]
         ref = [data.mean(dims), data.var(dims, correction=0) * n,
-               torch.full(data.mean(dims).shape, n, dtype=torch.float64)]
+               torch.full(data.mean(dims).shape, n, dtype=torch.float64, device=data.device)]
     for got, want in zip(outs, ref, strict=True):
         torch.testing.assert_close(got.cpu().double(), want, rtol=1e-2, atol=1e-4)
 
@@ -152,6 +152,7 @@ def finish_kernel(monkeypatch):
 def run_repeatedly(layout: Layout, op: str, dtype: torch.dtype, runs: int = 2):
     """Fresh data each run (the first plans, the later ones replay); returns the definition
     and the last run's outputs."""
+    FusionCache.reset()          # a fresh executor: no plans of another test's inputs
     fd = define(layout, op, dtype)
     for seed in range(runs):
         x = make_input(layout, op, dtype, seed)

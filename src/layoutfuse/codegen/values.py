@@ -122,6 +122,10 @@ class ValueEmitter:
             args = [self._as(a, common, d) for a, d in zip(args, operand_dtypes)]
         if name == "sign" and is_boolean(out_c):
             expr = args[0]                   # sign of a Bool is itself (torch.sign)
+        elif name == "add" and is_boolean(out_c):
+            # torch adds Bools as a logical or; int1 addition wraps (True + True == False
+            # on the GPU, where the interpreter's numpy bools saturate)
+            expr = f"({args[0]} | {args[1]})"
         elif (is_integral(out_c) or is_boolean(out_c)) and name in _INTEGER_FORMS:
             expr = _INTEGER_FORMS[name](*args)
         else:
