@@ -34,6 +34,8 @@ NAME = "normalization"
 MAX_TILE = 32768          # elements of a persistent tile: 64 fp32 values per thread at 16
                           # warps (ptxas: 128 registers, no spills, for softmax and layer norm)
 MAX_WARPS = 16
+ROW_BYTES = 64            # outer template: bytes of the stride-1 kept group per tile row
+THREAD_BYTES = 64         # bytes of input a thread holds per tile (sets the warps)
 EPILOGUE_OUTER_TILE = 4096
 LOOP_TILE = 16384         # elements of a looped tile, at MAX_WARPS: about one program per
                           # multiprocessor, so the rows being re-read (sm_count programs'
@@ -89,9 +91,10 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
         block_x = max(1, min(next_pow2(nx), 4096 // block_r))
         programs = -(-nx // block_x)
     else:
-        # columns: at least a 32-byte sector of the stride-1 kept group per row
+        # columns: 64 bytes of the stride-1 kept group per row, a whole DRAM burst (32-byte
+        # rows ran at 27-60% of the read ceiling on the H200)
         n0 = groups[0].size
-        block_x = min(next_pow2(n0), max(1, 32 // item))
+        block_x = min(next_pow2(n0), max(1, ROW_BYTES // item))
         block_r = next_pow2(nr)
         programs = -(-n0 // block_x) * (nx // n0)
     # an epilogue-only outer reduction keeps one small tile: beyond it the reduction
@@ -120,7 +123,7 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
     else:
         why = f"rows of {nr} elements fit a {block_x}x{block_r} tile: one read"
     tile = block_x * block_r
-    warps = max(1, min(MAX_WARPS, tile // 256))
+    warps = max(1, min(MAX_WARPS, tile * item // (32 * THREAD_BYTES)))
     zero, unit = stride_flags(p)
     return NormalizationParams(NAME, p.family, template, mode, xg, rg, block_x, block_r, warps,
                                passes, p.needs_int64, zero, unit, pattern=p.pattern,
