@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
-from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
 from layoutfuse.runtime import kernels
 from layoutfuse.schedulers import normalization as nm
 
@@ -194,25 +194,51 @@ def test_softmax_reads_with_16_byte_vectors_when_rows_are_contiguous():
 
 def small_gpu(monkeypatch, sm_count: int) -> None:
     """Heuristics for a device of ``sm_count`` multiprocessors (small shapes fill it)."""
+    FusionCache.reset()         # patched heuristics must plan anew, not replay a cached plan
     real = kernels.device_info
     monkeypatch.setattr(kernels, "device_info",
                         lambda d: dataclasses.replace(real(d), sm_count=sm_count))
 
 
 def test_rows_longer_than_a_tile_loop_in_one_kernel(monkeypatch):
-    """More than a tile per row and enough rows to fill the GPU: one kernel, several passes
-    over each row (inner template), and the same for the outer template."""
+    """More than a tile per contiguous row and enough rows to fill the GPU: one kernel,
+    one pass per level of dependent reductions, then a storing pass."""
     monkeypatch.setattr(nm, "MAX_TILE", 64)
     monkeypatch.setattr(nm, "LOOP_TILE", 32)
     small_gpu(monkeypatch, 4)
-    for op in ("softmax", "layer_norm"):
-        for shape, order, dim in [((6, 90), (0, 1), 1), ((40, 128), (0, 1), 0)]:
-            fd, x, _ = run_case(op, shape, order, dim, torch.float32)
-            (params,) = _schedules(fd)
-            assert params.mode == "looped" and params.block_r < shape[dim]
-            assert params.template == ("inner" if dim == 1 else "outer")
-            assert params.passes == (2 if op == "softmax" else 1)
-            compile_last_run(fd.executor())
+    for op in ("softmax", "layer_norm", "var_mean"):
+        fd, x, _ = run_case(op, (6, 90), (0, 1), 1, torch.float32)
+        (params,) = _schedules(fd)
+        assert params.mode == "looped" and params.block_r < 90
+        assert params.template == "inner"
+        assert params.passes == (2 if op == "softmax" else 1)
+        compile_last_run(fd.executor())
+
+
+def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypatch):
+    """Strided columns that do not fit the tile: the reduction scheduler's outer kernels,
+    then the pointwise kernel, and the cut says why."""
+    monkeypatch.setattr(nm, "MAX_TILE", 64)
+    small_gpu(monkeypatch, 4)
+    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
+    assert [p.scheduler for p in _schedules(fd)] == ["reduction", "reduction", "pointwise"]
+    assert all(p.family == "outer" for p in _schedules(fd)[:2])
+    segs = fd.segment([x])
+    assert all("columns of 40 elements exceed" in s["reason"] for s in segs)
+
+
+def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():
+    fd, x, _ = run_case("layer_norm", (16, 600), (1, 0), 1, torch.float32)
+    (params,) = _schedules(fd)
+    assert params.mode == "persistent" and params.template == "outer"
+    assert params.block_x * 4 == nm.ROW_BYTES
+    monkeypatch = pytest.MonkeyPatch()
+    with monkeypatch.context() as m:
+        m.setattr(nm, "MAX_TILE", 8 * 1024)
+        FusionCache.reset()                 # a new plan, not the replay of the first one
+        fd, x, _ = run_case("layer_norm", (16, 600), (1, 0), 1, torch.float32)
+        (params,) = _schedules(fd)
+        assert params.mode == "persistent" and params.block_x * 4 == nm.MIN_ROW_BYTES
 
 
 def test_few_long_rows_fall_back_to_split_reductions(monkeypatch):

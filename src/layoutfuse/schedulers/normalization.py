@@ -12,12 +12,13 @@ Modes, chosen from the reduced extent and the device:
   read once; the reductions run on the tile in registers, then the outputs are
   computed from the same tile. Chosen when the tile, padded to a power of two, stays
   within ``MAX_TILE`` elements (``MAX_TILE / (32 * MAX_WARPS)`` values per thread).
-* ``looped``: the reduced extent is walked in chunks once per pass (one pass per level
-  of dependent reductions: softmax's max, then its sum), then once more to store.
-  Each program re-reads its own rows; large tiles keep about one program per
-  multiprocessor resident, so the rows in flight stay in L2 between passes. Chosen
-  when the rows do not fit but the kept extent fills the GPU with at least
-  ``sm_count`` programs.
+* ``looped`` (inner template only): the reduced extent is walked in chunks once per
+  pass (one pass per level of dependent reductions: softmax's max, then its sum), then
+  once more to store. Each program re-reads its own contiguous rows; large tiles keep
+  about one program per multiprocessor resident. Chosen when the rows do not fit but
+  the kept extent fills the GPU with at least ``sm_count`` programs. Strided columns
+  (outer template) re-read this way ran at 30-43% of the read ceiling on the H200, so
+  the outer template goes segmented instead.
 * ``segmented``: neither fits (few, very long rows): each reduction runs as its own
   (split) reduction kernel, then pointwise kernels (the segment's fallback plan).
 """
@@ -35,6 +36,7 @@ MAX_TILE = 32768          # elements of a persistent tile: 64 fp32 values per th
                           # warps (ptxas: 128 registers, no spills, for softmax and layer norm)
 MAX_WARPS = 16
 ROW_BYTES = 64            # outer template: bytes of the stride-1 kept group per tile row
+MIN_ROW_BYTES = 32        # ... at least (one sector), when only that fits the whole column
 THREAD_BYTES = 64         # bytes of input a thread holds per tile (sets the warps)
 EPILOGUE_OUTER_TILE = 4096
 LOOP_TILE = 16384         # elements of a looped tile, at MAX_WARPS: about one program per
@@ -91,27 +93,33 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
         block_x = max(1, min(next_pow2(nx), 4096 // block_r))
         programs = -(-nx // block_x)
     else:
-        # columns: 64 bytes of the stride-1 kept group per row, a whole DRAM burst (32-byte
-        # rows ran at 27-60% of the read ceiling on the H200)
+        # columns: 64 bytes of the stride-1 kept group per row (a whole DRAM burst); 32-byte
+        # rows when only they let the whole reduced extent fit the tile
         n0 = groups[0].size
-        block_x = min(next_pow2(n0), max(1, ROW_BYTES // item))
         block_r = next_pow2(nr)
+        block_x = min(next_pow2(n0), max(1, ROW_BYTES // item))
+        if block_x * block_r > MAX_TILE:
+            block_x = min(next_pow2(n0), max(1, MIN_ROW_BYTES // item))
         programs = -(-n0 // block_x) * (nx // n0)
     # an epilogue-only outer reduction keeps one small tile: beyond it the reduction
     # scheduler's wider outer tiles (and its split) read faster, and the epilogue runs after
     limit = MAX_TILE if loop or template == "inner" else EPILOGUE_OUTER_TILE
     if why is None and block_x * block_r > limit:
         mode = "looped"
-        if template == "inner":
-            block_x = 1 if nx >= device.sm_count else block_x
-            block_r = min(next_pow2(nr), LOOP_TILE // block_x)
-            programs = -(-nx // block_x)
-        else:
-            block_r = max(1, min(next_pow2(nr), LOOP_TILE // block_x))
+        block_x = 1 if nx >= device.sm_count else block_x
+        block_r = min(next_pow2(nr), LOOP_TILE // block_x)
+        programs = -(-nx // block_x)
         if not loop:
             mode = "segmented"
             why = (f"rows of {nr} elements exceed a {limit}-element tile: the reduction "
                    "kernel, then the epilogue")
+        elif template == "outer":
+            # measured on the H200: looping over strided columns re-read them at 30-43% of
+            # the read ceiling; the reduction scheduler's outer kernels, then a pointwise
+            # kernel, read at ~90% each
+            mode = "segmented"
+            why = (f"columns of {nr} elements exceed a {MAX_TILE}-element tile: outer "
+                   "reduction kernels, then the pointwise kernel")
         elif programs < device.sm_count:
             mode = "segmented"
             why = (f"{programs} programs of rows too long for one pass cannot fill "
