@@ -36,6 +36,7 @@ MAX_TILE = 32768          # elements of a persistent tile: 64 fp32 values per th
                           # warps (ptxas: 128 registers, no spills, for softmax and layer norm)
 MAX_WARPS = 16
 ROW_BYTES = 64            # outer template: bytes of the stride-1 kept group per tile row
+INNER_TILE_BYTES = 16384  # inner template: rows per program up to this many bytes
 MIN_ROW_BYTES = 32        # ... at least (one sector), when only that fits the whole column
 THREAD_BYTES = 64         # bytes of input a thread holds per tile (sets the warps)
 EPILOGUE_OUTER_TILE = 4096
@@ -90,7 +91,7 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
     mode = "persistent"
     if template == "inner":
         block_r = next_pow2(nr)
-        block_x = max(1, min(next_pow2(nx), 4096 // block_r))
+        block_x = max(1, min(next_pow2(nx), INNER_TILE_BYTES // (block_r * item)))
         programs = -(-nx // block_x)
     else:
         # columns: 64 bytes of the stride-1 kept group per row (a whole DRAM burst); 32-byte
