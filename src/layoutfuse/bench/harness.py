@@ -170,7 +170,8 @@ def environment(device: str) -> dict:
         "cuda": torch.version.cuda,
         "device": device,
         "device_name": platform.processor() or platform.machine(),
-        "git_commit": commit or os.environ.get(COMMIT_ENV),
+        # a device copy's .git can be stale: the commit named by the caller wins
+        "git_commit": os.environ.get(COMMIT_ENV) or commit,
         "git_dirty": None if status is None else bool(status),
         "argv": sys.argv,
     }
