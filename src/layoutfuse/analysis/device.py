@@ -14,6 +14,7 @@ class DeviceInfo:
     sm_count: int
     max_threads_per_sm: int
     l2_bytes: int
+    registers_per_sm: int = 65536
 
     @property
     def interpreted(self) -> bool:
@@ -22,15 +23,17 @@ class DeviceInfo:
 
 # The CPU runs kernels through Triton's interpreter; heuristics then plan for an H200
 # so that the CPU tests exercise the same schedules the GPU runs.
-H200 = DeviceInfo("cuda", 132, 2048, 60 * 1024 * 1024)
+H200 = DeviceInfo("cuda", 132, 2048, 60 * 1024 * 1024, 65536)
 
 
 @functools.cache
 def device_info(device: torch.device | str) -> DeviceInfo:
     device = torch.device(device)
     if device.type != "cuda":
-        return DeviceInfo("cpu", H200.sm_count, H200.max_threads_per_sm, H200.l2_bytes)
+        return DeviceInfo("cpu", H200.sm_count, H200.max_threads_per_sm, H200.l2_bytes,
+                          H200.registers_per_sm)
     p = torch.cuda.get_device_properties(device)
     return DeviceInfo("cuda", p.multi_processor_count,
                       getattr(p, "max_threads_per_multi_processor", 2048),
-                      getattr(p, "L2_cache_size", 50 * 1024 * 1024))
+                      getattr(p, "L2_cache_size", 50 * 1024 * 1024),
+                      getattr(p, "regs_per_multiprocessor", 65536))

@@ -32,14 +32,22 @@ from layoutfuse.schedulers import reduction as rd
 
 # kind -> variants (field overrides of the heuristics' params); dict() is the heuristics
 VARIANTS = {
-    "outer": [dict(), dict(block_x=256, block_r=16, num_warps=4), dict(block_x=256, block_r=32,
-              num_warps=8), dict(block_x=128, block_r=32, num_warps=4),
-              dict(block_x=512, block_r=8, num_warps=4), dict(block_x=128, block_r=64, num_warps=8),
-              dict(block_x=64, block_r=64, num_warps=4)],
-    "inner": [dict(), dict(block_x=4, block_r=1024, num_warps=4), dict(block_x=1, block_r=4096,
-              num_warps=8), dict(block_x=16, block_r=512, num_warps=8),
-              dict(block_x=8, block_r=512, num_warps=4), dict(block_x=2, block_r=1024, num_warps=4),
-              dict(block_x=32, block_r=256, num_warps=8)],
+    # reductions (schedulers/reduction_tiles.py): the heuristics; the tiles before the
+    # 2-byte rule ([16, 512] / [8, 1024] bf16: 32 fp32 accumulators per thread, ptxas 54-64
+    # registers, 4 programs per SM); narrower accumulators (unroll 2: 40 registers and 6
+    # programs; unroll 4: 32 registers and 8 programs), for bf16 and fp32; the finishing kernel
+    "outer": [dict(), dict(block_x=512, block_r=16, unroll=1),
+              dict(block_x=512, block_r=8, unroll=2), dict(block_x=256, block_r=16, unroll=2),
+              dict(block_x=256, block_r=8, unroll=4), dict(block_x=256, block_r=16, unroll=1),
+              dict(block_x=256, block_r=8, unroll=2), dict(block_x=256, block_r=4, unroll=4),
+              dict(block_x=256, block_r=32, unroll=1),
+              dict(block_x=128, block_r=32, unroll=1, num_warps=4), dict(finish="kernel")],
+    "inner": [dict(), dict(block_x=8, block_r=1024, unroll=1),
+              dict(block_x=4, block_r=1024, unroll=2), dict(block_x=2, block_r=1024, unroll=4),
+              dict(block_x=4, block_r=1024, unroll=1), dict(block_x=2, block_r=1024, unroll=2),
+              dict(block_x=2, block_r=512, unroll=4), dict(block_x=16, block_r=256, unroll=1),
+              dict(block_x=32, block_r=256, unroll=1, num_warps=16),
+              dict(block_x=8, block_r=512, unroll=2), dict(finish="kernel")],
     # transpose tiles: the fp32 tile (64x64, 8 warps); for 2-byte dtypes its tile bytes
     # (128x64, 64x128), its edge bytes (128x128), each at 64 or 32 bytes per thread
     "transpose": [dict(), dict(block_x=64, block_y=64, num_warps=8),
@@ -79,8 +87,8 @@ def describe(params) -> str:
     if params.scheduler == "pointwise":
         return (f"{kind_of(params)} bx={params.block_x} by={params.block_y} "
                 f"w={params.num_warps}")
-    return (f"{params.template} bx={params.block_x} br={params.block_r} w={params.num_warps} "
-            f"split={params.split}")
+    return (f"{params.template} bx={params.block_x} br={params.block_r} u={params.unroll} "
+            f"w={params.num_warps} split={params.split} {params.finish}")
 
 
 def kernel_resources(fd) -> str:
@@ -98,7 +106,8 @@ def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None) -
     the result is checked against ``ref`` (the fp32 reference) first, when given."""
     module = SCHEDULERS["reduction" if case.op == "sum" else "pointwise"]
     base = module.heuristics
-    module.heuristics = lambda p, d: dataclasses.replace(base(p, d), **var)
+    apply = getattr(module, "override", dataclasses.replace)   # reductions re-derive the split
+    module.heuristics = lambda p, d: apply(base(p, d), **var)
     try:
         nvf.FusionCache.reset()            # a fresh executor: no cached plan of another variant
         fd = define_fusion(nvf, case)
@@ -113,8 +122,11 @@ def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None) -
 
 
 def parse_variant(text: str) -> dict:
-    """``block_x=128,block_y=64,num_warps=8`` -> a dict of int fields."""
-    return {k: int(v) for k, v in (item.split("=") for item in text.split(",") if item)}
+    """``block_x=128,block_y=64,num_warps=8`` -> a dict of fields: ints, true/false, or
+    words (``finish=kernel``)."""
+    words = {"true": True, "false": False}
+    return {k: int(v) if v.lstrip("-").isdigit() else words.get(v.lower(), v)
+            for k, v in (item.split("=") for item in text.split(",") if item)}
 
 
 def main(argv=None) -> int:

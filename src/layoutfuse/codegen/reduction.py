@@ -99,8 +99,8 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                        if i >= spec.n_loads + spec.n_stores}
         scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
 
-        def body(ridx: dict[int, str]) -> None:
-            """Loads at the current R tile, the fused prologue, and the accumulation."""
+        def load_value(ridx: dict[int, str], mask: str) -> str:
+            """Loads at one R tile and the fused prologue; returns the value to reduce."""
             offsets: list[str | None] = []
             for a in range(n_acc):
                 if not is_affine(params, a):
@@ -123,7 +123,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                 k = (id(tv), tuple(id(e) for e in chain))
                 if k not in load_index:
                     return None
-                return w.assign("v", load_line(ptr_of[id(tv)], offsets[load_index[k]], "mask",
+                return w.assign("v", load_line(ptr_of[id(tv)], offsets[load_index[k]], mask,
                                                tv.dtype))
 
             def coordinate(tv, chain):
@@ -131,19 +131,39 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
 
             ve = ValueEmitter(w, load, lambda s: scalar_names[id(s)], coordinate,
                               f"tl.zeros({tile}, tl.int32)")
-            val = ve.value(red.inputs[0], ())
+            return ve.value(red.inputs[0], ())
+
+        def accumulate(val: str, mask: str) -> None:
             if welford:
                 w.line(f"v = ({val}).to({ct})")
-                w.line("n_new = acc_n + tl.where(mask, 1.0, 0.0)")
+                w.line(f"n_new = acc_n + tl.where({mask}, 1.0, 0.0)")
                 w.line("delta = v - acc_mean")
-                w.line("mean_new = acc_mean + tl.where(mask, delta / tl.maximum(n_new, 1.0), 0.0)")
-                w.line("acc_m2 = acc_m2 + tl.where(mask, delta * (v - mean_new), 0.0)")
+                w.line(f"mean_new = acc_mean + tl.where({mask}, delta / tl.maximum(n_new, 1.0), "
+                       "0.0)")
+                w.line(f"acc_m2 = acc_m2 + tl.where({mask}, delta * (v - mean_new), 0.0)")
                 w.line("acc_mean = mean_new")
                 w.line("acc_n = n_new")
             else:
-                w.line(f"v = tl.where(mask, ({val}).to({ct}), {identity(op, acc_t)})")
+                w.line(f"v = tl.where({mask}, ({val}).to({ct}), {identity(op, acc_t)})")
                 w.line(f"acc = {COMBINE[op]}(acc, v)")
 
+        def step(tiles_of_step) -> None:
+            """The loop step's R tiles, ``(r index per group, mask)`` each: every load first
+            (all in flight together), then the accumulations into the one accumulator."""
+            loaded = [(load_value(ridx, mask), mask) for ridx, mask in tiles_of_step]
+            for val, mask in loaded:
+                accumulate(val, mask)
+
+        def r_tiles(r0: str, bound: str, r_index) -> list[tuple[dict[int, str], str]]:
+            """The ``unroll`` R tiles of the step at ``r0``: (index per group, mask) each."""
+            parts = []
+            for u in range(params.unroll):
+                r = w.assign("r", f"{r0} + {u} * BLOCK_R + {r_arange}" if u else
+                             f"{r0} + {r_arange}")
+                parts.append((r_index(r), w.assign("mask", f"xmask & ({r} < {bound})")))
+            return parts
+
+        step_r = "BLOCK_R" if params.unroll == 1 else f"BLOCK_R * {params.unroll}"
         if params.r_nest:
             # the stride-1 reduced group is tiled; the other reduced groups are a scalar
             # loop (split across programs), so no element pays a div/mod
@@ -152,19 +172,16 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             w.line("ro_hi = tl.minimum(ro_lo + CHUNK, NR)")
             w.line("for ro in range(ro_lo, ro_hi):")
             with w.indent():
-                outer = decompose(w, "ro", [f"n{k}" for k in rg[1:]], "ro_g")
-                w.line(f"for r0 in range(0, n{g0}, BLOCK_R):")
+                outer = dict(zip(rg[1:], decompose(w, "ro", [f"n{k}" for k in rg[1:]], "ro_g")))
+                w.line(f"for r0 in range(0, n{g0}, {step_r}):")
                 with w.indent():
-                    w.line(f"r = r0 + {r_arange}")
-                    w.line(f"mask = xmask & (r < n{g0})")
-                    body({g0: "r", **dict(zip(rg[1:], outer))})
+                    step(r_tiles("r0", f"n{g0}", lambda r: {g0: r, **outer}))
         else:
             w.line("r_lo = pid_s * CHUNK")
-            w.line("for r0 in range(0, CHUNK, BLOCK_R):")
+            w.line(f"for r0 in range(0, CHUNK, {step_r}):")
             with w.indent():
-                w.line(f"r = r_lo + r0 + {r_arange}")
-                w.line("mask = xmask & (r < NR)")
-                body(dict(zip(rg, decompose(w, "r", [f"n{k}" for k in rg], "rg"))) if rg else {})
+                step(r_tiles("r_lo + r0", "NR", lambda r: dict(zip(rg, decompose(
+                    w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}))
         if welford:
             w.line(f"mean, m2, cnt = tl.reduce((acc_mean, acc_m2, acc_n), {axis}, "
                    f"_welford_combine, keep_dims=True)")

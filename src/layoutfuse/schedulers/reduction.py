@@ -24,10 +24,10 @@ groups are the single coordinates and that access's offset comes from
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..analysis.device import DeviceInfo
-from ..codegen.indexing import next_pow2
+from . import reduction_tiles as tiles
 from .problem import Problem, generic_fields, stride_flags
 
 NAME = "reduction"
@@ -56,6 +56,7 @@ class ReductionParams:
     sizes: tuple[int, ...] = field(default=(), compare=False)
     chunk: int = field(default=0, compare=False)
     finish: str = "ticket"        # split > 1: "ticket" (last program combines) or "kernel"
+    unroll: int = 1               # R tiles loaded per loop step, all before accumulating
 
 
 def can_schedule(n_reductions: int) -> str | None:
@@ -70,57 +71,70 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     rg = tuple(k for k, g in enumerate(groups) if g.reduced)
     nx = _prod(groups[k].size for k in xg)
     nr = _prod(groups[k].size for k in rg)
-    fam = p.family
-    item = min(p.vector_bytes(a) for a in range(max(p.n_loads, 1))) if p.n_loads else 4
-    vec = max(1, 16 // item)
-    template = "inner" if (groups and groups[0].reduced) else "outer"
-    if not rg:
-        template = "inner"
-    tile = 4096 if item >= 4 else 8192
+    item = min(p.vector_bytes(a) for a in range(p.n_loads)) if p.n_loads else 4
+    template = "inner" if (groups and groups[0].reduced) or not rg else "outer"
     r_nest = template == "inner" and len(rg) >= 2
-    if r_nest:
-        n_r0 = groups[rg[0]].size
-        block_r = min(next_pow2(n_r0), 2048 if item >= 4 else 4096)
-        block_x = max(1, min(next_pow2(nx), tile // block_r))
-        programs = -(-nx // block_x)
-    elif template == "inner":
-        block_r = min(next_pow2(nr), 2048 if item >= 4 else 4096)
-        block_x = max(1, min(next_pow2(nx), tile // block_r))
-        programs = -(-nx // block_x)
+    n_r0 = groups[rg[0]].size if rg else 1
+    tile = tiles.choose_tile(template, item, nx, nr, groups[0].size if groups else 1, n_r0,
+                             r_nest)
+    if template == "outer":
+        programs = -(-groups[0].size // tile.block_x) * (nx // groups[0].size)
     else:
-        n0 = groups[0].size
-        block_x = min(next_pow2(n0), 256 if item >= 4 else 512)
-        block_r = max(1, min(next_pow2(nr), tile // block_x))
-        programs = -(-n0 // block_x) * (nx // n0)
-    warps = 8 if block_x * block_r >= 4096 else 4 if block_x * block_r >= 1024 else 2
-    split = 1
-    target = device.sm_count * 4
-    if r_nest:
-        # split the scalar loop over the outer reduced groups
-        n_outer = nr // groups[rg[0]].size
-        if programs < target:
-            split = min(-(-target // programs), n_outer, 1024)
-        chunk = -(-n_outer // split)
-        split = -(-n_outer // chunk)
-    else:
-        if programs < target and nr >= 4 * block_r:
-            split = min(-(-target // programs), -(-nr // (2 * block_r)), 1024)
-        per_split = -(-nr // split)
-        chunk = -(-per_split // block_r) * block_r if split > 1 else nr
-        if split > 1:
-            split = -(-nr // chunk)
+        programs = -(-nx // tile.block_x)
+    acc_elements = tile.block_x * tile.block_r
+    warps = tiles.warps_for(acc_elements)
+    resident = tiles.resident_programs(device, warps, acc_elements // (32 * warps))
     zero, unit = stride_flags(p)
-    return ReductionParams(NAME, fam, template, xg, rg, block_x, block_r, warps, split,
-                           p.needs_int64, zero, unit, vec, r_nest, **generic_fields(p),
-                           pattern=p.pattern, sizes=tuple(g.size for g in groups), chunk=chunk,
-                           finish="ticket")
+    params = ReductionParams(NAME, p.family, template, xg, rg, tile.block_x, tile.block_r,
+                             warps, 1, p.needs_int64, zero, unit, max(1, 16 // item), r_nest,
+                             **generic_fields(p), pattern=p.pattern,
+                             sizes=tuple(g.size for g in groups), unroll=tile.unroll)
+    units, min_units = _split_units(params)
+    split = tiles.split_for_waves(programs, resident, units, min_units)
+    finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device)
+    return with_split(replace(params, finish=finish), split)
+
+
+def _split_units(params: ReductionParams) -> tuple[int, int]:
+    """R as the split cuts it: (units, least units per program). Loop steps of
+    ``block_r * unroll`` elements, at least 2 per program; nested: outer R rows."""
+    s = params.sizes
+    nr = _prod(s[k] for k in params.r_groups)
+    if params.r_nest:
+        return nr // s[params.r_groups[0]], 1
+    return -(-nr // (params.block_r * params.unroll)), 2
+
+
+def with_split(params: ReductionParams, split: int) -> ReductionParams:
+    """``params`` with R cut into ``split`` chunks of whole loop steps (the split may come
+    out smaller: every chunk but the last is full); also re-derives the chunk after a
+    change of ``block_r`` / ``unroll`` (``bench.tune``'s variants)."""
+    s = params.sizes
+    nr = _prod(s[k] for k in params.r_groups)
+    units, _ = _split_units(params)
+    split = max(1, min(split, units))
+    per_split = -(-units // split)
+    if params.r_nest:
+        chunk = per_split
+    else:
+        chunk = per_split * params.block_r * params.unroll if split > 1 else nr
+    return replace(params, split=-(-units // per_split), chunk=chunk)
+
+
+def override(params: ReductionParams, **fields) -> ReductionParams:
+    """``params`` with ``fields`` replaced and the split's chunks re-derived (a variant of
+    ``bench.tune``); ``split`` may be among the fields."""
+    split = fields.pop("split", params.split)
+    return with_split(replace(params, **fields), split)
 
 
 def combine_block(params: ReductionParams, block_x: int) -> int:
-    """Partials combined per step (a power of two): up to ``split``, with a
-    [BLOCK_S, block_x] tile of at most 4096 elements."""
+    """Partials combined per step of a ticket finish (a power of two): up to ``split``, at
+    most ``tiles.COMBINE_ELEMENTS`` per thread, so the combine adds no registers to the
+    kernel (ptxas, sm_90: 4096-element steps took an fp32 [16, 256] kernel from 40 to 48)."""
+    limit = tiles.COMBINE_ELEMENTS * 32 * params.num_warps
     block_s = 1
-    while block_s < params.split and block_s * block_x < 4096:
+    while block_s < params.split and block_s * block_x < limit:
         block_s *= 2
     return block_s
 

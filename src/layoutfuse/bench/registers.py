@@ -1,0 +1,121 @@
+"""Registers and spills of reduction variants, compiled for sm_90 without a GPU:
+``python -m layoutfuse.bench.registers CASE... [--filter S] [--variant f=v,...] [--table]``.
+
+Each case (named as ``python -m layoutfuse.bench reduction --list`` prints them) is
+planned at its real size on ``meta`` tensors (nothing runs, nothing is allocated), with
+the heuristics' params or a variant of them (``--table``: every variant of
+``bench.tune``'s table for the case's template), and each kernel it would launch is
+compiled for sm_90 with the launcher's specialization. A line per variant: the tile,
+fp32 accumulators and bytes loaded per thread and step, ptxas's registers and local
+(spill) bytes per thread, programs per SM that the registers allow, and the 16-byte
+vector loads in the PTX. How the tile constants of ``schedulers/reduction_tiles.py``
+were derived; the GPU measures the same variants with ``bench.tune``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+
+import torch
+
+import layoutfuse.nvfuser as nvf
+from layoutfuse.bench import tune
+from layoutfuse.bench.cases import Case
+from layoutfuse.bench.layoutfuse_runner import define_fusion
+from layoutfuse.codegen.hopper_check import compile_launch
+from layoutfuse.runtime import kernels
+from layoutfuse.schedulers import reduction as rd
+
+REGISTERS_PER_SM = 65536
+THREADS_PER_SM = 2048
+
+
+@contextlib.contextmanager
+def planned_only():
+    """Launches are recorded (``last_launches``), not run."""
+    launch = kernels.CompiledFusion._launch
+
+    def record(self, kernel, grid, args, meta, device, scalar_slots=()):
+        self.last_launches.append((kernel, list(args), dict(meta)))
+
+    kernels.CompiledFusion._launch = record
+    try:
+        yield
+    finally:
+        kernels.CompiledFusion._launch = launch
+
+
+def meta_inputs(case: Case) -> list[torch.Tensor]:
+    physical = [case.shape[d] for d in case.order]
+    inverse = [case.order.index(d) for d in range(len(case.order))]
+    return [torch.empty(physical, dtype=case.torch_dtype, device="meta").permute(*inverse)
+            for _ in range(case.n_inputs)]
+
+
+def compile_variant(case: Case, var: dict):
+    """(the reduction's params, the compiled kernels) of ``case`` under ``var``."""
+    base = rd.heuristics
+    rd.heuristics = lambda p, d: rd.override(base(p, d), **var)
+    try:
+        with planned_only():
+            nvf.FusionCache.reset()
+            fd = define_fusion(nvf, case)
+            fd.execute(meta_inputs(case))
+        schedule = fd.last_schedule()
+        params = next(p for p in (schedule if isinstance(schedule, list) else [schedule])
+                      if isinstance(p, rd.ReductionParams))
+        launches = fd.executor()._compiled.last_launches
+        return params, [compile_launch(k, a, m) for k, a, m in launches]
+    finally:
+        rd.heuristics = base
+
+
+def describe(case: Case, params, arts) -> str:
+    threads = 32 * params.num_warps
+    acc = params.block_x * params.block_r // threads
+    loaded = acc * params.unroll * case.torch_dtype.itemsize
+    parts = []
+    for art in arts:
+        res = art.resources
+        regs = res.get("REG", 0)
+        per_sm = min(THREADS_PER_SM // threads, REGISTERS_PER_SM // max(1, threads * regs))
+        v4 = art.vector_widths.get("ld.global.v4", 0)
+        parts.append(f"{art.name}: {regs} regs, {res.get('LOCAL', 0)} B spilled, "
+                     f"{per_sm} programs/SM, {v4} v4 loads")
+    return (f"{case.name:<26} {params.template} [{params.block_r}, {params.block_x}] "
+            f"u={params.unroll} w={params.num_warps} "
+            f"split={params.split} {params.finish}: {acc} acc/thread, {loaded} B/thread/step; "
+            + "; ".join(parts))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m layoutfuse.bench.registers",
+                                 description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*")
+    ap.add_argument("--filter", action="append", default=[])
+    ap.add_argument("--variant", action="append", type=tune.parse_variant, default=[])
+    ap.add_argument("--table", action="store_true", help="every variant of bench.tune's table")
+    args = ap.parse_args(argv)
+    cases = [c for c in tune.find_cases(args.cases, args.filter) if c.op == "sum"]
+    if not cases:
+        ap.error("no reduction case given or matched")
+    for case in cases:
+        variants = args.variant or [dict()]
+        if args.table:
+            params, _ = compile_variant(case, {})
+            variants = tune.VARIANTS[params.template]
+        for var in variants:
+            try:
+                params, arts = compile_variant(case, var)
+                line = describe(case, params, arts)
+            except Exception as e:  # noqa: BLE001 - a variant that fails is reported
+                line = f"{case.name:<26} {var}: failed {e!r}"[:240]
+            print(f"{line} {var or ''}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Tile and split sizes of the reduction scheduler, from bytes and registers per thread.
+
+Every number here comes from the fp32 tiles that reach 86-97% of the read ceiling on
+an H200 (``bench/NOTES.md``) and from ptxas's register counts of the generated kernels
+for sm_90 (``CompiledArtifacts.resources``; ``python -m layoutfuse.bench.registers``):
+
+* each thread keeps ``LOAD_BYTES`` in flight per loop step, as 16-byte vectors;
+* it accumulates into ``ACC_ELEMENTS`` fp32 values; ptxas then allocates about
+  ``REG_BASE + ACC_ELEMENTS`` registers (fp32 [16, 256]: 39-40; bf16 [16, 512], 32
+  accumulators: 54-64; bf16 [8, 512] loaded twice per step, 16 accumulators: 40);
+* so a 2-byte input loads ``UNROLL`` = 2 tiles per step into one accumulator tile of
+  fp32's size: the same bytes in flight and the same registers as fp32, where one
+  [16, 512] accumulator tile left 4 instead of 6 programs of 8 warps on an SM.
+
+A grid should also fill the GPU with whole waves: the resident programs follow from
+the registers (``resident_programs``), and a split of R is sized to about
+``WAVES`` waves (``split_for_waves``). The partials of a split are combined by the last
+program of each X block (``finish="ticket"``, one launch) while that is a few steps of
+one program (``TICKET_STEPS``: one program reads from L2 about 8 KB per step and
+latency); more partials per X block take a finishing kernel, which combines them with
+many programs, unless the problem fits in L2 (launch-bound: the split is cut down to
+what one program combines, one launch).
+"""
+
+from __future__ import annotations
+
+from ..analysis.device import DeviceInfo
+from ..codegen.indexing import next_pow2
+
+WARPS = 8
+THREADS = 32 * WARPS
+LOAD_BYTES = 64            # per thread and loop step: 4 x 16-byte vectors in flight
+ACC_ELEMENTS = 16          # fp32 accumulators per thread (4096 per program at 8 warps)
+REG_BASE = 24              # registers besides the accumulators (ptxas, sm_90)
+OUTER_ROW_BYTES = 1024     # contiguous bytes of one row of an outer tile
+INNER_ROW_BYTES = 8192     # contiguous bytes of one row of an inner tile, per loop step
+COMBINE_ELEMENTS = 8       # partials per thread in a ticket combine step: no extra registers
+TICKET_STEPS = 4           # combine steps the last program of an X block may take
+WAVES = 2                  # a split grid: at least this many waves of resident programs
+MAX_SPLIT = 4096
+
+
+class Tile:
+    """Block sizes of one reduction kernel (see ``choose_tile``)."""
+
+    __slots__ = ("block_x", "block_r", "unroll")
+
+    def __init__(self, block_x: int, block_r: int, unroll: int = 1):
+        self.block_x, self.block_r, self.unroll = block_x, block_r, unroll
+
+
+def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
+                r_nest: bool) -> Tile:
+    """Block sizes for ``item``-byte loads.
+
+    ``nx``/``nr``: kept and reduced elements; ``n0``: the stride-1 kept group (outer);
+    ``n_r0``: the stride-1 reduced group (the nested inner template). A loop step loads
+    ``LOAD_BYTES`` per thread (R as far as it goes, then X) into an accumulator of
+    ``ACC_ELEMENTS`` per thread: when the step holds more elements than that (2-byte
+    inputs), it is ``unroll`` tiles along R, each at least a 16-byte vector wide.
+    """
+    load_elems = LOAD_BYTES * THREADS // item
+    unroll_max = max(1, load_elems // (ACC_ELEMENTS * THREADS))
+    if template == "outer":
+        block_x = min(next_pow2(n0), OUTER_ROW_BYTES // item)
+        r_step = min(next_pow2(nr), max(1, load_elems // block_x))    # rows per step
+        unroll = min(unroll_max, r_step)
+        return Tile(block_x, r_step // unroll, unroll)
+    n_r = n_r0 if r_nest else nr
+    r_step = min(next_pow2(n_r), INNER_ROW_BYTES // item)             # row elements per step
+    unroll = max(1, min(unroll_max, r_step * item // 16))
+    block_x = max(1, min(next_pow2(nx), load_elems // r_step))
+    return Tile(block_x, r_step // unroll, unroll)
+
+
+def finish_for(split: int, block_x: int, warps: int, input_bytes: int,
+               device: DeviceInfo) -> tuple[str, int]:
+    """(finish, split): see the module's docstring."""
+    most = TICKET_STEPS * COMBINE_ELEMENTS * 32 * warps // block_x      # partials per X block
+    if split <= max(most, 1):
+        return "ticket", split
+    if input_bytes <= device.l2_bytes:
+        return "ticket", max(1, most)
+    return "kernel", split
+
+
+def warps_for(tile_elements: int) -> int:
+    return WARPS if tile_elements >= 4096 else 4 if tile_elements >= 1024 else 2
+
+
+def estimated_registers(acc_per_thread: int) -> int:
+    """ptxas's registers per thread for ``acc_per_thread`` fp32 accumulators, rounded to
+    the allocation unit (8)."""
+    return -(-(REG_BASE + acc_per_thread) // 8) * 8
+
+
+def resident_programs(device: DeviceInfo, warps: int, acc_per_thread: int) -> int:
+    """Programs of ``warps`` warps that fit on the device at once (threads and registers)."""
+    threads = 32 * warps
+    by_threads = device.max_threads_per_sm // threads
+    by_registers = device.registers_per_sm // (threads * estimated_registers(acc_per_thread))
+    return device.sm_count * max(1, min(by_threads, by_registers))
+
+
+def split_for_waves(programs: int, resident: int, units: int, min_units: int) -> int:
+    """How many programs share R, which is cut into ``units`` (loop steps, or outer rows)
+    and at least ``min_units`` per program: 1 when ``programs`` already fill ``WAVES``
+    waves, else the split in [s, 2 s) (s: the least that reaches them) whose grid wastes
+    least of its last wave."""
+    target = WAVES * resident
+    if programs >= target or units < 2 * min_units:
+        return 1
+    cap = min(MAX_SPLIT, units // min_units)
+    low = min(-(-target // programs), cap)
+    best, best_eff = low, 0.0
+    for s in range(low, min(2 * low, cap + 1)):
+        total = programs * -(-units // -(-units // s))      # the split the chunks give
+        eff = total / (-(-total // resident) * resident)
+        if eff > best_eff + 1e-9:
+            best, best_eff = s, eff
+    return best

@@ -1,0 +1,197 @@
+"""Reduction tiles and splits (issue 4): bytes and registers per thread, waves, the finish.
+
+* The heuristics, as a table over canonical problems: fp32 keeps the measured tiles; a
+  2-byte input loads the same bytes per thread and step into an accumulator of fp32's
+  size (``unroll``), where the R loop runs that long; a split fills whole waves of the
+  programs the registers let reside; the ticket finish is chosen while the last program
+  combines in a few steps.
+* The kernels of the benchmark's cases at their real size, planned on meta tensors and
+  compiled for sm_90: registers, spills and 16-byte loads, bf16 against fp32.
+* Values of unrolled kernels in the interpreter (odd sizes: the masks).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
+    DEVICE,
+    NV_DTYPES,
+    _kernel_cache_in_tmp,
+    assert_values,
+    exact_values,
+)
+
+from layoutfuse.analysis.canonical import Group
+from layoutfuse.analysis.device import H200
+from layoutfuse.bench import registers
+from layoutfuse.bench.cases import SUITES
+from layoutfuse.dtypes import DataType
+from layoutfuse.nvfuser import FusionDefinition
+from layoutfuse.schedulers import reduction as rd
+from layoutfuse.schedulers import reduction_tiles as tiles
+from layoutfuse.schedulers.problem import Problem
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
+]
+
+
+def problem(pattern: str, sizes: tuple[int, ...], dtype: DataType) -> Problem:
+    """A dense single-input problem: groups innermost first, ``X``/``R`` per ``pattern``."""
+    load, store, strides = 1, 1, []
+    for kind, n in zip(pattern, sizes):
+        strides.append((load, store if kind == "X" else 0))
+        load *= n
+        store *= n if kind == "X" else 1
+    groups = tuple(Group(n, kind == "R", s, (k,))
+                   for k, (kind, n, s) in enumerate(zip(pattern, sizes, strides)))
+    return Problem(groups, 1, 1, (dtype, dtype), (load, store))
+
+
+def acc_per_thread(p: rd.ReductionParams) -> int:
+    return p.block_x * p.block_r // (32 * p.num_warps)
+
+
+def bytes_per_step(p: rd.ReductionParams, item: int) -> int:
+    return acc_per_thread(p) * p.unroll * item
+
+
+# --- the heuristics --------------------------------------------------------------------------
+# (pattern, sizes): the benchmark's families at [256, 512, 1024]
+FAMILIES = {
+    "outer": ("XR", (524288, 256)),
+    "outer-XRX": ("XRX", (1024, 512, 256)),
+    "inner": ("RX", (1024, 131072)),
+    "inner-short-R": ("RX", (256, 524288)),
+    "nested-RXR": ("RXR", (1024, 512, 256)),
+    "nested-short-R0": ("RXR", (256, 1024, 512)),
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fp32_keeps_the_measured_tiles(family):
+    p = rd.heuristics(problem(*FAMILIES[family], DataType.Float), H200)
+    assert (p.unroll, p.num_warps) == (1, 8)
+    assert acc_per_thread(p) == 16 and bytes_per_step(p, 4) == 64
+    if p.template == "outer":
+        assert (p.block_r, p.block_x) == (16, 256)
+
+
+@pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Half])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_two_byte_inputs_load_fp32_bytes_into_an_fp32_sized_accumulator(family, dtype):
+    pattern, sizes = FAMILIES[family]
+    p = rd.heuristics(problem(pattern, sizes, dtype), H200)
+    fp32 = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
+    assert p.unroll == 2
+    assert acc_per_thread(p) == acc_per_thread(fp32) == tiles.ACC_ELEMENTS
+    assert bytes_per_step(p, 2) == bytes_per_step(fp32, 4) == tiles.LOAD_BYTES
+    assert p.num_warps == fp32.num_warps
+    if p.template == "outer":
+        assert p.block_x * 2 == fp32.block_x * 4 == tiles.OUTER_ROW_BYTES   # same row bytes
+
+
+def test_a_short_r_is_not_unrolled_past_itself():
+    p = rd.heuristics(problem("XR", (524288, 1), DataType.BFloat16), H200)
+    assert p.unroll == 1 and p.block_r == 1
+    p = rd.heuristics(problem("RX", (8, 524288), DataType.BFloat16), H200)
+    assert p.unroll == 1 and p.block_r == 8       # one 16-byte vector: nothing to unroll
+
+
+def waves(p: rd.ReductionParams, device=H200) -> float:
+    programs, split = rd.grid(p)
+    resident = tiles.resident_programs(device, p.num_warps, acc_per_thread(p))
+    return programs * split / resident
+
+
+@pytest.mark.parametrize("pattern, sizes", [
+    ("XRX", (1024, 512, 256)),      # 1024 programs: 1.3 waves unsplit
+    ("XR", (131072, 1024)),         # 512 programs
+    ("XR", (1024, 131072)),         # 4 programs
+    ("RX", (131072, 1024)),
+    ("RXR", (512, 256, 1024)),
+])
+def test_a_split_fills_whole_waves(pattern, sizes):
+    p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
+    assert p.split > 1
+    w = waves(p)
+    assert w >= tiles.WAVES - 0.1, (w, p)
+    assert w / -(-w // 1) >= 0.9, f"the last wave is mostly empty: {w:.2f} waves"
+
+
+def test_enough_programs_are_not_split():
+    p = rd.heuristics(problem("XR", (524288, 256), DataType.Float), H200)
+    assert p.split == 1 and waves(p) >= tiles.WAVES
+
+
+def test_resident_programs_follow_the_registers():
+    assert tiles.estimated_registers(16) == 40 and tiles.estimated_registers(32) == 56
+    assert tiles.resident_programs(H200, 8, 16) == 132 * 6      # 40 registers, 8 warps
+    assert tiles.resident_programs(H200, 8, 32) == 132 * 4      # 56 registers
+    assert tiles.resident_programs(H200, 8, 8) == 132 * 8       # 32: threads bound
+
+
+@pytest.mark.parametrize("pattern, sizes, finish", [
+    ("RX", (131072, 1024), "ticket"),      # inner: a few columns per X block
+    ("XR", (262144, 1536), "ticket"),      # few partials per column
+    ("XR", (256, 524288), "kernel"),       # thousands of partials per column, 512 MiB
+    ("XR", (2304, 2048), "ticket"),        # the seed's small case fits in L2: one launch
+])
+def test_the_finish_follows_the_partials_per_x_block(pattern, sizes, finish):
+    p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
+    assert p.split > 1 and p.finish == finish, p
+    if finish == "ticket":
+        steps = -(-p.split // rd.combine_block(p, p.block_x))
+        assert steps <= tiles.TICKET_STEPS or p.template == "inner"
+
+
+def test_override_rederives_whole_steps_per_chunk():
+    p = rd.heuristics(problem("XR", (131072, 1000), DataType.BFloat16), H200)
+    q = rd.override(p, block_r=16, unroll=4, split=5)
+    assert q.chunk % (16 * 4) == 0 and (q.split - 1) * q.chunk < 1000 <= q.split * q.chunk
+
+
+# --- compiled for sm_90 at the benchmark's sizes ------------------------------------------------
+CASES = {c.name: c for c in SUITES["reduction"]()}
+COMPILED = ["mem012_sum0", "mem012_sum2", "mem012_sum02", "mem120_sum01", "mem021_sum2"]
+
+
+@pytest.mark.parametrize("tag", COMPILED)
+def test_bf16_kernels_use_no_more_registers_than_fp32(tag):
+    bf16, bf16_arts = registers.compile_variant(CASES[f"bf16_{tag}"], {})
+    fp32, fp32_arts = registers.compile_variant(CASES[f"sweep_{tag}"], {})
+    for art, ref in zip(bf16_arts, fp32_arts, strict=True):
+        regs, ref_regs = art.resources["REG"], ref.resources["REG"]
+        assert regs <= max(ref_regs, tiles.estimated_registers(tiles.ACC_ELEMENTS)), \
+            f"{art.name}: {regs} registers for bf16, {ref_regs} for fp32 ({bf16})"
+        assert art.resources.get("LOCAL", 0) == 0, f"{art.name} spills"
+        assert "ld.global.v4.b32" in art.ptx, f"{art.name}: no 16-byte loads"
+
+
+# --- values -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape, stride_order, dims", [
+    ((67, 520), (1, 0), (0,)),          # outer [8, 512] x 2, a partial last step
+    ((3, 9000), (1, 0), (1,)),          # inner [2, 2048] x 2
+    ((5, 3, 200), (2, 1, 0), (0, 2)),   # nested [4, 128] x 2, a partial step
+])
+@pytest.mark.parametrize("op", ["sum", "max", "var_mean"])
+def test_unrolled_kernels_match_torch(shape, stride_order, dims, op):
+    rank = len(shape)
+    alloc = sorted(range(rank), key=lambda d: -stride_order[d])
+    base = exact_values([shape[d] for d in alloc], torch.Generator().manual_seed(1))
+    x = base.to(torch.bfloat16).to(DEVICE).permute(*[alloc.index(d) for d in range(rank)])
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank,
+                              dtype=NV_DTYPES[x.dtype], stride_order=list(stride_order))
+        outs = (fd.ops.var_mean(t0, dims=list(dims), correction=1) if op == "var_mean"
+                else [getattr(fd.ops, op)(t0, dims=list(dims))])
+        for out in outs:
+            fd.add_output(out)
+    results = fd.execute([x])
+    assert_values(op, results, x.dtype, x.cpu().double(), dims)
+    schedule = fd.last_schedule()
+    params = [p for p in (schedule if isinstance(schedule, list) else [schedule])
+              if isinstance(p, rd.ReductionParams)]
+    assert op == "var_mean" or (params and params[0].unroll == 2), schedule
