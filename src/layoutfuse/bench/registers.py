@@ -74,7 +74,7 @@ def compile_variant(case: Case, var: dict):
 
 def describe(case: Case, params, arts) -> str:
     threads = 32 * params.num_warps
-    acc = params.block_x * params.block_r // threads
+    acc = params.block_x * params.block_r * params.block_y // threads
     loaded = acc * params.unroll * case.torch_dtype.itemsize
     parts = []
     for art in arts:
@@ -84,7 +84,9 @@ def describe(case: Case, params, arts) -> str:
         v4 = art.vector_widths.get("ld.global.v4", 0)
         parts.append(f"{art.name}: {regs} regs, {res.get('LOCAL', 0)} B spilled, "
                      f"{per_sm} programs/SM, {v4} v4 loads")
-    return (f"{case.name:<26} {params.template} [{params.block_r}, {params.block_x}] "
+    rows = (f"{params.block_y} of group {params.y_group}, {params.block_r}"
+            if params.y_group is not None else params.block_r)
+    return (f"{case.name:<26} {params.template} [{rows}, {params.block_x}] "
             f"u={params.unroll} w={params.num_warps} "
             f"split={params.split} {params.finish}: {acc} acc/thread, {loaded} B/thread/step; "
             + "; ".join(parts))
@@ -106,7 +108,7 @@ def main(argv=None) -> int:
         variants = args.variant or [dict()]
         if args.table:
             params, _ = compile_variant(case, {})
-            variants = tune.VARIANTS[params.template]
+            variants = tune.VARIANTS[tune.kind_of(params)]
         for var in variants:
             try:
                 params, arts = compile_variant(case, var)

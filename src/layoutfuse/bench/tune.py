@@ -48,6 +48,11 @@ VARIANTS = {
               dict(block_x=2, block_r=512, unroll=4), dict(block_x=16, block_r=256, unroll=1),
               dict(block_x=32, block_r=256, unroll=1, num_warps=16),
               dict(block_x=8, block_r=512, unroll=2), dict(finish="kernel")],
+    # the outer template storing along the output's stride-1 group ([BLOCK_Y, BLOCK_R,
+    # BLOCK_X]): sector x line (the heuristics), wider rows or columns, and the strided store
+    "transposed": [dict(), dict(block_x=64, block_r=8), dict(block_x=128, block_r=4),
+                   dict(block_y=16, block_r=8), dict(block_y=32, block_x=64, block_r=2),
+                   dict(y_group=None, block_y=1, block_x=256, block_r=16, unroll=1)],
     # transpose tiles: the fp32 tile (64x64, 8 warps); for 2-byte dtypes its tile bytes
     # (128x64, 64x128), its edge bytes (128x128), each at 64 or 32 bytes per thread
     "transpose": [dict(), dict(block_x=64, block_y=64, num_warps=8),
@@ -80,7 +85,7 @@ def kind_of(params) -> str:
     """The variant table of a schedule: the reduction template, or the pointwise kind."""
     if params.scheduler == "pointwise":
         return "transpose" if params.transpose else "pointwise"
-    return params.template
+    return "transposed" if params.y_group is not None else params.template
 
 
 def describe(params) -> str:
@@ -122,9 +127,9 @@ def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None) -
 
 
 def parse_variant(text: str) -> dict:
-    """``block_x=128,block_y=64,num_warps=8`` -> a dict of fields: ints, true/false, or
-    words (``finish=kernel``)."""
-    words = {"true": True, "false": False}
+    """``block_x=128,block_y=64,num_warps=8`` -> a dict of fields: ints, true/false/none,
+    or words (``finish=kernel``)."""
+    words = {"true": True, "false": False, "none": None}
     return {k: int(v) if v.lstrip("-").isdigit() else words.get(v.lower(), v)
             for k, v in (item.split("=") for item in text.split(",") if item)}
 

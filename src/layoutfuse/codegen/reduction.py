@@ -49,8 +49,10 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
         w.line(line)
     w.line("@triton.jit")
     w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
-           f"BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):")
+           f"BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, "
+           f"BLOCK_Y: tl.constexpr):")
     inner = params.template == "inner"
+    transposed = params.y_group is not None     # a [BLOCK_Y, BLOCK_X] tile of kept groups
     xg, rg = params.x_groups, params.r_groups
     acc_t = accumulator_dtype(red)
     with w.indent():
@@ -67,6 +69,23 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             tile = "[BLOCK_X, BLOCK_R]"
             r_arange = "tl.arange(0, BLOCK_R)[None, :]"
             axis = 1
+        elif transposed:
+            # [BLOCK_Y, BLOCK_R, BLOCK_X]: Y is the output's stride-1 kept group, so the
+            # [BLOCK_Y, 1, BLOCK_X] result is stored along it; X is the input's
+            y = params.y_group
+            w.line("px = pid % NPX")
+            w.line(f"npy = tl.cdiv(n{y}, BLOCK_Y)")
+            w.line("py = (pid // NPX) % npy")
+            w.line("rest = pid // NPX // npy")
+            idx[xg[0]] = w.assign("xg", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, None, :]")
+            idx[y] = w.assign("yg", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None, None]")
+            w.line(f"xmask = ({idx[xg[0]]} < n{xg[0]}) & ({idx[y]} < n{y})")
+            others = [k for k in xg[1:] if k != y]
+            if others:
+                idx.update(zip(others, decompose(w, "rest", [f"n{k}" for k in others], "xg")))
+            tile = "[BLOCK_Y, BLOCK_R, BLOCK_X]"
+            r_arange = "tl.arange(0, BLOCK_R)[None, :, None]"
+            axis = 1
         else:
             w.line("px = pid % NPX")
             w.line("rest = pid // NPX")
@@ -79,13 +98,17 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             r_arange = "tl.arange(0, BLOCK_R)[:, None]"
             axis = 0
         # groups whose index is a tile (the others are scalars along the grid or a loop)
-        tiles = set(xg if inner else xg[:1]) | set(rg[:1] if params.r_nest else rg)
+        if transposed:
+            tiles = {xg[0], params.y_group, *rg}
+        else:
+            tiles = set(xg if inner else xg[:1]) | set(rg[:1] if params.r_nest else rg)
+        zero_tile = f"tl.zeros({tile}, tl.int32)"
         xoff: list[str | None] = []
         for a in range(n_acc):
             terms = [(idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
                      for k in xg if not params.zero_strides[a][k]]
-            xoff.append(w.assign("xo", offset_expr(terms, "x * 0")) if is_affine(params, a)
-                        else None)
+            xoff.append(w.assign("xo", offset_expr(terms, zero_tile if transposed else "x * 0"))
+                        if is_affine(params, a) else None)
         ct = tl_compute(acc_t)
         if welford:
             w.line(f"acc_mean = tl.zeros({tile}, {ct})")
@@ -199,8 +222,9 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                 a = spec.n_loads + k
                 val = results[k]
                 off = xoff[a]
-                if not inner and params.zero_strides[a][xg[0]]:
-                    off = f"{off} + x * 0"             # the store's pointer spans the tile
+                spans = [xg[0], params.y_group] if transposed else [] if inner else [xg[0]]
+                if any(params.zero_strides[a][g] for g in spans):   # the pointer spans the tile
+                    off = f"{off} + {zero_tile if transposed else 'x * 0'}"
                 smask = one_write_per_element(w, "xmask", [idx[g] for g in xg
                                                            if params.zero_strides[a][g]])
                 w.line(f"tl.store({ptr_of[id(out)]} + {off}, {storage_cast(val, out.dtype)}, "

@@ -174,7 +174,8 @@ class CompiledFusion:
         warps = {"num_warps": params.num_warps}     # the interpreter ignores it; hopper_check
         self._launch(kernel, rd.grid(params), args,
                      {"BLOCK_X": params.block_x, "BLOCK_R": params.block_r,
-                      "BLOCK_S": rd.combine_block(params, params.block_x), **warps}, device, slots)
+                      "BLOCK_S": rd.combine_block(params, params.block_x),
+                      "BLOCK_Y": params.block_y, **warps}, device, slots)
         if params.split > 1 and params.finish == "kernel":
             fin, _, fsrc = self._kernel(spec, params, finish_source, "finish_kernel")
             self.last_code.append(fsrc)

@@ -7,7 +7,10 @@ The problem arrives canonicalized from the dominant input's memory order (see
   all kept groups flattened, columns all reduced groups flattened (the stride-1 one
   fastest), accumulated over a loop along R, then reduced along axis 1;
 * ``outer`` template (innermost group kept): tile ``[BLOCK_R, BLOCK_X]``; columns are the
-  stride-1 kept group, other kept groups run along the grid, rows walk R.
+  stride-1 kept group, other kept groups run along the grid, rows walk R. When the
+  output's stride-1 kept group is another one (``y_group``), the tile is
+  ``[BLOCK_Y, BLOCK_R, BLOCK_X]`` and the result is stored along that group: reduction
+  and transpose in one pass (``reduction_tiles.transposed_tile`` says when).
 
 ``family`` (inner / outer / mixed) reports the canonical pattern. When the kept
 space cannot fill the GPU, R is split over a second grid axis: partial results
@@ -15,7 +18,7 @@ go to an fp32 workspace and are combined in split order, so the result does not
 depend on timing. ``finish="ticket"`` (the default) combines them in the same
 launch: each program takes a ticket from an atomic counter of its X block and the
 last one combines; ``finish="kernel"`` launches a second, finishing kernel.
-The output's layout changes only the store offsets.
+Otherwise the output's layout changes only the store offsets.
 
 In generic mode (an access that is not affine, see ``analysis.index_walk``) the
 groups are the single coordinates and that access's offset comes from
@@ -57,6 +60,8 @@ class ReductionParams:
     chunk: int = field(default=0, compare=False)
     finish: str = "ticket"        # split > 1: "ticket" (last program combines) or "kernel"
     unroll: int = 1               # R tiles loaded per loop step, all before accumulating
+    y_group: int | None = None    # outer: the output's stride-1 kept group, tiled as rows
+    block_y: int = 1              #   (BLOCK_Y of them), so the store is coalesced along it
 
 
 def can_schedule(n_reductions: int) -> str | None:
@@ -89,10 +94,43 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
                              warps, 1, p.needs_int64, zero, unit, max(1, 16 // item), r_nest,
                              **generic_fields(p), pattern=p.pattern,
                              sizes=tuple(g.size for g in groups), unroll=tile.unroll)
+    transposed = _transposed(p, params, item, nr, device)
+    if transposed is not None:
+        return transposed
     units, min_units = _split_units(params)
     split = tiles.split_for_waves(programs, resident, units, min_units)
     finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device)
     return with_split(replace(params, finish=finish), split)
+
+
+def store_group(p: Problem) -> int | None:
+    """The kept group every store walks with stride 1 (None: no store, or they differ)."""
+    found = {next((k for k, g in enumerate(p.groups) if not g.reduced and g.strides[a] == 1),
+                  None) for a in p.stores()}
+    return found.pop() if len(found) == 1 else None
+
+
+def _transposed(p: Problem, params: ReductionParams, item: int, nr: int,
+                device: DeviceInfo) -> ReductionParams | None:
+    """The outer template with a transposed store, when the stores' stride-1 kept group is
+    not the input's, both span a whole tile edge (a store sector, an input line), no store
+    is expanded along them, and the tiles fill ``WAVES`` waves without a split."""
+    y = store_group(p)
+    if params.template != "outer" or p.generic or y is None or y == 0:
+        return None
+    n0, n_y = p.groups[0].size, p.groups[y].size
+    out_item = min(p.vector_bytes(a) for a in p.stores())
+    tile = tiles.transposed_tile(item, out_item, n0, n_y, nr)
+    if n_y < tile.block_y or n0 < tile.block_x or any(
+            params.zero_strides[a][k] for a in p.stores() for k in (0, y)):
+        return None
+    acc_elements = tile.block_x * tile.block_r * tile.block_y
+    warps = tiles.warps_for(acc_elements)
+    resident = tiles.resident_programs(device, warps, acc_elements // (32 * warps))
+    transposed = replace(params, block_x=tile.block_x, block_r=tile.block_r,
+                         block_y=tile.block_y, y_group=y, unroll=tile.unroll, num_warps=warps,
+                         split=1, chunk=nr)
+    return transposed if grid(transposed)[0] >= tiles.WAVES * resident else None
 
 
 def _split_units(params: ReductionParams) -> tuple[int, int]:
@@ -111,6 +149,8 @@ def with_split(params: ReductionParams, split: int) -> ReductionParams:
     change of ``block_r`` / ``unroll`` (``bench.tune``'s variants)."""
     s = params.sizes
     nr = _prod(s[k] for k in params.r_groups)
+    if params.y_group is not None:                 # R rows in one program: no split
+        return replace(params, split=1, chunk=nr)
     units, _ = _split_units(params)
     split = max(1, min(split, units))
     per_split = -(-units // split)
@@ -144,6 +184,9 @@ def grid(params: ReductionParams) -> tuple[int, int]:
     nx = _prod(s[k] for k in params.x_groups)
     if params.template == "inner":
         programs = -(-nx // params.block_x)
+    elif params.y_group is not None:
+        n0, n_y = s[0], s[params.y_group]
+        programs = -(-n0 // params.block_x) * -(-n_y // params.block_y) * (nx // (n0 * n_y))
     else:
         n0 = s[0]
         programs = -(-n0 // params.block_x) * (nx // n0 if n0 else 0)

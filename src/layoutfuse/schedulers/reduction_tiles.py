@@ -12,6 +12,12 @@ for sm_90 (``CompiledArtifacts.resources``; ``python -m layoutfuse.bench.registe
   fp32's size: the same bytes in flight and the same registers as fp32, where one
   [16, 512] accumulator tile left 4 instead of 6 programs of 8 warps on an SM.
 
+When the output's stride-1 kept group is not the input's (a pinned or inferred output
+order), the outer template can tile both (``transposed_tile``): loads follow the input
+in whole cache lines, stores run along the output's stride-1 group in whole sectors
+(instead of one element per sector), as long as the smaller tiles still fill ``WAVES``
+waves without a split.
+
 A grid should also fill the GPU with whole waves: the resident programs follow from
 the registers (``resident_programs``), and a split of R is sized to about
 ``WAVES`` waves (``split_for_waves``). The partials of a split are combined by the last
@@ -38,15 +44,17 @@ COMBINE_ELEMENTS = 8       # partials per thread in a ticket combine step: no ex
 TICKET_STEPS = 4           # combine steps the last program of an X block may take
 WAVES = 2                  # a split grid: at least this many waves of resident programs
 MAX_SPLIT = 4096
+STORE_BYTES = 32           # transposed store: contiguous output bytes per column (a sector)
+LINE_BYTES = 128           # transposed store: contiguous input bytes per row (a line)
 
 
 class Tile:
     """Block sizes of one reduction kernel (see ``choose_tile``)."""
 
-    __slots__ = ("block_x", "block_r", "unroll")
+    __slots__ = ("block_x", "block_r", "unroll", "block_y")
 
-    def __init__(self, block_x: int, block_r: int, unroll: int = 1):
-        self.block_x, self.block_r, self.unroll = block_x, block_r, unroll
+    def __init__(self, block_x: int, block_r: int, unroll: int = 1, block_y: int = 1):
+        self.block_x, self.block_r, self.unroll, self.block_y = block_x, block_r, unroll, block_y
 
 
 def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
@@ -71,6 +79,21 @@ def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
     unroll = max(1, min(unroll_max, r_step * item // 16))
     block_x = max(1, min(next_pow2(nx), load_elems // r_step))
     return Tile(block_x, r_step // unroll, unroll)
+
+
+def transposed_tile(item: int, out_item: int, n0: int, n_y: int, nr: int) -> Tile:
+    """The outer template with a transposed store: a [block_y, block_r, block_x] tile of
+    the output's stride-1 kept group (``n_y``: ``STORE_BYTES`` of output per column, one
+    32-byte sector), R, and the input's stride-1 group (``n0``: ``LINE_BYTES`` per row,
+    one cache line). R fills the rest of the step's ``LOAD_BYTES`` per thread, into
+    ``ACC_ELEMENTS`` accumulators per thread as in ``choose_tile``."""
+    block_y = min(next_pow2(n_y), STORE_BYTES // out_item)
+    block_x = min(next_pow2(n0), LINE_BYTES // item)
+    load_elems = LOAD_BYTES * THREADS // item
+    unroll_max = max(1, load_elems // (ACC_ELEMENTS * THREADS))
+    r_step = min(next_pow2(nr), max(1, load_elems // (block_x * block_y)))
+    unroll = min(unroll_max, r_step)
+    return Tile(block_x, r_step // unroll, unroll, block_y)
 
 
 def finish_for(split: int, block_x: int, warps: int, input_bytes: int,

@@ -1,0 +1,191 @@
+"""Reduction and transpose in one pass (issue 4, deliver 3): pinned output orders.
+
+When the output's stride-1 kept dim is not the input's, the outer template tiles both
+(``ReductionParams.y_group``): loads follow the input, the [BLOCK_Y, 1, BLOCK_X] result
+is stored along the output's stride-1 dim. Checked:
+
+* a sweep over the 3-D memory orders x each reduced dim x outputs pinned to the reverse
+  of the input's kept order (and row-major): values, output strides, the family, and that
+  the transposed store is chosen exactly when the input's stride-1 dim is kept and the
+  output's is another one. The heuristics need the tiles to fill two waves of the device;
+  these small tensors run on a device description of one SM with one resident program;
+* the choice on the H200 at the benchmark's sizes (pure heuristics);
+* the benchmark's pinned cases compiled for sm_90 at their real size: the store walks the
+  output's stride-1 dim, 16-byte loads, registers, no spills.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+import torch
+from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
+    DEVICE,
+    NV_DTYPES,
+    _kernel_cache_in_tmp,
+    assert_family,
+    assert_layout,
+    assert_values,
+    exact_values,
+    pinned_order,
+)
+
+from layoutfuse.analysis.canonical import Group
+from layoutfuse.analysis.device import H200, DeviceInfo
+from layoutfuse.bench import registers
+from layoutfuse.bench.cases import SUITES
+from layoutfuse.dtypes import DataType
+from layoutfuse.nvfuser import FusionCache, FusionDefinition
+from layoutfuse.runtime import kernels
+from layoutfuse.schedulers import reduction as rd
+from layoutfuse.schedulers.problem import Problem
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
+]
+
+SHAPE = (40, 36, 33)          # every kept dim spans an fp32 tile edge (32 elements: 128 B)
+ONE_PROGRAM_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)
+
+
+@pytest.fixture
+def small_device(monkeypatch):
+    """Plans for a device that one resident program fills (two programs: two waves)."""
+    monkeypatch.setattr(kernels, "device_info", lambda device: ONE_PROGRAM_SM)
+    FusionCache.reset()
+
+
+def run(alloc, reduced, op, dtype, output, shape=SHAPE):
+    rank = len(alloc)
+    gen = torch.Generator().manual_seed(7)
+    base = exact_values([shape[d] for d in alloc], gen).to(dtype).to(DEVICE)
+    x = base.permute(*[list(alloc).index(d) for d in range(rank)])
+    pinned = pinned_order(output, alloc, reduced)
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank,
+                              dtype=NV_DTYPES[dtype],
+                              stride_order=[rank - 1 - list(alloc).index(d)
+                                            for d in range(rank)])
+        outs = (fd.ops.var_mean(t0, dims=list(reduced), correction=1) if op == "var_mean"
+                else [getattr(fd.ops, op)(t0, dims=list(reduced))])
+        for out in outs:
+            fd.add_output(out, stride_order=pinned)
+    results = fd.execute([x])
+    assert_values(op, results, dtype, x.cpu().double(), reduced)
+    for out in results:
+        assert_layout(out, x, reduced, False, pinned)
+    assert_family(fd.last_schedule(), x, reduced)
+    return x, results, fd
+
+
+def reduction_params(fd) -> rd.ReductionParams:
+    schedule = fd.last_schedule()
+    (params,) = [p for p in (schedule if isinstance(schedule, list) else [schedule])
+                 if isinstance(p, rd.ReductionParams)]
+    return params
+
+
+SWEEP = [pytest.param(alloc, (d,), op, output,
+                      id=f"a{''.join(map(str, alloc))}-r{d}-{op}-{output}")
+         for alloc in itertools.permutations(range(3)) for d in range(3)
+         for op in ("sum", "max") for output in ("reversed", "row_major")]
+
+
+@pytest.mark.parametrize("alloc, reduced, op, output", SWEEP)
+def test_pinned_outputs_store_along_their_stride_one_dim(alloc, reduced, op, output,
+                                                         small_device):
+    x, (out,), fd = run(alloc, reduced, op, torch.float32, output)
+    params = reduction_params(fd)
+    kept = [d for d in range(3) if d not in reduced]
+    input_fastest = min(range(3), key=lambda d: x.stride(d))
+    output_fastest = kept[min(range(2), key=lambda j: out.stride(j))]
+    expect = input_fastest in kept and output_fastest != input_fastest
+    assert (params.y_group is not None) == expect, params
+    if expect:
+        assert params.template == "outer" and params.split == 1
+        assert params.sizes[params.y_group] == SHAPE[output_fastest]
+
+
+@pytest.mark.parametrize("op, dtype, shape", [
+    ("sum", torch.bfloat16, (66, 5, 64)),      # a bf16 row: 64 elements
+    ("min", torch.bfloat16, (66, 5, 64)),
+    ("welford", torch.float32, (32, 3, 32)),
+])
+def test_transposed_store_of_other_ops_and_dtypes(op, dtype, shape, small_device):
+    rank = len(shape)
+    x = exact_values(shape, torch.Generator().manual_seed(3)).to(dtype).to(DEVICE)
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank,
+                              dtype=NV_DTYPES[dtype])
+        outs = (fd.ops.welford(t0, dims=[1]) if op == "welford"
+                else [getattr(fd.ops, op)(t0, dims=[1])])
+        for out in outs:
+            fd.add_output(out, stride_order=[0, 1])       # dim 0 innermost: transposed
+    results = fd.execute([x])
+    assert reduction_params(fd).y_group is not None
+    data = x.cpu().double()
+    if op == "welford":
+        refs = [data.mean(1), data.var(1, correction=0) * shape[1],
+                torch.full((shape[0], shape[2]), shape[1], dtype=torch.float64)]
+        for got, ref in zip(results, refs, strict=True):
+            torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-5, atol=1e-5)
+    else:
+        assert_values(op, results, dtype, data, [1])
+    for got in results:
+        assert got.stride() == (1, shape[0])
+
+
+# --- the choice on the H200 ---------------------------------------------------------------------
+def problem(sizes, kinds, store_fastest: int, dtype=DataType.Float) -> Problem:
+    """Groups innermost first (the input dense in that order); the store dense with
+    ``store_fastest`` (a kept group) innermost, then the other kept groups in order."""
+    kept = [k for k, kind in enumerate(kinds) if kind == "X"]
+    store_order = [store_fastest] + [k for k in kept if k != store_fastest]
+    load, store = {}, {}
+    running = 1
+    for k, n in enumerate(sizes):
+        load[k], running = running, running * n
+    running = 1
+    for k in store_order:
+        store[k], running = running, running * sizes[k]
+    groups = tuple(Group(n, kind == "R", (load[k], store.get(k, 0)), (k,))
+                   for k, (n, kind) in enumerate(zip(sizes, kinds)))
+    return Problem(groups, 1, 1, (dtype, dtype), (sum(load.values()), running))
+
+
+@pytest.mark.parametrize("sizes, kinds, fastest, chosen", [
+    ((1024, 512, 256), "XXR", 1, True),        # pinned_mem012_sum0: 2048 [8, 32] tiles
+    ((1024, 256, 512), "XRX", 2, True),        # pinned_mem102_sum0
+    ((1024, 512, 256), "XXR", 0, False),       # the output's stride-1 group is the input's
+    ((1024, 512, 256), "RXX", 2, False),       # inner: the input's stride-1 group is reduced
+    ((1024, 4, 256), "XXR", 1, False),         # 4 < a 32-byte store column
+    ((16, 4096, 256), "XXR", 1, False),        # 16 < a 128-byte input row
+    ((256, 1024, 512), "XXR", 1, False),       # 1024 tiles: 1.3 waves, a split is needed
+])
+def test_the_transposed_store_is_chosen_when_it_fills_the_device(sizes, kinds, fastest, chosen):
+    p = rd.heuristics(problem(sizes, kinds, fastest), H200)
+    assert (p.y_group is not None) == chosen, p
+    if chosen:
+        assert p.y_group == fastest and p.split == 1
+        assert p.block_y * 4 == 32 and p.block_x * 4 == 128      # a sector, a line
+        programs, _ = rd.grid(p)
+        assert programs >= 2 * 132 * 6
+
+
+# --- compiled for sm_90 at the benchmark's sizes ------------------------------------------------
+CASES = {c.name: c for c in SUITES["reduction"]()}
+
+
+@pytest.mark.parametrize("name", ["pinned_mem012_sum0", "pinned_mem102_sum0"])
+def test_benchmark_pinned_cases_compile_with_a_coalesced_store(name):
+    params, (art,) = registers.compile_variant(CASES[name], {})
+    assert params.y_group is not None, params
+    assert art.resources["REG"] <= 64 and art.resources.get("LOCAL", 0) == 0, art.resources
+    assert art.vector_widths.get("ld.global.v4", 0) > 0, art.vector_widths
+    store = next(line for line in art.ttgir.splitlines() if "tt.store" in line)
+    layout = re.findall(r"#(blocked\d*)", store)[-1]
+    blocked = next(line for line in art.ttgir.splitlines() if line.startswith(f"#{layout} "))
+    assert "order = [0," in blocked, f"the store's threads do not run along Y: {blocked}"
