@@ -137,8 +137,7 @@ class CompiledFusion:
         params = pw.heuristics(prob, info)
         kernel = self._generated(spec, params, pointwise_source, "pointwise_kernel")
         sizes = [g.size for g in prob.groups]
-        px = -(-sizes[params.gx] // params.block_x) if sizes else 1
-        py = -(-sizes[params.gy] // params.block_y) if params.gy is not None else 1
+        px, py = pw.tile_counts(params, sizes)
         head = self._head_args(spec, prob, params, env, extents, [])
         args = head + scalar_vals + [px, py]
         slots = [(len(head) + i, s) for i, s in enumerate(spec.scalars)]

@@ -1,7 +1,7 @@
 """Pointwise scheduler: every fusion segment without a reduction.
 
 The iteration order is the dominant input's memory order (canonical groups).
-The kernel tiles two groups, ``[BLOCK_Y, BLOCK_X]``: X is the dominant input's
+The kernel tiles two axes, ``[BLOCK_Y, BLOCK_X]``: X is the dominant input's
 stride-1 group; Y is the outputs' stride-1 group when it differs (a transpose:
 loads and stores are then both coalesced, Triton converting the layout through
 shared memory), else the next group. Other groups run along the grid.
@@ -12,6 +12,17 @@ A transpose tile is sized in bytes, not elements, from the fp32 tile that runs a
 stores both move whole 256-byte segments), and each thread moves ``THREAD_BYTES`` per
 access (four 16-byte vectors). A bf16 transpose thus gets a 128 x 128 tile and 16
 warps, not the fp32 tile's elements with half its bytes.
+
+A stride-1 group shorter than that edge (the 32 of a [32, 64, 256, 256] tensor whose
+dim 0 is innermost) cannot fill it alone: a tile edge of 32 elements moves 64-128
+contiguous bytes per row and 8 KB per program (67-85% of the copy bandwidth on the
+H200). Its tile axis is then *flattened*: it spans the short group (rounded up to a
+power of two, ``split``) and the group that continues it in that side's memory, index
+``% split`` and ``// split``, so that side still moves an edge of contiguous bytes per
+row and the tile keeps its bytes. When the dominant input and the outputs share a short
+stride-1 group but continue it with different groups (mem1230 -> mem3210), the tile is
+a transpose of those continuations: X spans the short group and the input's next one,
+Y the outputs' next one, so each store writes ``BLOCK_Y x short`` contiguous elements.
 
 In generic mode (an access that is not affine, see ``analysis.index_walk``) the
 groups are the single coordinates; that access's offset comes from
@@ -38,16 +49,20 @@ THREAD_ELEMENTS = 32           # per thread at most: the values sit in (fp32) re
 @dataclass(frozen=True)
 class PointwiseParams:
     scheduler: str
-    gx: int                       # group tiled along BLOCK_X
+    gx: int                       # group tiled along BLOCK_X (the inner one, if flattened)
     gy: int | None                # group tiled along BLOCK_Y (None: no second tile axis)
     n_groups: int
     block_x: int
     block_y: int
     num_warps: int
-    transpose: bool
+    transpose: bool               # Y is a store's contiguous axis: loads run along X, stores along Y
     index64: bool
     zero_strides: tuple[tuple[bool, ...], ...]   # [access][group]
     unit_strides: tuple[tuple[bool, ...], ...]
+    gx2: int | None = None        # group flattened outside gx on X (None: X spans gx alone)
+    split_x: int = 1              # X index % split_x walks gx, // split_x walks gx2
+    gy2: int | None = None        # the same for Y
+    split_y: int = 1
     generic: bool = False                  # some access walks its chain (not affine)
     affine: tuple[bool, ...] = ()          # per access, in generic mode
     group_dims: tuple[int, ...] = ()       # iteration coordinate of each group, in generic mode
@@ -62,18 +77,24 @@ def can_schedule(has_reduction: bool) -> str | None:
 def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
     groups = p.groups
     n = len(groups)
-    gx = 0
-    gy = None
+    gx, gy, gx2, gy2, split_x, split_y = 0, None, None, None, 1, 1
     transpose = False
+    edge = edge_elements(widest_itemsize(p))
     for a in p.stores():
         inner = p.innermost_group(a)
         if inner is not None and inner != gx and n > 1:
             gy, transpose = inner, True
+            gx2, split_x = flattened(p, 0, gx, {gy}, edge)
+            gy2, split_y = flattened(p, a, gy, {gx, gx2}, edge)
             break
+    if not transpose and n > 1:
+        gy, gx2, split_x = shared_short_inner(p, edge)
+        transpose = gy is not None
     if gy is None and n > 1:
         gy = 1
-    size_x = groups[0].size if n else 1
-    size_y = groups[gy].size if gy is not None else 1
+    size_x = split_x * groups[gx2].size if gx2 is not None else groups[0].size if n else 1
+    size_y = split_y * groups[gy2].size if gy2 is not None else \
+        groups[gy].size if gy is not None else 1
     if transpose:
         bx, by, warps = transpose_tile(size_x, size_y, widest_itemsize(p))
     else:
@@ -83,8 +104,44 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
         warps = 8 if bx * by >= 4096 else 4 if bx * by >= 512 else 2
     zero, unit = stride_flags(p)
     return PointwiseParams(NAME, gx, gy, n, bx, by, warps, transpose, p.needs_int64, zero, unit,
-                           **generic_fields(p), pattern=p.pattern,
+                           gx2, split_x, gy2, split_y, **generic_fields(p), pattern=p.pattern,
                            sizes=tuple(g.size for g in groups))
+
+
+def continuation(p: Problem, access: int, k: int) -> int | None:
+    """The group that continues group ``k`` in ``access``'s memory (its stride is ``k``'s
+    extent times ``k``'s stride), or None."""
+    want = p.groups[k].strides[access] * p.groups[k].size
+    if want == 0 or not p.is_affine(access):
+        return None
+    return next((j for j, g in enumerate(p.groups) if j != k and g.strides[access] == want), None)
+
+
+def flattened(p: Problem, access: int, k: int, taken: set, edge: int) -> tuple[int | None, int]:
+    """(outer group, split) of a tile axis whose inner group ``k`` is ``access``'s
+    stride-1 group: when ``k``'s extent, rounded up to a power of two (``split``), is
+    under ``edge`` elements and the group that continues ``k`` in ``access``'s memory is
+    not ``taken`` by the other axis, the axis spans both; else (None, 1)."""
+    split = next_pow2(p.groups[k].size)
+    outer = continuation(p, access, k)
+    if split >= edge or outer is None or outer in taken:
+        return None, 1
+    return outer, split
+
+
+def shared_short_inner(p: Problem, edge: int) -> tuple[int | None, int | None, int]:
+    """(gy, gx2, split_x) when the dominant input and a store share a stride-1 group
+    shorter than ``edge`` but continue it with different groups: Y is the store's
+    continuation, X spans the short group and the input's. (None, None, 1) otherwise."""
+    split = next_pow2(p.groups[0].size)
+    if split >= edge:
+        return None, None, 1
+    load_next = continuation(p, 0, 0)
+    for a in p.stores():
+        store_next = continuation(p, a, 0)
+        if store_next is not None and store_next != load_next:
+            return store_next, load_next, split if load_next is not None else 1
+    return None, None, 1
 
 
 def widest_itemsize(p: Problem) -> int:
@@ -92,10 +149,16 @@ def widest_itemsize(p: Problem) -> int:
     return max((itemsize(p.dtypes[a]) for a in range(p.n_loads + p.n_stores)), default=4)
 
 
+def edge_elements(elem_bytes: int) -> int:
+    """Elements of a transpose tile's edge: ``TRANSPOSE_EDGE_BYTES`` (at most
+    ``TRANSPOSE_EDGE_MAX``)."""
+    return min(TRANSPOSE_EDGE_MAX, max(1, TRANSPOSE_EDGE_BYTES // elem_bytes))
+
+
 def transpose_tile(size_x: int, size_y: int, elem_bytes: int) -> tuple[int, int, int]:
     """(BLOCK_X, BLOCK_Y, num_warps) of a transpose: edges of ``TRANSPOSE_EDGE_BYTES``
     (capped by the extents), warps for ``THREAD_BYTES`` per thread, 4 to 16."""
-    edge = min(TRANSPOSE_EDGE_MAX, max(1, TRANSPOSE_EDGE_BYTES // elem_bytes))
+    edge = edge_elements(elem_bytes)
     bx = min(next_pow2(size_x), edge)
     by = min(next_pow2(size_y), edge)
     per_thread = min(THREAD_ELEMENTS, max(1, THREAD_BYTES // elem_bytes))
@@ -103,15 +166,39 @@ def transpose_tile(size_x: int, size_y: int, elem_bytes: int) -> tuple[int, int,
     return bx, by, warps
 
 
+def axis_extents(params: PointwiseParams, sizes) -> tuple[int, int]:
+    """Index extents of the X and Y tile axes (a flattened axis: split x outer extent)."""
+    if not sizes:
+        return 1, 1
+    x = params.split_x * sizes[params.gx2] if params.gx2 is not None else sizes[params.gx]
+    y = params.split_y * sizes[params.gy2] if params.gy2 is not None else \
+        sizes[params.gy] if params.gy is not None else 1
+    return x, y
+
+
+def tile_counts(params: PointwiseParams, sizes) -> tuple[int, int]:
+    """(NUM_PX, NUM_PY): tiles along X and Y."""
+    x, y = axis_extents(params, sizes)
+    return -(-x // params.block_x), -(-y // params.block_y)
+
+
+def tile_groups(params: PointwiseParams) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The groups the X and Y axes walk."""
+    x = (params.gx,) + ((params.gx2,) if params.gx2 is not None else ())
+    y = () if params.gy is None else \
+        (params.gy,) + ((params.gy2,) if params.gy2 is not None else ())
+    return (x if params.n_groups else ()), y
+
+
 def grid(params: PointwiseParams) -> int:
     s = params.sizes
     if not s:
         return 1
-    px = -(-s[params.gx] // params.block_x)
-    py = -(-s[params.gy] // params.block_y) if params.gy is not None else 1
+    px, py = tile_counts(params, s)
+    tiled = set(sum(tile_groups(params), ()))
     rest = 1
     for k, n in enumerate(s):
-        if k != params.gx and k != params.gy:
+        if k not in tiled:
             rest *= n
     return px * py * rest
 
@@ -131,19 +218,18 @@ def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | Non
     w.line("rest = rest // NUM_PY")
     idx: dict[int, str] = {}
     if params.n_groups:
-        idx[params.gx] = w.assign("ix", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
-        mask = f"({idx[params.gx]} < n{params.gx})"
+        mask = tile_axis(w, params, "x", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]", idx)
     else:
         mask = "(tl.arange(0, BLOCK_X)[None, :] < 1)"
     if params.gy is not None:
-        idx[params.gy] = w.assign("iy", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]")
-        mask += f" & ({idx[params.gy]} < n{params.gy})"
+        mask += " & " + tile_axis(w, params, "y", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]",
+                                  idx)
     others = [k for k in range(params.n_groups) if k not in idx]
     if others:
         parts = decompose(w, "rest", [f"n{k}" for k in others], "iz")
         idx.update(zip(others, parts))
     mask = w.assign("mask", mask)
-    tile_axes = [k for k in (params.gx, params.gy) if k is not None and params.n_groups]
+    tile_axes = [axis for axis in tile_groups(params) if axis]
     offsets: list[str | None] = []
     for a, access in enumerate(spec.accesses):
         if not is_affine(params, a):
@@ -151,7 +237,7 @@ def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | Non
             continue
         groups = [k for k in range(params.n_groups) if not params.zero_strides[a][k]]
         terms = [(idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}") for k in groups]
-        covered = [k in groups for k in tile_axes]
+        covered = [any(k in groups for k in axis) for axis in tile_axes]
         off = offset_expr(terms, TILE_ZEROS)
         if terms and not (all(covered) if access.store else any(covered)):
             off = f"{off} + {TILE_ZEROS}"
@@ -160,6 +246,20 @@ def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | Non
 
 
 TILE_ZEROS = "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)"
+
+
+def tile_axis(w, params: PointwiseParams, axis: str, index: str, idx: dict[int, str]) -> str:
+    """Lines for the group indices of tile axis ``axis`` ("x" or "y") from its flat
+    ``index``, into ``idx``; returns the axis's mask."""
+    inner, outer, split = (params.gx, params.gx2, params.split_x) if axis == "x" else \
+        (params.gy, params.gy2, params.split_y)
+    flat = w.assign(f"i{axis}", index)
+    if outer is None:
+        idx[inner] = flat
+        return f"({flat} < n{inner})"
+    idx[inner] = w.assign(f"i{axis}", f"{flat} % {split}")
+    idx[outer] = w.assign(f"i{axis}", f"{flat} // {split}")
+    return f"({idx[inner]} < n{inner}) & ({idx[outer]} < n{outer})"
 
 
 def store_mask(w, params: PointwiseParams, access: int, mask: str, idx: dict[int, str],
