@@ -3,8 +3,10 @@
 import pytest
 import torch
 
-from layoutfuse.errors import InputLayoutError
+from layoutfuse.errors import InputDtypeError, InputLayoutError, InputRankError
+from layoutfuse.frontend.nvfuser import fusion_definition
 from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
+from layoutfuse.runtime.replay import LaunchPlan, signature
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -62,3 +64,168 @@ def test_an_explicit_device_argument_keeps_the_fast_path():
         red, _ = fd.execute([x, 1.0], device=device)
     torch.testing.assert_close(red, x.sum(1), rtol=1e-5, atol=1e-4)
     assert [k[-1] for k in fd.executor()._plans] == [device]
+
+
+def _add_one():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(t0, fd.define_scalar(1.0, dtype=DataType.Double)))
+    return fd
+
+
+def test_repeated_calls_replay_without_planning_or_frontend_work(monkeypatch):
+    FusionCache.reset()
+    fd = _add_one()
+    flattened = []
+    real_flatten = fusion_definition.flatten_inputs
+    monkeypatch.setattr(fusion_definition, "flatten_inputs",
+                        lambda inputs: flattened.append(1) or real_flatten(inputs))
+    x = torch.randn(8, 16)
+    for _ in range(5):
+        (out,) = fd.execute([x])
+        torch.testing.assert_close(out, x + 1)
+    assert fd.executor().planned_runs == 1
+    assert len(flattened) == 1, "the later calls dispatched to the plan before flattening"
+
+
+@pytest.mark.parametrize("changed, error", [
+    (lambda x: x.t(), InputLayoutError),                 # strides contradict the declaration
+    (lambda x: x.double(), InputDtypeError),
+    (lambda x: x[0], InputRankError),
+])
+def test_a_changed_signature_is_validated_again(changed, error):
+    FusionCache.reset()
+    fd = _add_one()
+    x = torch.randn(8, 16)
+    fd.execute([x])
+    fd.execute([x])
+    with pytest.raises(error):
+        fd.execute([changed(x)])
+    assert fd.executor().planned_runs == 2
+    (out,) = fd.execute([x])                              # the first plan still replays
+    torch.testing.assert_close(out, x + 1)
+    assert fd.executor().planned_runs == 2
+
+
+def test_the_signature_holds_everything_the_checks_read():
+    x = torch.randn(8, 16)
+    key = signature([x, 2, 1.5])
+    assert signature([torch.randn(8, 16), 2, 2.5]) == key      # other data, another float
+    for other in ([x.t(), 2, 1.5], [x.double(), 2, 1.5], [x[:4], 2, 1.5], [x[:, :8], 2, 1.5],
+                  [torch.randn(129)[1:].reshape(8, 16), 2, 1.5],     # 4-byte aligned only
+                  [x.to("meta"), 2, 1.5], [x, 3, 1.5], [x, True, 1.5], [x, 2.0, 1.5],
+                  [x, 2]):
+        assert signature(other) != key
+    assert signature([x, 2, 1.5], device=x.device) != key
+    assert signature([x, [2, 3]]) is None                          # vectors are not keyed
+
+
+@pytest.mark.parametrize("changed", [
+    lambda x: torch.randn(4, 16, device=x.device),        # another shape
+    lambda x: x[:, 1:],                                   # strides, and the pointer's alignment
+    lambda x: x.reshape(-1)[1:].reshape(-1)[:112].reshape(8, 14),   # 4-byte aligned only
+])
+def test_a_changed_signature_plans_again_and_computes_right(changed):
+    FusionCache.reset()
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[False, False], dtype=DataType.Float)
+        fd.add_output(fd.ops.add(t0, fd.define_scalar(1.0, dtype=DataType.Double)))
+    x = torch.randn(8, 16)
+    fd.execute([x])
+    y = changed(x)
+    for _ in range(2):
+        (out,) = fd.execute([y])
+        torch.testing.assert_close(out, y + 1)
+    assert fd.executor().planned_runs == 2
+    assert len(fd.executor()._plans) == 2
+
+
+def test_a_scalar_input_given_as_a_0_dim_tensor_is_read_on_every_replay():
+    FusionCache.reset()
+    fd = _definition()
+    x = torch.randn(48, 40).t()
+    for alpha in (2.0, 3.0, 0.5):
+        red, _ = fd.execute([x, torch.tensor(alpha)])
+        torch.testing.assert_close(red, (x * alpha).sum(1), rtol=1e-5, atol=1e-4)
+    assert fd.executor().planned_runs == 1
+
+
+def test_vector_inputs_still_replay():
+    FusionCache.reset()
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        shape = fd.define_vector(2)
+        fd.add_output(fd.ops.exp(fd.ops.reshape(t0, shape)))
+    x = torch.randn(12)
+    for _ in range(3):
+        (out,) = fd.execute([x, [3, 4]])
+        torch.testing.assert_close(out, x.reshape(3, 4).exp())
+    assert fd.executor().planned_runs == 1
+
+
+# --- the launch through Triton's CUDA launcher, with stand-ins (no GPU here) -------------------
+class _Launcher:
+    """The attributes of Triton 3.6's CudaLauncher that a plan reads."""
+
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid = launch_pdl = False
+
+    def __init__(self, accepts: bool = True):
+        self.accepts, self.calls = accepts, []
+
+    def launch(self, *args):
+        if not self.accepts:
+            raise TypeError("function takes other arguments")
+        self.calls.append(args)
+
+
+class _Compiled:
+    function, packed_metadata = 77, (4, 1, 0)
+
+    def __init__(self, runner):
+        self.run = runner
+
+
+class _Jit:
+    def __init__(self):
+        self.calls = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **meta: self.calls.append((grid, args, meta))
+
+
+def _plan(compiled, fn):
+    spec = [("in", 0), ("scalar", (1, float)), ("out", 0), ("val", 6), ("val", "scratch")]
+    return LaunchPlan([((2, 3), (3, 1), torch.float32, torch.device("cpu"))],
+                      [(fn, (5, 2), spec, {"BLOCK_X": 64, "num_warps": 4}, compiled, [64])],
+                      [True, False])
+
+
+def test_a_compiled_kernel_is_launched_through_the_launchers_c_entry(monkeypatch):
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 1000 + device,
+                        raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 3, raising=False)
+    launcher, jit = _Launcher(), _Jit()
+    plan = _plan(_Compiled(launcher), jit)
+    x = torch.randn(2, 3)
+    (out,) = plan.replay([x, 2])
+    assert out.shape == (2, 3) and out.stride() == (3, 1)
+    ((*head, a0, a1, a2, a3, a4, const),) = launcher.calls
+    assert head == [5, 2, 1, 1003, 77, False, False, None, None, (4, 1, 0), None, None, None]
+    assert a0 is x and a1 == 2.0 and type(a1) is float and a2 is out
+    assert (a3, a4, const) == (6, "scratch", 64)
+    assert jit.calls == []
+
+
+def test_a_launcher_that_takes_other_arguments_falls_back_to_the_jit(monkeypatch):
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 0, raising=False)
+    jit = _Jit()
+    plan = _plan(_Compiled(_Launcher(accepts=False)), jit)
+    x = torch.randn(2, 3)
+    for _ in range(2):
+        (out,) = plan.replay([x, 2.5])
+        grid, args, meta = jit.calls[-1]
+        assert grid == (5, 2) and args[0] is x and args[1] == 2.5 and args[2] is out
+        assert meta == {"BLOCK_X": 64, "num_warps": 4}
+    assert not plan.direct and "launch0" not in plan.source

@@ -4,13 +4,17 @@ INTERFACE (stable; frontends call only this):
 
     ex = FusionExecutor(fusion)
     outs = ex.run(inputs, device=None)   # list in add_output order, aliased outputs omitted
+    outs = ex.replay(inputs, device=None)  # the same through a recorded plan, or None
     ex.last_schedule()                   # scheduler params of the last run (list if several)
     ex.last_triton_code()                # generated Triton source of the last run
     ex.used_reference_path               # True if the last run computed with the torch reference
 
 A run: ``validate_inputs`` (checks, extents) -> output layouts (``OutputLayoutPass``,
 computed once per executor) -> destinations (views of inputs, aliased inputs,
-buffers dense in the chosen order) -> ``_run_kernels`` -> results.
+buffers dense in the chosen order) -> ``_run_kernels`` -> results, and a
+``LaunchPlan`` recorded for the inputs' signature (``runtime/replay.py``). A later
+run with the same signature replays the plan: no checks (the signature implies
+them), no planning.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class FusionExecutor:
         self._compiled_outputs: list[int] = []
         self._plans: dict[tuple, LaunchPlan] = {}
         self._replayable = False
+        self.planned_runs = 0       # runs that validated and planned (the others replayed)
 
     # --- public ------------------------------------------------------------------------------
     def run(self, inputs: Sequence[Any], device=None) -> list[Any]:
@@ -49,14 +54,34 @@ class FusionExecutor:
         Tensor outputs come back in the layout ``OutputLayoutPass`` chose; scalar
         outputs come back as 0-dim CPU tensors of their dtype.
         """
-        inputs = list(inputs)
-        key = signature(inputs)
-        if key is not None and device is not None:
-            key = key + (str(device),)
-        if key is not None:
-            plan = self._plans.get(key)
-            if plan is not None:
-                return plan.replay(inputs)
+        key = signature(inputs, device)
+        plan = self._plans.get(key)         # inputs that cannot be keyed (None) have none
+        if plan is not None:
+            return plan.replay(inputs)
+        return self._plan_and_run(list(inputs), device, key)
+
+    def replay(self, inputs: Sequence[Any], device=None) -> list[Any] | None:
+        """The outputs through the plan recorded for ``inputs``' signature, or None when
+        there is none yet (then ``run`` validates, plans and records one)."""
+        plan = self._plans.get(signature(inputs, device))
+        return None if plan is None else plan.replay(inputs)
+
+    def output_layouts(self) -> dict[int, OutputLayout]:
+        """The layout of every tensor output (cached: it depends only on the fusion)."""
+        if self._layouts is None:
+            self._layouts = OutputLayoutPass().apply(self.fusion)
+        return self._layouts
+
+    def last_schedule(self):
+        return self._last_schedule
+
+    def last_triton_code(self) -> str | None:
+        return self._last_code
+
+    # --- the first run of a signature --------------------------------------------------------
+    def _plan_and_run(self, inputs: list[Any], device, key: tuple | None) -> list[Any]:
+        """Validate, lay out, run the kernels, and record a plan for ``key``'s later calls."""
+        self.planned_runs += 1
         bindings = validate_inputs(self.fusion, inputs, device)
         outputs, computed = self._destinations(bindings, inputs)
         self.used_reference_path = not self._run_kernels(bindings, inputs, outputs)
@@ -71,18 +96,6 @@ class FusionExecutor:
             if plan is not None:
                 self._plans[key] = plan
         return result
-
-    def output_layouts(self) -> dict[int, OutputLayout]:
-        """The layout of every tensor output (cached: it depends only on the fusion)."""
-        if self._layouts is None:
-            self._layouts = OutputLayoutPass().apply(self.fusion)
-        return self._layouts
-
-    def last_schedule(self):
-        return self._last_schedule
-
-    def last_triton_code(self) -> str | None:
-        return self._last_code
 
     # --- the hook for generated kernels ----------------------------------------------------------
     def _run_kernels(self, bindings: Bindings, inputs: list[Any], outputs: list[Any]) -> bool:

@@ -1,37 +1,54 @@
 """The fast path: replay a run's launches for inputs of a signature seen before.
 
 A fusion's first run with a given input signature (shapes, strides, dtypes,
-device, integer scalar values) validates, lays out, plans and launches. It
-records every launch with its arguments, and this module turns that record into
-a ``LaunchPlan``: input and output tensors become slots, scratch buffers
-(intermediates, split-reduction workspaces) are kept and reused, scalar inputs
-are read from the call. A later call with the same signature then costs one
-dictionary lookup, the output allocations and the launches.
+device, 16-byte alignment, integer scalar values) validates, lays out, plans and
+launches. It records every launch with its arguments, and this module turns that
+record into a ``LaunchPlan``: input and output tensors become slots, scratch
+buffers (intermediates, split-reduction workspaces) are kept and reused, scalar
+inputs are read from the call. A later call with the same signature then costs
+the key, one dictionary lookup, the output allocations and the launches.
+
+The plan is compiled into one small Python function (``plan.source`` shows it):
+input slots read by position, outputs allocated with ``torch.empty_strided``,
+each launch one call with its grid, pointers and constants written in place.
+Compiled CUDA kernels are launched through the C entry of Triton's launcher,
+skipping its Python wrapper; a launcher that does not take the expected arguments
+(another Triton) switches the plan to Triton's JIT call for good. On the CPU the
+launches go through the JIT (the interpreter).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from ..ir import Fusion, Scalar
 
+_Tensor = torch.Tensor
 
-def signature(inputs: list[Any]) -> tuple | None:
-    """Everything the checks and the plan depend on; None when it cannot be keyed."""
+
+def signature(inputs, device=None) -> tuple | None:
+    """Everything the checks and the plan depend on; None when it cannot be keyed.
+
+    Per tensor its shape, strides, dtype, device and pointer alignment (part of the
+    compiled kernels' specialization); per int or bool its type and value; per float
+    its type. ``device``: execute's device argument, when one was given.
+    """
     key = []
     for x in inputs:
-        if isinstance(x, torch.Tensor):
-            # the pointer's alignment is part of the compiled kernels' specialization
-            key.append((tuple(x.shape), x.stride(), x.dtype, x.device, x.data_ptr() % 16))
-        elif isinstance(x, bool | int):
+        if isinstance(x, _Tensor):
+            key.append((x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15))
+        elif isinstance(x, int):
             key.append((type(x), x))
         elif isinstance(x, float):
             key.append(float)
         else:
             return None
+    if device is not None:
+        key.append(str(device))
     return tuple(key)
 
 
@@ -39,29 +56,118 @@ def signature(inputs: list[Any]) -> tuple | None:
 class LaunchPlan:
     outputs: list[tuple]        # (shape, strides, dtype, device) per returned output
     launches: list[tuple]       # (fn, grid, argspec, meta, compiled, constexpr values);
-                                #   argspec items: ("in", i) / ("out", j) / ("val", v)
-    n_inputs: int
+                                #   argspec items: ("in", i) / ("out", j) / ("val", v) /
+                                #   ("scalar", (i, kind)): input i as a Python kind
+    tensor_inputs: list[bool]   # per input, whether it is a tensor (a scalar as 0-dim: .item())
     direct: bool = True         # launch compiled CUDA kernels through their launcher
+    # replay(inputs) -> new outputs, every launch replayed: compiled from ``source``
+    replay: Callable[[Any], list[torch.Tensor]] = field(init=False, repr=False)
+    source: str = field(init=False, repr=False)
 
-    def replay(self, inputs: list[Any]) -> list[torch.Tensor]:
-        outs = [torch.empty_strided(shape, stride, dtype=dtype, device=device)
-                for shape, stride, dtype, device in self.outputs]
-        stream = None
-        for fn, grid, argspec, meta, compiled, consts in self.launches:
-            args = [inputs[v] if kind == "in" else outs[v] if kind == "out" else v
-                    for kind, v in argspec]
-            if compiled is not None and self.direct:
-                if stream is None:
-                    stream = torch.cuda.current_stream().cuda_stream
-                try:
-                    compiled.run(grid[0], grid[1] if len(grid) > 1 else 1,
-                                 grid[2] if len(grid) > 2 else 1, stream, compiled.function,
-                                 compiled.packed_metadata, None, None, None, *args, *consts)
-                    continue
-                except (TypeError, AttributeError):
-                    self.direct = False     # this Triton's launcher differs: use the JIT path
-            fn[grid](*args, **meta)
-        return outs
+    def __post_init__(self) -> None:
+        self._compile()
+
+    def _compile(self) -> None:
+        self.source, env = _replay_source(self)
+        env["fall_back"] = self._fall_back
+        exec(compile(self.source, "<layoutfuse replay>", "exec"), env)
+        self.replay = env["replay"]
+
+    def _fall_back(self, inputs) -> list[torch.Tensor]:
+        """This Triton's launcher takes other arguments: launch through the JIT from now on.
+
+        The whole call is replayed again: outputs are fresh, and every kernel rewrites
+        what it writes (split counters are back at zero after each launch)."""
+        self.direct = False
+        self._compile()
+        return self.replay(inputs)
+
+
+def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
+    """The text of ``replay(inputs)`` for ``plan``, and the names it refers to."""
+    env: dict[str, Any] = {"empty_strided": torch.empty_strided}
+    body: list[str] = []
+    bound: dict[int, str] = {}          # id of a bound value -> its name
+    counts: dict[str, int] = {}
+
+    def name(prefix: str, value: Any) -> str:
+        """A literal for an int, bool or None; otherwise a name bound to ``value``."""
+        if type(value) in (int, bool) or value is None:
+            return repr(value)
+        if id(value) not in bound:
+            counts[prefix] = counts.get(prefix, -1) + 1
+            bound[id(value)] = f"{prefix}{counts[prefix]}"
+            env[bound[id(value)]] = value
+        return bound[id(value)]
+
+    tensors = sorted({v for _fn, _grid, spec, *_ in plan.launches for kind, v in spec
+                      if kind == "in"})
+    scalars = dict(sorted({v for _fn, _grid, spec, *_ in plan.launches for kind, v in spec
+                           if kind == "scalar"}))
+    body += [f"in{i} = inputs[{i}]" for i in tensors]
+    for i, kind in scalars.items():       # as validation converts it (a 0-dim tensor: its item)
+        value = f"inputs[{i}].item()" if plan.tensor_inputs[i] else f"inputs[{i}]"
+        body.append(f"in{i} = {kind.__name__}({value})")
+    for j, (shape, stride, dtype, device) in enumerate(plan.outputs):
+        body.append(f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
+                    f"dtype={name('dtype', dtype)}, device={name('device', device)})")
+    calls, direct_calls = [], 0
+    for k, (fn, grid, spec, meta, compiled, consts) in enumerate(plan.launches):
+        args = [f"in{v}" if kind == "in" else f"in{v[0]}" if kind == "scalar" else
+                f"out{v}" if kind == "out" else name("v", v) for kind, v in spec]
+        direct = _direct_call(k, grid, compiled, env) if plan.direct else None
+        if direct is not None:
+            calls.append(direct + ", ".join(args + [name("c", c) for c in consts]) + ")")
+            direct_calls += 1
+        else:               # the JIT (on the CPU: the interpreter)
+            env[f"kernel{k}"], env[f"meta{k}"] = fn[grid], meta
+            calls.append(f"kernel{k}({', '.join(args)}, **meta{k})")
+    if direct_calls:
+        body.append(f"stream = {_stream_source(env)}")
+        body.append("try:")
+        body += [f"    {c}" for c in calls]
+        body.append("except (TypeError, AttributeError):")
+        body.append("    return fall_back(inputs)")
+    else:
+        body += calls
+    body.append(f"return [{', '.join(f'out{j}' for j in range(len(plan.outputs)))}]")
+    return "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body), env
+
+
+def _direct_call(k: int, grid, compiled, env: dict[str, Any]) -> str | None:
+    """The head of launch ``k``'s call through its compiled kernel's launcher (up to the
+    kernel arguments), or None when it has none or the grid is not plain integers."""
+    if compiled is None or not all(type(g) is int for g in grid) or not 1 <= len(grid) <= 3:
+        return None
+    gx, gy, gz = (*grid, 1, 1)[:3]
+    try:
+        runner = compiled.run           # Triton's CudaLauncher (loads the kernel once)
+        env[f"function{k}"], env[f"metadata{k}"] = compiled.function, compiled.packed_metadata
+    except AttributeError:
+        return None
+    launch = getattr(runner, "launch", None)
+    if callable(launch) and getattr(runner, "global_scratch_size", 1) == 0 and \
+            getattr(runner, "profile_scratch_size", 1) == 0 and \
+            hasattr(runner, "launch_cooperative_grid") and hasattr(runner, "launch_pdl"):
+        # what CudaLauncher.__call__ passes when the kernel needs no scratch memory
+        env[f"launch{k}"] = launch
+        return (f"launch{k}({gx}, {gy}, {gz}, stream, function{k}, "
+                f"{bool(runner.launch_cooperative_grid)}, {bool(runner.launch_pdl)}, None, None, "
+                f"metadata{k}, None, None, None, ")
+    env[f"launch{k}"] = runner
+    return f"launch{k}({gx}, {gy}, {gz}, stream, function{k}, metadata{k}, None, None, None, "
+
+
+def _stream_source(env: dict[str, Any]) -> str:
+    """An expression for the current device's current CUDA stream as an integer, by the
+    cheapest calls there are (Triton's JIT reads it the same way)."""
+    raw, device = (getattr(torch._C, "_cuda_getCurrentRawStream", None),
+                   getattr(torch._C, "_cuda_getDevice", None))
+    if raw is not None and device is not None:
+        env["raw_stream"], env["current_device"] = raw, device
+        return "raw_stream(current_device())"
+    env["current_stream"] = torch.cuda.current_stream
+    return "current_stream().cuda_stream"
 
 
 def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
@@ -92,10 +198,10 @@ def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
             else:
                 spec.append(("val", a))
         for k, s in scalar_slots:
-            if id(s) in scalar_pos:
-                spec[k] = ("in", scalar_pos[id(s)])
+            if id(s) in scalar_pos:                 # args[k]: the value as validated
+                spec[k] = ("scalar", (scalar_pos[id(s)], type(args[k])))
             elif s.definition is not None and s.definition.op.name != "size":
                 return None                         # host arithmetic on scalar inputs
         launches.append((fn, grid, spec, meta, compiled, consts))
     outputs = [(tuple(t.shape), t.stride(), t.dtype, t.device) for t in returned]
-    return LaunchPlan(outputs, launches, len(inputs))
+    return LaunchPlan(outputs, launches, [isinstance(x, torch.Tensor) for x in inputs])

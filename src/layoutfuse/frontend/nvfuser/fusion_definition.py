@@ -64,6 +64,7 @@ class FusionDefinition(DefineMixin):
         self._recorder: Recorder | None = None
         self._profile: FusionProfile | None = None
         self._debug_output: str | None = None
+        self._replay = None         # the executor's replay, once this definition has run
         if use_multidevice_executor:
             raise UnsupportedError("FusionDefinition: multidevice execution is not supported")
         if id is not None:
@@ -199,7 +200,17 @@ class FusionDefinition(DefineMixin):
         """Run the fusion on ``inputs`` (tensors and Python scalars in definition order;
         a list or tuple is a vector input). Returns the outputs in ``add_output`` order,
         aliased outputs omitted. ``device`` (int, str or torch.device) is passed to the
-        executor. The nvFuser debugging options are accepted and ignored."""
+        executor. The nvFuser debugging options are accepted and ignored.
+
+        A call whose inputs have the signature of an earlier call replays that call's
+        launches (``FusionExecutor.replay``) before any other work here."""
+        if self._replay is not None and type(inputs) in (list, tuple) and not (
+                profile or save_repro_inputs or print_repro or capture_debug_output):
+            outputs = self._replay(inputs, None if device is None else normalize_device(device))
+            if outputs is not None:
+                self.profiled = False
+                self._debug_output = None
+                return outputs
         self.profiled = profile
         if self._entry is None:
             self._define_from_subclass()
@@ -211,7 +222,9 @@ class FusionDefinition(DefineMixin):
             print(self.repro_script_for(inputs))
         flat = flatten_inputs(inputs)
         start = time.perf_counter()
-        outputs = self._entry.executor().run(flat, device=normalize_device(device))
+        executor = self._entry.executor()
+        self._replay = executor.replay      # inputs with vector (list) entries never match
+        outputs = executor.run(flat, device=normalize_device(device))
         if profile:
             self._profile = FusionProfile(self._entry.id,
                                           host_time_ms=(time.perf_counter() - start) * 1e3)
