@@ -129,7 +129,7 @@ def test_transposed_store_of_other_ops_and_dtypes(op, dtype, shape, small_device
     data = x.cpu().double()
     if op == "welford":
         refs = [data.mean(1), data.var(1, correction=0) * shape[1],
-                torch.full((shape[0], shape[2]), shape[1], dtype=torch.float64)]
+                torch.full((shape[0], shape[2]), shape[1], dtype=torch.float64, device="cpu")]
         for got, ref in zip(results, refs, strict=True):
             torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-5, atol=1e-5)
     else:
