@@ -98,7 +98,7 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     if transposed is not None:
         return transposed
     units, min_units = _split_units(params)
-    split = tiles.split_for_waves(programs, resident, units, min_units)
+    split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count)
     finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device)
     return with_split(replace(params, finish=finish), split)
 
