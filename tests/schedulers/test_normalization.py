@@ -344,6 +344,8 @@ def test_reduction_with_a_per_row_epilogue_runs_as_one_kernel(order, dims):
     segs = fd.segment([x])
     assert [s["scheduler"] for s in segs] == ["normalization"] * 2, segs
     assert all("epilogue" in s["reason"] for s in segs)
+    assert sorted(op for s in segs for op in s["ops"] if op in ("welford", "sum")) == \
+        ["sum", "welford"]                    # each kernel lists the reduction it runs
 
 
 def test_an_epilogue_after_a_large_outer_reduction_runs_after_the_reduction_kernel():

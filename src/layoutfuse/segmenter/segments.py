@@ -197,8 +197,9 @@ def _group_spec(group: Group, memory: set[int], stores: list[Access], xstores: l
     exprs = {id(e): e for tv, _ in reached if tv.definition is not None
              and id(tv) not in memory for e in [tv.definition]}
     for a in xstores:
-        for tv, _ in upstream_tensors_through(a.tv, group):
-            if tv.definition is not None:
+        # the per-row epilogue: everything between the group's results and the output
+        for tv, _ in upstream_tensors(a.tv, group.red_outputs()).values():
+            if tv.definition is not None:          # the group's reductions included
                 exprs.setdefault(id(tv.definition), tv.definition)
     order = {id(e): i for i, e in enumerate(group.root.fusion.exprs)}
     ex = sorted(exprs.values(), key=lambda e: order[id(e)])
@@ -232,17 +233,6 @@ def _group_spec(group: Group, memory: set[int], stores: list[Access], xstores: l
     spec.fallback_buffers = [o for e in group.reductions for o in e.outputs
                              if all(a.tv is not o for a in xstores)]
     return spec
-
-
-def upstream_tensors_through(tv: TensorView, group: Group):
-    """(tensor, chain) upstream of an x-space output, stopping at the group's results."""
-    return _reached_to(tv, group.red_outputs())
-
-
-def _reached_to(tv, stop: set[int]):
-    from ..analysis.accesses import _reached
-
-    return _reached(tv, stop)
 
 
 def _run_order(specs: list[KernelSpec]) -> list[KernelSpec]:
