@@ -10,7 +10,7 @@ Per-row results the fusion returns (mean, rstd) are stored once per row.
 
 from __future__ import annotations
 
-from ..dtypes import DataType, is_floating
+from ..dtypes import is_floating
 from ..schedulers.normalization import NormalizationParams
 from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER, kernel_header, load_line
@@ -128,14 +128,10 @@ class _Kernel:
                    f"{storage_cast(val, a.tv.dtype)}, mask={smask})")
 
 
-def _acc_type(e) -> DataType:
-    return accumulator_dtype(e)
-
-
 def _reduce_whole(k: _Kernel, e, val: str) -> None:
     """A reduction of a whole row held in the tile (persistent mode)."""
     w, ax = k.w, k.axis
-    at = _acc_type(e)
+    at = accumulator_dtype(e)
     ct = tl_compute(at)
     if e.op.name == "welford":
         # two passes over registers: the mean, then the squared deviations from it. Every
@@ -161,7 +157,7 @@ def _looped_pass(k: _Kernel, reds) -> None:
     w = k.w
     accs = {}
     for e in reds:
-        at = _acc_type(e)
+        at = accumulator_dtype(e)
         ct = tl_compute(at)
         if e.op.name == "welford":
             names = [w.fresh(n) for n in ("acc_mean", "acc_m2", "acc_n")]
@@ -176,7 +172,7 @@ def _looped_pass(k: _Kernel, reds) -> None:
         ridx, mask = k.r_tile("r0 + ")
         ve = k.emitter(k.tile_offsets(ridx), mask)
         for e in reds:
-            at = _acc_type(e)
+            at = accumulator_dtype(e)
             ct = tl_compute(at)
             val = ve.value(e.inputs[0], ())
             names = accs[id(e)]
@@ -203,7 +199,7 @@ def _looped_pass(k: _Kernel, reds) -> None:
                 k.special[id(o)] = r
         else:
             res = w.fresh("red")
-            w.line(reduce_line(res, names[0], e.op.name, k.axis, is_floating(_acc_type(e))))
+            w.line(reduce_line(res, names[0], e.op.name, k.axis, is_floating(accumulator_dtype(e))))
             k.special[id(e.outputs[0])] = res
 
 
