@@ -43,12 +43,15 @@ def is_shape_expr(e: Expr) -> bool:
     return e.op.kind is OpKind.SHAPE
 
 
-def _reached(root: TensorView, memory: set[int]) -> list[tuple[TensorView, tuple[Expr, ...]]]:
+def reached(root: TensorView, memory: set[int],
+             through: frozenset[int] = frozenset()) -> list[tuple[TensorView, tuple[Expr, ...]]]:
     """Every (tensor, chain) reached backward from ``root``, each once, in discovery order.
 
     The walk passes through pointwise ops unchanged, records shape ops in the chain and
     stops at tensors in ``memory``, at fusion inputs and at creation ops. Each distinct
     (tensor, chain) is expanded once, so shared subexpressions cost nothing extra.
+    ``through``: ids of reductions computed in the same kernel on the root's coordinates
+    (a normalization group): the walk continues into their inputs with an empty chain.
     """
     seen: dict[tuple, tuple[TensorView, tuple[Expr, ...]]] = {}
 
@@ -66,6 +69,8 @@ def _reached(root: TensorView, memory: set[int]) -> list[tuple[TensorView, tuple
             for i in e.inputs:
                 if isinstance(i, TensorView):
                     walk(i, chain)
+        elif id(e) in through:
+            walk(e.inputs[0], ())
         elif e.op.kind is not OpKind.CREATION:
             raise ValueError(f"{e.op.name} cannot be read inside this kernel")
 
@@ -76,7 +81,7 @@ def _reached(root: TensorView, memory: set[int]) -> list[tuple[TensorView, tuple
 def upstream_accesses(root: TensorView, memory: set[int]) -> list[Access]:
     """Loads (and creation ops) reached backward from ``root``, whose coordinates are the
     iteration space; ``memory`` holds the ids of tensors that live in memory."""
-    return [Access(tv, chain) for tv, chain in _reached(root, memory)
+    return [Access(tv, chain) for tv, chain in reached(root, memory)
             if id(tv) in memory or tv.definition is None
             or tv.definition.op.kind is OpKind.CREATION]
 
@@ -84,7 +89,7 @@ def upstream_accesses(root: TensorView, memory: set[int]) -> list[Access]:
 def upstream_tensors(root: TensorView, memory: set[int]) -> dict[int, tuple[TensorView, tuple]]:
     """Every tensor computed upstream of ``root`` with the chain leading to it (first found)."""
     out: dict[int, tuple[TensorView, tuple]] = {}
-    for tv, chain in _reached(root, memory):
+    for tv, chain in reached(root, memory):
         out.setdefault(id(tv), (tv, chain))
     return out
 
@@ -126,5 +131,5 @@ def vals_of(exprs: list[Expr]) -> set[int]:
     return out
 
 
-__all__ = ["Access", "Val", "load_strides", "store_strides_backward", "upstream_accesses",
-           "upstream_tensors"]
+__all__ = ["Access", "Val", "load_strides", "reached", "store_strides_backward",
+           "upstream_accesses", "upstream_tensors"]

@@ -149,13 +149,7 @@ class CompiledFusion:
         params = rd.heuristics(prob, info)
         kernel = self._generated(spec, params, reduction_source, "reduction_kernel")
         sizes = [g.size for g in prob.groups]
-        nx = 1
-        for k in params.x_groups:
-            nx *= sizes[k]
-        nr = 1
-        for k in params.r_groups:
-            nr *= sizes[k]
-        npx = -(-sizes[params.x_groups[0]] // params.block_x) if params.template == "outer" else 1
+        nx, nr, npx = _row_extents(prob, params)
         ws = []
         n_ws = 3 if spec.reduction.op.name == "welford" else 1
         if params.split > 1:
@@ -213,14 +207,7 @@ class CompiledFusion:
             return
         self.last_segments.append((spec, f"{spec.reason} ({params.mode}: {params.reason})"))
         kernel = self._generated(spec, params, normalization_source, "normalization_kernel")
-        sizes = [g.size for g in prob.groups]
-        nx = 1
-        for k in params.x_groups:
-            nx *= sizes[k]
-        nr = 1
-        for k in params.r_groups:
-            nr *= sizes[k]
-        npx = -(-sizes[params.x_groups[0]] // params.block_x) if params.template == "outer" else 1
+        nx, nr, npx = _row_extents(prob, params)
         head = self._head_args(spec, prob, params, env, extents, [])
         scalar_vals = [scalars[id(s)] for s in spec.scalars]
         args = head + scalar_vals + [nx, nr, npx]
@@ -248,6 +235,15 @@ class CompiledFusion:
             env[id(e.outputs[2])].fill_(0)
         else:
             env[id(e.outputs[0])].fill_(fill[name])
+
+
+def _row_extents(prob: Problem, params) -> tuple[int, int, int]:
+    """A reduction-like kernel's NX, NR and (outer template) tiles along the stride-1 kept
+    group, from the problem and the params' template."""
+    _, _, nx, nr = prob.kept_and_reduced()
+    npx = -(-prob.groups[params.x_groups[0]].size // params.block_x) \
+        if params.template == "outer" else 1
+    return nx, nr, npx
 
 
 def _dump(params, src: str) -> None:

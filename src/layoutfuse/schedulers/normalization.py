@@ -79,11 +79,8 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
     """``loop=False`` (a reduction with only a per-row epilogue): a tile that does not hold
     the rows goes to the reduction scheduler's kernels (segmented) instead of looping."""
     groups = p.groups
-    xg = tuple(k for k, g in enumerate(groups) if not g.reduced)
-    rg = tuple(k for k, g in enumerate(groups) if g.reduced)
-    nx = _prod(groups[k].size for k in xg)
-    nr = _prod(groups[k].size for k in rg)
-    item = min(p.vector_bytes(a) for a in range(p.n_loads)) if p.n_loads else 4
+    xg, rg, nx, nr = p.kept_and_reduced()
+    item = p.narrowest_load_bytes()
     template = "inner" if groups and groups[0].reduced else "outer"
     if not xg:
         template = "inner"

@@ -64,6 +64,22 @@ class Problem:
     def vector_bytes(self, access: int) -> int:
         return itemsize(self.dtypes[access])
 
+    def kept_and_reduced(self) -> tuple[tuple[int, ...], tuple[int, ...], int, int]:
+        """Kept group indices, reduced group indices (innermost first), and the product of
+        each's sizes."""
+        xg = tuple(k for k, g in enumerate(self.groups) if not g.reduced)
+        rg = tuple(k for k, g in enumerate(self.groups) if g.reduced)
+        nx = nr = 1
+        for k in xg:
+            nx *= self.groups[k].size
+        for k in rg:
+            nr *= self.groups[k].size
+        return xg, rg, nx, nr
+
+    def narrowest_load_bytes(self) -> int:
+        """The itemsize of the narrowest load (4 when nothing is loaded)."""
+        return min(self.vector_bytes(a) for a in range(self.n_loads)) if self.n_loads else 4
+
 
 def stride_flags(p: Problem) -> tuple[tuple[tuple[bool, ...], ...], tuple[tuple[bool, ...], ...]]:
     """``[access][group]`` flags: stride 0, stride 1 (both False for an access that is not

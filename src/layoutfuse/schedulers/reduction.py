@@ -72,11 +72,8 @@ def can_schedule(n_reductions: int) -> str | None:
 
 def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     groups = p.groups
-    xg = tuple(k for k, g in enumerate(groups) if not g.reduced)
-    rg = tuple(k for k, g in enumerate(groups) if g.reduced)
-    nx = _prod(groups[k].size for k in xg)
-    nr = _prod(groups[k].size for k in rg)
-    item = min(p.vector_bytes(a) for a in range(p.n_loads)) if p.n_loads else 4
+    xg, rg, nx, nr = p.kept_and_reduced()
+    item = p.narrowest_load_bytes()
     template = "inner" if (groups and groups[0].reduced) or not rg else "outer"
     r_nest = template == "inner" and len(rg) >= 2
     n_r0 = groups[rg[0]].size if rg else 1

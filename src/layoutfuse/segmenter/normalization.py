@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..analysis.accesses import reached
 from ..ir import Expr, OpKind, TensorView
 
 _TRANSPARENT = ("set", "stride_order")
@@ -172,25 +173,4 @@ def xspace_output(tv: TensorView, group: Group, memory: set[int]) -> bool:
 def group_reached(group: Group, memory: set[int]) -> list[tuple[TensorView, tuple[Expr, ...]]]:
     """Every (tensor, chain) the group's kernel reaches from its root, each once: the walk
     passes through the group's reductions, whose inputs are in the root's coordinates."""
-    members = {id(e) for e in group.reductions}
-    seen: dict[tuple, tuple[TensorView, tuple[Expr, ...]]] = {}
-
-    def walk(tv: TensorView, chain: tuple[Expr, ...]) -> None:
-        key = (id(tv), tuple(id(e) for e in chain))
-        if key in seen:
-            return
-        seen[key] = (tv, chain)
-        if id(tv) in memory or tv.definition is None:
-            return
-        e = tv.definition
-        if e.op.kind is OpKind.SHAPE:
-            walk(e.inputs[0], chain + (e,))
-        elif e.op.kind is OpKind.POINTWISE:
-            for i in e.inputs:
-                if isinstance(i, TensorView):
-                    walk(i, chain)
-        elif id(e) in members:
-            walk(e.inputs[0], ())
-
-    walk(group.root, ())
-    return list(seen.values())
+    return reached(group.root, memory, frozenset(id(e) for e in group.reductions))
