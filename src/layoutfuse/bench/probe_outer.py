@@ -1,0 +1,208 @@
+"""Probe kernels for reductions over a strided (outer) axis, outside the code generator.
+
+Hand-written Triton kernels with every knob exposed, to find out *why* a generated
+outer kernel runs below the read ceiling before the scheduler is changed:
+
+* ``sum``: ``y[x] = sum_r a[r, x]`` on a row-major ``[R, X]`` (X is stride-1). Knobs:
+  tile ``[BLOCK_R, BLOCK_X]``, warps, ``maxnreg`` (caps registers so that the number of
+  resident programs per multiprocessor is known), ``split`` (R cut into chunks, partials
+  added with fp32 atomics: a probe, not deterministic).
+* ``softmax``: softmax over R of ``[B, R, X]`` (X stride-1): ``online`` walks each
+  column block twice (max and sum in one pass, then the store pass re-reads the block,
+  from L2 when the blocks being walked fit there); ``persistent`` holds the whole column
+  block in registers.
+
+Each line prints the kernel's registers, its resident programs per multiprocessor, the
+number of programs and waves, GB/s and % of the read ceiling measured in the same run.
+
+    python -m layoutfuse.bench.probe_outer sum --dtype bfloat16 --shape 256,524288 \\
+        --tile 8x512 --warps 8 --maxnreg 0,32 --split 1,2
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+from layoutfuse.bench.harness import measure_ceilings
+
+
+@triton.jit
+def _outer_sum(a, y, R, X, CHUNK, BLOCK_R: tl.constexpr, BLOCK_X: tl.constexpr,
+               ATOMIC: tl.constexpr):
+    px = tl.program_id(0)
+    ps = tl.program_id(1)
+    cols = px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]
+    acc = tl.zeros([BLOCK_R, BLOCK_X], tl.float32)
+    r0 = ps * CHUNK
+    for r in range(r0, r0 + CHUNK, BLOCK_R):
+        rows = r + tl.arange(0, BLOCK_R)[:, None]
+        acc += tl.load(a + rows * X + cols, mask=rows < R, other=0).to(tl.float32)
+    s = tl.sum(acc, 0)
+    out = px * BLOCK_X + tl.arange(0, BLOCK_X)
+    if ATOMIC:
+        tl.atomic_add(y + out, s)
+    else:
+        tl.store(y + out, s)
+
+
+@triton.jit
+def _softmax_online(a, o, B, R, X, BLOCK_R: tl.constexpr, BLOCK_X: tl.constexpr):
+    nxb = X // BLOCK_X
+    for blk in range(tl.program_id(0), B * nxb, tl.num_programs(0)):
+        px = blk % nxb
+        base = (blk // nxb).to(tl.int64) * R * X
+        cols = px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]
+        m = tl.full([BLOCK_R, BLOCK_X], float("-inf"), tl.float32)
+        s = tl.zeros([BLOCK_R, BLOCK_X], tl.float32)
+        for r in range(0, R, BLOCK_R):
+            rows = r + tl.arange(0, BLOCK_R)[:, None]
+            v = tl.load(a + base + rows * X + cols).to(tl.float32)
+            m2 = tl.maximum(m, v)
+            s = s * tl.exp(m - m2) + tl.exp(v - m2)
+            m = m2
+        mc = tl.max(m, 0)[None, :]
+        sc = tl.sum(s * tl.exp(m - mc), 0)[None, :]
+        inv = 1.0 / sc
+        for r in range(0, R, BLOCK_R):
+            rows = r + tl.arange(0, BLOCK_R)[:, None]
+            v = tl.load(a + base + rows * X + cols).to(tl.float32)
+            tl.store(o + base + rows * X + cols, (tl.exp(v - mc) * inv).to(o.dtype.element_ty))
+
+
+@triton.jit
+def _softmax_persistent(a, o, B, R, X, BLOCK_R: tl.constexpr, BLOCK_X: tl.constexpr):
+    nxb = X // BLOCK_X
+    for blk in range(tl.program_id(0), B * nxb, tl.num_programs(0)):
+        px = blk % nxb
+        base = (blk // nxb).to(tl.int64) * R * X
+        cols = px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]
+        rows = tl.arange(0, BLOCK_R)[:, None]
+        v = tl.load(a + base + rows * X + cols, mask=rows < R,
+                    other=float("-inf")).to(tl.float32)
+        mc = tl.max(v, 0)[None, :]
+        e = tl.exp(v - mc)
+        inv = 1.0 / tl.sum(e, 0)[None, :]
+        tl.store(o + base + rows * X + cols, (e * inv).to(o.dtype.element_ty), mask=rows < R)
+
+
+def occupancy(kernel, num_warps: int) -> tuple[int, int]:
+    """(registers per thread, resident programs per multiprocessor) on sm_90 (64K
+    registers, 64 warps, allocation in 256-register units per warp)."""
+    regs = kernel.n_regs
+    per_warp = -(-regs * 32 // 256) * 256
+    by_regs = 65536 // max(1, per_warp * num_warps)
+    return regs, max(0, min(by_regs, 64 // num_warps, 32))
+
+
+def _bench(fn) -> float:
+    return triton.testing.do_bench(fn, warmup=10, rep=60)
+
+
+def probe_sum(args, ceiling: float, sms: int) -> None:
+    dtype = getattr(torch, args.dtype)
+    R, X = (int(v) for v in args.shape.split(","))
+    a = torch.randn(R, X, device="cuda").to(dtype)
+    ref = a.float().sum(0)
+    nbytes = a.numel() * a.element_size() + X * 4
+    for tile, warps, maxnreg, split in itertools.product(
+            args.tile, args.warps, args.maxnreg, args.split):
+        br, bx = (int(v) for v in tile.split("x"))
+        chunk = -(-R // split)
+        chunk = -(-chunk // br) * br
+        y = torch.zeros(X, device="cuda")
+        grid = (X // bx, -(-R // chunk))
+        opts = {"num_warps": warps}
+        if maxnreg:
+            opts["maxnreg"] = maxnreg
+
+        def run(y=y, grid=grid, chunk=chunk, br=br, bx=bx, atomic=split > 1, opts=opts):
+            if atomic:
+                y.zero_()
+            return _outer_sum[grid](a, y, R, X, chunk, BLOCK_R=br, BLOCK_X=bx, ATOMIC=atomic,
+                                    **opts)
+        kern = run()
+        torch.cuda.synchronize()
+        ok = torch.allclose(y, ref, rtol=1e-3, atol=1e-2)
+        regs, per_sm = occupancy(kern, warps)
+        ms = _bench(run)
+        gb = nbytes / ms / 1e6
+        progs = grid[0] * grid[1]
+        waves = progs / max(1, per_sm * sms)
+        print(f"sum {args.dtype} [{R},{X}] tile {br}x{bx} w{warps} maxnreg {maxnreg or '-'} "
+              f"split {grid[1]}: regs {regs} {per_sm}/SM programs {progs} waves {waves:.2f} "
+              f"{gb:7.0f} GB/s {100 * gb / ceiling:5.1f}% {'ok' if ok else 'WRONG'}", flush=True)
+
+
+def probe_softmax(args, ceiling: float, sms: int) -> None:
+    dtype = getattr(torch, args.dtype)
+    B, R, X = (int(v) for v in args.shape.split(","))
+    a = torch.randn(B, R, X, device="cuda").to(dtype)
+    o = torch.empty_like(a)
+    ref = torch.softmax(a.float(), 1)
+    nbytes = 2 * a.numel() * a.element_size()
+    for mode, tile, warps, maxnreg, per in itertools.product(
+            args.mode, args.tile, args.warps, args.maxnreg, args.per_sm):
+        br, bx = (int(v) for v in tile.split("x"))
+        if mode == "persistent":
+            br = triton.next_power_of_2(R)
+        fn = _softmax_online if mode == "online" else _softmax_persistent
+        blocks = X // bx * B
+        grid = (min(blocks, per * sms) if per else blocks,)
+        opts = {"num_warps": warps}
+        if maxnreg:
+            opts["maxnreg"] = maxnreg
+
+        def run(fn=fn, grid=grid, br=br, bx=bx, opts=opts):
+            return fn[grid](a, o, B, R, X, BLOCK_R=br, BLOCK_X=bx, **opts)
+        try:
+            kern = run()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a probe: report and go on
+            print(f"softmax {mode} tile {br}x{bx} w{warps}: {type(e).__name__} {str(e)[:200]}")
+            continue
+        ok = torch.allclose(o.float(), ref, rtol=2e-2, atol=1e-5)
+        regs, per_sm = occupancy(kern, warps)
+        ms = _bench(run)
+        gb = nbytes / ms / 1e6
+        progs = grid[0]
+        waves = progs / max(1, per_sm * sms)
+        l2 = min(progs, per_sm * sms) * R * bx * a.element_size() / 2**20
+        print(f"softmax {mode} {args.dtype} [{B},{R},{X}] tile {br}x{bx} w{warps} per-SM {per} maxnreg "
+              f"{maxnreg or '-'}: regs {regs} {per_sm}/SM programs {progs} waves {waves:.2f} "
+              f"resident blocks {l2:.0f} MiB {gb:7.0f} GB/s {100 * gb / ceiling:5.1f}% "
+              f"{'ok' if ok else 'WRONG'}", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kind", choices=["sum", "softmax"])
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--shape", required=True, help="sum: R,X; softmax: B,R,X")
+    ap.add_argument("--tile", type=lambda s: s.split(","), default=["16x256"],
+                    help="BLOCK_RxBLOCK_X, comma-separated")
+    ap.add_argument("--warps", type=lambda s: [int(v) for v in s.split(",")], default=[8])
+    ap.add_argument("--maxnreg", type=lambda s: [int(v) for v in s.split(",")], default=[0])
+    ap.add_argument("--split", type=lambda s: [int(v) for v in s.split(",")], default=[1])
+    ap.add_argument("--per-sm", type=lambda s: [int(v) for v in s.split(",")], default=[0],
+                    help="softmax: programs per multiprocessor, looping over column blocks "
+                         "(0: one program per block)")
+    ap.add_argument("--mode", type=lambda s: s.split(","), default=["online"])
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("probe_outer needs a CUDA device", file=sys.stderr)
+        return 2
+    ceil = measure_ceilings("cuda")["read_gbps"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"read ceiling {ceil:.0f} GB/s, {sms} SMs", flush=True)
+    (probe_sum if args.kind == "sum" else probe_softmax)(args, ceil, sms)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
