@@ -84,7 +84,7 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     else:
         programs = -(-nx // tile.block_x)
     acc_elements = tile.block_x * tile.block_r
-    warps = tiles.warps_for(acc_elements)
+    warps = tile.warps or tiles.warps_for(acc_elements)
     resident = tiles.resident_programs(device, warps, acc_elements // (32 * warps))
     zero, unit = stride_flags(p)
     params = ReductionParams(NAME, p.family, template, xg, rg, tile.block_x, tile.block_r,
@@ -96,6 +96,7 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
         return transposed
     units, min_units = _split_units(params)
     split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count)
+    split = with_split(params, split).split         # whole loop steps per chunk
     finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device)
     return with_split(replace(params, finish=finish), split)
 

@@ -18,6 +18,17 @@ in whole cache lines, stores run along the output's stride-1 group in whole sect
 (instead of one element per sector), as long as the smaller tiles still fill ``WAVES``
 waves without a split.
 
+The outer template departs from this (``tune-reduction-20261130-db75cd4-h200.txt``,
+``probe-outer-20261130-2278cee-h200.txt``): fp32 rows of 1 KB read fastest as [8, 256]
+steps, ``OUTER_LOAD_BYTES`` = 32 bytes per thread (8 accumulators, 32-34 registers, 8
+programs of 8 warps per multiprocessor): 86.9-92.2% against 81-86.8% for [16, 256] on
+the sum over dim 1 of the [256, 512, 1024] sweep, 91% against 85% on [256, 524288]. bf16
+reads fastest with 4 warps each loading two [8, 512] tiles per step
+(``NARROW_OUTER_LOAD_BYTES`` = 128 bytes per thread, 32 accumulators, 64 registers):
++20-30% on the split outer sums (49-53% -> 64-70%), 82% against 67% on [256, 524288],
+within 2% of the 8-warp tile elsewhere. Neither is understood from first principles;
+both are measurements on one GPU, over shapes with 1 KB rows.
+
 A grid should also fill the GPU with whole waves: the resident programs follow from
 the registers (``resident_programs``), and a split of R is sized to about
 ``WAVES`` waves (``split_for_waves``). The partials of a split are combined by the last
@@ -45,6 +56,10 @@ TICKET_STEPS = 4           # combine steps the last program of an X block may ta
 WAVES = 2                  # a split grid: at least this many waves of resident programs
 SPLIT_BELOW = 2            # ... made only below this many programs per multiprocessor
 MAX_SPLIT = 4096
+OUTER_LOAD_BYTES = 32      # outer template, 4-byte and wider inputs: per thread and step
+NARROW_OUTER_WARPS = 4     # outer template, narrower inputs: warps,
+NARROW_OUTER_LOAD_BYTES = 128   # ... bytes per thread and step,
+NARROW_OUTER_ACC = 32      # ... and fp32 accumulators per thread
 STORE_BYTES = 32           # transposed store: contiguous output bytes per column (a sector)
 LINE_BYTES = 128           # transposed store: contiguous input bytes per row (a line)
 
@@ -52,10 +67,12 @@ LINE_BYTES = 128           # transposed store: contiguous input bytes per row (a
 class Tile:
     """Block sizes of one reduction kernel (see ``choose_tile``)."""
 
-    __slots__ = ("block_x", "block_r", "unroll", "block_y")
+    __slots__ = ("block_x", "block_r", "unroll", "block_y", "warps")
 
-    def __init__(self, block_x: int, block_r: int, unroll: int = 1, block_y: int = 1):
+    def __init__(self, block_x: int, block_r: int, unroll: int = 1, block_y: int = 1,
+                 warps: int | None = None):
         self.block_x, self.block_r, self.unroll, self.block_y = block_x, block_r, unroll, block_y
+        self.warps = warps          # None: ``warps_for`` the accumulator tile
 
 
 def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
@@ -67,19 +84,35 @@ def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
     ``LOAD_BYTES`` per thread (R as far as it goes, then X) into an accumulator of
     ``ACC_ELEMENTS`` per thread: when the step holds more elements than that (2-byte
     inputs), it is ``unroll`` tiles along R, each at least a 16-byte vector wide.
+    The outer template takes its own measured steps (see the module's docstring).
     """
+    if template == "outer":
+        return _outer_tile(item, nr, n0)
     load_elems = LOAD_BYTES * THREADS // item
     unroll_max = max(1, load_elems // (ACC_ELEMENTS * THREADS))
-    if template == "outer":
-        block_x = min(next_pow2(n0), OUTER_ROW_BYTES // item)
-        r_step = min(next_pow2(nr), max(1, load_elems // block_x))    # rows per step
-        unroll = min(unroll_max, r_step)
-        return Tile(block_x, r_step // unroll, unroll)
     n_r = n_r0 if r_nest else nr
     r_step = min(next_pow2(n_r), INNER_ROW_BYTES // item)             # row elements per step
     unroll = max(1, min(unroll_max, r_step * item // 16))
     block_x = max(1, min(next_pow2(nx), load_elems // r_step))
     return Tile(block_x, r_step // unroll, unroll)
+
+
+def _outer_tile(item: int, nr: int, n0: int) -> Tile:
+    """Rows of ``OUTER_ROW_BYTES`` of the stride-1 kept group; R rows per step from
+    ``OUTER_LOAD_BYTES`` per thread of ``WARPS`` warps (4-byte and wider inputs, no
+    unroll; a smaller tile where the extents end, with fewer warps), or from
+    ``NARROW_OUTER_LOAD_BYTES`` per thread of ``NARROW_OUTER_WARPS`` warps, unrolled into
+    ``NARROW_OUTER_ACC`` accumulators per thread (narrower inputs)."""
+    block_x = min(next_pow2(n0), OUTER_ROW_BYTES // item)
+    if item >= 4:
+        step = OUTER_LOAD_BYTES * THREADS // item
+        block_r = min(next_pow2(nr), max(1, step // block_x))
+        return Tile(block_x, block_r, warps=WARPS if block_x * block_r == step else None)
+    threads = 32 * NARROW_OUTER_WARPS
+    step = NARROW_OUTER_LOAD_BYTES * threads // item
+    r_step = min(next_pow2(nr), max(1, step // block_x))
+    unroll = min(max(1, step // (NARROW_OUTER_ACC * threads)), r_step)
+    return Tile(block_x, r_step // unroll, unroll, warps=NARROW_OUTER_WARPS)
 
 
 def transposed_tile(item: int, out_item: int, n0: int, n_y: int, nr: int) -> Tile:
