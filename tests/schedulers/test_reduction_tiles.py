@@ -75,7 +75,7 @@ def test_fp32_keeps_the_measured_tiles(family):
     p = rd.heuristics(problem(*FAMILIES[family], DataType.Float), H200)
     assert (p.unroll, p.num_warps) == (1, 8)
     if p.template == "outer":      # [8, 256]: 32 bytes per thread and step (tune, db75cd4)
-        assert (p.block_r, p.block_x) == (8, 256)
+        assert (p.block_r, p.block_x) == (8, 256) and p.split == 1
         assert bytes_per_step(p, 4) == tiles.OUTER_LOAD_BYTES == 32
     else:
         assert acc_per_thread(p) == 16 and bytes_per_step(p, 4) == 64
@@ -99,6 +99,15 @@ def test_two_byte_inputs_load_fp32_bytes_into_an_fp32_sized_accumulator(family, 
         assert acc_per_thread(p) == acc_per_thread(fp32) == tiles.ACC_ELEMENTS
         assert bytes_per_step(p, 2) == bytes_per_step(fp32, 4) == tiles.LOAD_BYTES
         assert p.num_warps == fp32.num_warps
+
+
+@pytest.mark.parametrize("pattern, sizes", [("XR", (256, 524288)), ("XR", (1024, 131072)),
+                                            ("XR", (512, 262144))])
+def test_fp32_outer_tiles_of_a_split_keep_16_rows(pattern, sizes):
+    """Split outer sums: [16, 256] ran at 86-87.7% (b252b80), [8, 256] at 84% (eeebe3d)."""
+    p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
+    assert p.split > 1 and (p.block_r, p.block_x, p.num_warps) == (16, 256, 8)
+    assert bytes_per_step(p, 4) == tiles.OUTER_SPLIT_LOAD_BYTES
 
 
 @pytest.mark.parametrize("nr", [1, 3, 8, 100])

@@ -27,7 +27,10 @@ reads fastest with 4 warps each loading two [8, 512] tiles per step
 (``NARROW_OUTER_LOAD_BYTES`` = 128 bytes per thread, 32 accumulators, 64 registers):
 +20-30% on the split outer sums (49-53% -> 64-70%), 82% against 67% on [256, 524288],
 within 2% of the 8-warp tile elsewhere. Neither is understood from first principles;
-both are measurements on one GPU, over shapes with 1 KB rows.
+both are measurements on one GPU, over shapes with 1 KB rows. Where R will be split
+(fewer than ``SPLIT_BELOW`` programs per multiprocessor), fp32 keeps [16, 256] steps
+(``OUTER_SPLIT_LOAD_BYTES``): the split outer sums of the sweep ran at 86.0-87.7% with
+them (b252b80) and at 84.0% with [8, 256] (eeebe3d), which doubles the partials.
 
 A grid should also fill the GPU with whole waves: the resident programs follow from
 the registers (``resident_programs``), and a split of R is sized to about
@@ -56,7 +59,8 @@ TICKET_STEPS = 4           # combine steps the last program of an X block may ta
 WAVES = 2                  # a split grid: at least this many waves of resident programs
 SPLIT_BELOW = 2            # ... made only below this many programs per multiprocessor
 MAX_SPLIT = 4096
-OUTER_LOAD_BYTES = 32      # outer template, 4-byte and wider inputs: per thread and step
+OUTER_LOAD_BYTES = 32      # outer template, 4-byte and wider inputs: per thread and step,
+OUTER_SPLIT_LOAD_BYTES = 64  # ... where R will be split (fewer than SPLIT_BELOW programs/SM)
 NARROW_OUTER_WARPS = 4     # outer template, narrower inputs: warps,
 NARROW_OUTER_LOAD_BYTES = 128   # ... bytes per thread and step,
 NARROW_OUTER_ACC = 32      # ... and fp32 accumulators per thread
@@ -76,7 +80,7 @@ class Tile:
 
 
 def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
-                r_nest: bool) -> Tile:
+                r_nest: bool, sm_count: int) -> Tile:
     """Block sizes for ``item``-byte loads.
 
     ``nx``/``nr``: kept and reduced elements; ``n0``: the stride-1 kept group (outer);
@@ -87,7 +91,8 @@ def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
     The outer template takes its own measured steps (see the module's docstring).
     """
     if template == "outer":
-        return _outer_tile(item, nr, n0)
+        programs = -(-n0 // min(next_pow2(n0), OUTER_ROW_BYTES // item)) * max(1, nx // n0)
+        return _outer_tile(item, nr, n0, programs < SPLIT_BELOW * sm_count)
     load_elems = LOAD_BYTES * THREADS // item
     unroll_max = max(1, load_elems // (ACC_ELEMENTS * THREADS))
     n_r = n_r0 if r_nest else nr
@@ -97,15 +102,16 @@ def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
     return Tile(block_x, r_step // unroll, unroll)
 
 
-def _outer_tile(item: int, nr: int, n0: int) -> Tile:
+def _outer_tile(item: int, nr: int, n0: int, split: bool) -> Tile:
     """Rows of ``OUTER_ROW_BYTES`` of the stride-1 kept group; R rows per step from
     ``OUTER_LOAD_BYTES`` per thread of ``WARPS`` warps (4-byte and wider inputs, no
-    unroll; a smaller tile where the extents end, with fewer warps), or from
+    unroll; ``OUTER_SPLIT_LOAD_BYTES`` where R will be ``split``; a smaller tile where
+    the extents end, with fewer warps), or from
     ``NARROW_OUTER_LOAD_BYTES`` per thread of ``NARROW_OUTER_WARPS`` warps, unrolled into
     ``NARROW_OUTER_ACC`` accumulators per thread (narrower inputs)."""
     block_x = min(next_pow2(n0), OUTER_ROW_BYTES // item)
     if item >= 4:
-        step = OUTER_LOAD_BYTES * THREADS // item
+        step = (OUTER_SPLIT_LOAD_BYTES if split else OUTER_LOAD_BYTES) * THREADS // item
         block_r = min(next_pow2(nr), max(1, step // block_x))
         return Tile(block_x, block_r, warps=WARPS if block_x * block_r == step else None)
     threads = 32 * NARROW_OUTER_WARPS
