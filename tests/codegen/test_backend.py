@@ -134,6 +134,7 @@ class Row:
 NAN_ALL = "propagate_nan=tl.PropagateNan.ALL"
 FLOAT_ROWS = [
     Row("lib.exp(x0)", torch.exp, (any_real,)),
+    Row("tl.exp(x0)", torch.exp, (any_real,)),
     Row("lib.exp2(x0)", torch.exp2, (any_real,)),
     Row("lib.expm1(x0)", torch.expm1, (any_real,)),
     Row("lib.log(x0)", torch.log, (positive,)),

@@ -16,4 +16,4 @@ def test_dump_prints_schedule_and_code_once(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.count("[layoutfuse] schedule: ReductionParams(") == 1
     assert err.count("[layoutfuse] code:") == 1
-    assert "@triton.jit" in err and "lib.exp(" in err
+    assert "@triton.jit" in err and "tl.exp(" in err
