@@ -197,7 +197,8 @@ def small_gpu(monkeypatch, sm_count: int) -> None:
 
 def test_rows_longer_than_a_tile_loop_in_one_kernel(monkeypatch):
     """More than a tile per contiguous row and enough rows to fill the GPU: one kernel,
-    one pass per level of dependent reductions, then a storing pass."""
+    one pass per level of dependent reductions (softmax's max and sum share one), then a
+    storing pass."""
     monkeypatch.setattr(nm, "MAX_TILE", 64)
     monkeypatch.setattr(nm, "LOOP_TILE", 32)
     small_gpu(monkeypatch, 4)
@@ -206,20 +207,62 @@ def test_rows_longer_than_a_tile_loop_in_one_kernel(monkeypatch):
         (params,) = _schedules(fd)
         assert params.mode == "looped" and params.block_r < 90
         assert params.template == "inner"
-        assert params.passes == (2 if op == "softmax" else 1)
+        assert params.passes == 1
         compile_last_run(fd.executor())
 
 
-def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypatch):
-    """Strided columns that do not fit the tile: the reduction scheduler's outer kernels,
-    then the pointwise kernel, and the cut says why."""
+def test_columns_longer_than_a_tile_loop_over_column_blocks(monkeypatch):
+    """Strided columns that do not fit the tile, one reduction pass and enough column
+    blocks: one kernel walks each block twice, with 128-byte tile rows."""
     monkeypatch.setattr(nm, "MAX_TILE", 64)
     small_gpu(monkeypatch, 4)
-    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
+    for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "var_mean"):
+        fd, x, _ = run_case(op, (40, 128), (0, 1), 0, torch.float32)
+        (params,) = _schedules(fd)
+        assert (params.mode, params.template, params.passes) == ("looped", "outer", 1)
+        assert params.block_x * 4 == nm.LOOP_ROW_BYTES
+        assert "columns of 40 elements exceed" in params.reason
+        compile_last_run(fd.executor())
+
+
+def _two_pass_variance(x_in: torch.Tensor) -> FusionDefinition:
+    """(x - mean) / sqrt(mean((x - mean)^2) + eps) over dim 0: the second sum needs the
+    first one's result (two passes)."""
+    n = float(x_in.shape[0])
+    with FusionDefinition() as fd:
+        x = fd.from_pytorch(x_in)
+
+        def cols(t):
+            return fd.ops.broadcast_in_dim(t, shape=x.shape(), broadcast_dims=[1])
+
+        d = fd.ops.sub(x, cols(fd.ops.div(fd.ops.sum(x, dims=[0]), fd.define_scalar(n))))
+        var = fd.ops.div(fd.ops.sum(fd.ops.mul(d, d), dims=[0]), fd.define_scalar(n))
+        fd.add_output(fd.ops.mul(d, cols(fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(EPS))))))
+    return fd
+
+
+def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypatch):
+    """Strided columns that do not fit the tile and need two passes (or too few column
+    blocks to fill the GPU): the reduction scheduler's outer kernels, then the pointwise
+    kernel, and the cut says why."""
+    monkeypatch.setattr(nm, "MAX_TILE", 64)
+    small_gpu(monkeypatch, 4)
+    x = with_order((40, 128), (0, 1), torch.float32)
+    fd = _two_pass_variance(x)
+    (y,) = fd.execute([x])
+    xc = x - x.mean(0)
+    torch.testing.assert_close(y, xc * torch.rsqrt((xc * xc).mean(0) + EPS))
     assert [p.scheduler for p in _schedules(fd)] == ["reduction", "reduction", "pointwise"]
     assert all(p.family == "outer" for p in _schedules(fd)[:2])
     segs = fd.segment([x])
-    assert all("columns of 40 elements exceed" in s["reason"] for s in segs)
+    assert all("columns of 40 elements exceed" in s["reason"] and "need 2 passes"
+               in s["reason"] for s in segs)
+
+    small_gpu(monkeypatch, 8)              # 4 column blocks of 32 cannot fill 8
+    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
+    assert [p.scheduler for p in _schedules(fd)] == ["reduction", "reduction", "pointwise"]
+    segs = fd.segment([x])
+    assert all("4 column blocks cannot fill 8" in s["reason"] for s in segs)
 
 
 def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():

@@ -6,11 +6,19 @@ reduction reduces the tile (``keep_dims``, so its result broadcasts over the row
 the outputs are computed from the same registers. ``looped``: one loop over the
 reduced extent per level of dependent reductions, then one loop that stores.
 Per-row results the fusion returns (mean, rstd) are stored once per row.
+
+Softmax's max and sum (``Group.online``) share a loop: the tile keeps a running max ``m``
+and a running sum ``s`` of ``exp(a - m)`` per lane, rescaling ``s`` when ``m`` grows (one
+exp per element); after the loop the row max is ``M = max(m)`` and the row sum
+``sum(s * exp(m - M))``. Where the running max is -inf the terms are 0 (never
+``exp(-inf - -inf)``); a NaN propagates through the max and the sums as in torch, and a
+row of -inf alone gives a NaN sum, as torch's ``exp(-inf - -inf)`` terms do.
 """
 
 from __future__ import annotations
 
 from ..dtypes import is_floating
+from ..ir import REGISTRY
 from ..schedulers.normalization import NormalizationParams
 from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER, kernel_header, load_line
@@ -152,9 +160,53 @@ def _reduce_whole(k: _Kernel, e, val: str) -> None:
     k.special[id(e.outputs[0])] = res
 
 
-def _looped_pass(k: _Kernel, reds) -> None:
-    """One loop over the reduced extent accumulating ``reds``, then their row results."""
+def _online_init(k: _Kernel, mx, sm) -> tuple[str, str]:
+    """The running max and running sum of softmax's pair, before the loop."""
     w = k.w
+    m, s = w.fresh("acc_max"), w.fresh("acc_sum")
+    w.line(f"{m} = tl.full({k.tile}, float('-inf'), {tl_compute(accumulator_dtype(mx))})")
+    w.line(f"{s} = tl.zeros({k.tile}, {tl_compute(accumulator_dtype(sm))})")
+    return m, s
+
+
+def _online_step(k: _Kernel, mx, val: str, m: str, s: str) -> None:
+    """One chunk: ``m_new = max(m, a)``, ``s = s * exp(m - m_new) + exp(a - m_new)``. One
+    of the two exponents is 0, so one exp serves: ``e = exp(-|a - m|)``; ``s * e + 1``
+    where ``a`` is the new max, else ``s + e``. Lanes whose max is still -inf keep ``s``
+    (0; masked lanes hold -inf); a NaN in ``a`` or ``m`` makes ``e`` and ``s`` NaN."""
+    w, exp = k.w, REGISTRY["exp"].triton
+    ct = tl_compute(accumulator_dtype(mx))
+    a = w.assign("a", f"tl.where(mask, ({val}).to({ct}), float('-inf'))")
+    m_new = w.assign("m_new", f"{COMBINE['max']}({m}, {a})")
+    e = w.assign("e", exp(f"-tl.abs({a} - {m})"))
+    w.line(f"{s} = tl.where({m_new} == float('-inf'), {s}, "
+           f"tl.where({a} > {m}, {s} * {e} + 1.0, {s} + {e}))")
+    w.line(f"{m} = {m_new}")
+
+
+def _online_rows(k: _Kernel, mx, sm, m: str, s: str) -> None:
+    """The row max and row sum from the lanes' running values: they stand for the max's
+    and the sum's outputs."""
+    w, ax, exp = k.w, k.axis, REGISTRY["exp"].triton
+    row_max = w.fresh("row_max")
+    w.line(reduce_line(row_max, m, "max", ax))
+    terms = w.assign("terms", f"tl.where({m} == float('-inf'), 0.0, "
+                              f"{s} * {exp(f'{m} - {row_max}')})")
+    row_sum = w.assign("row_sum", f"tl.sum({terms}, {ax}, keep_dims=True)")
+    # a row of -inf alone: torch sums exp(-inf - -inf) = NaN terms
+    w.line(f"{row_sum} = tl.where({row_max} == float('-inf'), float('nan'), {row_sum})")
+    k.special[id(mx.outputs[0])] = row_max
+    k.special[id(sm.outputs[0])] = row_sum
+
+
+def _looped_pass(k: _Kernel, reds, online: dict) -> None:
+    """One loop over the reduced extent accumulating ``reds``, then their row results.
+    ``online`` (id(sum) -> max) names softmax's pairs, accumulated together."""
+    w = k.w
+    pairs = [(online[id(e)], e) for e in reds if id(e) in online]
+    paired = {id(e) for pair in pairs for e in pair}
+    reds = [e for e in reds if id(e) not in paired]
+    running = [_online_init(k, mx, sm) for mx, sm in pairs]
     accs = {}
     for e in reds:
         at = accumulator_dtype(e)
@@ -189,6 +241,10 @@ def _looped_pass(k: _Kernel, reds) -> None:
                 op = e.op.name
                 w.line(f"v = tl.where(mask, ({val}).to({ct}), {identity(op, at)})")
                 w.line(f"{names[0]} = {COMBINE[op]}({names[0]}, v)")
+        for (mx, _), (m, s) in zip(pairs, running):
+            _online_step(k, mx, ve.value(mx.inputs[0], ()), m, s)
+    for (mx, sm), (m, s) in zip(pairs, running):
+        _online_rows(k, mx, sm, m, s)
     for e in reds:
         names = accs[id(e)]
         if e.op.name == "welford":
@@ -231,7 +287,8 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
             k.store_rows(ve, offsets, mask)
         else:
             for level in sorted(set(group.levels.values())):
-                _looped_pass(k, [e for e in group.reductions if group.levels[id(e)] == level])
+                _looped_pass(k, [e for e in group.reductions if group.levels[id(e)] == level],
+                             group.online)
             w.line("for r0 in range(0, NR, BLOCK_R):")
             with w.indent():
                 ridx, mask = k.r_tile("r0 + ")

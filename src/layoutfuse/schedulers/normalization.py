@@ -12,15 +12,26 @@ Modes, chosen from the reduced extent and the device:
   read once; the reductions run on the tile in registers, then the outputs are
   computed from the same tile. Chosen when the tile, padded to a power of two, stays
   within ``MAX_TILE`` elements (``MAX_TILE / (32 * MAX_WARPS)`` values per thread).
-* ``looped`` (inner template only): the reduced extent is walked in chunks once per
-  pass (one pass per level of dependent reductions: softmax's max, then its sum), then
-  once more to store. Each program re-reads its own contiguous rows; large tiles keep
-  about one program per multiprocessor resident. Chosen when the rows do not fit but
-  the kept extent fills the GPU with at least ``sm_count`` programs. Strided columns
-  (outer template) re-read this way ran at 30-43% of the read ceiling on the H200, so
-  the outer template goes segmented instead.
-* ``segmented``: neither fits (few, very long rows): each reduction runs as its own
-  (split) reduction kernel, then pointwise kernels (the segment's fallback plan).
+* ``looped``: the reduced extent is walked in chunks once per pass, then once more to
+  store. A pass serves one level of dependent reductions, except that softmax's max and
+  sum share one (a running max and a rescaled running sum: the online softmax), so
+  softmax, log_softmax, layer norm, RMS norm and var_mean need one pass and read their
+  input twice. Inner template: each program re-reads its own contiguous rows; large
+  tiles keep about one program per multiprocessor resident. Chosen when the rows do not
+  fit but the kept extent fills the GPU with at least ``sm_count`` programs. Outer
+  template: one program per column block, tile ``[BLOCK_R, BLOCK_X]`` with rows of
+  ``LOOP_ROW_BYTES`` (``LOOP_OUTER_TILE`` elements, ``LOOP_OUTER_WARPS`` warps); chosen
+  when the columns do not fit, one pass suffices and the blocks fill the GPU. A
+  hand-written probe of this two-pass walk (``bench/probe_outer.py``, softmax over the
+  strided dim, fp32 tile 128x32, 8 warps) read at 53-59% of the read ceiling on the
+  H200 ([8192, 8192] column-major: 52.7%; [32, 4096, 4096], memory order (0, 2, 1):
+  59%): below the 80% target, but above the segmented plan's 41-44% (its reduction
+  kernels, then a pointwise kernel: three reads and a write); 32- and 64-byte rows ran
+  at 37-50%. Not yet measured for the generated kernel. Groups that need more passes
+  go segmented.
+* ``segmented``: the rows do not fit and looping does not pay (few, very long rows;
+  strided columns that need more than one pass): each reduction runs as its own (split)
+  reduction kernel, then pointwise kernels (the segment's fallback plan).
 """
 
 from __future__ import annotations
@@ -43,6 +54,9 @@ EPILOGUE_OUTER_TILE = 4096
 LOOP_TILE = 16384         # elements of a looped tile, at MAX_WARPS: about one program per
                           # multiprocessor, so the rows being re-read (sm_count programs'
                           # worth) stay in L2 between passes
+LOOP_ROW_BYTES = 128      # outer looped: bytes of the stride-1 kept group per tile row
+LOOP_OUTER_TILE = 4096    # outer looped: elements of the tile (128x32 fp32 in the probe)
+LOOP_OUTER_WARPS = 8
 
 
 @dataclass(frozen=True)
@@ -56,7 +70,7 @@ class NormalizationParams:
     block_x: int
     block_r: int
     num_warps: int
-    passes: int                   # reduction passes (levels of dependent reductions)
+    passes: int                   # looped reduction passes (softmax's max and sum share one)
     index64: bool
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
@@ -89,7 +103,6 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
     if template == "inner":
         block_r = next_pow2(nr)
         block_x = max(1, min(next_pow2(nx), INNER_TILE_BYTES // (block_r * item)))
-        programs = -(-nx // block_x)
     else:
         # columns: 64 bytes of the stride-1 kept group per row (a whole DRAM burst); 32-byte
         # rows when only they let the whole reduced extent fit the tile
@@ -98,42 +111,64 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
         block_x = min(next_pow2(n0), max(1, ROW_BYTES // item))
         if block_x * block_r > MAX_TILE:
             block_x = min(next_pow2(n0), max(1, MIN_ROW_BYTES // item))
-        programs = -(-n0 // block_x) * (nx // n0)
     # an epilogue-only outer reduction keeps one small tile: beyond it the reduction
     # scheduler's wider outer tiles (and its split) read faster, and the epilogue runs after
     limit = MAX_TILE if loop or template == "inner" else EPILOGUE_OUTER_TILE
+    warps = 0
     if why is None and block_x * block_r > limit:
         mode = "looped"
-        block_x = 1 if nx >= device.sm_count else block_x
-        block_r = min(next_pow2(nr), LOOP_TILE // block_x)
-        programs = -(-nx // block_x)
         if not loop:
             mode = "segmented"
             why = (f"rows of {nr} elements exceed a {limit}-element tile: the reduction "
                    "kernel, then the epilogue")
         elif template == "outer":
-            # measured on the H200: looping over strided columns re-read them at 30-43% of
-            # the read ceiling; the reduction scheduler's outer kernels, then a pointwise
-            # kernel, read at ~90% each
-            mode = "segmented"
-            why = (f"columns of {nr} elements exceed a {MAX_TILE}-element tile: outer "
-                   "reduction kernels, then the pointwise kernel")
-        elif programs < device.sm_count:
-            mode = "segmented"
-            why = (f"{programs} programs of rows too long for one pass cannot fill "
-                   f"{device.sm_count} multiprocessors: split reductions instead")
+            mode, block_x, block_r, why = _outer_loop(p, device, passes)
+            warps = LOOP_OUTER_WARPS
         else:
-            why = f"rows of {nr} elements exceed a {MAX_TILE}-element tile: {passes + 1} passes"
+            block_x = 1 if nx >= device.sm_count else block_x
+            block_r = min(next_pow2(nr), LOOP_TILE // block_x)
+            programs = -(-nx // block_x)
+            if programs < device.sm_count:
+                mode = "segmented"
+                why = (f"{programs} programs of rows too long for one pass cannot fill "
+                       f"{device.sm_count} multiprocessors: split reductions instead")
+            else:
+                why = (f"rows of {nr} elements exceed a {MAX_TILE}-element tile: "
+                       f"{passes + 1} passes")
     elif why is not None:
         mode = "segmented"
     else:
         why = f"rows of {nr} elements fit a {block_x}x{block_r} tile: one read"
     tile = block_x * block_r
-    warps = max(1, min(MAX_WARPS, tile * item // (32 * THREAD_BYTES)))
+    warps = warps or max(1, min(MAX_WARPS, tile * item // (32 * THREAD_BYTES)))
     zero, unit = stride_flags(p)
     return NormalizationParams(NAME, p.family, template, mode, xg, rg, block_x, block_r, warps,
                                passes, p.needs_int64, zero, unit, pattern=p.pattern,
                                sizes=tuple(g.size for g in groups), reason=why)
+
+
+def _outer_loop(p: Problem, device: DeviceInfo, passes: int) -> tuple[str, int, int, str]:
+    """Mode, BLOCK_X, BLOCK_R and reason for outer columns too long for one tile: one
+    program per column block walks it twice (the reductions' pass, then the store), when
+    one pass suffices and the blocks fill the GPU; else the segmented plan."""
+    _, _, nx, nr = p.kept_and_reduced()
+    n0 = p.groups[0].size
+    block_x = min(next_pow2(n0), max(1, LOOP_ROW_BYTES // p.narrowest_load_bytes()))
+    block_r = min(next_pow2(nr), max(1, LOOP_OUTER_TILE // block_x))
+    programs = -(-n0 // block_x) * (nx // n0)
+    too_long = f"columns of {nr} elements exceed a {MAX_TILE}-element tile"
+    if passes > 1:
+        # each further pass re-reads strided columns; the reduction scheduler's outer
+        # kernels, then a pointwise kernel, read at ~90% each
+        return "segmented", block_x, block_r, (
+            f"{too_long} and need {passes} passes: outer reduction kernels, then the "
+            "pointwise kernel")
+    if programs < device.sm_count:
+        return "segmented", block_x, block_r, (
+            f"{too_long}; {programs} column blocks cannot fill {device.sm_count} "
+            "multiprocessors: split reductions instead")
+    return "looped", block_x, block_r, (
+        f"{too_long}: {passes + 1} passes over {block_r}x{block_x} column blocks")
 
 
 def grid(params: NormalizationParams) -> int:

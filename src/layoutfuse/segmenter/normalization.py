@@ -8,6 +8,11 @@ per-row constant of the output's coordinates: one kernel can reduce and then use
 result on the same tile (``schedulers.normalization``). All reductions of a group reduce
 the same dims of the same coordinates; anything else is computed by its own kernel
 first and read from memory.
+
+Softmax's pair of reductions (a ``max`` of ``A`` and a ``sum`` of ``exp(A - max)``) is
+recorded as *online* (``Group.online``): a looped kernel accumulates the running max and
+the running sum of exponentials in one pass, so the sum shares the max's level and the
+group needs one pass fewer (``codegen.normalization``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..analysis.accesses import reached
+from ..dtypes import DataType, is_floating, itemsize
 from ..ir import Expr, OpKind, TensorView
 
 _TRANSPARENT = ("set", "stride_order")
@@ -49,6 +55,7 @@ class Group:
     reductions: list[Expr] = field(default_factory=list)     # in fusion order
     levels: dict[int, int] = field(default_factory=dict)    # id(expr) -> pass index
     rows: bool = True           # False: only per-row results are stored (an epilogue)
+    online: dict[int, Expr] = field(default_factory=dict)   # id(sum) -> its softmax max
 
     def red_outputs(self) -> set[int]:
         return {id(o) for e in self.reductions for o in e.outputs}
@@ -123,10 +130,72 @@ def find_group(root: TensorView, memory: set[int]) -> tuple[Group | None, set[in
     order = {id(e): i for i, e in enumerate(root.fusion.exprs)}
     group.reductions = sorted(reached.values(), key=lambda e: order[id(e)])
     stop = memory | {id(o) for k in excluded for o in _outputs_of(root, k)}
+    group.online = online_pairs(group.reductions, stop)
     for e in group.reductions:
+        if id(e) in group.online:
+            # accumulated with its max in one pass: the max's level
+            group.levels[id(e)] = group.levels[id(group.online[id(e)])]
+            continue
         up = _members_upstream(e, set(reached), stop)
         group.levels[id(e)] = 1 + max((group.levels[u] for u in up), default=-1)
     return group, excluded
+
+
+def _through(tv, stop: set[int], ok):
+    """``tv`` with the ops ``ok`` accepts (computed in the kernel, not read) stripped."""
+    while (isinstance(tv, TensorView) and tv.definition is not None and id(tv) not in stop
+           and ok(tv.definition)):
+        tv = tv.definition.inputs[0]
+    return tv
+
+
+def _float_cast(e: Expr) -> bool:
+    return (e.op.name == "cast" and is_floating(e.inputs[0].dtype)
+            and is_floating(e.outputs[0].dtype))
+
+
+def _exact(e: Expr) -> bool:
+    """A cast that keeps every value: a floating dtype to itself or to a wider Float/Double."""
+    if not _float_cast(e):
+        return False
+    src, dst = e.inputs[0].dtype, e.outputs[0].dtype
+    return src is dst or (dst in (DataType.Float, DataType.Double)
+                          and itemsize(dst) > itemsize(src))
+
+
+def _to_row_value(e: Expr) -> bool:
+    return e.op.name in ("broadcast_in_dim", *_TRANSPARENT) or _exact(e)
+
+
+def _defined(tv, name: str, stop: set[int]) -> Expr | None:
+    if (isinstance(tv, TensorView) and tv.definition is not None and id(tv) not in stop
+            and tv.definition.op.name == name):
+        return tv.definition
+    return None
+
+
+def online_pairs(reductions: list[Expr], stop: set[int]) -> dict[int, Expr]:
+    """Softmax's reductions among ``reductions`` (one group: same dims): ``id(sum) -> max``
+    for each ``sum(exp(A - broadcast(max(A))))``. Floating casts may sit between the sum,
+    the exp and the subtraction (they only round the terms); ``A`` and the max's result may
+    reach the subtraction through casts that keep every value. One sum per max."""
+    outputs = {id(e.outputs[0]): e for e in reductions if e.op.name == "max"
+               and is_floating(e.outputs[0].dtype)}
+    pairs: dict[int, Expr] = {}
+    for e in reductions:
+        if e.op.name != "sum" or not is_floating(e.outputs[0].dtype):
+            continue
+        exp = _defined(_through(e.inputs[0], stop, _float_cast), "exp", stop)
+        sub = exp and _defined(_through(exp.inputs[0], stop, _float_cast), "sub", stop)
+        if not sub or not all(isinstance(v, TensorView) for v in sub.inputs):
+            continue
+        mx = outputs.get(id(_through(sub.inputs[1], stop, _to_row_value)))
+        if mx is None or any(m is mx for m in pairs.values()):
+            continue
+        a = _through(sub.inputs[0], stop, _exact)
+        if a is _through(mx.inputs[0], stop, _exact):
+            pairs[id(e)] = mx
+    return pairs
 
 
 def _outputs_of(root: TensorView, expr_id: int):
