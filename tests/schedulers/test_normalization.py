@@ -324,7 +324,8 @@ def test_a_reduction_used_in_other_coordinates_runs_before_the_group():
 @pytest.mark.parametrize("order", [(0, 1), (1, 0)])
 def test_layer_norm_backward(order):
     """dx needs two row sums of its own rows (one normalization kernel); dw and db reduce
-    the other dim (a reduction kernel each). Checked against torch autograd."""
+    the other dim of the same coordinates (siblings: one kernel, dy read once). Checked
+    against torch autograd."""
     n, d = 24, 40
     x = with_order((n, d), order, torch.float32, seed=1)
     dy = with_order((n, d), order, torch.float32, seed=2)
@@ -355,15 +356,17 @@ def test_layer_norm_backward(order):
     torch.testing.assert_close(dw, wr.grad, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(db, br.grad, atol=1e-4, rtol=1e-4)
     assert dx.stride() == x.stride()
-    kinds = sorted(s["scheduler"] for s in fd.segment([dy, x, mean, rstd, w]))
-    assert kinds == ["normalization", "reduction", "reduction"]
+    segments = fd.segment([dy, x, mean, rstd, w])
+    assert [s["scheduler"] for s in segments] == ["normalization", "normalization"]
+    assert sum("same rows" in s["reason"] for s in segments) == 1
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
 @pytest.mark.parametrize("dims", [[2], [0], [0, 2], [1]])
 def test_reduction_with_a_per_row_epilogue_runs_as_one_kernel(order, dims):
     """var_mean's var (M2 / (n - 1)) and a mean (sum / n) are stored by the reducing kernel
-    when the rows fit a tile; the values and the layout of the outputs match torch."""
+    when the rows fit a tile; the values and the layout of the outputs match torch. The
+    welford and the sum reduce the same rows of ``x``: one kernel computes both."""
     x = with_order((6, 5, 40), order, torch.float32, seed=3)
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
@@ -380,10 +383,10 @@ def test_reduction_with_a_per_row_epilogue_runs_as_one_kernel(order, dims):
     torch.testing.assert_close(mean, rm)
     torch.testing.assert_close(mean2, rm)
     segs = fd.segment([x])
-    assert [s["scheduler"] for s in segs] == ["normalization"] * 2, segs
-    assert all("epilogue" in s["reason"] for s in segs)
-    assert sorted(op for s in segs for op in s["ops"] if op in ("welford", "sum")) == \
-        ["sum", "welford"]                    # each kernel lists the reduction it runs
+    assert [s["scheduler"] for s in segs] == ["normalization"], segs
+    assert "same rows" in segs[0]["reason"]
+    assert sorted(op for op in segs[0]["ops"] if op in ("welford", "sum")) == \
+        ["sum", "welford"]                    # the kernel lists the reductions it runs
 
 
 def test_an_epilogue_after_a_large_outer_reduction_runs_after_the_reduction_kernel():

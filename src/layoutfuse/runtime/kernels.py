@@ -192,7 +192,8 @@ class CompiledFusion:
         if same and all(n > 0 for n in root_shape):
             prob = build_problem(spec, env, extents)
             passes = 1 + max(spec.group.levels.values())
-            params = nm.heuristics(prob, info, passes, loop=spec.group.rows)
+            params = nm.heuristics(prob, info, passes,
+                                   loop=spec.group.rows or len(spec.group.reductions) > 1)
         if params is None or params.mode == "segmented":
             for tv in spec.fallback_buffers:
                 if id(tv) not in env:

@@ -242,4 +242,16 @@ def xspace_output(tv: TensorView, group: Group, memory: set[int]) -> bool:
 def group_reached(group: Group, memory: set[int]) -> list[tuple[TensorView, tuple[Expr, ...]]]:
     """Every (tensor, chain) the group's kernel reaches from its root, each once: the walk
     passes through the group's reductions, whose inputs are in the root's coordinates."""
-    return reached(group.root, memory, frozenset(id(e) for e in group.reductions))
+    through = frozenset(id(e) for e in group.reductions)
+    if group.rows or len(group.reductions) == 1:
+        return reached(group.root, memory, through)
+    # sibling reductions (``segments.siblings``): their inputs share the root's coordinates
+    out: list[tuple[TensorView, tuple[Expr, ...]]] = []
+    seen: set[tuple] = set()
+    for e in group.reductions:
+        for tv, chain in reached(e.inputs[0], memory, through):
+            key = (id(tv), tuple(id(x) for x in chain))
+            if key not in seen:
+                seen.add(key)
+                out.append((tv, chain))
+    return out

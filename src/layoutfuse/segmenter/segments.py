@@ -4,13 +4,14 @@ A reduction whose result is used again, broadcast, in its input's coordinates
 (softmax, layer norm) joins a *normalization* kernel with the other reductions of
 the same dims there (``segmenter.normalization``); that kernel also stores the
 per-row results the fusion returns (mean, rstd). Every other reduction
-(sum/max/min/prod/welford) gets its own kernel, with its
-pointwise and shape prologue recomputed from
-memory; its outputs are written to memory (the fusion's output or an intermediate
-buffer). Every remaining output
-computed by pointwise work gets a pointwise kernel; outputs upstream of another
-output's kernel, in the same coordinates, are stored by that kernel. Each cut
-says why it was made (``Segment.reason``).
+(sum/max/min/prod/welford) gets its own kernel, unless it has siblings: reductions of
+the same dims over the same coordinates that do not feed each other run as one
+normalization kernel that reads their inputs once (``siblings``). A plain reduction has
+its pointwise and shape prologue recomputed from memory; its outputs are written to
+memory (the fusion's output or an intermediate buffer). Every remaining output computed
+by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
+in the same coordinates, are stored by that kernel. Each cut says why it was made
+(``Segment.reason``).
 """
 
 from __future__ import annotations
@@ -119,17 +120,20 @@ def segment(fusion: Fusion, computed_outputs: list[TensorView]) -> tuple[list[Ke
                 stores.append(Access(o, chain, store=True))
         covered |= {id(a.tv) for a in stores + xstores}
         groups.append((group, stores, xstores))
-    # a reduction whose results feed only per-row outputs (mean = sum / n, var_mean's var):
-    # the epilogue joins the reduction in one kernel when the rows fit a tile
+    # reductions of the same rows (same dims, same coordinates) that do not feed each other
+    # read their input once, in one kernel; so does a reduction whose results feed only
+    # per-row outputs (mean = sum / n, var_mean's var): the epilogue joins the reduction
     in_groups = {id(e) for g, _, _ in groups for e in g.reductions}
-    for e in reductions:
-        if id(e) in in_groups:
-            continue
-        group = Group(e.inputs[0], tuple(e.attrs["dims"]), [e], {id(e): 0}, rows=False)
-        memory = inputs | {id(o) for r in reductions if r is not e for o in r.outputs}
+    rest = [e for e in reductions if id(e) not in in_groups
+            and (any(id(o) in output_ids for o in e.outputs) or _used(fusion, e))]
+    for cluster in siblings(rest, inputs):
+        members = {id(e) for e in cluster}
+        group = Group(cluster[0].inputs[0], tuple(cluster[0].attrs["dims"]), cluster,
+                      {id(e): 0 for e in cluster}, rows=False)
+        memory = inputs | {id(o) for r in reductions if id(r) not in members for o in r.outputs}
         xs = [o for o in computed_outputs
               if id(o) not in covered and xspace_output(o, group, memory)]
-        if all(o.definition is e for o in xs):
+        if len(cluster) == 1 and all(o.definition is cluster[0] for o in xs):
             continue                           # no epilogue: a plain reduction kernel
         covered |= {id(o) for o in xs}
         groups.append((group, [], [Access(o, (), store=True, backward=True) for o in xs]))
@@ -176,6 +180,65 @@ def segment(fusion: Fusion, computed_outputs: list[TensorView]) -> tuple[list[Ke
     return _run_order(specs), intermediates
 
 
+_SAME_COORDINATES = ("set", "stride_order")     # shape ops that keep every coordinate
+
+
+def siblings(reductions: list[Expr], memory: set[int]) -> list[list[Expr]]:
+    """``reductions`` in clusters (fusion order) that one kernel can compute in one read:
+    the same reduced dims of inputs in the same coordinates (both reach one tensor without
+    broadcast dims through pointwise ops alone), none depending on another."""
+    clusters: list[list[Expr]] = []
+    leaves = {id(e): _pointwise_leaves(e.inputs[0], memory) for e in reductions}
+    for e in reductions:
+        dims, rank = tuple(e.attrs["dims"]), len(e.inputs[0].shape_domain)
+        for c in clusters:
+            head = c[0]
+            if (tuple(head.attrs["dims"]) == dims and len(head.inputs[0].shape_domain) == rank
+                    and leaves[id(e)] & leaves[id(head)]
+                    and not _depends_on(e, {id(o) for r in c for o in r.outputs}, memory)):
+                c.append(e)
+                break
+        else:
+            clusters.append([e])
+    return clusters
+
+
+def _pointwise_leaves(tv: TensorView, memory: set[int]) -> set[int]:
+    """Tensors in memory (or inputs) without broadcast dims that ``tv`` reaches through
+    pointwise ops (and copies) alone: ``tv`` has their coordinates and extents."""
+    found: set[int] = set()
+    seen: set[int] = set()
+    stack = [tv]
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        if id(t) in memory or t.definition is None:
+            if not any(d.is_broadcast for d in t.shape_domain):
+                found.add(id(t))
+            continue
+        d = t.definition
+        if d.op.kind is OpKind.POINTWISE or d.op.name in _SAME_COORDINATES:
+            stack.extend(i for i in d.inputs if isinstance(i, TensorView))
+    return found
+
+
+def _depends_on(e: Expr, outputs: set[int], memory: set[int]) -> bool:
+    """Whether ``e``'s input is computed from any of ``outputs``."""
+    seen: set[int] = set()
+    stack = [e.inputs[0]]
+    while stack:
+        t = stack.pop()
+        if id(t) in outputs:
+            return True
+        if id(t) in seen or id(t) in memory or t.definition is None:
+            continue
+        seen.add(id(t))
+        stack.extend(i for i in t.definition.inputs if isinstance(i, TensorView))
+    return False
+
+
 def _reduction_spec(e: Expr, memory_ids: set[int]) -> KernelSpec:
     stores = [Access(o, (), store=True) for o in e.outputs]
     return _spec("reduction", e.inputs[0], memory_ids, stores, reduction=e,
@@ -205,7 +268,8 @@ def _group_spec(group: Group, memory: set[int], stores: list[Access], xstores: l
     ex = sorted(exprs.values(), key=lambda e: order[id(e)])
     names = ", ".join(f"{e.op.name}{list(e.attrs['dims'])}" for e in group.reductions)
     why = f"{names} used again after reducing: one normalization kernel" if group.rows else \
-        f"{names} with its per-row epilogue in one kernel"
+        f"{names} with its per-row epilogue in one kernel" if len(group.reductions) == 1 else \
+        f"{names}: reductions of the same rows, one read in one kernel"
     spec = KernelSpec("normalization", group.root, ex, mem, loads + stores + xstores + coords,
                       len(loads), len(stores) + len(xstores), _scalars_of(ex), reason=why,
                       outputs=[a.tv for a in stores + xstores])

@@ -1,0 +1,174 @@
+"""Sibling reductions (issue 4: "one or more reductions of the same shape ... one kernel"):
+reductions of the same dims over the same coordinates that do not feed each other run as
+one kernel that reads their inputs once (``segmenter.segments.siblings``).
+
+Asserted for every memory order of 2-D and 3-D inputs, inner, outer and mixed
+reductions, fp32 and bf16: the values and output strides against torch, one kernel
+listing every reduction, its family from the input's layout, and its sm_90 compilation;
+the looped and fallback plans when the rows do not fit one tile; and what is *not* a
+sibling (other dims, other inputs, a reduction of another's result).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+import torch
+
+from layoutfuse.codegen.hopper_check import compile_last_run
+from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
+from layoutfuse.runtime import kernels
+from layoutfuse.schedulers import normalization as nm
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+DT = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}
+TOL = {torch.float32: dict(atol=1e-4, rtol=1e-5), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
+
+
+def with_order(shape, order, dtype, seed=0):
+    """A dense tensor of logical ``shape`` whose memory order is ``order`` (outermost first)."""
+    g = torch.Generator().manual_seed(seed)
+    phys = (torch.randn([shape[d] for d in order], generator=g) * 2 + 0.5).to(dtype)
+    return phys.permute([order.index(d) for d in range(len(shape))])
+
+
+def four_reductions(x_in: torch.Tensor, dims: list[int]) -> FusionDefinition:
+    """sum, max, sum of squares and var_mean of one input over ``dims``."""
+    with FusionDefinition() as fd:
+        x = fd.from_pytorch(x_in)
+        xf = fd.ops.cast(x, DataType.Float)
+        fd.add_output(fd.ops.sum(xf, dims=dims))
+        fd.add_output(fd.ops.max(x, dims=dims))
+        fd.add_output(fd.ops.sum(fd.ops.mul(xf, xf), dims=dims))
+        var, mean = fd.ops.var_mean(xf, dims=dims, correction=1)
+        fd.add_output(var)
+        fd.add_output(mean)
+    return fd
+
+
+def expected(x: torch.Tensor, dims: list[int]) -> list[torch.Tensor]:
+    xf = x.float()
+    var, mean = torch.var_mean(xf, dims, correction=1)
+    return [xf.sum(dims), x.amax(dims), (xf * xf).sum(dims), var, mean]
+
+
+def check(outs, ref, dtype) -> None:
+    for o, r in zip(outs, ref, strict=True):
+        assert o.dtype == r.dtype
+        torch.testing.assert_close(o.cpu(), r.cpu(), **TOL[dtype])
+
+
+LAYOUTS = [((24, 40), order, dims) for order in itertools.permutations(range(2))
+           for dims in ([0], [1])] + \
+          [((6, 5, 40), order, dims) for order in itertools.permutations(range(3))
+           for dims in ([2], [0], [0, 2], [1])]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape, order, dims", LAYOUTS)
+def test_siblings_run_as_one_kernel(shape, order, dims, dtype):
+    x = with_order(shape, order, dtype, seed=len(dims))
+    fd = four_reductions(x, dims)
+    outs = fd.execute([x])
+    check(outs, expected(x, dims), dtype)
+    (seg,) = fd.segment([x])
+    assert seg["scheduler"] == "normalization" and "same rows" in seg["reason"], seg
+    assert sorted(op for op in seg["ops"] if op in ("sum", "max", "welford")) == \
+        ["max", "sum", "sum", "welford"]
+    (params,) = fd.last_schedule() if isinstance(fd.last_schedule(), list) else \
+        [fd.last_schedule()]
+    # the input's stride-1 dim decides the family
+    inner_dim = min(range(len(shape)), key=lambda d: x.stride(d))
+    assert params.template == ("inner" if inner_dim in dims else "outer"), params
+    assert params.passes == 1
+    kept = [d for d in range(len(shape)) if d not in dims]
+    in_order = sorted(range(len(kept)), key=lambda i: -x.stride(kept[i]))
+    for o in outs:          # dense, the kept dims in the input's memory order
+        assert o.shape == tuple(shape[d] for d in kept)
+        assert sorted(range(o.dim()), key=lambda i: -o.stride(i)) == in_order or o.dim() <= 1
+        assert o.is_contiguous() or o.permute(in_order).is_contiguous()
+    compile_last_run(fd.executor())
+
+
+def test_siblings_with_an_epilogue_and_a_shared_second_input():
+    """sum(x * y) and sum(x) are siblings (both reach x and y pointwise); the mean's
+    division by n joins the kernel as an epilogue."""
+    x, y = torch.randn(16, 50), torch.randn(16, 50)
+    with FusionDefinition() as fd:
+        tx, ty = fd.from_pytorch(x), fd.from_pytorch(y)
+        fd.add_output(fd.ops.sum(fd.ops.mul(tx, ty), dims=[1]))
+        fd.add_output(fd.ops.div(fd.ops.sum(tx, dims=[1]), fd.define_scalar(50.0)))
+    a, b = fd.execute([x, y])
+    torch.testing.assert_close(a, (x * y).sum(1))
+    torch.testing.assert_close(b, x.mean(1))
+    assert [s["scheduler"] for s in fd.segment([x, y])] == ["normalization"]
+
+
+@pytest.mark.parametrize("case", ["other dims", "other inputs", "dependent"])
+def test_what_is_not_a_sibling(case):
+    x, y = torch.randn(16, 50), torch.randn(16, 50)
+    with FusionDefinition() as fd:
+        tx, ty = fd.from_pytorch(x), fd.from_pytorch(y)
+        if case == "other dims":
+            fd.add_output(fd.ops.sum(tx, dims=[1]))
+            fd.add_output(fd.ops.sum(tx, dims=[0]))
+            ref = [x.sum(1), x.sum(0)]
+        elif case == "other inputs":        # same shape, nothing shared: two reads anyway
+            fd.add_output(fd.ops.sum(tx, dims=[1]))
+            fd.add_output(fd.ops.sum(ty, dims=[1]))
+            ref = [x.sum(1), y.sum(1)]
+        else:                                # the second sums the first one's result
+            s = fd.ops.sum(tx, dims=[1])
+            z = fd.ops.mul(ty, fd.ops.broadcast_in_dim(fd.ops.sum(s, dims=[0]),
+                                                      shape=ty.shape(), broadcast_dims=[]))
+            fd.add_output(s)
+            fd.add_output(fd.ops.sum(z, dims=[1]))
+            ref = [x.sum(1), (y * x.sum()).sum(1)]
+    outs = fd.execute([x, y])
+    for o, r in zip(outs, ref, strict=True):
+        torch.testing.assert_close(o, r, atol=1e-4, rtol=1e-5)
+    segs = fd.segment([x, y])
+    assert not any("same rows" in s["reason"] for s in segs), segs
+    assert len(segs) >= 2
+
+
+def small_gpu(monkeypatch, sm_count: int) -> None:
+    FusionCache.reset()         # patched heuristics must plan anew, not replay a cached plan
+    real = kernels.device_info
+    monkeypatch.setattr(kernels, "device_info",
+                        lambda d: dataclasses.replace(real(d), sm_count=sm_count))
+
+
+@pytest.mark.parametrize("order, dims, mode", [
+    ((0, 1), [1], "looped"),        # contiguous rows longer than a tile: one read, looped
+    ((0, 1), [0], "looped"),        # strided columns: column blocks walked once
+    ((1, 0), [1], "looped"),
+])
+def test_siblings_longer_than_a_tile_still_read_once(monkeypatch, order, dims, mode):
+    monkeypatch.setattr(nm, "MAX_TILE", 64)
+    monkeypatch.setattr(nm, "LOOP_TILE", 32)
+    small_gpu(monkeypatch, 2)
+    x = with_order((40, 128), order, torch.float32)
+    fd = four_reductions(x, dims)
+    check(fd.execute([x]), expected(x, dims), torch.float32)
+    (params,) = [fd.last_schedule()]
+    assert params.mode == mode and params.passes == 1, params
+    assert "same rows" in fd.segment([x])[0]["reason"]
+    compile_last_run(fd.executor())
+
+
+def test_siblings_too_few_rows_fall_back_to_one_kernel_each(monkeypatch):
+    """Rows too long for a tile and too few to fill the GPU: each reduction gets the
+    reduction scheduler's (split) kernel, the epilogue a pointwise one; the values are
+    the same."""
+    monkeypatch.setattr(nm, "MAX_TILE", 64)
+    small_gpu(monkeypatch, 64)
+    x = torch.randn(3, 900)
+    fd = four_reductions(x, [1])
+    check(fd.execute([x]), expected(x, [1]), torch.float32)
+    schedules = fd.last_schedule()
+    # four reduction kernels, then var_mean's epilogue (M2 / (n - 1)) as a pointwise kernel
+    assert [s.scheduler for s in schedules] == ["reduction"] * 4 + ["pointwise"], schedules
