@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-OPS = ("sum", "softmax", "layernorm", "copy", "add")
+OPS = ("sum", "softmax", "layernorm", "var_sums", "copy", "add")
+REDUCING_OPS = ("sum", "var_sums")          # the output drops ``dims``
 TIMINGS = ("device", "host")
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -26,7 +27,9 @@ class Case:
     """One measurement.
 
     ``dims`` are the reduced dims of a sum, or the normalized dim of softmax and
-    layer norm, in the logical dims of the op's operand (after ``view``).
+    layer norm, in the logical dims of the op's operand (after ``view``). ``var_sums``
+    is the variance over ``dims`` from two sums, ``E[x^2] - E[x]^2``: two reductions of
+    the same rows (siblings), one read.
     ``out_order`` pins the output's memory order (in the output's logical dims);
     ``None`` leaves the layout to each system. ``view`` = (permutation, new shape) is
     applied to the input before the op (the seed's permuted reshape). ``timing`` is
@@ -65,7 +68,7 @@ class Case:
 
     @property
     def out_shape(self) -> tuple[int, ...]:
-        if self.op == "sum":
+        if self.op in REDUCING_OPS:
             return tuple(s for d, s in enumerate(self.operand_shape) if d not in self.dims)
         return self.operand_shape
 
@@ -197,6 +200,10 @@ def normalization_cases() -> list[Case]:
             for op in ("softmax", "layernorm"):
                 name = f"norm_{op}_{tag}_{dtype}"
                 cases.append(Case(name, op, op, shape, order, dtype, (dim,)))
+    for dtype in ("float32", "bfloat16"):      # sibling reductions: sum and sum of squares
+        for shape, order, dim, tag in NORM_LAYOUTS[:4]:
+            cases.append(Case(f"norm_varsums_{tag}_{dtype}", "var_sums", "var_sums", shape,
+                              order, dtype, (dim,)))
     return cases
 
 

@@ -14,6 +14,7 @@ records the import error instead of stopping the run.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 from types import ModuleType
 
@@ -74,6 +75,14 @@ def _layernorm(fd, dt, case: Case, inputs):
     return fd.ops.mul(centered, _broadcast_back(fd, rstd, case))
 
 
+def _var_sums(fd, dt, case: Case, inputs):
+    x = inputs[0]
+    n = fd.define_scalar(float(math.prod(case.shape[d] for d in case.dims)), dtype=dt.Double)
+    mean = fd.ops.div(fd.ops.sum(x, dims=list(case.dims), keepdim=False), n)
+    mean_sq = fd.ops.div(fd.ops.sum(fd.ops.mul(x, x), dims=list(case.dims), keepdim=False), n)
+    return fd.ops.sub(mean_sq, fd.ops.mul(mean, mean))
+
+
 # op -> (builder, static input shapes, computes in fp32)
 BUILDERS: dict[str, tuple[Callable, bool, bool]] = {
     "sum": (_sum, False, False),
@@ -81,6 +90,7 @@ BUILDERS: dict[str, tuple[Callable, bool, bool]] = {
     "add": (_add, False, False),
     "softmax": (_softmax, True, True),
     "layernorm": (_layernorm, True, True),
+    "var_sums": (_var_sums, False, True),
 }
 
 
