@@ -258,11 +258,15 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypa
     assert all("columns of 40 elements exceed" in s["reason"] and "need 2 passes"
                in s["reason"] for s in segs)
 
-    small_gpu(monkeypatch, 8)              # 4 column blocks of 32 cannot fill 8
+    small_gpu(monkeypatch, 8)     # 4 column blocks of 128 bytes cannot fill 8: 64-byte rows
+    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
+    (params,) = _schedules(fd)
+    assert (params.mode, params.block_x) == ("looped", 16)
+    small_gpu(monkeypatch, 32)    # 16 column blocks of a sector (32 bytes) cannot fill 32
     fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
     assert [p.scheduler for p in _schedules(fd)] == ["reduction", "reduction", "pointwise"]
     segs = fd.segment([x])
-    assert all("4 column blocks cannot fill 8" in s["reason"] for s in segs)
+    assert all("16 column blocks cannot fill 32" in s["reason"] for s in segs)
 
 
 def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():

@@ -172,3 +172,21 @@ def test_siblings_too_few_rows_fall_back_to_one_kernel_each(monkeypatch):
     schedules = fd.last_schedule()
     # four reduction kernels, then var_mean's epilogue (M2 / (n - 1)) as a pointwise kernel
     assert [s.scheduler for s in schedules] == ["reduction"] * 4 + ["pointwise"], schedules
+
+
+@pytest.mark.parametrize("dtype, block_x, block_r", [(torch.float32, 256, 8),
+                                                     (torch.bfloat16, 512, 8)])
+def test_outer_siblings_take_the_reduction_schedulers_wide_steps(monkeypatch, dtype, block_x,
+                                                                 block_r):
+    """Reductions only (nothing stored per element) over strided columns, enough column
+    blocks: one pass of 1 KB rows, 8 KB steps, no store pass (one loop in the kernel)."""
+    small_gpu(monkeypatch, 2)
+    x = with_order((40, 4096), (0, 1), dtype)
+    fd = four_reductions(x, [0])
+    check(fd.execute([x]), expected(x, [0]), dtype)
+    params = fd.last_schedule()
+    assert (params.mode, params.template, params.block_x, params.block_r) == \
+        ("looped", "outer", block_x, block_r), params
+    assert "reductions only" in params.reason
+    assert fd.last_triton_code().count("for r0 in range(") == 1
+    compile_last_run(fd.executor())

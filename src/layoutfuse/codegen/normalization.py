@@ -289,10 +289,12 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
             for level in sorted(set(group.levels.values())):
                 _looped_pass(k, [e for e in group.reductions if group.levels[id(e)] == level],
                              group.online)
-            w.line("for r0 in range(0, NR, BLOCK_R):")
-            with w.indent():
-                ridx, mask = k.r_tile("r0 + ")
-                offsets = k.tile_offsets(ridx)
-                k.store_rows(k.emitter(offsets, mask), offsets, mask)
+            if any(not a.backward for a in spec.accesses[spec.n_loads:
+                                                          spec.n_loads + spec.n_stores]):
+                w.line("for r0 in range(0, NR, BLOCK_R):")       # the store pass
+                with w.indent():
+                    ridx, mask = k.r_tile("r0 + ")
+                    offsets = k.tile_offsets(ridx)
+                    k.store_rows(k.emitter(offsets, mask), offsets, mask)
         k.store_per_row()
     return HEADER + prelude() + "\n\n" + w.text(), args

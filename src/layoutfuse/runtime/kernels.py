@@ -193,7 +193,8 @@ class CompiledFusion:
             prob = build_problem(spec, env, extents)
             passes = 1 + max(spec.group.levels.values())
             params = nm.heuristics(prob, info, passes,
-                                   loop=spec.group.rows or len(spec.group.reductions) > 1)
+                                   loop=spec.group.rows or len(spec.group.reductions) > 1,
+                                   rows=spec.group.rows)
         if params is None or params.mode == "segmented":
             for tv in spec.fallback_buffers:
                 if id(tv) not in env:

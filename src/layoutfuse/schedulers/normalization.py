@@ -55,6 +55,9 @@ LOOP_TILE = 16384         # elements of a looped tile, at MAX_WARPS: about one p
                           # multiprocessor, so the rows being re-read (sm_count programs'
                           # worth) stay in L2 between passes
 LOOP_ROW_BYTES = 128      # outer looped: bytes of the stride-1 kept group per tile row
+REDUCE_ROW_BYTES = 1024   # reductions only (rows=False), outer: bytes per tile row at most,
+REDUCE_STEP_BYTES = 8192  # ... bytes per loop step (fp32 [8, 256]),
+REDUCE_WAVES = 2          # ... and programs per multiprocessor the column blocks must make
 LOOP_OUTER_TILE = 4096    # outer looped: elements of the tile (128x32 fp32 in the probe)
 LOOP_OUTER_WARPS = 8
 
@@ -89,9 +92,12 @@ def can_schedule(p: Problem) -> str | None:
 
 
 def heuristics(p: Problem, device: DeviceInfo, passes: int,
-               loop: bool = True) -> NormalizationParams:
+               loop: bool = True, rows: bool = True) -> NormalizationParams:
     """``loop=False`` (a reduction with only a per-row epilogue): a tile that does not hold
-    the rows goes to the reduction scheduler's kernels (segmented) instead of looping."""
+    the rows goes to the reduction scheduler's kernels (segmented) instead of looping.
+    ``rows=False`` (reductions whose results feed only per-row outputs, as sibling
+    reductions do): nothing is read twice, so strided columns take the reduction
+    scheduler's wide outer steps when there are enough column blocks (``_reduce_only``)."""
     groups = p.groups
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
@@ -115,14 +121,20 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
     # scheduler's wider outer tiles (and its split) read faster, and the epilogue runs after
     limit = MAX_TILE if loop or template == "inner" else EPILOGUE_OUTER_TILE
     warps = 0
-    if why is None and block_x * block_r > limit:
+    wide = _reduce_only(p, device) if (why is None and template == "outer" and loop
+                                       and not rows) else None
+    if wide is not None:
+        mode, (block_x, block_r, warps) = "looped", wide
+        why = (f"columns of {nr} elements, reductions only: one pass over "
+               f"{block_r}x{block_x} steps, as the reduction scheduler's outer kernels")
+    elif why is None and block_x * block_r > limit:
         mode = "looped"
         if not loop:
             mode = "segmented"
             why = (f"rows of {nr} elements exceed a {limit}-element tile: the reduction "
                    "kernel, then the epilogue")
         elif template == "outer":
-            mode, block_x, block_r, why = _outer_loop(p, device, passes)
+            mode, block_x, block_r, why = _outer_loop(p, device, passes, rows)
             warps = LOOP_OUTER_WARPS
         else:
             block_x = 1 if nx >= device.sm_count else block_x
@@ -147,15 +159,45 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
                                sizes=tuple(g.size for g in groups), reason=why)
 
 
-def _outer_loop(p: Problem, device: DeviceInfo, passes: int) -> tuple[str, int, int, str]:
+def _reduce_only(p: Problem, device: DeviceInfo) -> tuple[int, int, int] | None:
+    """(BLOCK_X, BLOCK_R, warps) of one pass over strided columns for reductions whose
+    results feed only per-row outputs: steps of ``REDUCE_STEP_BYTES`` (the reduction
+    scheduler's fp32 [8, 256]: 91% of the read ceiling on the H200), rows of
+    ``REDUCE_ROW_BYTES`` halved down to ``LOOP_ROW_BYTES`` until the column blocks make
+    ``REDUCE_WAVES`` programs per multiprocessor. None where the columns are shorter than
+    two steps (a persistent tile reads them as fast) or the blocks stay too few."""
+    _, _, nx, nr = p.kept_and_reduced()
+    n0, item = p.groups[0].size, p.narrowest_load_bytes()
+    row = REDUCE_ROW_BYTES
+    while True:
+        block_x = min(next_pow2(n0), max(1, row // item))
+        programs = -(-n0 // block_x) * (nx // n0)
+        if programs >= REDUCE_WAVES * device.sm_count or row <= LOOP_ROW_BYTES:
+            break
+        row //= 2
+    block_r = min(next_pow2(nr), max(1, REDUCE_STEP_BYTES // (block_x * item)))
+    if programs < REDUCE_WAVES * device.sm_count or nr < 2 * block_r:
+        return None
+    return block_x, block_r, LOOP_OUTER_WARPS
+
+
+def _outer_loop(p: Problem, device: DeviceInfo, passes: int,
+                rows: bool = True) -> tuple[str, int, int, str]:
     """Mode, BLOCK_X, BLOCK_R and reason for outer columns too long for one tile: one
     program per column block walks it twice (the reductions' pass, then the store), when
-    one pass suffices and the blocks fill the GPU; else the segmented plan."""
+    one pass suffices and the blocks fill the GPU (rows of ``LOOP_ROW_BYTES``, halved down
+    to ``MIN_ROW_BYTES`` where that makes enough blocks: the probe's bf16 [8192, 8192]
+    column-major softmax ran at 43% with 64-byte rows, the segmented plan at 33%); else
+    the segmented plan."""
     _, _, nx, nr = p.kept_and_reduced()
-    n0 = p.groups[0].size
-    block_x = min(next_pow2(n0), max(1, LOOP_ROW_BYTES // p.narrowest_load_bytes()))
+    n0, row = p.groups[0].size, LOOP_ROW_BYTES
+    while True:            # narrower rows (down to a sector) where the blocks are too few
+        block_x = min(next_pow2(n0), max(1, row // p.narrowest_load_bytes()))
+        programs = -(-n0 // block_x) * (nx // n0)
+        if programs >= device.sm_count or row <= MIN_ROW_BYTES:
+            break
+        row //= 2
     block_r = min(next_pow2(nr), max(1, LOOP_OUTER_TILE // block_x))
-    programs = -(-n0 // block_x) * (nx // n0)
     too_long = f"columns of {nr} elements exceed a {MAX_TILE}-element tile"
     if passes > 1:
         # each further pass re-reads strided columns; the reduction scheduler's outer
@@ -167,8 +209,10 @@ def _outer_loop(p: Problem, device: DeviceInfo, passes: int) -> tuple[str, int, 
         return "segmented", block_x, block_r, (
             f"{too_long}; {programs} column blocks cannot fill {device.sm_count} "
             "multiprocessors: split reductions instead")
+    walks = passes + 1 if rows else passes          # the store pass, where rows are stored
     return "looped", block_x, block_r, (
-        f"{too_long}: {passes + 1} passes over {block_r}x{block_x} column blocks")
+        f"{too_long}: {walks} pass{'es' if walks > 1 else ''} over {block_r}x{block_x} "
+        "column blocks")
 
 
 def grid(params: NormalizationParams) -> int:
