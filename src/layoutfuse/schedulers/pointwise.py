@@ -63,6 +63,7 @@ class PointwiseParams:
     split_x: int = 1              # X index % split_x walks gx, // split_x walks gx2
     gy2: int | None = None        # the same for Y
     split_y: int = 1
+    rest_first: bool = False      # program ids walk the grid's other groups before X and Y
     generic: bool = False                  # some access walks its chain (not affine)
     affine: tuple[bool, ...] = ()          # per access, in generic mode
     group_dims: tuple[int, ...] = ()       # iteration coordinate of each group, in generic mode
@@ -95,8 +96,11 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
     size_x = split_x * groups[gx2].size if gx2 is not None else groups[0].size if n else 1
     size_y = split_y * groups[gy2].size if gy2 is not None else \
         groups[gy].size if gy is not None else 1
+    rest_first = False
     if transpose:
         bx, by, warps = transpose_tile(size_x, size_y, widest_itemsize(p))
+        rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(
+            p, gy, {gx, gx2, gy})
     else:
         target = 4096
         bx = min(next_pow2(size_x), target)
@@ -104,8 +108,19 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
         warps = 8 if bx * by >= 4096 else 4 if bx * by >= 512 else 2
     zero, unit = stride_flags(p)
     return PointwiseParams(NAME, gx, gy, n, bx, by, warps, transpose, p.needs_int64, zero, unit,
-                           gx2, split_x, gy2, split_y, **generic_fields(p), pattern=p.pattern,
+                           gx2, split_x, gy2, split_y, rest_first, **generic_fields(p),
+                           pattern=p.pattern,
                            sizes=tuple(g.size for g in groups))
+
+
+def _store_continues_on_grid(p: Problem, gy: int, tiled: set) -> bool:
+    """Whether every store continues its stride-1 run past the Y group (which one tile
+    covers whole) in a group the grid walks: consecutive programs along that group then
+    write consecutive memory (mem1230 -> mem3210: each program writes a 4 KB run per X
+    row; walking X first put neighbouring programs 1 MiB apart)."""
+    stores = list(p.stores())
+    return bool(stores) and all(
+        (c := continuation(p, a, gy)) is not None and c not in tiled for a in stores)
 
 
 def continuation(p: Problem, access: int, k: int) -> int | None:
@@ -212,10 +227,19 @@ def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | Non
     """
     pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
     w.line(f"pid = {pid}")
-    w.line("px = pid % NUM_PX")
-    w.line("rest = pid // NUM_PX")
-    w.line("py = rest % NUM_PY")
-    w.line("rest = rest // NUM_PY")
+    tiled = set(sum(tile_groups(params), ()))
+    if params.rest_first:
+        grid_sizes = [f"n{k}" for k in range(params.n_groups) if k not in tiled]
+        w.line(f"n_rest = {' * '.join(grid_sizes) or '1'}")
+        w.line("rest = pid % n_rest")
+        w.line("pt = pid // n_rest")
+        w.line("px = pt % NUM_PX")
+        w.line("py = pt // NUM_PX")
+    else:
+        w.line("px = pid % NUM_PX")
+        w.line("rest = pid // NUM_PX")
+        w.line("py = rest % NUM_PY")
+        w.line("rest = rest // NUM_PY")
     idx: dict[int, str] = {}
     if params.n_groups:
         mask = tile_axis(w, params, "x", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]", idx)
