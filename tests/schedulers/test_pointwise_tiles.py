@@ -105,6 +105,8 @@ def test_short_stride1_dim_flattens_the_tile_axis(in_order, out_order, want_axes
     # programs walk the grid first only where the store's run continues on the grid
     # (mem1230 -> mem3210: each program's 4 KB runs then abut its neighbours')
     assert params.rest_first == (in_order == (1, 2, 3, 0)), params
+    # ... and Y first where Y is flattened: the stores' runs continue across Y's tiles
+    assert params.y_first == (params.split_y > 1), params
     x, y = pw.axis_extents(params, [g.size for g in p.groups])
     px, py = pw.tile_counts(params, [g.size for g in p.groups])
     assert (px, py) == (-(-x // params.block_x), -(-y // params.block_y))
@@ -164,6 +166,7 @@ def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, w
     # the bf16 tile covers Y (128) whole in two of them, and the store continues on the
     # grid there: the grid-first program order runs
     assert params.rest_first == (dtype == BF16 and in_order in ((1, 2, 3, 0), (3, 2, 1, 0)))
+    assert params.y_first == (out_order == (3, 2, 1, 0) and in_order == (0, 1, 2, 3))
     assert params.transpose and axes(params, p) == want_axes
     assert (params.block_x, params.block_y, params.num_warps) == \
         pw.transpose_tile(4096, 4096, dtype.itemsize)

@@ -64,6 +64,7 @@ class PointwiseParams:
     gy2: int | None = None        # the same for Y
     split_y: int = 1
     rest_first: bool = False      # program ids walk the grid's other groups before X and Y
+    y_first: bool = False         # program ids walk Y before X (a flattened Y: stores' runs)
     generic: bool = False                  # some access walks its chain (not affine)
     affine: tuple[bool, ...] = ()          # per access, in generic mode
     group_dims: tuple[int, ...] = ()       # iteration coordinate of each group, in generic mode
@@ -96,11 +97,14 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
     size_x = split_x * groups[gx2].size if gx2 is not None else groups[0].size if n else 1
     size_y = split_y * groups[gy2].size if gy2 is not None else \
         groups[gy].size if gy is not None else 1
-    rest_first = False
+    rest_first = y_first = False
     if transpose:
         bx, by, warps = transpose_tile(size_x, size_y, widest_itemsize(p))
         rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(
             p, gy, {gx, gx2, gy})
+        # a flattened Y spans the stores' contiguous run across its tiles: neighbouring
+        # programs along Y then write neighbouring memory
+        y_first = gy2 is not None
     else:
         target = 4096
         bx = min(next_pow2(size_x), target)
@@ -108,7 +112,8 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
         warps = 8 if bx * by >= 4096 else 4 if bx * by >= 512 else 2
     zero, unit = stride_flags(p)
     return PointwiseParams(NAME, gx, gy, n, bx, by, warps, transpose, p.needs_int64, zero, unit,
-                           gx2, split_x, gy2, split_y, rest_first, **generic_fields(p),
+                           gx2, split_x, gy2, split_y, rest_first, y_first,
+                           **generic_fields(p),
                            pattern=p.pattern,
                            sizes=tuple(g.size for g in groups))
 
@@ -235,6 +240,11 @@ def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | Non
         w.line("pt = pid // n_rest")
         w.line("px = pt % NUM_PX")
         w.line("py = pt // NUM_PX")
+    elif params.y_first:
+        w.line("py = pid % NUM_PY")
+        w.line("rest = pid // NUM_PY")
+        w.line("px = rest % NUM_PX")
+        w.line("rest = rest // NUM_PX")
     else:
         w.line("px = pid % NUM_PX")
         w.line("rest = pid // NUM_PX")
