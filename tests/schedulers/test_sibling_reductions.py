@@ -11,28 +11,20 @@ sibling (other dims, other inputs, a reduction of another's result).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import pytest
 import torch
+from test_normalization import small_gpu, with_order
 
 from layoutfuse.codegen.hopper_check import compile_last_run
-from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
-from layoutfuse.runtime import kernels
+from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 DT = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}
 TOL = {torch.float32: dict(atol=1e-4, rtol=1e-5), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
-
-
-def with_order(shape, order, dtype, seed=0):
-    """A dense tensor of logical ``shape`` whose memory order is ``order`` (outermost first)."""
-    g = torch.Generator().manual_seed(seed)
-    phys = (torch.randn([shape[d] for d in order], generator=g) * 2 + 0.5).to(dtype)
-    return phys.permute([order.index(d) for d in range(len(shape))])
 
 
 def four_reductions(x_in: torch.Tensor, dims: list[int]) -> FusionDefinition:
@@ -133,13 +125,6 @@ def test_what_is_not_a_sibling(case):
     segs = fd.segment([x, y])
     assert not any("same rows" in s["reason"] for s in segs), segs
     assert len(segs) >= 2
-
-
-def small_gpu(monkeypatch, sm_count: int) -> None:
-    FusionCache.reset()         # patched heuristics must plan anew, not replay a cached plan
-    real = kernels.device_info
-    monkeypatch.setattr(kernels, "device_info",
-                        lambda d: dataclasses.replace(real(d), sm_count=sm_count))
 
 
 @pytest.mark.parametrize("order, dims, mode", [
