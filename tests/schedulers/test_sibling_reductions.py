@@ -11,6 +11,7 @@ sibling (other dims, other inputs, a reduction of another's result).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -145,18 +146,46 @@ def test_siblings_longer_than_a_tile_still_read_once(monkeypatch, order, dims, m
     compile_last_run(fd.executor())
 
 
-def test_siblings_too_few_rows_fall_back_to_one_kernel_each(monkeypatch):
-    """Rows too long for a tile and too few to fill the GPU: each reduction gets the
-    reduction scheduler's (split) kernel, the epilogue a pointwise one; the values are
-    the same."""
+SPLIT_SIBLINGS = [
+    ((3, 6200), (0, 1), [1], torch.float32),         # inner: 3 long contiguous rows
+    ((9000, 3), (0, 1), [0], torch.float32),         # outer: 3 long strided columns
+    ((9000, 3), (0, 1), [0], torch.bfloat16),
+    ((2, 9000, 3), (0, 1, 2), [1], torch.float32),   # mixed [X, R, X]
+]
+IN_CI = {(2, "ticket"), (1, "kernel")}             # 30-80 s each in the interpreter
+
+
+@pytest.mark.parametrize("shape, order, dims, dtype, finish", [
+    pytest.param(*case, finish, id=f"{i}-{finish}",
+                 marks=() if (i, finish) in IN_CI else (pytest.mark.full,))
+    for i, case in enumerate(SPLIT_SIBLINGS) for finish in ("ticket", "kernel")])
+def test_siblings_too_few_rows_run_as_one_split_reduction_kernel(monkeypatch, finish, shape,
+                                                                  order, dims, dtype):
+    """Rows too long for a tile and too few to fill the GPU: the siblings run as one
+    reduction kernel, split along R, whose partials (one workspace per result: 1 + 1 + 1
+    + 3) are combined by the last program of each X block (ticket) or a finishing
+    kernel; var_mean's epilogue (M2 / (n - 1)) follows as a pointwise kernel."""
+    from layoutfuse.runtime import kernels
+    from layoutfuse.schedulers import reduction_tiles as tiles
+
     monkeypatch.setattr(nm, "MAX_TILE", 64)
     small_gpu(monkeypatch, 64)
-    x = torch.randn(3, 900)
-    fd = four_reductions(x, [1])
-    check(fd.execute([x]), expected(x, [1]), torch.float32)
-    schedules = fd.last_schedule()
-    # four reduction kernels, then var_mean's epilogue (M2 / (n - 1)) as a pointwise kernel
-    assert [s.scheduler for s in schedules] == ["reduction"] * 4 + ["pointwise"], schedules
+    if finish == "kernel":          # no ticket steps, and no L2 to keep the problem in
+        monkeypatch.setattr(tiles, "TICKET_STEPS", 0)
+        real = kernels.device_info
+        monkeypatch.setattr(kernels, "device_info",
+                            lambda d: dataclasses.replace(real(d), l2_bytes=0))
+    x = with_order(shape, order, dtype, seed=5)
+    fd = four_reductions(x, dims)
+    check(fd.execute([x]), expected(x, dims), dtype)
+    red, epilogue = fd.last_schedule()
+    assert (red.scheduler, epilogue.scheduler) == ("reduction", "pointwise")
+    assert red.split > 1 and red.finish == finish, red
+    segs = fd.segment([x])
+    assert "reductions of the same rows in one reduction kernel" in segs[0]["reason"]
+    assert fd.execute([x])[0].data_ptr() != 0          # a second launch: tickets were reset
+    check(fd.execute([x]), expected(x, dims), dtype)
+    compile_last_run(fd.executor())
 
 
 @pytest.mark.parametrize("dtype, block_x, block_r", [(torch.float32, 256, 8),

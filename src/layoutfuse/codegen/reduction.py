@@ -31,9 +31,7 @@ def _ptr_names(spec):
 
 def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
     w = Writer()
-    red = spec.reduction
-    op = red.op.name
-    welford = op == "welford"
+    reds = spec.reductions        # one, or siblings of the same rows: one accumulator each
     n_acc = len(spec.accesses)
     sizes = [f"n{k}" for k in range(len(params.sizes))]
     strides = [f"s{a}_{k}" for a in range(n_acc) for k in range(len(params.sizes))
@@ -54,7 +52,6 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
     inner = params.template == "inner"
     transposed = params.y_group is not None     # a [BLOCK_Y, BLOCK_X] tile of kept groups
     xg, rg = params.x_groups, params.r_groups
-    acc_t = accumulator_dtype(red)
     with w.indent():
         pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
         w.line(f"pid = {pid}")
@@ -109,21 +106,22 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                      for k in xg if not params.zero_strides[a][k]]
             xoff.append(w.assign("xo", offset_expr(terms, zero_tile if transposed else "x * 0"))
                         if is_affine(params, a) else None)
-        ct = tl_compute(acc_t)
-        if welford:
-            w.line(f"acc_mean = tl.zeros({tile}, {ct})")
-            w.line(f"acc_m2 = tl.zeros({tile}, {ct})")
-            w.line(f"acc_n = tl.zeros({tile}, {ct})")
-        else:
-            w.line(f"acc = tl.full({tile}, {identity(op, acc_t)}, {ct})")
+        for i, red in enumerate(reds):
+            acc_t = accumulator_dtype(red)
+            ct = tl_compute(acc_t)
+            if red.op.name == "welford":
+                for part in ("mean", "m2", "n"):
+                    w.line(f"acc{i}_{part} = tl.zeros({tile}, {ct})")
+            else:
+                w.line(f"acc{i} = tl.full({tile}, {identity(red.op.name, acc_t)}, {ct})")
         ptr_of = _ptr_names(spec)
         load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
         coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses)
                        if i >= spec.n_loads + spec.n_stores}
         scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
 
-        def load_value(ridx: dict[int, str], mask: str) -> str:
-            """Loads at one R tile and the fused prologue; returns the value to reduce."""
+        def load_value(ridx: dict[int, str], mask: str) -> list[str]:
+            """Loads at one R tile and the fused prologue; returns the values to reduce."""
             offsets: list[str | None] = []
             for a in range(n_acc):
                 if not is_affine(params, a):
@@ -154,28 +152,34 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
 
             ve = ValueEmitter(w, load, lambda s: scalar_names[id(s)], coordinate,
                               f"tl.zeros({tile}, tl.int32)")
-            return ve.value(red.inputs[0], ())
+            return [ve.value(red.inputs[0], ()) for red in reds]
 
-        def accumulate(val: str, mask: str) -> None:
-            if welford:
+        def accumulate(i: int, val: str, mask: str) -> None:
+            red = reds[i]
+            op, acc_t = red.op.name, accumulator_dtype(red)
+            ct = tl_compute(acc_t)
+            if op == "welford":
+                mean, m2, n = (f"acc{i}_{part}" for part in ("mean", "m2", "n"))
                 w.line(f"v = ({val}).to({ct})")
-                w.line(f"n_new = acc_n + tl.where({mask}, 1.0, 0.0)")
-                w.line("delta = v - acc_mean")
-                w.line(f"mean_new = acc_mean + tl.where({mask}, delta / tl.maximum(n_new, 1.0), "
+                w.line(f"n_new = {n} + tl.where({mask}, 1.0, 0.0)")
+                w.line(f"delta = v - {mean}")
+                w.line(f"mean_new = {mean} + tl.where({mask}, delta / tl.maximum(n_new, 1.0), "
                        "0.0)")
-                w.line(f"acc_m2 = acc_m2 + tl.where({mask}, delta * (v - mean_new), 0.0)")
-                w.line("acc_mean = mean_new")
-                w.line("acc_n = n_new")
+                w.line(f"{m2} = {m2} + tl.where({mask}, delta * (v - mean_new), 0.0)")
+                w.line(f"{mean} = mean_new")
+                w.line(f"{n} = n_new")
             else:
                 w.line(f"v = tl.where({mask}, ({val}).to({ct}), {identity(op, acc_t)})")
-                w.line(f"acc = {COMBINE[op]}(acc, v)")
+                w.line(f"acc{i} = {COMBINE[op]}(acc{i}, v)")
 
         def step(tiles_of_step) -> None:
             """The loop step's R tiles, ``(r index per group, mask)`` each: every load first
-            (all in flight together), then the accumulations into the one accumulator."""
+            (all in flight together), then the accumulations, one accumulator per
+            reduction."""
             loaded = [(load_value(ridx, mask), mask) for ridx, mask in tiles_of_step]
-            for val, mask in loaded:
-                accumulate(val, mask)
+            for vals, mask in loaded:
+                for i, val in enumerate(vals):
+                    accumulate(i, val, mask)
 
         def r_tiles(r0: str, bound: str, r_index) -> list[tuple[dict[int, str], str]]:
             """The ``unroll`` R tiles of the step at ``r0``: (index per group, mask) each."""
@@ -205,20 +209,24 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             with w.indent():
                 step(r_tiles("r_lo + r0", "NR", lambda r: dict(zip(rg, decompose(
                     w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}))
-        if welford:
-            w.line(f"mean, m2, cnt = tl.reduce((acc_mean, acc_m2, acc_n), {axis}, "
-                   f"_welford_combine, keep_dims=True)")
-            results = ["mean", "m2", "cnt"]
-        else:
-            w.line(reduce_line("res", "acc", op, axis, is_floating(acc_t)))
-            results = ["res"]
+        results: list[str] = []
+        for i, red in enumerate(reds):
+            if red.op.name == "welford":
+                parts = [f"{n}{i}" for n in ("mean", "m2", "cnt")]
+                w.line(f"{', '.join(parts)} = tl.reduce((acc{i}_mean, acc{i}_m2, acc{i}_n), "
+                       f"{axis}, _welford_combine, keep_dims=True)")
+                results += parts
+            else:
+                w.line(reduce_line(f"res{i}", f"acc{i}", red.op.name, axis,
+                                   is_floating(accumulator_dtype(red))))
+                results.append(f"res{i}")
         if params.split > 1:
             for k, r in enumerate(results):
                 w.line(f"tl.store(ws{k} + pid_s * NX + x, {r}, mask=xmask)")
             if params.finish == "ticket":
                 emit_ticket_finish(w, spec, params, lambda tv: ptr_of[id(tv)])
         else:
-            for k, out in enumerate(red.outputs):
+            for k, out in enumerate(o for red in reds for o in red.outputs):
                 a = spec.n_loads + k
                 val = results[k]
                 off = xoff[a]

@@ -24,9 +24,14 @@ from .writer import Writer, storage_cast, tl_compute, typed_params
 WELFORD_PARTS = ("mean", "m2", "n")
 
 
+def n_results(e) -> int:
+    """Partial results of one reduction: one, or three for a Welford (mean, M2, n)."""
+    return 3 if e.op.name == "welford" else 1
+
+
 def partial_names(spec) -> list[str]:
-    """The workspaces of the partial results: one, or three for a Welford (mean, M2, n)."""
-    return [f"ws{k}" for k in range(3 if spec.reduction.op.name == "welford" else 1)]
+    """The workspaces of the partial results, reduction after reduction (siblings too)."""
+    return [f"ws{k}" for k in range(sum(n_results(e) for e in spec.reductions))]
 
 
 def workspace_names(spec, params: ReductionParams) -> list[str]:
@@ -62,9 +67,9 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
     """``finish="kernel"``: a second kernel combines the [SPLIT, NX] partial results and
     stores the outputs."""
     w = Writer()
-    red = spec.reduction
+    outputs = [o for e in spec.reductions for o in e.outputs]
     xg = params.x_groups
-    n_out = len(red.outputs)
+    n_out = len(outputs)
     store_acc = [spec.n_loads + k for k in range(n_out)]
     ws = partial_names(spec)
     outs = [f"o{k}" for k in range(n_out)]
@@ -81,7 +86,7 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
         w.line(f"x = {pid} * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
         w.line("xmask = x < NX")
         results = _emit_combine(w, spec, "x", "xmask", "SPLIT", "BLOCK_S", "")
-        out_names = {id(out): f"o{k}" for k, out in enumerate(red.outputs)}
+        out_names = {id(out): f"o{k}" for k, out in enumerate(outputs)}
         _emit_output_stores(w, spec, params, results, "x", "xmask",
                             lambda tv: out_names[id(tv)])
     return HEADER + prelude() + "\n\n" + w.text(), args
@@ -90,44 +95,53 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
 def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: str,
                   cache: str) -> list[str]:
     """Combine the partials of columns ``x`` ([1, BLOCK_X]) over the splits, in split order,
-    ``block_s`` at a time. Returns the names of the combined results."""
-    red = spec.reduction
-    op = red.op.name
-    acc_t = accumulator_dtype(red)
-    ct = tl_compute(acc_t)
+    ``block_s`` at a time, for every reduction of the kernel. Returns the names of the
+    combined results, reduction after reduction."""
     load_opts = f", cache_modifier='{cache}'" if cache else ""
-    welford = op == "welford"
-    if welford:
-        for part in WELFORD_PARTS:
-            w.line(f"f_{part} = tl.zeros([1, BLOCK_X], {ct})")
-    else:
-        w.line(f"f_res = tl.full([1, BLOCK_X], {identity(op, acc_t)}, {ct})")
+    names: list[list[str]] = []
+    k = 0
+    for i, red in enumerate(spec.reductions):
+        op = red.op.name
+        acc_t = accumulator_dtype(red)
+        ct = tl_compute(acc_t)
+        if op == "welford":
+            names.append([f"f{i}_{part}" for part in WELFORD_PARTS])
+            for n in names[-1]:
+                w.line(f"{n} = tl.zeros([1, BLOCK_X], {ct})")
+        else:
+            names.append([f"f{i}_res"])
+            w.line(f"{names[-1][0]} = tl.full([1, BLOCK_X], {identity(op, acc_t)}, {ct})")
     w.line(f"for s0 in range(0, {n_split}, {block_s}):")
     with w.indent():
         w.line(f"s = s0 + tl.arange(0, {block_s})[:, None]")
         w.line(f"pmask = {xmask} & (s < {n_split})")
-        if welford:
-            for k, part in enumerate(WELFORD_PARTS):
-                w.line(f"p_{part} = tl.load(ws{k} + s * NX + {x}, mask=pmask, other=0.0"
-                       f"{load_opts})")
-            w.line("c_mean, c_m2, c_n = tl.reduce((p_mean, p_m2, p_n), 0, _welford_combine, "
-                   "keep_dims=True)")
-            w.line("f_mean, f_m2, f_n = _welford_combine(f_mean, f_m2, f_n, c_mean, c_m2, c_n)")
-        else:
-            w.line(f"part = tl.load(ws0 + s * NX + {x}, mask=pmask, "
-                   f"other={identity(op, acc_t)}{load_opts})")
-            w.line(reduce_line("chunk", "part", op, 0, is_floating(acc_t)))
-            w.line(f"f_res = {COMBINE[op]}(f_res, chunk)")
-    return [f"f_{p}" for p in WELFORD_PARTS] if welford else ["f_res"]
+        for red, fin in zip(spec.reductions, names):
+            op = red.op.name
+            acc_t = accumulator_dtype(red)
+            if op == "welford":
+                for j, part in enumerate(WELFORD_PARTS):
+                    w.line(f"p_{part} = tl.load(ws{k + j} + s * NX + {x}, mask=pmask, "
+                           f"other=0.0{load_opts})")
+                w.line("c_mean, c_m2, c_n = tl.reduce((p_mean, p_m2, p_n), 0, "
+                       "_welford_combine, keep_dims=True)")
+                w.line(f"{', '.join(fin)} = _welford_combine({', '.join(fin)}, c_mean, c_m2, "
+                       "c_n)")
+                k += 3
+            else:
+                w.line(f"part = tl.load(ws{k} + s * NX + {x}, mask=pmask, "
+                       f"other={identity(op, acc_t)}{load_opts})")
+                w.line(reduce_line("chunk", "part", op, 0, is_floating(acc_t)))
+                w.line(f"{fin[0]} = {COMBINE[op]}({fin[0]}, chunk)")
+                k += 1
+    return [n for fin in names for n in fin]
 
 
 def _emit_output_stores(w: Writer, spec, params: ReductionParams, results: list[str], x: str,
                         xmask: str, out_ptr) -> None:
     """Store ``results`` (columns ``x``) through each output's own strides."""
-    red = spec.reduction
     xg = params.x_groups
     idx = dict(zip(xg, decompose(w, x, [f"n{k}" for k in xg], "fg"))) if xg else {}
-    for k, out in enumerate(red.outputs):
+    for k, out in enumerate(o for e in spec.reductions for o in e.outputs):
         a = spec.n_loads + k
         terms = [(idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
                  for g in xg if not params.zero_strides[a][g]]

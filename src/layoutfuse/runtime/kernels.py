@@ -151,13 +151,16 @@ class CompiledFusion:
         sizes = [g.size for g in prob.groups]
         nx, nr, npx = _row_extents(prob, params)
         ws = []
-        n_ws = 3 if spec.reduction.op.name == "welford" else 1
         if params.split > 1:
-            acc = torch.float64 if spec.reduction.inputs[0].dtype is DataType.Double else \
-                torch.float32
-            if spec.reduction.op.name != "welford":
-                acc = _acc_torch(spec.reduction.outputs[0].dtype)
-            ws = [torch.empty((params.split, nx), dtype=acc, device=device) for _ in range(n_ws)]
+            for e in spec.reductions:          # one [SPLIT, NX] workspace per partial result
+                if e.op.name == "welford":
+                    acc = torch.float64 if e.inputs[0].dtype is DataType.Double else \
+                        torch.float32
+                    ws += [torch.empty((params.split, nx), dtype=acc, device=device)
+                           for _ in range(3)]
+                else:
+                    ws.append(torch.empty((params.split, nx), dtype=_acc_torch(e.outputs[0].dtype),
+                                          device=device))
             if params.finish == "ticket":
                 ws.append(self._ticket_counters(spec, params, device))
         head = self._head_args(spec, prob, params, env, extents, ws)
@@ -172,7 +175,7 @@ class CompiledFusion:
         if params.split > 1 and params.finish == "kernel":
             fin, _, fsrc = self._kernel(spec, params, finish_source, "finish_kernel")
             self.last_code.append(fsrc)
-            outs = [env[id(o)] for o in spec.reduction.outputs]
+            outs = [env[id(o)] for e in spec.reductions for o in e.outputs]
             stores = range(spec.n_loads, spec.n_loads + len(outs))
             xs = [sizes[k] for k in params.x_groups]
             svals = [prob.groups[k].strides[a] for a in stores for k in params.x_groups
@@ -228,15 +231,15 @@ class CompiledFusion:
         return self._tickets[key]
 
     def _fill_empty_reduction(self, spec, env):
-        e = spec.reduction
-        name = e.op.name
         fill = {"sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf")}
-        if name == "welford":
-            env[id(e.outputs[0])].fill_(float("nan"))
-            env[id(e.outputs[1])].fill_(0)
-            env[id(e.outputs[2])].fill_(0)
-        else:
-            env[id(e.outputs[0])].fill_(fill[name])
+        for e in spec.reductions:
+            name = e.op.name
+            if name == "welford":
+                env[id(e.outputs[0])].fill_(float("nan"))
+                env[id(e.outputs[1])].fill_(0)
+                env[id(e.outputs[2])].fill_(0)
+            else:
+                env[id(e.outputs[0])].fill_(fill[name])
 
 
 def _row_extents(prob: Problem, params) -> tuple[int, int, int]:

@@ -33,12 +33,18 @@ class KernelSpec:
     n_loads: int
     n_stores: int
     scalars: list[Scalar]
-    reduction: Expr | None = None
+    reduction: Expr | None = None      # a reduction kernel's (first) reduction
     reason: str = ""
     outputs: list[TensorView] = field(default_factory=list)
     group: Group | None = None                  # a normalization kernel's reductions
     fallback: list[KernelSpec] = field(default_factory=list)   # its multi-kernel plan
     fallback_buffers: list[TensorView] = field(default_factory=list)
+    siblings: list[Expr] = field(default_factory=list)   # a reduction kernel's others
+
+    @property
+    def reductions(self) -> list[Expr]:
+        """A reduction kernel's reductions: one, or siblings of the same rows."""
+        return ([self.reduction] if self.reduction is not None else []) + self.siblings
 
 
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
@@ -68,22 +74,30 @@ def _exprs_upstream(root: TensorView, memory: set[int]) -> list[Expr]:
     return list(seen.values())
 
 
-def _spec(kind, root, memory_ids, stores: list[Access], reduction=None, reason=""):
-    loads = [a for a in upstream_accesses(root, memory_ids) if a.tv.definition is None
-             or id(a.tv) in memory_ids]
-    coords = [a for a in upstream_accesses(root, memory_ids) if a.tv.definition is not None
+def _spec(kind, root, memory_ids, stores: list[Access], reduction=None, reason="",
+          siblings: tuple[Expr, ...] = ()):
+    """A kernel iterating over ``root``'s coordinates; sibling reductions' inputs share
+    them, so their loads join (each access once)."""
+    roots = [root] + [e.inputs[0] for e in siblings]
+    reached: dict[tuple, Access] = {}
+    for r in roots:
+        for a in upstream_accesses(r, memory_ids):
+            reached.setdefault(a.key(), a)
+    ups = list(reached.values())
+    loads = [a for a in ups if a.tv.definition is None or id(a.tv) in memory_ids]
+    coords = [a for a in ups if a.tv.definition is not None
               and id(a.tv) not in memory_ids and a.tv.definition.op.name == "iota"]
     memory: list[TensorView] = []
     for a in loads + stores:
         if all(m is not a.tv for m in memory):
             memory.append(a.tv)
-    exprs = _exprs_upstream(root, memory_ids)
-    if reduction is not None:
-        exprs = exprs + [reduction]
+    found = {id(e): e for r in roots for e in _exprs_upstream(r, memory_ids)}
+    exprs = list(found.values()) + [e for e in (reduction, *siblings) if e is not None]
     order = {id(e): i for i, e in enumerate(root.fusion.exprs)}
     exprs.sort(key=lambda e: order[id(e)])
     return KernelSpec(kind, root, exprs, memory, loads + stores + coords, len(loads), len(stores),
-                      _scalars_of(exprs), reduction, reason, [a.tv for a in stores])
+                      _scalars_of(exprs), reduction, reason, [a.tv for a in stores],
+                      siblings=list(siblings))
 
 
 def segment(fusion: Fusion, computed_outputs: list[TensorView]) -> tuple[list[KernelSpec],
@@ -239,10 +253,16 @@ def _depends_on(e: Expr, outputs: set[int], memory: set[int]) -> bool:
     return False
 
 
-def _reduction_spec(e: Expr, memory_ids: set[int]) -> KernelSpec:
-    stores = [Access(o, (), store=True) for o in e.outputs]
-    return _spec("reduction", e.inputs[0], memory_ids, stores, reduction=e,
-                 reason=f"{e.op.name} over dims {e.attrs['dims']}: one reduction per kernel")
+def _reduction_spec(e: Expr, memory_ids: set[int],
+                    siblings: tuple[Expr, ...] = ()) -> KernelSpec:
+    """A reduction kernel: ``e``, with ``siblings`` (reductions of the same rows, computed
+    from the same loads into their own accumulators and outputs)."""
+    stores = [Access(o, (), store=True) for r in (e, *siblings) for o in r.outputs]
+    why = f"{e.op.name} over dims {e.attrs['dims']}: one reduction per kernel" if not siblings \
+        else (f"{', '.join(r.op.name for r in (e, *siblings))} over dims {e.attrs['dims']}: "
+              "reductions of the same rows in one reduction kernel")
+    return _spec("reduction", e.inputs[0], memory_ids, stores, reduction=e, reason=why,
+                 siblings=siblings)
 
 
 def _group_spec(group: Group, memory: set[int], stores: list[Access], xstores: list[Access],
@@ -274,10 +294,15 @@ def _group_spec(group: Group, memory: set[int], stores: list[Access], xstores: l
                       len(loads), len(stores) + len(xstores), _scalars_of(ex), reason=why,
                       outputs=[a.tv for a in stores + xstores])
     spec.group = group
-    # the fallback: each reduction its own kernel, then pointwise kernels for the rest
+    # the fallback: each reduction its own kernel (siblings: one kernel for all), then
+    # pointwise kernels for the rest
     fb: list[KernelSpec] = []
-    for e in group.reductions:
-        fb.append(_reduction_spec(e, memory_ids))
+    if not group.rows and len(group.reductions) > 1:
+        fb.append(_reduction_spec(group.reductions[0], memory_ids,
+                                  tuple(group.reductions[1:])))
+    else:
+        for e in group.reductions:
+            fb.append(_reduction_spec(e, memory_ids))
     up = upstream_tensors(group.root, memory_ids)
     if stores:
         fb.append(_spec("pointwise", group.root, memory_ids,
