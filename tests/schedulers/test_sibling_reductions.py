@@ -183,8 +183,7 @@ def test_siblings_too_few_rows_run_as_one_split_reduction_kernel(monkeypatch, fi
     assert red.split > 1 and red.finish == finish, red
     segs = fd.segment([x])
     assert "reductions of the same rows in one reduction kernel" in segs[0]["reason"]
-    assert fd.execute([x])[0].data_ptr() != 0          # a second launch: tickets were reset
-    check(fd.execute([x]), expected(x, dims), dtype)
+    check(fd.execute([x]), expected(x, dims), dtype)   # a second launch: counters were reset
     compile_last_run(fd.executor())
 
 

@@ -24,7 +24,9 @@ from ..codegen.generic_index import generic_index
 from ..codegen.normalization import normalization_source
 from ..codegen.pointwise import pointwise_source
 from ..codegen.reduction import finish_source, reduction_source
-from ..dtypes import DataType, to_torch
+from ..codegen.reduction_common import accumulator_dtype
+from ..codegen.reduction_finish import n_results
+from ..dtypes import to_torch
 from ..ir import Fusion, TensorView
 from ..schedulers import normalization as nm
 from ..schedulers import pointwise as pw
@@ -153,14 +155,9 @@ class CompiledFusion:
         ws = []
         if params.split > 1:
             for e in spec.reductions:          # one [SPLIT, NX] workspace per partial result
-                if e.op.name == "welford":
-                    acc = torch.float64 if e.inputs[0].dtype is DataType.Double else \
-                        torch.float32
-                    ws += [torch.empty((params.split, nx), dtype=acc, device=device)
-                           for _ in range(3)]
-                else:
-                    ws.append(torch.empty((params.split, nx), dtype=_acc_torch(e.outputs[0].dtype),
-                                          device=device))
+                acc = to_torch(accumulator_dtype(e))
+                ws += [torch.empty((params.split, nx), dtype=acc, device=device)
+                       for _ in range(n_results(e))]
             if params.finish == "ticket":
                 ws.append(self._ticket_counters(spec, params, device))
         head = self._head_args(spec, prob, params, env, extents, ws)
@@ -258,9 +255,3 @@ def _dump(params, src: str) -> None:
         print(f"[layoutfuse] schedule: {params}", file=sys.stderr)
     if "code" in what:
         print(f"[layoutfuse] code:\n{src}", file=sys.stderr)
-
-
-def _acc_torch(dtype: DataType) -> torch.dtype:
-    if dtype in (DataType.Half, DataType.BFloat16, DataType.Float):
-        return torch.float32
-    return to_torch(dtype)

@@ -161,6 +161,20 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
                                sizes=tuple(g.size for g in groups), reason=why)
 
 
+def _column_blocks(p: Problem, row: int, min_row: int, want: int) -> tuple[int, int]:
+    """(BLOCK_X, programs) of the outer template with tile rows of ``row`` bytes of the
+    stride-1 kept group, halved down to ``min_row`` until the column blocks make ``want``
+    programs."""
+    _, _, nx, _ = p.kept_and_reduced()
+    n0, item = p.groups[0].size, p.narrowest_load_bytes()
+    while True:
+        block_x = min(next_pow2(n0), max(1, row // item))
+        programs = -(-n0 // block_x) * (nx // n0)
+        if programs >= want or row <= min_row:
+            return block_x, programs
+        row //= 2
+
+
 def _reduce_only(p: Problem, device: DeviceInfo) -> tuple[int, int, int] | None:
     """(BLOCK_X, BLOCK_R, warps) of one pass over strided columns for reductions whose
     results feed only per-row outputs: steps of ``REDUCE_STEP_BYTES`` (the reduction
@@ -169,14 +183,9 @@ def _reduce_only(p: Problem, device: DeviceInfo) -> tuple[int, int, int] | None:
     ``REDUCE_WAVES`` programs per multiprocessor. None where the columns are shorter than
     two steps (a persistent tile reads them as fast) or the blocks stay too few."""
     _, _, nx, nr = p.kept_and_reduced()
-    n0, item = p.groups[0].size, p.narrowest_load_bytes()
-    row = REDUCE_ROW_BYTES
-    while True:
-        block_x = min(next_pow2(n0), max(1, row // item))
-        programs = -(-n0 // block_x) * (nx // n0)
-        if programs >= REDUCE_WAVES * device.sm_count or row <= LOOP_ROW_BYTES:
-            break
-        row //= 2
+    item = p.narrowest_load_bytes()
+    block_x, programs = _column_blocks(p, REDUCE_ROW_BYTES, LOOP_ROW_BYTES,
+                                       REDUCE_WAVES * device.sm_count)
     block_r = min(next_pow2(nr), max(1, REDUCE_STEP_BYTES // (block_x * item)))
     if programs < REDUCE_WAVES * device.sm_count or nr < 2 * block_r:
         return None
@@ -192,13 +201,8 @@ def _outer_loop(p: Problem, device: DeviceInfo, passes: int,
     column-major softmax ran at 43% with 64-byte rows, the segmented plan at 33%); else
     the segmented plan."""
     _, _, nx, nr = p.kept_and_reduced()
-    n0, row = p.groups[0].size, LOOP_ROW_BYTES
-    while True:            # narrower rows (down to a sector) where the blocks are too few
-        block_x = min(next_pow2(n0), max(1, row // p.narrowest_load_bytes()))
-        programs = -(-n0 // block_x) * (nx // n0)
-        if programs >= device.sm_count or row <= MIN_ROW_BYTES:
-            break
-        row //= 2
+    # narrower rows (down to a sector) where the blocks are too few
+    block_x, programs = _column_blocks(p, LOOP_ROW_BYTES, MIN_ROW_BYTES, device.sm_count)
     block_r = min(next_pow2(nr), max(1, LOOP_OUTER_TILE // block_x))
     too_long = f"columns of {nr} elements exceed a {MAX_TILE}-element tile"
     if passes > 1:

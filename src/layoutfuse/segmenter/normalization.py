@@ -95,7 +95,7 @@ def _walk(root: TensorView, memory: set[int], excluded: set[int]):
     return reached, bad, dims_seen
 
 
-def _members_upstream(e: Expr, members: set[int], memory: set[int]) -> set[int]:
+def members_upstream(e: Expr, members: set[int], memory: set[int]) -> set[int]:
     """The group reductions ``e``'s input depends on."""
     found: set[int] = set()
     seen: set[int] = set()
@@ -136,7 +136,7 @@ def find_group(root: TensorView, memory: set[int]) -> tuple[Group | None, set[in
             # accumulated with its max in one pass: the max's level
             group.levels[id(e)] = group.levels[id(group.online[id(e)])]
             continue
-        up = _members_upstream(e, set(reached), stop)
+        up = members_upstream(e, set(reached), stop)
         group.levels[id(e)] = 1 + max((group.levels[u] for u in up), default=-1)
     return group, excluded
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.accesses import Access, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
-from .normalization import Group, find_group, group_reached, xspace_output
+from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
 
 
 @dataclass(eq=False)
@@ -209,7 +209,7 @@ def siblings(reductions: list[Expr], memory: set[int]) -> list[list[Expr]]:
             head = c[0]
             if (tuple(head.attrs["dims"]) == dims and len(head.inputs[0].shape_domain) == rank
                     and leaves[id(e)] & leaves[id(head)]
-                    and not _depends_on(e, {id(o) for r in c for o in r.outputs}, memory)):
+                    and not members_upstream(e, {id(r) for r in c}, memory)):
                 c.append(e)
                 break
         else:
@@ -236,21 +236,6 @@ def _pointwise_leaves(tv: TensorView, memory: set[int]) -> set[int]:
         if d.op.kind is OpKind.POINTWISE or d.op.name in _SAME_COORDINATES:
             stack.extend(i for i in d.inputs if isinstance(i, TensorView))
     return found
-
-
-def _depends_on(e: Expr, outputs: set[int], memory: set[int]) -> bool:
-    """Whether ``e``'s input is computed from any of ``outputs``."""
-    seen: set[int] = set()
-    stack = [e.inputs[0]]
-    while stack:
-        t = stack.pop()
-        if id(t) in outputs:
-            return True
-        if id(t) in seen or id(t) in memory or t.definition is None:
-            continue
-        seen.add(id(t))
-        stack.extend(i for i in t.definition.inputs if isinstance(i, TensorView))
-    return False
 
 
 def _reduction_spec(e: Expr, memory_ids: set[int],
