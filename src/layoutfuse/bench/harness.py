@@ -1,6 +1,8 @@
 """Timing, ceilings, environment, and the loop that measures one case on every system.
 
-Kernel time on CUDA is the median of ``triton.testing.do_bench``; end-to-end cases
+Kernel time on CUDA is the median of CUDA-event-timed calls with L2 emptied before
+each (``time_kernel``: by a read of 4x the L2 by default, by ``do_bench``'s zeroing with
+``LAYOUTFUSE_BENCH_FLUSH=write``, the method of runs before session 4); end-to-end cases
 (``Case.timing == "host"``) and every case off CUDA use a ``time.perf_counter`` loop
 with a synchronize around it. Inputs smaller than ~4x the L2 cache are rotated
 among several copies so that a timed call does not find its input in L2.
@@ -87,13 +89,63 @@ def time_loop(
     return statistics.median(per_call) * 1e3
 
 
-def time_kernel(fn: Callable[[], object], device: str) -> float:
-    """Median milliseconds of ``fn`` as the device sees it."""
+FLUSH_ENV = "LAYOUTFUSE_BENCH_FLUSH"   # "read" (default) or "write": how L2 is emptied
+FLUSH_MODES = ("read", "write")
+_flush_buffers: dict[str, torch.Tensor] = {}
+
+
+def flush_mode() -> str:
+    mode = os.environ.get(FLUSH_ENV, "read")
+    if mode not in FLUSH_MODES:
+        raise ValueError(f"{FLUSH_ENV}={mode!r}: expected one of {FLUSH_MODES}")
+    return mode
+
+
+def _flush_read(device: str) -> None:
+    """Empty L2 of the timed call's data by reading a buffer of 4x its size: the lines it
+    leaves are clean, so the timed call pays no write-back of someone else's data."""
+    if device not in _flush_buffers:
+        _flush_buffers[device] = torch.ones(4 * l2_bytes(device) // 4, device=device)
+    _flush_buffers[device].sum()
+
+
+def time_kernel(fn: Callable[[], object], device: str, flush: str | None = None) -> float:
+    """Median milliseconds of ``fn`` as the device sees it, L2 emptied before each call.
+
+    ``flush="write"`` is ``triton.testing.do_bench``: it zeroes a 256 MiB buffer before
+    each call, which leaves L2 full of dirty lines; the timed call then pays for writing
+    them back (up to the L2's size in extra DRAM traffic: about 20% of a 256 MiB read on
+    the H200). ``flush="read"`` (the default since session 4) reads a buffer of 4x the L2
+    instead, so L2 holds only clean lines; both are recorded with CUDA events around each
+    call, median of the calls."""
     if not device.startswith("cuda"):
         return time_loop(fn, device)
     import triton.testing
 
-    return float(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
+    flush = flush or flush_mode()
+    if flush == "write":
+        return float(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
+    fn()
+    torch.cuda.synchronize()
+    probe = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    probe[0].record()
+    for _ in range(3):
+        fn()
+    probe[1].record()
+    torch.cuda.synchronize()
+    est = max(probe[0].elapsed_time(probe[1]) / 3, 1e-4)
+    for _ in range(max(1, int(10 / est))):
+        fn()
+    reps = max(5, min(1000, int(50 / est)))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(reps)]
+    for start, end in events:
+        _flush_read(device)
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return float(statistics.median(s.elapsed_time(e) for s, e in events))
 
 
 def default_timer(device: str) -> Timer:
@@ -174,6 +226,7 @@ def environment(device: str) -> dict:
         "git_commit": os.environ.get(COMMIT_ENV) or commit,
         "git_dirty": None if status is None else bool(status),
         "argv": sys.argv,
+        "flush": flush_mode(),
     }
     if device.startswith("cuda"):
         props = torch.cuda.get_device_properties(device)

@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from layoutfuse.bench.harness import measure_ceilings
+from layoutfuse.bench.harness import measure_ceilings, time_kernel
 
 
 @triton.jit
@@ -91,6 +91,52 @@ def _softmax_persistent(a, o, B, R, X, BLOCK_R: tl.constexpr, BLOCK_X: tl.conste
         tl.store(o + base + rows * X + cols, (e * inv).to(o.dtype.element_ty), mask=rows < R)
 
 
+@triton.jit
+def _softmax_coop(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, BLOCK_R: tl.constexpr,
+                  BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):
+    """S programs share a column block: each holds RC rows of it in registers, stores its
+    partial (max, sum of exp) per column, waits at the block's counter until all S have
+    stored, combines the S partials and stores its rows. Every program of the grid must be
+    resident at once (the grid is sized from the occupancy). ``cnt`` holds two counters per
+    block (arrivals, departures), zero between launches: the last to depart resets both."""
+    pid = tl.program_id(0)
+    g = pid // S
+    part = pid % S
+    ngroups = tl.num_programs(0) // S
+    nxb = X // BLOCK_X
+    lr = tl.arange(0, BLOCK_R)[:, None]
+    lx = tl.arange(0, BLOCK_X)
+    for blk in range(g, B * nxb, ngroups):
+        px = blk % nxb
+        base = (blk // nxb).to(tl.int64) * R * X
+        cols = px * BLOCK_X + lx[None, :]
+        rows = part * RC + lr
+        mask = (lr < RC) & (rows < R)
+        off = base + rows * X + cols
+        v = tl.load(a + off, mask=mask, other=float("-inf")).to(tl.float32)
+        m = tl.max(v, 0)
+        ls = tl.sum(tl.exp(v - m[None, :]), 0)
+        wsb = ws + (blk * S + part) * (2 * BLOCK_X) + lx
+        tl.store(wsb, m)
+        tl.store(wsb + BLOCK_X, ls)
+        tl.debug_barrier()
+        c = tl.atomic_add(cnt + 2 * blk, 1, sem="acq_rel", scope="gpu") + 1
+        while c < S:
+            c = tl.atomic_add(cnt + 2 * blk, 0, sem="acquire", scope="gpu")
+        ss = tl.arange(0, BLOCK_S)[:, None]
+        pw = ws + (blk * S + ss) * (2 * BLOCK_X) + lx[None, :]
+        pm = tl.load(pw, mask=ss < S, other=float("-inf"), cache_modifier=".cg")
+        pl = tl.load(pw + BLOCK_X, mask=ss < S, other=0.0, cache_modifier=".cg")
+        mm = tl.max(pm, 0)
+        inv = 1.0 / tl.sum(pl * tl.exp(pm - mm[None, :]), 0)
+        tl.store(o + off, (tl.exp(v - mm[None, :]) * inv[None, :]).to(o.dtype.element_ty),
+                 mask=mask)
+        d = tl.atomic_add(cnt + 2 * blk + 1, 1, sem="relaxed", scope="gpu")
+        if d == S - 1:
+            tl.atomic_xchg(cnt + 2 * blk, 0, sem="relaxed", scope="gpu")
+            tl.atomic_xchg(cnt + 2 * blk + 1, 0, sem="relaxed", scope="gpu")
+
+
 def occupancy(kernel, num_warps: int) -> tuple[int, int]:
     """(registers per thread, resident programs per multiprocessor) on sm_90 (64K
     registers, 64 warps, allocation in 256-register units per warp)."""
@@ -101,7 +147,69 @@ def occupancy(kernel, num_warps: int) -> tuple[int, int]:
 
 
 def _bench(fn) -> float:
-    return triton.testing.do_bench(fn, warmup=10, rep=60)
+    return time_kernel(fn, "cuda", "read")
+
+
+def _both(fn, nbytes: int, ceiling: float) -> str:
+    """GB/s and % of the ceiling, L2 emptied by a read, then by do_bench's zeroing."""
+    out = []
+    for flush in ("read", "write"):
+        gb = nbytes / time_kernel(fn, "cuda", flush) / 1e6
+        out.append(f"{flush} {gb:6.0f} GB/s {100 * gb / ceiling:5.1f}%")
+    return " | ".join(out)
+
+
+def coop_grid(kernel, warps: int, sms: int, split: int, blocks: int, per: int) -> tuple[int, int]:
+    """(programs, resident per SM): groups of ``split`` programs, at most what is resident
+    at once by registers and shared memory (every program of a group spins until the others
+    arrive), at most ``per`` per SM where given."""
+    _, by_regs = occupancy(kernel, warps)
+    smem = kernel.metadata.shared
+    by_smem = (228 * 1024) // max(1, smem + 1024) if smem else 32
+    resident = min(by_regs, by_smem) * sms
+    if per:
+        resident = min(resident, per * sms)
+    return min(blocks, resident // split) * split, min(by_regs, by_smem)
+
+
+def probe_coop(args, ceiling: float, sms: int) -> None:
+    dtype = getattr(torch, args.dtype)
+    B, R, X = (int(v) for v in args.shape.split(","))
+    a = torch.randn(B, R, X, device="cuda").to(dtype)
+    o = torch.empty_like(a)
+    ref = torch.softmax(a.float(), 1)
+    nbytes = 2 * a.numel() * a.element_size()
+    for bx, split, warps, per in itertools.product(
+            [int(t) for t in args.tile], args.split, args.warps, args.per_sm):
+        rc = -(-R // split)
+        br = triton.next_power_of_2(rc)
+        blocks = B * (X // bx)
+        ws = torch.empty(blocks * split * 2 * bx, device="cuda")
+        cnt = torch.zeros(2 * blocks, dtype=torch.int32, device="cuda")
+        meta = dict(S=split, BLOCK_R=br, BLOCK_X=bx, BLOCK_S=triton.next_power_of_2(split),
+                    num_warps=warps)
+        try:
+            kern = _softmax_coop.warmup(a, o, ws, cnt, B, R, X, rc, grid=(split,), **meta)
+        except Exception as e:  # noqa: BLE001 - a probe: report and go on
+            print(f"coop {bx} split {split} w{warps}: {type(e).__name__} {str(e)[:200]}")
+            continue
+        progs, per_sm = coop_grid(kern, warps, sms, split, blocks, per)
+        if progs == 0:
+            print(f"coop {bx} split {split} w{warps}: a group does not fit ({per_sm}/SM)")
+            continue
+
+        def run(progs=progs, ws=ws, cnt=cnt, rc=rc, meta=meta):
+            return _softmax_coop[(progs,)](a, o, ws, cnt, B, R, X, rc, **meta)
+        o.zero_()
+        run()
+        torch.cuda.synchronize()
+        ok = torch.allclose(o.float(), ref, rtol=2e-2, atol=1e-5) and int(cnt.abs().sum()) == 0
+        regs = kern.n_regs
+        print(f"coop {args.dtype} [{B},{R},{X}] block {br}x{bx} split {split} w{warps} "
+              f"per-SM {per or '-'}: regs {regs} spills {kern.n_spills} smem "
+              f"{kern.metadata.shared} {per_sm}/SM programs {progs} rounds "
+              f"{blocks * split / progs:.1f} {_both(run, nbytes, ceiling)} "
+              f"{'ok' if ok else 'WRONG'}", flush=True)
 
 
 def probe_sum(args, ceiling: float, sms: int) -> None:
@@ -130,13 +238,11 @@ def probe_sum(args, ceiling: float, sms: int) -> None:
         torch.cuda.synchronize()
         ok = torch.allclose(y, ref, rtol=1e-3, atol=1e-2)
         regs, per_sm = occupancy(kern, warps)
-        ms = _bench(run)
-        gb = nbytes / ms / 1e6
         progs = grid[0] * grid[1]
         waves = progs / max(1, per_sm * sms)
         print(f"sum {args.dtype} [{R},{X}] tile {br}x{bx} w{warps} maxnreg {maxnreg or '-'} "
               f"split {grid[1]}: regs {regs} {per_sm}/SM programs {progs} waves {waves:.2f} "
-              f"{gb:7.0f} GB/s {100 * gb / ceiling:5.1f}% {'ok' if ok else 'WRONG'}", flush=True)
+              f"{_both(run, nbytes, ceiling)} {'ok' if ok else 'WRONG'}", flush=True)
 
 
 def probe_softmax(args, ceiling: float, sms: int) -> None:
@@ -181,7 +287,7 @@ def probe_softmax(args, ceiling: float, sms: int) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=["sum", "softmax"])
+    ap.add_argument("kind", choices=["sum", "softmax", "coop"])
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--shape", required=True, help="sum: R,X; softmax: B,R,X")
     ap.add_argument("--tile", type=lambda s: s.split(","), default=["16x256"],
@@ -200,7 +306,7 @@ def main(argv=None) -> int:
     ceil = measure_ceilings("cuda")["read_gbps"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"read ceiling {ceil:.0f} GB/s, {sms} SMs", flush=True)
-    (probe_sum if args.kind == "sum" else probe_softmax)(args, ceil, sms)
+    {"sum": probe_sum, "softmax": probe_softmax, "coop": probe_coop}[args.kind](args, ceil, sms)
     return 0
 
 
