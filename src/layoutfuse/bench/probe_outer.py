@@ -193,6 +193,7 @@ def probe_coop(args, ceiling: float, sms: int) -> None:
         except Exception as e:  # noqa: BLE001 - a probe: report and go on
             print(f"coop {bx} split {split} w{warps}: {type(e).__name__} {str(e)[:200]}")
             continue
+        kern._init_handles()                      # loads the binary: n_regs, n_spills
         progs, per_sm = coop_grid(kern, warps, sms, split, blocks, per)
         if progs == 0:
             print(f"coop {bx} split {split} w{warps}: a group does not fit ({per_sm}/SM)")
