@@ -137,6 +137,66 @@ def _softmax_coop(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, BLOCK_R: tl.const
             tl.atomic_xchg(cnt + 2 * blk + 1, 0, sem="relaxed", scope="gpu")
 
 
+@triton.jit
+def _softmax_lag(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, LAG: tl.constexpr,
+                 BLOCK_R: tl.constexpr, BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):
+    """As ``_softmax_coop``, S programs share a column block, RC rows each, but nothing is
+    held across the wait: in round t a program reads its chunk of block t and stores the
+    partial (running max and sum over the chunk), then finishes block t - LAG: waits for
+    that block's S partials (long stored, as a rule), combines them and re-reads its chunk
+    (from L2, read LAG rounds ago) to store the output."""
+    pid = tl.program_id(0)
+    g = pid // S
+    part = pid % S
+    ngroups = tl.num_programs(0) // S
+    nxb = X // BLOCK_X
+    nblk = B * nxb
+    nrounds = (nblk - g + ngroups - 1) // ngroups
+    lr = tl.arange(0, BLOCK_R)[:, None]
+    lx = tl.arange(0, BLOCK_X)
+    r0 = part * RC
+    for t in range(0, nrounds + LAG):
+        if t < nrounds:
+            blk = g + t * ngroups
+            base = (blk // nxb).to(tl.int64) * R * X + (blk % nxb) * BLOCK_X + lx[None, :]
+            m = tl.full([BLOCK_R, BLOCK_X], float("-inf"), tl.float32)
+            acc = tl.zeros([BLOCK_R, BLOCK_X], tl.float32)
+            for r in range(r0, r0 + RC, BLOCK_R):
+                rows = r + lr
+                v = tl.load(a + base + rows * X, mask=rows < R, other=float("-inf")).to(tl.float32)
+                m2 = tl.maximum(m, v)
+                acc = tl.where(m2 == float("-inf"), acc, acc * tl.exp(m - m2) + tl.exp(v - m2))
+                m = m2
+            mc = tl.max(m, 0)
+            lc = tl.sum(tl.where(m == float("-inf"), 0.0, acc * tl.exp(m - mc[None, :])), 0)
+            wsb = ws + (blk * S + part) * (2 * BLOCK_X) + lx
+            tl.store(wsb, mc)
+            tl.store(wsb + BLOCK_X, lc)
+            tl.debug_barrier()
+            tl.atomic_add(cnt + 2 * blk, 1, sem="release", scope="gpu")
+        if t >= LAG:
+            blk = g + (t - LAG) * ngroups
+            c = tl.atomic_add(cnt + 2 * blk, 0, sem="acquire", scope="gpu")
+            while c < S:
+                c = tl.atomic_add(cnt + 2 * blk, 0, sem="acquire", scope="gpu")
+            ss = tl.arange(0, BLOCK_S)[:, None]
+            pw = ws + (blk * S + ss) * (2 * BLOCK_X) + lx[None, :]
+            pm = tl.load(pw, mask=ss < S, other=float("-inf"), cache_modifier=".cg")
+            pl = tl.load(pw + BLOCK_X, mask=ss < S, other=0.0, cache_modifier=".cg")
+            mm = tl.max(pm, 0)[None, :]
+            inv = 1.0 / tl.sum(pl * tl.exp(pm - mm), 0)[None, :]
+            base = (blk // nxb).to(tl.int64) * R * X + (blk % nxb) * BLOCK_X + lx[None, :]
+            for r in range(r0, r0 + RC, BLOCK_R):
+                rows = r + lr
+                v = tl.load(a + base + rows * X, mask=rows < R, other=0.0).to(tl.float32)
+                tl.store(o + base + rows * X, (tl.exp(v - mm) * inv).to(o.dtype.element_ty),
+                         mask=rows < R)
+            d = tl.atomic_add(cnt + 2 * blk + 1, 1, sem="relaxed", scope="gpu")
+            if d == S - 1:
+                tl.atomic_xchg(cnt + 2 * blk, 0, sem="relaxed", scope="gpu")
+                tl.atomic_xchg(cnt + 2 * blk + 1, 0, sem="relaxed", scope="gpu")
+
+
 def occupancy(kernel, num_warps: int) -> tuple[int, int]:
     """(registers per thread, resident programs per multiprocessor) on sm_90 (64K
     registers, 64 warps, allocation in 256-register units per warp)."""
@@ -210,6 +270,48 @@ def probe_coop(args, ceiling: float, sms: int) -> None:
               f"per-SM {per or '-'}: regs {regs} spills {kern.n_spills} smem "
               f"{kern.metadata.shared} {per_sm}/SM programs {progs} rounds "
               f"{blocks * split / progs:.1f} {_both(run, nbytes, ceiling)} "
+              f"{'ok' if ok else 'WRONG'}", flush=True)
+
+
+def probe_lag(args, ceiling: float, sms: int) -> None:
+    dtype = getattr(torch, args.dtype)
+    B, R, X = (int(v) for v in args.shape.split(","))
+    a = torch.randn(B, R, X, device="cuda").to(dtype)
+    o = torch.empty_like(a)
+    ref = torch.softmax(a.float(), 1)
+    nbytes = 2 * a.numel() * a.element_size()
+    for tile, split, lag, warps, per in itertools.product(
+            args.tile, args.split, args.lag, args.warps, args.per_sm):
+        br, bx = (int(v) for v in tile.split("x"))
+        rc = -(-R // split)
+        rc = -(-rc // br) * br
+        blocks = B * (X // bx)
+        ws = torch.empty(blocks * split * 2 * bx, device="cuda")
+        cnt = torch.zeros(2 * blocks, dtype=torch.int32, device="cuda")
+        meta = dict(S=split, LAG=lag, BLOCK_R=br, BLOCK_X=bx,
+                    BLOCK_S=triton.next_power_of_2(split), num_warps=warps)
+        try:
+            kern = _softmax_lag.warmup(a, o, ws, cnt, B, R, X, rc, grid=(split,), **meta)
+            kern._init_handles()
+        except Exception as e:  # noqa: BLE001 - a probe: report and go on
+            print(f"lag {tile} split {split} w{warps}: {type(e).__name__} {str(e)[:200]}")
+            continue
+        progs, per_sm = coop_grid(kern, warps, sms, split, blocks, per)
+        if progs == 0:
+            print(f"lag {tile} split {split} w{warps}: a group does not fit ({per_sm}/SM)")
+            continue
+
+        def run(progs=progs, ws=ws, cnt=cnt, rc=rc, meta=meta):
+            return _softmax_lag[(progs,)](a, o, ws, cnt, B, R, X, rc, **meta)
+        o.zero_()
+        run()
+        torch.cuda.synchronize()
+        ok = torch.allclose(o.float(), ref, rtol=2e-2, atol=1e-5) and int(cnt.abs().sum()) == 0
+        per_round = progs * rc * bx * a.element_size() / 2**20
+        print(f"lag {args.dtype} [{B},{R},{X}] tile {br}x{bx} chunk {rc} split {split} lag {lag} "
+              f"w{warps} per-SM {per or '-'}: regs {kern.n_regs} spills {kern.n_spills} "
+              f"{per_sm}/SM programs {progs} rounds {blocks * split / progs:.1f} "
+              f"round {per_round:.1f} MiB {_both(run, nbytes, ceiling)} "
               f"{'ok' if ok else 'WRONG'}", flush=True)
 
 
@@ -288,7 +390,9 @@ def probe_softmax(args, ceiling: float, sms: int) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=["sum", "softmax", "coop"])
+    ap.add_argument("kind", choices=["sum", "softmax", "coop", "lag"])
+    ap.add_argument("--lag", type=lambda s: [int(v) for v in s.split(",")], default=[1],
+                    help="lag: rounds between a block's partials and its store pass")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--shape", required=True, help="sum: R,X; softmax: B,R,X")
     ap.add_argument("--tile", type=lambda s: s.split(","), default=["16x256"],
@@ -307,7 +411,8 @@ def main(argv=None) -> int:
     ceil = measure_ceilings("cuda")["read_gbps"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"read ceiling {ceil:.0f} GB/s, {sms} SMs", flush=True)
-    {"sum": probe_sum, "softmax": probe_softmax, "coop": probe_coop}[args.kind](args, ceil, sms)
+    probes = {"sum": probe_sum, "softmax": probe_softmax, "coop": probe_coop, "lag": probe_lag}
+    probes[args.kind](args, ceil, sms)
     return 0
 
 

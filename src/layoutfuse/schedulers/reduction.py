@@ -85,7 +85,9 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
         programs = -(-nx // tile.block_x)
     acc_elements = tile.block_x * tile.block_r
     warps = tile.warps or tiles.warps_for(acc_elements)
-    resident = tiles.resident_programs(device, warps, acc_elements // (32 * warps))
+    narrow = template == "outer" and item < 4 and tile.warps == tiles.NARROW_OUTER_WARPS
+    resident = tiles.resident_programs(device, warps, acc_elements // (32 * warps),
+                                       tiles.NARROW_OUTER_REGISTERS if narrow else None)
     zero, unit = stride_flags(p)
     params = ReductionParams(NAME, p.family, template, xg, rg, tile.block_x, tile.block_r,
                              warps, 1, p.needs_int64, zero, unit, max(1, 16 // item), r_nest,
@@ -95,7 +97,10 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     if transposed is not None:
         return transposed
     units, min_units = _split_units(params)
-    split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count)
+    if narrow:
+        split = tiles.narrow_outer_split(programs, resident, units, min_units)
+    else:
+        split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count)
     split = with_split(params, split).split         # whole loop steps per chunk
     finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device)
     return with_split(replace(params, finish=finish), split)

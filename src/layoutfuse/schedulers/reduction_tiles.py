@@ -64,6 +64,8 @@ OUTER_SPLIT_LOAD_BYTES = 64  # ... where R will be split (fewer than SPLIT_BELOW
 NARROW_OUTER_WARPS = 4     # outer template, narrower inputs: warps,
 NARROW_OUTER_LOAD_BYTES = 128   # ... bytes per thread and step,
 NARROW_OUTER_ACC = 32      # ... and fp32 accumulators per thread
+NARROW_OUTER_REGISTERS = 64  # ... ptxas's registers for them (the sweep's kernels, sm_90):
+                             # 8 programs per multiprocessor, not the 9 REG_BASE would give
 STORE_BYTES = 32           # transposed store: contiguous output bytes per column (a sector)
 LINE_BYTES = 128           # transposed store: contiguous input bytes per row (a line)
 
@@ -157,12 +159,33 @@ def estimated_registers(acc_per_thread: int) -> int:
     return -(-(REG_BASE + acc_per_thread) // 8) * 8
 
 
-def resident_programs(device: DeviceInfo, warps: int, acc_per_thread: int) -> int:
-    """Programs of ``warps`` warps that fit on the device at once (threads and registers)."""
+def resident_programs(device: DeviceInfo, warps: int, acc_per_thread: int,
+                      registers: int | None = None) -> int:
+    """Programs of ``warps`` warps that fit on the device at once (threads and registers;
+    ``registers`` per thread where known, else estimated from the accumulators)."""
     threads = 32 * warps
     by_threads = device.max_threads_per_sm // threads
-    by_registers = device.registers_per_sm // (threads * estimated_registers(acc_per_thread))
+    regs = registers or estimated_registers(acc_per_thread)
+    by_registers = device.registers_per_sm // (threads * regs)
     return device.sm_count * max(1, min(by_threads, by_registers))
+
+
+def narrow_outer_split(programs: int, resident: int, units: int, min_units: int) -> int:
+    """The split of a 2-byte outer sum: one wave of resident programs at most (the most
+    chunks of at least ``min_units`` with ``programs * split <= resident``), 1 where the
+    programs already make a wave.
+
+    Measured on the H200 (``tune-bf16-split-20261130-c8a2797-h200.txt``, read flush): a
+    bf16 outer sum runs fastest with one wave of long programs and loses 10-18% to a
+    second, partial or whole, wave of shorter ones. [131072, 1024] summed over the 1024
+    (256 column blocks): split 4 (1024 programs, 0.97 waves) 88.1%, split 8 (1.94 waves)
+    80.8%, split 13 (3.2 waves; the fp32 rule's two waves) 70.6%, unsplit 58.3%; [1024,
+    512, 256] over the 512 (512 programs): split 2 86.3%, 3 (1.45 waves) 75.6%, 4 80.4%,
+    unsplit 75.6%. fp32 keeps ``split_for_waves``: its programs read twice the bytes per
+    step and its sweep is at 86.9-97% with it."""
+    if programs >= resident or units < 2 * min_units:
+        return 1
+    return max(1, min(MAX_SPLIT, units // min_units, resident // programs))
 
 
 def split_for_waves(programs: int, resident: int, units: int, min_units: int,
