@@ -184,6 +184,29 @@ def test_the_finish_follows_the_partials_per_x_block(pattern, sizes, finish):
         assert steps <= tiles.TICKET_STEPS or p.template == "inner"
 
 
+@pytest.mark.parametrize("pattern, sizes, split", [
+    ("XR", (131072, 1024), 4),      # 256 programs: 4 x 256 = 1024 of 1056 resident
+    ("XRX", (1024, 512, 256), 2),   # 512 programs (at least 2 per SM, under one wave)
+    ("XR", (1024, 131072), 512),    # 2 programs: chunks of 16 steps
+    ("XR", (256, 524288), 1024),    # 1 program of [16, 256] x 2 steps
+    ("XR", (524288, 256), 1),       # 1024 programs: a wave already
+])
+def test_a_two_byte_outer_sum_splits_into_one_wave(pattern, sizes, split):
+    """bf16 outer sums on the H200 (tune-bf16-split-20261130-c8a2797): one wave of long
+    programs beats the fp32 rule's two waves of short ones (split 4: 88.1%, 13: 70.6%)."""
+    p = rd.heuristics(problem(pattern, sizes, DataType.BFloat16), H200)
+    resident = tiles.resident_programs(H200, p.num_warps, acc_per_thread(p),
+                                       tiles.NARROW_OUTER_REGISTERS)
+    assert resident == 132 * 8
+    assert p.template == "outer" and p.split == split, p
+    programs = rd.grid(p)[0]
+    assert programs * p.split <= max(resident, programs)
+    # fp32 keeps its two-wave split on the same problem
+    f = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
+    if f.split > 1:
+        assert waves(f) >= tiles.WAVES - 0.1
+
+
 def test_override_rederives_whole_steps_per_chunk():
     p = rd.heuristics(problem("XR", (131072, 1000), DataType.BFloat16), H200)
     q = rd.override(p, block_r=16, unroll=4, split=5)
@@ -199,9 +222,9 @@ COMPILED = ["mem012_sum0", "mem012_sum2", "mem012_sum02", "mem120_sum01", "mem02
 def test_bf16_kernels_use_no_more_registers_than_fp32(tag):
     bf16, bf16_arts = registers.compile_variant(CASES[f"bf16_{tag}"], {})
     fp32, fp32_arts = registers.compile_variant(CASES[f"sweep_{tag}"], {})
-    # the outer template's bf16 tile has 32 accumulators at 4 warps: up to 64 registers
-    # still leave 8 programs (32 warps) per multiprocessor
-    narrow_outer = 65536 // (8 * 32 * tiles.NARROW_OUTER_WARPS)
+    # the outer template's bf16 tile has 32 accumulators at 4 warps: the split of a 2-byte
+    # outer sum counts on NARROW_OUTER_REGISTERS (64: 8 programs per multiprocessor)
+    narrow_outer = tiles.NARROW_OUTER_REGISTERS
     # (the two may differ in split, so in finishing kernels: compare the reduction kernels)
     regs, ref_regs = bf16_arts[0].resources["REG"], fp32_arts[0].resources["REG"]
     bound = narrow_outer if bf16.template == "outer" else \

@@ -21,6 +21,7 @@ from test_normalization import small_gpu, with_order
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
+from layoutfuse.schedulers import reduction as rd
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -130,8 +131,8 @@ def test_what_is_not_a_sibling(case):
 
 @pytest.mark.parametrize("order, dims, mode", [
     ((0, 1), [1], "looped"),        # contiguous rows longer than a tile: one read, looped
-    ((0, 1), [0], "looped"),        # strided columns: column blocks walked once
-    ((1, 0), [1], "looped"),
+    ((0, 1), [0], "split"),         # strided columns, too few blocks for wide steps: one
+    ((1, 0), [1], "split"),         # split reduction kernel for all four
 ])
 def test_siblings_longer_than_a_tile_still_read_once(monkeypatch, order, dims, mode):
     monkeypatch.setattr(nm, "MAX_TILE", 64)
@@ -140,9 +141,15 @@ def test_siblings_longer_than_a_tile_still_read_once(monkeypatch, order, dims, m
     x = with_order((40, 128), order, torch.float32)
     fd = four_reductions(x, dims)
     check(fd.execute([x]), expected(x, dims), torch.float32)
-    (params,) = [fd.last_schedule()]
-    assert params.mode == mode and params.passes == 1, params
-    assert "same rows" in fd.segment([x])[0]["reason"]
+    schedule = fd.last_schedule()
+    segs = fd.segment([x])
+    if mode == "looped":
+        assert schedule.mode == mode and schedule.passes == 1, schedule
+        assert "same rows" in segs[0]["reason"]
+    else:
+        reductions = [p for p in schedule if isinstance(p, rd.ReductionParams)]
+        assert len(reductions) == 1 and reductions[0].template == "outer", schedule
+        assert "one split reduction kernel for the sibling reductions" in segs[0]["reason"]
     compile_last_run(fd.executor())
 
 

@@ -205,6 +205,13 @@ def _outer_loop(p: Problem, device: DeviceInfo, passes: int,
     block_x, programs = _column_blocks(p, LOOP_ROW_BYTES, MIN_ROW_BYTES, device.sm_count)
     block_r = min(next_pow2(nr), max(1, LOOP_OUTER_TILE // block_x))
     too_long = f"columns of {nr} elements exceed a {MAX_TILE}-element tile"
+    if not rows:
+        # sibling reductions alone (rows=False with loop=True): too few column blocks for
+        # the wide steps of ``_reduce_only``, so one split reduction kernel computes them
+        # all from one read (the fallback), as the reduction scheduler splits R
+        return "segmented", block_x, block_r, (
+            f"{too_long}; too few column blocks for one pass of wide steps: one split "
+            "reduction kernel for the sibling reductions")
     if passes > 1:
         # each further pass re-reads strided columns; the reduction scheduler's outer
         # kernels, then a pointwise kernel, read at ~90% each
