@@ -213,7 +213,7 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
         ct = tl_compute(at)
         if e.op.name == "welford":
             names = [w.fresh(n) for n in ("acc_mean", "acc_m2", "acc_n")]
-            for n in names:
+            for n in names[:2]:
                 w.line(f"{n} = tl.zeros({k.tile}, {ct})")
         else:
             names = [w.fresh("acc")]
@@ -229,14 +229,16 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
             val = ve.value(e.inputs[0], ())
             names = accs[id(e)]
             if e.op.name == "welford":
-                mean, m2, n = names
+                # a lane is masked only past NR, so in the chunk starting at r0 every
+                # unmasked lane takes its (r0 / BLOCK_R + 1)-th value: the count is one
+                # scalar per chunk, its reciprocal one division per chunk, not per element
+                mean, m2, _ = names
+                w.line(f"rcp = 1.0 / (tl.zeros([], {ct}) + (r0 // BLOCK_R + 1))")
                 w.line(f"v = ({val}).to({ct})")
-                w.line(f"n_new = {n} + tl.where(mask, 1.0, 0.0)")
                 w.line(f"delta = v - {mean}")
-                w.line(f"mean_new = {mean} + tl.where(mask, delta / tl.maximum(n_new, 1.0), 0.0)")
+                w.line(f"mean_new = {mean} + tl.where(mask, delta * rcp, 0.0)")
                 w.line(f"{m2} = {m2} + tl.where(mask, delta * (v - mean_new), 0.0)")
                 w.line(f"{mean} = mean_new")
-                w.line(f"{n} = n_new")
             else:
                 op = e.op.name
                 w.line(f"v = tl.where(mask, ({val}).to({ct}), {identity(op, at)})")
@@ -248,6 +250,10 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
     for e in reds:
         names = accs[id(e)]
         if e.op.name == "welford":
+            # each lane's count: the chunks in which its offset stayed below NR
+            w.line(f"{names[2]} = tl.maximum(NR - {k.r_arange} + BLOCK_R - 1, 0) // BLOCK_R "
+                   f"+ tl.zeros({k.tile}, tl.int32)")
+            w.line(f"{names[2]} = {names[2]}.to({tl_compute(accumulator_dtype(e))})")
             res = [w.fresh(n) for n in ("mean", "m2", "cnt")]
             w.line(f"{', '.join(res)} = tl.reduce(({', '.join(names)}), {k.axis}, "
                    f"_welford_combine, keep_dims=True)")
