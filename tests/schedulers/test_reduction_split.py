@@ -145,7 +145,7 @@ def finish_kernel(monkeypatch):
     """The heuristics' params with ``finish="kernel"`` (the two-launch path)."""
     base = rd.heuristics
     monkeypatch.setattr(rd, "heuristics",
-                        lambda p, d: dataclasses.replace(base(p, d), finish="kernel"))
+                        lambda p, d, **kw: dataclasses.replace(base(p, d, **kw), finish="kernel"))
     FusionCache.reset()
 
 

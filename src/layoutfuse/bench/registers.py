@@ -57,7 +57,7 @@ def meta_inputs(case: Case) -> list[torch.Tensor]:
 def compile_variant(case: Case, var: dict):
     """(the reduction's params, the compiled kernels) of ``case`` under ``var``."""
     base = rd.heuristics
-    rd.heuristics = lambda p, d: rd.override(base(p, d), **var)
+    rd.heuristics = lambda p, d, **kw: rd.override(base(p, d, **kw), **var)
     try:
         with planned_only():
             nvf.FusionCache.reset()

@@ -112,7 +112,7 @@ def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None) -
     module = SCHEDULERS["reduction" if case.op == "sum" else "pointwise"]
     base = module.heuristics
     apply = getattr(module, "override", dataclasses.replace)   # reductions re-derive the split
-    module.heuristics = lambda p, d: apply(base(p, d), **var)
+    module.heuristics = lambda p, d, **kw: apply(base(p, d, **kw), **var)
     try:
         nvf.FusionCache.reset()            # a fresh executor: no cached plan of another variant
         fd = define_fusion(nvf, case)

@@ -148,7 +148,8 @@ class CompiledFusion:
                       "num_warps": params.num_warps}, device, slots)   # interpreter: ignored
 
     def _launch_reduction(self, spec, prob, env, extents, scalar_vals, device, info):
-        params = rd.heuristics(prob, info)
+        params = rd.heuristics(prob, info,
+                               accumulators=sum(n_results(e) for e in spec.reductions))
         kernel = self._generated(spec, params, reduction_source, "reduction_kernel")
         sizes = [g.size for g in prob.groups]
         nx, nr, npx = _row_extents(prob, params)

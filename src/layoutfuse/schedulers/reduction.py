@@ -70,7 +70,10 @@ def can_schedule(n_reductions: int) -> str | None:
     return None
 
 
-def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
+def heuristics(p: Problem, device: DeviceInfo, accumulators: int = 1) -> ReductionParams:
+    """``accumulators``: the partial results each program keeps per tile element (one per
+    reduction, three for a Welford: sibling reductions share a kernel), for the registers
+    and so the resident programs that the split is sized from."""
     groups = p.groups
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
@@ -86,8 +89,10 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     acc_elements = tile.block_x * tile.block_r
     warps = tile.warps or tiles.warps_for(acc_elements)
     narrow = template == "outer" and item < 4 and tile.warps == tiles.NARROW_OUTER_WARPS
-    resident = tiles.resident_programs(device, warps, acc_elements // (32 * warps),
-                                       tiles.NARROW_OUTER_REGISTERS if narrow else None)
+    acc_per_thread = acc_elements // (32 * warps)
+    resident = tiles.resident_programs(
+        device, warps, acc_per_thread * accumulators,
+        tiles.NARROW_OUTER_REGISTERS + (accumulators - 1) * acc_per_thread if narrow else None)
     zero, unit = stride_flags(p)
     params = ReductionParams(NAME, p.family, template, xg, rg, tile.block_x, tile.block_r,
                              warps, 1, p.needs_int64, zero, unit, max(1, 16 // item), r_nest,
