@@ -30,6 +30,7 @@ from layoutfuse.bench.reference import check_result, make_inputs, reference
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
 
+REDUCING = ("sum", "var_sums")   # ops whose variants override the reduction scheduler's params
 # kind -> variants (field overrides of the heuristics' params); dict() is the heuristics
 VARIANTS = {
     # reductions (schedulers/reduction_tiles.py): the heuristics; the tiles before the
@@ -68,12 +69,14 @@ SCHEDULERS = {"reduction": rd, "pointwise": pw}
 
 
 def find_cases(names: list[str], filters: list[str]) -> list[Case]:
-    """The reduction and pointwise cases named, then those matching every filter."""
-    known = {c.name: c for suite in SCHEDULERS for c in SUITES[suite]()}
+    """The reduction, pointwise and normalization cases named (of the latter, those whose
+    variants override a reduction kernel: ``REDUCING``), then those matching every filter."""
+    known = {c.name: c for suite in (*SCHEDULERS, "normalization") for c in SUITES[suite]()
+             if suite != "normalization" or c.op in REDUCING}
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"unknown cases {unknown}: see python -m layoutfuse.bench "
-                         "reduction|pointwise --list")
+                         "reduction|pointwise|normalization --list")
     chosen = [known[n] for n in names]
     if filters:
         chosen += [c for c in known.values()
@@ -81,14 +84,27 @@ def find_cases(names: list[str], filters: list[str]) -> list[Case]:
     return chosen
 
 
+def tuned(schedule):
+    """The params a variant overrides: the schedule's, or the reduction kernel's of a list
+    (sibling reductions' fallback: the split reduction kernel, then pointwise kernels)."""
+    if isinstance(schedule, list):
+        return next(p for p in schedule if p.scheduler == "reduction")
+    if schedule.scheduler not in SCHEDULERS:
+        raise SystemExit(f"a {schedule.scheduler} kernel ran (no reduction or pointwise "
+                         f"params to override): {schedule}")
+    return schedule
+
+
 def kind_of(params) -> str:
     """The variant table of a schedule: the reduction template, or the pointwise kind."""
+    params = tuned(params)
     if params.scheduler == "pointwise":
         return "transpose" if params.transpose else "pointwise"
     return "transposed" if params.y_group is not None else params.template
 
 
 def describe(params) -> str:
+    params = tuned(params)
     if params.scheduler == "pointwise":
         return (f"{kind_of(params)} bx={params.block_x} by={params.block_y} "
                 f"w={params.num_warps}")
@@ -109,7 +125,7 @@ def kernel_resources(fd) -> str:
 def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None) -> tuple:
     """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params;
     the result is checked against ``ref`` (the fp32 reference) first, when given."""
-    module = SCHEDULERS["reduction" if case.op == "sum" else "pointwise"]
+    module = SCHEDULERS["reduction" if case.op in REDUCING else "pointwise"]
     base = module.heuristics
     apply = getattr(module, "override", dataclasses.replace)   # reductions re-derive the split
     module.heuristics = lambda p, d, **kw: apply(base(p, d, **kw), **var)
@@ -160,7 +176,7 @@ def main(argv=None) -> int:
     for case in cases:
         inputs = make_inputs(case, args.device)
         ref = reference(case, inputs)
-        ceiling = ceilings["read_gbps" if case.op == "sum" else "copy_gbps"]
+        ceiling = ceilings["read_gbps" if case.op in REDUCING else "copy_gbps"]
         nvf.FusionCache.reset()
         probe = define_fusion(nvf, case)
         probe.execute(inputs)
