@@ -211,7 +211,8 @@ def test_a_two_byte_outer_sum_splits_into_one_wave(pattern, sizes, split):
 def test_accumulators_of_sibling_reductions_size_the_split(dtype):
     """Two sums in one kernel (sibling reductions) keep two accumulator tiles: fewer
     programs reside (ptxas, sm_90: 57 registers fp32, 96 bf16 for the var_sums kernels of
-    the normalization suite), so the split is sized to fewer, longer chunks."""
+    the normalization suite), and the split makes one wave of them (fp32 on the H200: split
+    16, one wave, 68.0%; 32, two waves, 58.9%)."""
     prob = problem("XR", (8192, 8192), dtype)
     one = rd.heuristics(prob, H200)
     two = rd.heuristics(prob, H200, accumulators=2)
@@ -220,7 +221,9 @@ def test_accumulators_of_sibling_reductions_size_the_split(dtype):
     acc = acc_per_thread(two)
     regs = tiles.NARROW_OUTER_REGISTERS + acc if dtype == DataType.BFloat16 else None
     resident = tiles.resident_programs(H200, two.num_warps, 2 * acc, regs)
-    assert rd.grid(two)[0] * two.split <= tiles.WAVES * resident
+    assert resident // 2 < rd.grid(two)[0] * two.split <= resident     # about one wave
+    if dtype == DataType.Float:
+        assert (two.split, two.finish) == (16, "ticket")     # the measured variant
 
 
 def test_override_rederives_whole_steps_per_chunk():

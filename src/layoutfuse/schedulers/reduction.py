@@ -102,8 +102,8 @@ def heuristics(p: Problem, device: DeviceInfo, accumulators: int = 1) -> Reducti
     if transposed is not None:
         return transposed
     units, min_units = _split_units(params)
-    if narrow:
-        split = tiles.narrow_outer_split(programs, resident, units, min_units)
+    if template == "outer" and (narrow or accumulators > 1):
+        split = tiles.one_wave_split(programs, resident, units, min_units)
     else:
         split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count)
     split = with_split(params, split).split         # whole loop steps per chunk

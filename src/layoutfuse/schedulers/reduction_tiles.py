@@ -170,10 +170,11 @@ def resident_programs(device: DeviceInfo, warps: int, acc_per_thread: int,
     return device.sm_count * max(1, min(by_threads, by_registers))
 
 
-def narrow_outer_split(programs: int, resident: int, units: int, min_units: int) -> int:
-    """The split of a 2-byte outer sum: one wave of resident programs at most (the most
-    chunks of at least ``min_units`` with ``programs * split <= resident``), 1 where the
-    programs already make a wave.
+def one_wave_split(programs: int, resident: int, units: int, min_units: int) -> int:
+    """The split of a 2-byte outer sum, or of outer sibling reductions (several
+    accumulator tiles per program): one wave of resident programs at most (the most chunks
+    of at least ``min_units`` with ``programs * split <= resident``), 1 where the programs
+    already make a wave.
 
     Measured on the H200 (``tune-bf16-split-20261130-c8a2797-h200.txt``, read flush): a
     bf16 outer sum runs fastest with one wave of long programs and loses 10-18% to a
@@ -181,8 +182,10 @@ def narrow_outer_split(programs: int, resident: int, units: int, min_units: int)
     (256 column blocks): split 4 (1024 programs, 0.97 waves) 88.1%, split 8 (1.94 waves)
     80.8%, split 13 (3.2 waves; the fp32 rule's two waves) 70.6%, unsplit 58.3%; [1024,
     512, 256] over the 512 (512 programs): split 2 86.3%, 3 (1.45 waves) 75.6%, 4 80.4%,
-    unsplit 75.6%. fp32 keeps ``split_for_waves``: its programs read twice the bytes per
-    step and its sweep is at 86.9-97% with it."""
+    unsplit 75.6%. Two fp32 sums of a column-major [8192, 8192] in one kernel
+    (``tune-varsums-20261130-cd85b84-h200.txt``; 57 registers, 4 programs per SM): split 16
+    (512 programs, 0.97 waves) 68.0%, 32 (1.9 waves) 58.9%, 64 46.5%, 128 32.9%. A single
+    fp32 sum keeps ``split_for_waves``: its sweep is at 86.9-97% with it."""
     if programs >= resident or units < 2 * min_units:
         return 1
     return max(1, min(MAX_SPLIT, units // min_units, resident // programs))
