@@ -29,8 +29,10 @@ Modes, chosen from the reduced extent and the device:
   kernels, then a pointwise kernel: three reads and a write); 32- and 64-byte rows ran
   at 37-50%. The generated kernel (27efa6a, ``bench/results/normalization-*``): softmax
   50% fp32 on [8192, 8192] column-major, layer norm 42%; 36/31% bf16 with rows narrowed
-  to 64 bytes where 128-byte blocks are too few. Groups that need more passes go
-  segmented.
+  to 64 bytes where 128-byte blocks are too few (do_bench's flush; with the read flush of
+  session 4, 1e0ed66: 52/45% fp32, 38/37% bf16). Groups that need more passes go
+  segmented, and so do sibling reductions alone (one split reduction kernel reads them
+  once: 68.5% fp32 for two sums of the column-major [8192, 8192], 04daff0).
 * ``segmented``: the rows do not fit and looping does not pay (few, very long rows;
   strided columns that need more than one pass): each reduction runs as its own (split)
   reduction kernel, then pointwise kernels (the segment's fallback plan).
@@ -99,7 +101,8 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
     the rows goes to the reduction scheduler's kernels (segmented) instead of looping.
     ``rows=False`` (reductions whose results feed only per-row outputs, as sibling
     reductions do): nothing is read twice, so strided columns take the reduction
-    scheduler's wide outer steps when there are enough column blocks (``_reduce_only``)."""
+    scheduler's wide outer steps when there are enough column blocks (``_reduce_only``),
+    else the fallback's split reduction kernel for all of them (``_outer_loop``)."""
     groups = p.groups
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
