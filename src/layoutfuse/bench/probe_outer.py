@@ -232,87 +232,58 @@ def coop_grid(kernel, warps: int, sms: int, split: int, blocks: int, per: int) -
     return min(blocks, resident // split) * split, min(by_regs, by_smem)
 
 
-def probe_coop(args, ceiling: float, sms: int) -> None:
-    dtype = getattr(torch, args.dtype)
+def _softmax_problem(args):
+    """(B, R, X, input, output, fp32 reference, bytes moved) of a softmax over R of a
+    [B, R, X] (X stride-1) input."""
     B, R, X = (int(v) for v in args.shape.split(","))
-    a = torch.randn(B, R, X, device="cuda").to(dtype)
-    o = torch.empty_like(a)
-    ref = torch.softmax(a.float(), 1)
-    nbytes = 2 * a.numel() * a.element_size()
-    for bx, split, warps, per in itertools.product(
-            [int(t) for t in args.tile], args.split, args.warps, args.per_sm):
+    a = torch.randn(B, R, X, device="cuda").to(getattr(torch, args.dtype))
+    return B, R, X, a, torch.empty_like(a), torch.softmax(a.float(), 1), 2 * a.nbytes
+
+
+def probe_shared(args, ceiling: float, sms: int) -> None:
+    """``coop`` (chunk held in registers across the wait; ``--tile`` is BLOCK_X, the chunk
+    one tile) or ``lag`` (chunk walked in ``--tile`` BLOCK_RxBLOCK_X steps, store pass LAG
+    rounds later): S programs per column block, the grid sized from the occupancy."""
+    lagged = args.kind == "lag"
+    kernel = _softmax_lag if lagged else _softmax_coop
+    B, R, X, a, o, ref, nbytes = _softmax_problem(args)
+    for tile, split, lag, warps, per in itertools.product(
+            args.tile, args.split, args.lag if lagged else [0], args.warps, args.per_sm):
         rc = -(-R // split)
-        br = triton.next_power_of_2(rc)
+        if lagged:
+            br, bx = (int(v) for v in tile.split("x"))
+            rc = -(-rc // br) * br
+        else:
+            br, bx = triton.next_power_of_2(rc), int(tile)
         blocks = B * (X // bx)
         ws = torch.empty(blocks * split * 2 * bx, device="cuda")
         cnt = torch.zeros(2 * blocks, dtype=torch.int32, device="cuda")
         meta = dict(S=split, BLOCK_R=br, BLOCK_X=bx, BLOCK_S=triton.next_power_of_2(split),
-                    num_warps=warps)
+                    num_warps=warps, **({"LAG": lag} if lagged else {}))
+        label = f"{args.kind} {tile} split {split} w{warps}"
         try:
-            kern = _softmax_coop.warmup(a, o, ws, cnt, B, R, X, rc, grid=(split,), **meta)
+            kern = kernel.warmup(a, o, ws, cnt, B, R, X, rc, grid=(split,), **meta)
+            kern._init_handles()                  # loads the binary: n_regs, n_spills
         except Exception as e:  # noqa: BLE001 - a probe: report and go on
-            print(f"coop {bx} split {split} w{warps}: {type(e).__name__} {str(e)[:200]}")
-            continue
-        kern._init_handles()                      # loads the binary: n_regs, n_spills
-        progs, per_sm = coop_grid(kern, warps, sms, split, blocks, per)
-        if progs == 0:
-            print(f"coop {bx} split {split} w{warps}: a group does not fit ({per_sm}/SM)")
-            continue
-
-        def run(progs=progs, ws=ws, cnt=cnt, rc=rc, meta=meta):
-            return _softmax_coop[(progs,)](a, o, ws, cnt, B, R, X, rc, **meta)
-        o.zero_()
-        run()
-        torch.cuda.synchronize()
-        ok = torch.allclose(o.float(), ref, rtol=2e-2, atol=1e-5) and int(cnt.abs().sum()) == 0
-        regs = kern.n_regs
-        print(f"coop {args.dtype} [{B},{R},{X}] block {br}x{bx} split {split} w{warps} "
-              f"per-SM {per or '-'}: regs {regs} spills {kern.n_spills} smem "
-              f"{kern.metadata.shared} {per_sm}/SM programs {progs} rounds "
-              f"{blocks * split / progs:.1f} {_both(run, nbytes, ceiling)} "
-              f"{'ok' if ok else 'WRONG'}", flush=True)
-
-
-def probe_lag(args, ceiling: float, sms: int) -> None:
-    dtype = getattr(torch, args.dtype)
-    B, R, X = (int(v) for v in args.shape.split(","))
-    a = torch.randn(B, R, X, device="cuda").to(dtype)
-    o = torch.empty_like(a)
-    ref = torch.softmax(a.float(), 1)
-    nbytes = 2 * a.numel() * a.element_size()
-    for tile, split, lag, warps, per in itertools.product(
-            args.tile, args.split, args.lag, args.warps, args.per_sm):
-        br, bx = (int(v) for v in tile.split("x"))
-        rc = -(-R // split)
-        rc = -(-rc // br) * br
-        blocks = B * (X // bx)
-        ws = torch.empty(blocks * split * 2 * bx, device="cuda")
-        cnt = torch.zeros(2 * blocks, dtype=torch.int32, device="cuda")
-        meta = dict(S=split, LAG=lag, BLOCK_R=br, BLOCK_X=bx,
-                    BLOCK_S=triton.next_power_of_2(split), num_warps=warps)
-        try:
-            kern = _softmax_lag.warmup(a, o, ws, cnt, B, R, X, rc, grid=(split,), **meta)
-            kern._init_handles()
-        except Exception as e:  # noqa: BLE001 - a probe: report and go on
-            print(f"lag {tile} split {split} w{warps}: {type(e).__name__} {str(e)[:200]}")
+            print(f"{label}: {type(e).__name__} {str(e)[:200]}")
             continue
         progs, per_sm = coop_grid(kern, warps, sms, split, blocks, per)
         if progs == 0:
-            print(f"lag {tile} split {split} w{warps}: a group does not fit ({per_sm}/SM)")
+            print(f"{label}: a group does not fit ({per_sm}/SM)")
             continue
 
         def run(progs=progs, ws=ws, cnt=cnt, rc=rc, meta=meta):
-            return _softmax_lag[(progs,)](a, o, ws, cnt, B, R, X, rc, **meta)
+            return kernel[(progs,)](a, o, ws, cnt, B, R, X, rc, **meta)
         o.zero_()
         run()
         torch.cuda.synchronize()
         ok = torch.allclose(o.float(), ref, rtol=2e-2, atol=1e-5) and int(cnt.abs().sum()) == 0
         per_round = progs * rc * bx * a.element_size() / 2**20
-        print(f"lag {args.dtype} [{B},{R},{X}] tile {br}x{bx} chunk {rc} split {split} lag {lag} "
-              f"w{warps} per-SM {per or '-'}: regs {kern.n_regs} spills {kern.n_spills} "
-              f"{per_sm}/SM programs {progs} rounds {blocks * split / progs:.1f} "
-              f"round {per_round:.1f} MiB {_both(run, nbytes, ceiling)} "
-              f"{'ok' if ok else 'WRONG'}", flush=True)
+        print(f"{args.kind} {args.dtype} [{B},{R},{X}] tile {br}x{bx} chunk {rc} split {split}"
+              f"{f' lag {lag}' if lagged else ''} w{warps} per-SM {per or '-'}: regs "
+              f"{kern.n_regs} spills {kern.n_spills} smem {kern.metadata.shared} {per_sm}/SM "
+              f"programs {progs} rounds {blocks * split / progs:.1f} round {per_round:.1f} MiB "
+              f"{_both(run, nbytes, ceiling)} {'ok' if ok else 'WRONG'}", flush=True)
 
 
 def probe_sum(args, ceiling: float, sms: int) -> None:
@@ -349,12 +320,7 @@ def probe_sum(args, ceiling: float, sms: int) -> None:
 
 
 def probe_softmax(args, ceiling: float, sms: int) -> None:
-    dtype = getattr(torch, args.dtype)
-    B, R, X = (int(v) for v in args.shape.split(","))
-    a = torch.randn(B, R, X, device="cuda").to(dtype)
-    o = torch.empty_like(a)
-    ref = torch.softmax(a.float(), 1)
-    nbytes = 2 * a.numel() * a.element_size()
+    B, R, X, a, o, ref, nbytes = _softmax_problem(args)
     for mode, tile, warps, maxnreg, per in itertools.product(
             args.mode, args.tile, args.warps, args.maxnreg, args.per_sm):
         br, bx = (int(v) for v in tile.split("x"))
@@ -411,7 +377,8 @@ def main(argv=None) -> int:
     ceil = measure_ceilings("cuda")["read_gbps"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"read ceiling {ceil:.0f} GB/s, {sms} SMs", flush=True)
-    probes = {"sum": probe_sum, "softmax": probe_softmax, "coop": probe_coop, "lag": probe_lag}
+    probes = {"sum": probe_sum, "softmax": probe_softmax, "coop": probe_shared,
+              "lag": probe_shared}
     probes[args.kind](args, ceil, sms)
     return 0
 
