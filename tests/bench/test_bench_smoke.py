@@ -177,6 +177,7 @@ def test_cli_writes_the_result_file(tmp_path, no_frontend, capsys):
     assert doc["schema"] == report.SCHEMA and doc["partial"] is False
     assert doc["systems"] == ["layoutfuse", "eager"]
     assert {"torch", "triton", "device_name", "git_commit", "date"} <= set(doc["env"])
+    assert doc["env"]["flush"] == "read"             # how L2 is emptied before a timed call
     assert doc["ceilings"]["read_gbps"] > 0 and doc["ceilings"]["copy_gbps"] > 0
     (row,) = doc["rows"]
     assert row["case"] == "seed_playground_sum01" and row["timing"] == "host"
@@ -217,3 +218,15 @@ def test_compile_peer_on_cpu_runs_or_is_unavailable(case):
     out = fn(*inputs)
     assert out.untyped_storage().data_ptr() != inputs[0].untyped_storage().data_ptr()
     torch.testing.assert_close(out, reference(case, inputs), rtol=1e-3, atol=1e-3)
+
+
+def test_flush_mode_comes_from_the_environment(monkeypatch):
+    from layoutfuse.bench import harness
+
+    monkeypatch.delenv(harness.FLUSH_ENV, raising=False)
+    assert harness.flush_mode() == "read"
+    monkeypatch.setenv(harness.FLUSH_ENV, "write")
+    assert harness.flush_mode() == "write"
+    monkeypatch.setenv(harness.FLUSH_ENV, "zero")
+    with pytest.raises(ValueError, match="LAYOUTFUSE_BENCH_FLUSH='zero'"):
+        harness.flush_mode()

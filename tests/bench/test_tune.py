@@ -25,6 +25,11 @@ def test_cases_by_name_and_filter():
     assert [c.name for c in cases] == [TRANSPOSE, "permute_3d_mem012_to_mem120_float32",
                                        "permute_3d_mem012_to_mem120_bfloat16"]
     assert tune.find_cases(["sweep_mem012_sum0"], [])[0].op == "sum"
+    # sibling sums of the normalization suite: their reduction kernel takes the variants
+    assert tune.find_cases(["norm_varsums_colmajor_reduce_outer_float32"], [])[0].op == \
+        "var_sums"
+    with pytest.raises(SystemExit, match="unknown cases"):
+        tune.find_cases(["norm_softmax_colmajor_reduce_outer_float32"], [])
     with pytest.raises(SystemExit, match="unknown cases"):
         tune.find_cases(["no_such_case"], [])
 
