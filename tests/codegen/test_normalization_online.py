@@ -7,14 +7,12 @@ entries included; every kernel compiled for sm_90.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 
+from helpers_layout import small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
-from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
-from layoutfuse.runtime import kernels
+from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
 
 # masked lanes and the special rows compute inf - inf in the interpreter (as torch does)
@@ -33,13 +31,6 @@ def looped(monkeypatch):
     monkeypatch.setattr(nm, "LOOP_TILE", 16)
     monkeypatch.setattr(nm, "LOOP_OUTER_TILE", 512)
     small_gpu(monkeypatch, 1)
-
-
-def small_gpu(monkeypatch, sm_count: int) -> None:
-    FusionCache.reset()         # patched heuristics must plan anew, not replay a cached plan
-    real = kernels.device_info
-    monkeypatch.setattr(kernels, "device_info",
-                        lambda d: dataclasses.replace(real(d), sm_count=sm_count))
 
 
 def rows_with_specials(n_rows: int, n: int, dtype, layout: str,

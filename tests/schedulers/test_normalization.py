@@ -7,15 +7,14 @@ too long for one tile, and that every kernel compiles for sm_90.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import pytest
 import torch
 
+from helpers_layout import small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
-from layoutfuse.runtime import kernels
 from layoutfuse.schedulers import normalization as nm
 
 # masked lanes of a partial tile compute 0/0 and inf/inf in the interpreter (never stored)
@@ -185,14 +184,6 @@ def test_softmax_reads_with_16_byte_vectors_when_rows_are_contiguous():
     fd, _, _ = run_case("softmax", (64, 512), (0, 1), 1, torch.float32)
     (art,) = compile_last_run(fd.executor())
     assert "ld.global.v4" in art.ptx
-
-
-def small_gpu(monkeypatch, sm_count: int) -> None:
-    """Heuristics for a device of ``sm_count`` multiprocessors (small shapes fill it)."""
-    FusionCache.reset()         # patched heuristics must plan anew, not replay a cached plan
-    real = kernels.device_info
-    monkeypatch.setattr(kernels, "device_info",
-                        lambda d: dataclasses.replace(real(d), sm_count=sm_count))
 
 
 def test_rows_longer_than_a_tile_loop_in_one_kernel(monkeypatch):

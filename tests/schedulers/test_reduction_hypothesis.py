@@ -11,30 +11,24 @@ and that the schedule's family follows the input's memory order (the oracles are
 
 from __future__ import annotations
 
-import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
-    DEVICE,
     DTYPES,
+    INTERPRETER_WARNINGS,
     OPS,
     _kernel_cache_in_tmp,
     assert_family,
     assert_layout,
     assert_values,
     define_reduction,
-    exact_values,
+    strided,
 )
 
 from layoutfuse.nvfuser import FusionDefinition
 
-# Triton's interpreter computes masked-off lanes too (0/0 there) and trips a NumPy
-# deprecation; the values that matter are checked explicitly.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
-    pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
-]
+pytestmark = INTERPRETER_WARNINGS
 PROLOGUES = (None, "mul", "exp", "abs")
 
 
@@ -52,12 +46,6 @@ def problems(draw):
     pin = draw(st.none() | st.permutations(range(out_rank))) if out_rank else None
     seed = draw(st.integers(0, 2**16))
     return shape, alloc, reduced, op, dtype, prologue, keepdim, pin, seed
-
-
-def strided(shape, alloc, dtype, gen) -> torch.Tensor:
-    """A dense tensor of logical ``shape`` whose dims lie in memory in ``alloc``."""
-    base = exact_values([shape[d] for d in alloc], gen).to(dtype).to(DEVICE)
-    return base.permute(*[alloc.index(d) for d in range(len(shape))])
 
 
 @settings(max_examples=40, derandomize=True, deadline=None,

@@ -18,20 +18,18 @@ import pytest
 import torch
 from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
     DEVICE,
+    INTERPRETER_WARNINGS,
     NV_DTYPES,
     _kernel_cache_in_tmp,
     assert_values,
-    exact_values,
+    strided,
 )
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
 from layoutfuse.schedulers import reduction as rd
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
-    pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
-]
+pytestmark = INTERPRETER_WARNINGS
 
 
 @dataclass(frozen=True)
@@ -75,14 +73,13 @@ def make_input(layout: Layout, op: str, dtype: torch.dtype, seed: int) -> torch.
     """Exact values: multiples of 1/256 (exact partial sums), or for prod signed powers
     of two near 1 (exact products, far from overflow)."""
     gen = torch.Generator().manual_seed(seed)
+    if op != "prod":
+        return strided(layout.shape, layout.alloc, dtype, gen)
     mem_shape = [layout.shape[d] for d in layout.alloc]
-    if op == "prod":
-        k = torch.randint(0, 16, mem_shape, generator=gen)
-        exponent = torch.where(k == 0, -1, torch.where(k == 1, 1, 0))
-        sign = torch.randint(0, 2, mem_shape, generator=gen) * 2 - 1
-        base = sign * torch.pow(2.0, exponent.double())
-    else:
-        base = exact_values(mem_shape, gen)
+    k = torch.randint(0, 16, mem_shape, generator=gen)
+    exponent = torch.where(k == 0, -1, torch.where(k == 1, 1, 0))
+    sign = torch.randint(0, 2, mem_shape, generator=gen) * 2 - 1
+    base = sign * torch.pow(2.0, exponent.double())
     inv = [list(layout.alloc).index(d) for d in range(len(layout.shape))]
     return base.to(dtype).to(DEVICE).permute(*inv)
 

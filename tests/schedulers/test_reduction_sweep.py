@@ -39,11 +39,13 @@ import torch
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
 # Triton's interpreter computes masked-off lanes too (0/0 there) and trips a NumPy
-# deprecation; the values that matter are checked explicitly.
-pytestmark = [
+# deprecation; the values that matter are checked explicitly. Shared with the other
+# reduction tests (``pytestmark = INTERPRETER_WARNINGS``).
+INTERPRETER_WARNINGS = [
     pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
     pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
 ]
+pytestmark = INTERPRETER_WARNINGS
 
 SHAPE = (5, 8, 3, 16)          # logical extents, rank r uses SHAPE[:r]; all distinct
 SPECIAL = 1                    # the logical dim that a variant changes
@@ -69,6 +71,14 @@ def exact_values(shape: Sequence[int], gen: torch.Generator) -> torch.Tensor:
     """Multiples of 1/256 in (-1, 1): exact in bf16 (8 significant bits), fp16 and fp32, and
     every fp32 partial sum of up to 2**16 of them is exact, whatever the order."""
     return torch.randint(-255, 256, tuple(shape), generator=gen, dtype=torch.int32) / 256.0
+
+
+def strided(shape: Sequence[int], alloc: Sequence[int], dtype: torch.dtype,
+            gen: torch.Generator) -> torch.Tensor:
+    """A dense tensor of ``exact_values`` of logical ``shape`` whose dims lie in memory in
+    ``alloc`` (outermost first), on ``DEVICE``."""
+    base = exact_values([shape[d] for d in alloc], gen).to(dtype).to(DEVICE)
+    return base.permute(*[list(alloc).index(d) for d in range(len(shape))])
 
 
 @dataclass(frozen=True)
@@ -97,8 +107,7 @@ def make_input(sizes: Sequence[int], alloc: Sequence[int], dtype: torch.dtype,
             base_sizes[d] = 1
         elif kind == "sliced":
             base_sizes[d] = 2 * sizes[d]
-    base = exact_values([base_sizes[d] for d in alloc], gen).to(dtype)
-    x = base.to(DEVICE).permute(*[list(alloc).index(d) for d in range(rank)])
+    x = strided(base_sizes, alloc, dtype, gen)
     for d, kind in special.items():
         if kind == "sliced":
             x = x[(slice(None),) * d + (slice(None, None, 2),)]

@@ -15,11 +15,11 @@ from __future__ import annotations
 import pytest
 import torch
 from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
-    DEVICE,
+    INTERPRETER_WARNINGS,
     NV_DTYPES,
     _kernel_cache_in_tmp,
     assert_values,
-    exact_values,
+    strided,
 )
 
 from layoutfuse.analysis.canonical import Group
@@ -32,10 +32,7 @@ from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers import reduction_tiles as tiles
 from layoutfuse.schedulers.problem import Problem
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
-    pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
-]
+pytestmark = INTERPRETER_WARNINGS
 
 
 def problem(pattern: str, sizes: tuple[int, ...], dtype: DataType) -> Problem:
@@ -264,8 +261,7 @@ def test_bf16_kernels_use_no_more_registers_than_fp32(tag):
 def test_unrolled_kernels_match_torch(shape, stride_order, dims, op):
     rank = len(shape)
     alloc = sorted(range(rank), key=lambda d: -stride_order[d])
-    base = exact_values([shape[d] for d in alloc], torch.Generator().manual_seed(1))
-    x = base.to(torch.bfloat16).to(DEVICE).permute(*[alloc.index(d) for d in range(rank)])
+    x = strided(shape, alloc, torch.bfloat16, torch.Generator().manual_seed(1))
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank,
                               dtype=NV_DTYPES[x.dtype], stride_order=list(stride_order))

@@ -23,6 +23,7 @@ import pytest
 import torch
 from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
     DEVICE,
+    INTERPRETER_WARNINGS,
     NV_DTYPES,
     _kernel_cache_in_tmp,
     assert_family,
@@ -30,6 +31,7 @@ from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse
     assert_values,
     exact_values,
     pinned_order,
+    strided,
 )
 
 from layoutfuse.analysis.canonical import Group
@@ -42,10 +44,7 @@ from layoutfuse.runtime import kernels
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
-    pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
-]
+pytestmark = INTERPRETER_WARNINGS
 
 SHAPE = (40, 36, 33)          # every kept dim spans an fp32 tile edge (32 elements: 128 B)
 ONE_PROGRAM_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)
@@ -60,9 +59,7 @@ def small_device(monkeypatch):
 
 def run(alloc, reduced, op, dtype, output, shape=SHAPE):
     rank = len(alloc)
-    gen = torch.Generator().manual_seed(7)
-    base = exact_values([shape[d] for d in alloc], gen).to(dtype).to(DEVICE)
-    x = base.permute(*[list(alloc).index(d) for d in range(rank)])
+    x = strided(shape, alloc, dtype, torch.Generator().manual_seed(7))
     pinned = pinned_order(output, alloc, reduced)
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank,

@@ -3,10 +3,11 @@ reductions of the same dims over the same coordinates that do not feed each othe
 one kernel that reads their inputs once (``segmenter.segments.siblings``).
 
 Asserted for every memory order of 2-D and 3-D inputs, inner, outer and mixed
-reductions, fp32 and bf16: the values and output strides against torch, one kernel
-listing every reduction, its family from the input's layout, and its sm_90 compilation;
-the looped and fallback plans when the rows do not fit one tile; and what is *not* a
-sibling (other dims, other inputs, a reduction of another's result).
+reductions, fp32 and bf16 (and fp16 in the one-kernel sweep): the values and output
+strides against torch, one kernel listing every reduction, its family from the input's
+layout, and its sm_90 compilation; the looped and fallback plans when the rows do not fit
+one tile; and what is *not* a sibling (other dims, other inputs, a reduction of another's
+result).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import itertools
 
 import pytest
 import torch
-from test_normalization import small_gpu, with_order
+from test_normalization import with_order
 
+from helpers_layout import small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
@@ -25,8 +27,10 @@ from layoutfuse.schedulers import reduction as rd
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-DT = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}
-TOL = {torch.float32: dict(atol=1e-4, rtol=1e-5), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
+DT = {torch.float32: DataType.Float, torch.float16: DataType.Half,
+      torch.bfloat16: DataType.BFloat16}
+TOL = {torch.float32: dict(atol=1e-4, rtol=1e-5), torch.float16: dict(atol=1e-3, rtol=1e-3),
+       torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
 
 
 def four_reductions(x_in: torch.Tensor, dims: list[int]) -> FusionDefinition:
@@ -61,7 +65,7 @@ LAYOUTS = [((24, 40), order, dims) for order in itertools.permutations(range(2))
            for dims in ([2], [0], [0, 2], [1])]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("shape, order, dims", LAYOUTS)
 def test_siblings_run_as_one_kernel(shape, order, dims, dtype):
     x = with_order(shape, order, dtype, seed=len(dims))
