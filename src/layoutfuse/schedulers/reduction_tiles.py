@@ -34,7 +34,9 @@ them (b252b80) and at 84.0% with [8, 256] (eeebe3d), which doubles the partials.
 
 A grid should also fill the GPU with whole waves: the resident programs follow from
 the registers (``resident_programs``), and a split of R is sized to about
-``WAVES`` waves (``split_for_waves``). The partials of a split are combined by the last
+``WAVES`` waves (``split_for_waves``), except where a program keeps more registers than
+an fp32 sum's (a 2-byte outer sum, outer sibling reductions, a Welford): there one wave of
+longer programs reads faster (``one_wave_split``). The partials of a split are combined by the last
 program of each X block (``finish="ticket"``, one launch) while that is a few steps of
 one program (``TICKET_STEPS``: one program reads from L2 about 8 KB per step and
 latency); more partials per X block take a finishing kernel, which combines them with
@@ -180,7 +182,7 @@ def one_wave_split(programs: int, resident: int, units: int, min_units: int) -> 
     bf16 outer sum runs fastest with one wave of long programs and loses 10-18% to a
     second, partial or whole, wave of shorter ones. [131072, 1024] summed over the 1024
     (256 column blocks): split 4 (1024 programs, 0.97 waves) 88.1%, split 8 (1.94 waves)
-    80.8%, split 13 (3.2 waves; the fp32 rule's two waves) 70.6%, unsplit 58.3%; [1024,
+    80.8%, split 13 (3.2 waves; the two-wave rule's choice) 70.6%, unsplit 58.3%; [1024,
     512, 256] over the 512 (512 programs): split 2 86.3%, 3 (1.45 waves) 75.6%, 4 80.4%,
     unsplit 75.6%. Two fp32 sums of a column-major [8192, 8192] in one kernel
     (``tune-varsums-20261130-cd85b84-h200.txt``; 57 registers, 4 programs per SM): split 16
