@@ -189,7 +189,7 @@ def test_the_finish_follows_the_partials_per_x_block(pattern, sizes, finish):
     ("XR", (524288, 256), 1),       # 1024 programs: a wave already
 ])
 def test_a_two_byte_outer_sum_splits_into_one_wave(pattern, sizes, split):
-    """bf16 outer sums on the H200 (tune-bf16-split-20261130-c8a2797): one wave of long
+    """bf16 outer sums on the H200 (tune-bf16-split-c8a2797): one wave of long
     programs beats the fp32 rule's two waves of short ones (split 4: 88.1%, 13: 70.6%)."""
     p = rd.heuristics(problem(pattern, sizes, DataType.BFloat16), H200)
     resident = tiles.resident_programs(H200, p.num_warps, acc_per_thread(p),

@@ -178,14 +178,14 @@ def one_wave_split(programs: int, resident: int, units: int, min_units: int) -> 
     of at least ``min_units`` with ``programs * split <= resident``), 1 where the programs
     already make a wave.
 
-    Measured on the H200 (``tune-bf16-split-20261130-c8a2797-h200.txt``, read flush): a
+    Measured on the H200 (``tune-bf16-split-c8a2797.txt``, read flush): a
     bf16 outer sum runs fastest with one wave of long programs and loses 10-18% to a
     second, partial or whole, wave of shorter ones. [131072, 1024] summed over the 1024
     (256 column blocks): split 4 (1024 programs, 0.97 waves) 88.1%, split 8 (1.94 waves)
     80.8%, split 13 (3.2 waves; the two-wave rule's choice) 70.6%, unsplit 58.3%; [1024,
     512, 256] over the 512 (512 programs): split 2 86.3%, 3 (1.45 waves) 75.6%, 4 80.4%,
     unsplit 75.6%. Two fp32 sums of a column-major [8192, 8192] in one kernel
-    (``tune-varsums-20261130-cd85b84-h200.txt``; 57 registers, 4 programs per SM): split 16
+    (``tune-varsums-cd85b84.txt``; 57 registers, 4 programs per SM): split 16
     (512 programs, 0.97 waves) 68.0%, 32 (1.9 waves) 58.9%, 64 46.5%, 128 32.9%. A single
     fp32 sum keeps ``split_for_waves``: its sweep is at 86.9-97% with it."""
     if programs >= resident or units < 2 * min_units:
