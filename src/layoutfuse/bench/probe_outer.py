@@ -92,6 +92,41 @@ def _softmax_persistent(a, o, B, R, X, BLOCK_R: tl.constexpr, BLOCK_X: tl.conste
 
 
 @triton.jit
+def _arrive(ws, cnt, blk, part, m, ls, S: tl.constexpr, BLOCK_X: tl.constexpr):
+    """Store this program's partial (max, sum of exp) of block ``blk`` and count it in."""
+    lx = tl.arange(0, BLOCK_X)
+    wsb = ws + (blk * S + part) * (2 * BLOCK_X) + lx
+    tl.store(wsb, m)
+    tl.store(wsb + BLOCK_X, ls)
+    tl.debug_barrier()                  # every thread's partial precedes the count
+    tl.atomic_add(cnt + 2 * blk, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def _combined(ws, cnt, blk, S: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_X: tl.constexpr):
+    """Wait until the S partials of block ``blk`` are stored; their max and 1 / sum of exp
+    per column ([1, BLOCK_X] each)."""
+    c = tl.atomic_add(cnt + 2 * blk, 0, sem="acquire", scope="gpu")
+    while c < S:
+        c = tl.atomic_add(cnt + 2 * blk, 0, sem="acquire", scope="gpu")
+    ss = tl.arange(0, BLOCK_S)[:, None]
+    pw = ws + (blk * S + ss) * (2 * BLOCK_X) + tl.arange(0, BLOCK_X)[None, :]
+    pm = tl.load(pw, mask=ss < S, other=float("-inf"), cache_modifier=".cg")
+    pl = tl.load(pw + BLOCK_X, mask=ss < S, other=0.0, cache_modifier=".cg")
+    mm = tl.max(pm, 0)[None, :]
+    return mm, 1.0 / tl.sum(pl * tl.exp(pm - mm), 0)[None, :]
+
+
+@triton.jit
+def _depart(cnt, blk, S: tl.constexpr):
+    """Count this program out of block ``blk``; the last one resets both counters."""
+    d = tl.atomic_add(cnt + 2 * blk + 1, 1, sem="relaxed", scope="gpu")
+    if d == S - 1:
+        tl.atomic_xchg(cnt + 2 * blk, 0, sem="relaxed", scope="gpu")
+        tl.atomic_xchg(cnt + 2 * blk + 1, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
 def _softmax_coop(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, BLOCK_R: tl.constexpr,
                   BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):
     """S programs share a column block: each holds RC rows of it in registers, stores its
@@ -115,26 +150,10 @@ def _softmax_coop(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, BLOCK_R: tl.const
         off = base + rows * X + cols
         v = tl.load(a + off, mask=mask, other=float("-inf")).to(tl.float32)
         m = tl.max(v, 0)
-        ls = tl.sum(tl.exp(v - m[None, :]), 0)
-        wsb = ws + (blk * S + part) * (2 * BLOCK_X) + lx
-        tl.store(wsb, m)
-        tl.store(wsb + BLOCK_X, ls)
-        tl.debug_barrier()
-        c = tl.atomic_add(cnt + 2 * blk, 1, sem="acq_rel", scope="gpu") + 1
-        while c < S:
-            c = tl.atomic_add(cnt + 2 * blk, 0, sem="acquire", scope="gpu")
-        ss = tl.arange(0, BLOCK_S)[:, None]
-        pw = ws + (blk * S + ss) * (2 * BLOCK_X) + lx[None, :]
-        pm = tl.load(pw, mask=ss < S, other=float("-inf"), cache_modifier=".cg")
-        pl = tl.load(pw + BLOCK_X, mask=ss < S, other=0.0, cache_modifier=".cg")
-        mm = tl.max(pm, 0)
-        inv = 1.0 / tl.sum(pl * tl.exp(pm - mm[None, :]), 0)
-        tl.store(o + off, (tl.exp(v - mm[None, :]) * inv[None, :]).to(o.dtype.element_ty),
-                 mask=mask)
-        d = tl.atomic_add(cnt + 2 * blk + 1, 1, sem="relaxed", scope="gpu")
-        if d == S - 1:
-            tl.atomic_xchg(cnt + 2 * blk, 0, sem="relaxed", scope="gpu")
-            tl.atomic_xchg(cnt + 2 * blk + 1, 0, sem="relaxed", scope="gpu")
+        _arrive(ws, cnt, blk, part, m, tl.sum(tl.exp(v - m[None, :]), 0), S, BLOCK_X)
+        mm, inv = _combined(ws, cnt, blk, S, BLOCK_S, BLOCK_X)
+        tl.store(o + off, (tl.exp(v - mm) * inv).to(o.dtype.element_ty), mask=mask)
+        _depart(cnt, blk, S)
 
 
 @triton.jit
@@ -169,32 +188,17 @@ def _softmax_lag(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, LAG: tl.constexpr,
                 m = m2
             mc = tl.max(m, 0)
             lc = tl.sum(tl.where(m == float("-inf"), 0.0, acc * tl.exp(m - mc[None, :])), 0)
-            wsb = ws + (blk * S + part) * (2 * BLOCK_X) + lx
-            tl.store(wsb, mc)
-            tl.store(wsb + BLOCK_X, lc)
-            tl.debug_barrier()
-            tl.atomic_add(cnt + 2 * blk, 1, sem="release", scope="gpu")
+            _arrive(ws, cnt, blk, part, mc, lc, S, BLOCK_X)
         if t >= LAG:
             blk = g + (t - LAG) * ngroups
-            c = tl.atomic_add(cnt + 2 * blk, 0, sem="acquire", scope="gpu")
-            while c < S:
-                c = tl.atomic_add(cnt + 2 * blk, 0, sem="acquire", scope="gpu")
-            ss = tl.arange(0, BLOCK_S)[:, None]
-            pw = ws + (blk * S + ss) * (2 * BLOCK_X) + lx[None, :]
-            pm = tl.load(pw, mask=ss < S, other=float("-inf"), cache_modifier=".cg")
-            pl = tl.load(pw + BLOCK_X, mask=ss < S, other=0.0, cache_modifier=".cg")
-            mm = tl.max(pm, 0)[None, :]
-            inv = 1.0 / tl.sum(pl * tl.exp(pm - mm), 0)[None, :]
+            mm, inv = _combined(ws, cnt, blk, S, BLOCK_S, BLOCK_X)
             base = (blk // nxb).to(tl.int64) * R * X + (blk % nxb) * BLOCK_X + lx[None, :]
             for r in range(r0, r0 + RC, BLOCK_R):
                 rows = r + lr
                 v = tl.load(a + base + rows * X, mask=rows < R, other=0.0).to(tl.float32)
                 tl.store(o + base + rows * X, (tl.exp(v - mm) * inv).to(o.dtype.element_ty),
                          mask=rows < R)
-            d = tl.atomic_add(cnt + 2 * blk + 1, 1, sem="relaxed", scope="gpu")
-            if d == S - 1:
-                tl.atomic_xchg(cnt + 2 * blk, 0, sem="relaxed", scope="gpu")
-                tl.atomic_xchg(cnt + 2 * blk + 1, 0, sem="relaxed", scope="gpu")
+            _depart(cnt, blk, S)
 
 
 def occupancy(kernel, num_warps: int) -> tuple[int, int]:
