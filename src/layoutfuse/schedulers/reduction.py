@@ -88,7 +88,7 @@ def heuristics(p: Problem, device: DeviceInfo, accumulators: int = 1) -> Reducti
         programs = -(-nx // tile.block_x)
     acc_elements = tile.block_x * tile.block_r
     warps = tile.warps or tiles.warps_for(acc_elements)
-    narrow = template == "outer" and item < 4 and tile.warps == tiles.NARROW_OUTER_WARPS
+    narrow = template == "outer" and item < 4      # _outer_tile's NARROW_OUTER_* tile
     acc_per_thread = acc_elements // (32 * warps)
     resident = tiles.resident_programs(
         device, warps, acc_per_thread * accumulators,
