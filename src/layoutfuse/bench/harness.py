@@ -101,7 +101,7 @@ def flush_mode() -> str:
     return mode
 
 
-def _flush_read(device: str) -> None:
+def flush_read(device: str) -> None:
     """Empty L2 of the timed call's data by reading a buffer of 4x its size: the lines it
     leaves are clean, so the timed call pays no write-back of someone else's data."""
     if device not in _flush_buffers:
@@ -140,7 +140,7 @@ def time_kernel(fn: Callable[[], object], device: str, flush: str | None = None)
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(reps)]
     for start, end in events:
-        _flush_read(device)
+        flush_read(device)
         start.record()
         fn()
         end.record()

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 
 from layoutfuse.bench.cases import SUITES, Case
-from layoutfuse.bench.harness import measure_ceilings, time_kernel
+from layoutfuse.bench.harness import flush_read, measure_ceilings, time_kernel
 from layoutfuse.bench.layoutfuse_runner import define_fusion
 from layoutfuse.bench.reference import check_result, make_inputs, reference
 from layoutfuse.schedulers import pointwise as pw
@@ -122,9 +122,11 @@ def kernel_resources(fd) -> str:
             f" spills={'/'.join(str(k.n_spills) for k in kernels)}")
 
 
-def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None) -> tuple:
+def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None,
+                profiled: bool = False) -> tuple:
     """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params;
-    the result is checked against ``ref`` (the fp32 reference) first, when given."""
+    the result is checked against ``ref`` (the fp32 reference) first, when given;
+    ``profiled``: the resources also list each kernel's device time (CUDA)."""
     module = SCHEDULERS["reduction" if case.op in REDUCING else "pointwise"]
     base = module.heuristics
     apply = getattr(module, "override", dataclasses.replace)   # reductions re-derive the split
@@ -137,9 +139,34 @@ def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None) -
             check_result(case, out, ref)
         del out
         ms = timer(lambda: fd.execute(inputs))
-        return fd.last_schedule(), ms, kernel_resources(fd)
+        res = kernel_resources(fd)
+        if profiled:
+            try:
+                res += " | " + kernel_times(lambda: fd.execute(inputs), inputs[0].device.type)
+            except Exception as e:  # noqa: BLE001 - a profiler failure is reported, not fatal
+                res += f" | profiler failed: {e!r}"[:200]
+        return fd.last_schedule(), ms, res
     finally:
         module.heuristics = base
+
+
+def kernel_times(fn: Callable[[], object], device: str, calls: int = 20) -> str:
+    """Each kernel's mean device time over ``calls`` calls of ``fn`` (L2 emptied before each,
+    as ``time_kernel`` does), from the profiler: which launch of a plan costs what."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            flush_read(device)
+            fn()
+        torch.cuda.synchronize()
+    rows = [(e.key, e.device_time_total / calls, e.count // calls)
+            for e in prof.key_averages() if e.device_time_total > 0 and e.count >= calls]
+    return " | ".join(f"{k[:28]} x{n} {us:.1f}us" for k, us, n in rows
+                      if "flush" not in k and not k.startswith("void at::native::reduce"))
 
 
 def parse_variant(text: str) -> dict:
@@ -165,6 +192,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--shrink", type=int, default=1, help="divide element counts (smoke runs)")
     ap.add_argument("--out", help="write the rows as JSON")
+    ap.add_argument("--profile", action="store_true",
+                    help="also each kernel's device time (torch.profiler; CUDA)")
     args = ap.parse_args(argv)
     cases = [c.shrunk(args.shrink) for c in find_cases(args.cases, args.filter)]
     if not cases:
@@ -184,7 +213,8 @@ def main(argv=None) -> int:
         for var in args.variant or VARIANTS[kind]:
             try:
                 params, ms, res = run_variant(nvf, case, inputs, var,
-                                              lambda fn: time_kernel(fn, args.device), ref)
+                                              lambda fn: time_kernel(fn, args.device), ref,
+                                              args.profile and args.device.startswith("cuda"))
                 gbs = case.bytes_moved / ms / 1e6
                 line = (f"{case.name:<40} {describe(params)}: {gbs:6.0f} GB/s "
                         f"{100 * gbs / ceiling:5.1f}%{res}")
