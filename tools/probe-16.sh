@@ -8,8 +8,7 @@ commit=${1:?commit}
 T="python3 -m layoutfuse.bench.tune --profile"
 {
 $T bf16_mem120_sum12 --variant block_x=256,block_r=16,split=1024 \
-  --variant block_x=128,block_r=32,split=512 --variant block_x=64,block_r=64,split=256 \
-  --variant block_x=128,block_r=32,unroll=1,block_r=64,split=512
+  --variant block_x=128,block_r=32,split=512 --variant block_x=64,block_r=64,split=256
 $T bf16_mem021_sum02 --variant '' --variant block_x=256,block_r=16,split=512 \
   --variant block_x=128,block_r=32,split=256 --variant block_x=64,block_r=64,split=128
 $T bf16_mem012_sum01 --variant '' --variant block_x=256,block_r=16,split=256 \
