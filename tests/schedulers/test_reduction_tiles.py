@@ -182,10 +182,10 @@ def test_the_finish_follows_the_partials_per_x_block(pattern, sizes, finish):
 
 
 @pytest.mark.parametrize("pattern, sizes, split", [
-    ("XR", (131072, 1024), 4),      # 256 programs: 4 x 256 = 1024 of 1056 resident
+    ("XR", (131072, 1024), 1),      # 1024 programs of 256-byte rows: a wave already
     ("XRX", (1024, 512, 256), 2),   # 512 programs (at least 2 per SM, under one wave)
-    ("XR", (1024, 131072), 512),    # 2 programs: chunks of 16 steps
-    ("XR", (256, 524288), 1024),    # 1 program of [16, 256] x 2 steps
+    ("XR", (1024, 131072), 128),    # 8 programs (256-byte rows): chunks of 16 steps
+    ("XR", (256, 524288), 512),     # 2 programs of [32, 128] x 2 steps
     ("XR", (524288, 256), 1),       # 1024 programs: a wave already
 ])
 def test_a_two_byte_outer_sum_splits_into_one_wave(pattern, sizes, split):
@@ -202,6 +202,22 @@ def test_a_two_byte_outer_sum_splits_into_one_wave(pattern, sizes, split):
     f = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     if f.split > 1:
         assert waves(f) >= tiles.WAVES - 0.1
+
+
+@pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Half])
+@pytest.mark.parametrize("sizes", [(256, 524288), (512, 262144), (1024, 131072)])
+def test_a_two_byte_outer_sum_that_splits_reads_256_byte_rows(sizes, dtype):
+    """The split kernels of bf16 outer sums on the H200 (tune-bf16-width-bc35ee0): rows of
+    256 bytes 64.5-64.8 us, 1 KB 65.7-65.9 us, 512 bytes 68.9-69.9 us, for the same
+    one wave of 1024 programs. Unsplit ones keep 1 KB rows; fp32 keeps them when split."""
+    p = rd.heuristics(problem("XR", sizes, dtype), H200)
+    assert p.split > 1 and p.block_x * 2 == tiles.NARROW_OUTER_SPLIT_ROW_BYTES == 256, p
+    assert bytes_per_step(p, 2) == tiles.NARROW_OUTER_LOAD_BYTES
+    assert rd.grid(p)[0] * p.split == 1024          # one wave of 8 programs per SM
+    unsplit = rd.heuristics(problem("XR", (524288, 256), dtype), H200)
+    assert unsplit.split == 1 and unsplit.block_x * 2 == tiles.OUTER_ROW_BYTES
+    fp32 = rd.heuristics(problem("XR", sizes, DataType.Float), H200)
+    assert fp32.split > 1 and fp32.block_x * 4 == tiles.OUTER_ROW_BYTES
 
 
 @pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16])

@@ -16,7 +16,8 @@ Modes, chosen from the reduced extent and the device:
   store. A pass serves one level of dependent reductions, except that softmax's max and
   sum share one (a running max and a rescaled running sum: the online softmax), so
   softmax, log_softmax, layer norm, RMS norm and var_mean need one pass and read their
-  input twice. Inner template: each program re-reads its own contiguous rows; large
+  input twice. The store pass walks R backwards: its first chunks are the ones the
+  last pass read last, still in L2 (``STORE_WALK_BACK``). Inner template: each program re-reads its own contiguous rows; large
   tiles keep about one program per multiprocessor resident. Chosen when the rows do not
   fit but the kept extent fills the GPU with at least ``sm_count`` programs. Outer
   template: one program per column block, tile ``[BLOCK_R, BLOCK_X]`` with rows of
@@ -64,6 +65,7 @@ REDUCE_STEP_BYTES = 8192  # ... bytes per loop step (fp32 [8, 256]),
 REDUCE_WAVES = 2          # ... and programs per multiprocessor the column blocks must make
 LOOP_OUTER_TILE = 4096    # outer looped: elements of the tile (128x32 fp32 in the probe)
 LOOP_OUTER_WARPS = 8
+STORE_WALK_BACK = 1       # looped: the store pass walks R from its end (1) or start (0)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class NormalizationParams:
     pattern: str = field(default="", compare=False)
     sizes: tuple[int, ...] = field(default=(), compare=False)
     reason: str = field(default="", compare=False)
+    store_back: bool = True       # looped: the store pass walks R backwards (see the module)
 
 
 def can_schedule(p: Problem) -> str | None:
@@ -161,7 +164,8 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
     zero, unit = stride_flags(p)
     return NormalizationParams(NAME, p.family, template, mode, xg, rg, block_x, block_r, warps,
                                passes, p.needs_int64, zero, unit, pattern=p.pattern,
-                               sizes=tuple(g.size for g in groups), reason=why)
+                               sizes=tuple(g.size for g in groups), reason=why,
+                               store_back=bool(STORE_WALK_BACK))
 
 
 def _column_blocks(p: Problem, row: int, min_row: int, want: int) -> tuple[int, int]:

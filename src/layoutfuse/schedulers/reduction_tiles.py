@@ -68,6 +68,7 @@ NARROW_OUTER_LOAD_BYTES = 128   # ... bytes per thread and step,
 NARROW_OUTER_ACC = 32      # ... and fp32 accumulators per thread
 NARROW_OUTER_REGISTERS = 64  # ... ptxas's registers for them (the sweep's kernels, sm_90):
                              # 8 programs per multiprocessor, not the 9 REG_BASE would give
+NARROW_OUTER_SPLIT_ROW_BYTES = 256  # ... rows of this many bytes where R will be split
 STORE_BYTES = 32           # transposed store: contiguous output bytes per column (a sector)
 LINE_BYTES = 128           # transposed store: contiguous input bytes per row (a line)
 
@@ -112,8 +113,17 @@ def _outer_tile(item: int, nr: int, n0: int, split: bool) -> Tile:
     unroll; ``OUTER_SPLIT_LOAD_BYTES`` where R will be ``split``; a smaller tile where
     the extents end, with fewer warps), or from
     ``NARROW_OUTER_LOAD_BYTES`` per thread of ``NARROW_OUTER_WARPS`` warps, unrolled into
-    ``NARROW_OUTER_ACC`` accumulators per thread (narrower inputs)."""
-    block_x = min(next_pow2(n0), OUTER_ROW_BYTES // item)
+    ``NARROW_OUTER_ACC`` accumulators per thread (narrower inputs), in rows of
+    ``NARROW_OUTER_SPLIT_ROW_BYTES`` where R will be split.
+
+    Measured on the H200 (``tune-bf16-width-bc35ee0.txt``; the split kernel alone, one
+    wave of 1024 programs, 256 MiB of bf16): rows of 256 bytes read in 64.5-64.8 us for
+    X = 256, 512 and 1024 kept columns, rows of 1 KB in 65.7-65.9 us (X = 512, 1024),
+    rows of 512 bytes in 68.9-69.9 us (all three; X = 256 had only these: 79.7% of the
+    read ceiling end to end), rows of 128 bytes in 76-79 us. fp32 keeps 1 KB rows: its
+    split sums of 512-byte rows took 140-144 us against 124-125 us."""
+    row_bytes = NARROW_OUTER_SPLIT_ROW_BYTES if item < 4 and split else OUTER_ROW_BYTES
+    block_x = min(next_pow2(n0), max(1, row_bytes // item))
     if item >= 4:
         step = (OUTER_SPLIT_LOAD_BYTES if split else OUTER_LOAD_BYTES) * THREADS // item
         block_r = min(next_pow2(nr), max(1, step // block_x))
