@@ -211,13 +211,28 @@ def test_a_two_byte_outer_sum_that_splits_reads_256_byte_rows(sizes, dtype):
     256 bytes 64.5-64.8 us, 1 KB 65.7-65.9 us, 512 bytes 68.9-69.9 us, for the same
     one wave of 1024 programs. Unsplit ones keep 1 KB rows; fp32 keeps them when split."""
     p = rd.heuristics(problem("XR", sizes, dtype), H200)
-    assert p.split > 1 and p.block_x * 2 == tiles.NARROW_OUTER_SPLIT_ROW_BYTES == 256, p
+    assert p.split > 1 and p.block_x * 2 == tiles.NARROW_OUTER_SHORT_ROW_BYTES == 256, p
     assert bytes_per_step(p, 2) == tiles.NARROW_OUTER_LOAD_BYTES
     assert rd.grid(p)[0] * p.split == 1024          # one wave of 8 programs per SM
     unsplit = rd.heuristics(problem("XR", (524288, 256), dtype), H200)
     assert unsplit.split == 1 and unsplit.block_x * 2 == tiles.OUTER_ROW_BYTES
     fp32 = rd.heuristics(problem("XR", sizes, DataType.Float), H200)
     assert fp32.split > 1 and fp32.block_x * 4 == tiles.OUTER_ROW_BYTES
+
+
+@pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Half])
+@pytest.mark.parametrize("sizes, split", [((256, 1024, 512), 1), ((256, 512, 1024), 1),
+                                          ((384, 4096, 64), 5)])
+def test_a_two_byte_outer_sum_never_reads_512_byte_rows(sizes, split, dtype):
+    """A stride-1 kept group shorter than 1 KB (the sweep's X = 256 sums over the middle
+    dim): two blocks of 256-byte rows (tune-bf16-rows512-d1bdc57: 63.5 us, one wave, no
+    split, against 70.4 us for one block of 512-byte rows split twice; 67.3 vs 68.8 us)."""
+    p = rd.heuristics(problem("XRX", sizes, dtype), H200)
+    assert p.block_x * 2 == tiles.NARROW_OUTER_SHORT_ROW_BYTES and p.split == split, p
+    assert bytes_per_step(p, 2) == tiles.NARROW_OUTER_LOAD_BYTES
+    assert p.split == 1 or rd.grid(p)[0] * p.split <= 132 * 8   # a split: one wave at most
+    wide = rd.heuristics(problem("XRX", (1024, 512, 256), dtype), H200)
+    assert wide.block_x * 2 == tiles.OUTER_ROW_BYTES             # 1 KB rows where they fit
 
 
 @pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16])
@@ -247,7 +262,8 @@ def test_override_rederives_whole_steps_per_chunk():
 
 # --- compiled for sm_90 at the benchmark's sizes ------------------------------------------------
 CASES = {c.name: c for c in SUITES["reduction"]()}
-COMPILED = ["mem012_sum0", "mem012_sum2", "mem012_sum02", "mem120_sum01", "mem021_sum2"]
+COMPILED = ["mem012_sum0", "mem012_sum2", "mem012_sum02", "mem120_sum01", "mem021_sum2",
+            "mem120_sum2", "mem120_sum12"]     # the last two: 256-byte bf16 rows
 
 
 @pytest.mark.parametrize("tag", COMPILED)

@@ -297,12 +297,8 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
                              group.online)
             if any(not a.backward for a in spec.accesses[spec.n_loads:
                                                           spec.n_loads + spec.n_stores]):
-                w.line("for r_step in range(0, NR, BLOCK_R):")       # the store pass
+                w.line("for r0 in range(0, NR, BLOCK_R):")       # the store pass
                 with w.indent():
-                    # backwards when store_back: the chunks the last pass read last are
-                    # the ones still in L2
-                    w.line("r0 = (NR - 1) // BLOCK_R * BLOCK_R - r_step" if params.store_back
-                           else "r0 = r_step")
                     ridx, mask = k.r_tile("r0 + ")
                     offsets = k.tile_offsets(ridx)
                     k.store_rows(k.emitter(offsets, mask), offsets, mask)

@@ -16,8 +16,7 @@ Modes, chosen from the reduced extent and the device:
   store. A pass serves one level of dependent reductions, except that softmax's max and
   sum share one (a running max and a rescaled running sum: the online softmax), so
   softmax, log_softmax, layer norm, RMS norm and var_mean need one pass and read their
-  input twice. The store pass walks R backwards: its first chunks are the ones the
-  last pass read last, still in L2 (``STORE_WALK_BACK``). Inner template: each program re-reads its own contiguous rows; large
+  input twice. Inner template: each program re-reads its own contiguous rows; large
   tiles keep about one program per multiprocessor resident. Chosen when the rows do not
   fit but the kept extent fills the GPU with at least ``sm_count`` programs. Outer
   template: one program per column block, tile ``[BLOCK_R, BLOCK_X]`` with rows of
@@ -65,7 +64,8 @@ REDUCE_STEP_BYTES = 8192  # ... bytes per loop step (fp32 [8, 256]),
 REDUCE_WAVES = 2          # ... and programs per multiprocessor the column blocks must make
 LOOP_OUTER_TILE = 4096    # outer looped: elements of the tile (128x32 fp32 in the probe)
 LOOP_OUTER_WARPS = 8
-STORE_WALK_BACK = 1       # looped: the store pass walks R from its end (1) or start (0)
+LOOP_FEW_BLOCKS = 4       # outer looped: fewer column blocks per multiprocessor than this
+                          # take tiles and warps twice as large (see ``_outer_loop``)
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,6 @@ class NormalizationParams:
     pattern: str = field(default="", compare=False)
     sizes: tuple[int, ...] = field(default=(), compare=False)
     reason: str = field(default="", compare=False)
-    store_back: bool = True       # looped: the store pass walks R backwards (see the module)
 
 
 def can_schedule(p: Problem) -> str | None:
@@ -142,8 +141,7 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
             why = (f"rows of {nr} elements exceed a {limit}-element tile: the reduction "
                    "kernel, then the epilogue")
         elif template == "outer":
-            mode, block_x, block_r, why = _outer_loop(p, device, passes, rows)
-            warps = LOOP_OUTER_WARPS
+            mode, block_x, block_r, warps, why = _outer_loop(p, device, passes, rows)
         else:
             block_x = 1 if nx >= device.sm_count else block_x
             block_r = min(next_pow2(nr), LOOP_TILE // block_x)
@@ -164,8 +162,7 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
     zero, unit = stride_flags(p)
     return NormalizationParams(NAME, p.family, template, mode, xg, rg, block_x, block_r, warps,
                                passes, p.needs_int64, zero, unit, pattern=p.pattern,
-                               sizes=tuple(g.size for g in groups), reason=why,
-                               store_back=bool(STORE_WALK_BACK))
+                               sizes=tuple(g.size for g in groups), reason=why)
 
 
 def _column_blocks(p: Problem, row: int, min_row: int, want: int) -> tuple[int, int]:
@@ -200,37 +197,48 @@ def _reduce_only(p: Problem, device: DeviceInfo) -> tuple[int, int, int] | None:
 
 
 def _outer_loop(p: Problem, device: DeviceInfo, passes: int,
-                rows: bool = True) -> tuple[str, int, int, str]:
-    """Mode, BLOCK_X, BLOCK_R and reason for outer columns too long for one tile: one
-    program per column block walks it twice (the reductions' pass, then the store), when
-    one pass suffices and the blocks fill the GPU (rows of ``LOOP_ROW_BYTES``, halved down
-    to ``MIN_ROW_BYTES`` where that makes enough blocks: the probe's bf16 [8192, 8192]
+                rows: bool = True) -> tuple[str, int, int, int, str]:
+    """Mode, BLOCK_X, BLOCK_R, warps and reason for outer columns too long for one tile:
+    one program per column block walks it twice (the reductions' pass, then the store),
+    when one pass suffices and the blocks fill the GPU (rows of ``LOOP_ROW_BYTES``, halved
+    down to ``MIN_ROW_BYTES`` where that makes enough blocks: the probe's bf16 [8192, 8192]
     column-major softmax ran at 43% with 64-byte rows, the segmented plan at 33%); else
-    the segmented plan."""
+    the segmented plan.
+
+    Tiles of ``LOOP_OUTER_TILE`` elements at ``LOOP_OUTER_WARPS`` warps; where the column
+    blocks are fewer than ``LOOP_FEW_BLOCKS`` per multiprocessor, twice both (the same
+    values per thread), so the few programs on each multiprocessor keep enough loads in
+    flight. Measured on the H200 (``tune-normalization-tiles-d1bdc57.txt``, the
+    column-major [8192, 8192], 256 blocks): 8192 elements at 16 warps against 4096 at 8,
+    softmax fp32 2591 vs 2288 GB/s, layer norm 2413 vs 1978, bf16 2039 vs 1663 and 2090
+    vs 1616; 16384 at 8 warps 1017-2287. With 2048 blocks ((0, 2, 1) [32, 4096, 4096]
+    bf16) 8192-element tiles lose: 2049 vs 2450 (softmax), 1848 vs 2354."""
     _, _, nx, nr = p.kept_and_reduced()
     # narrower rows (down to a sector) where the blocks are too few
     block_x, programs = _column_blocks(p, LOOP_ROW_BYTES, MIN_ROW_BYTES, device.sm_count)
-    block_r = min(next_pow2(nr), max(1, LOOP_OUTER_TILE // block_x))
+    scale = 2 if programs < LOOP_FEW_BLOCKS * device.sm_count else 1
+    warps = LOOP_OUTER_WARPS * scale
+    block_r = min(next_pow2(nr), max(1, LOOP_OUTER_TILE * scale // block_x))
     too_long = f"columns of {nr} elements exceed a {MAX_TILE}-element tile"
     if not rows:
         # sibling reductions alone (rows=False with loop=True): too few column blocks for
         # the wide steps of ``_reduce_only``, so one split reduction kernel computes them
         # all from one read (the fallback), as the reduction scheduler splits R
-        return "segmented", block_x, block_r, (
+        return "segmented", block_x, block_r, warps, (
             f"{too_long}; too few column blocks for one pass of wide steps: one split "
             "reduction kernel for the sibling reductions")
     if passes > 1:
         # each further pass re-reads strided columns; the reduction scheduler's outer
         # kernels, then a pointwise kernel, read at ~90% each
-        return "segmented", block_x, block_r, (
+        return "segmented", block_x, block_r, warps, (
             f"{too_long} and need {passes} passes: outer reduction kernels, then the "
             "pointwise kernel")
     if programs < device.sm_count:
-        return "segmented", block_x, block_r, (
+        return "segmented", block_x, block_r, warps, (
             f"{too_long}; {programs} column blocks cannot fill {device.sm_count} "
             "multiprocessors: split reductions instead")
     walks = passes + 1 if rows else passes          # the store pass, where rows are stored
-    return "looped", block_x, block_r, (
+    return "looped", block_x, block_r, warps, (
         f"{too_long}: {walks} pass{'es' if walks > 1 else ''} over {block_r}x{block_x} "
         "column blocks")
 

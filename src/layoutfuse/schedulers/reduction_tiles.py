@@ -68,7 +68,8 @@ NARROW_OUTER_LOAD_BYTES = 128   # ... bytes per thread and step,
 NARROW_OUTER_ACC = 32      # ... and fp32 accumulators per thread
 NARROW_OUTER_REGISTERS = 64  # ... ptxas's registers for them (the sweep's kernels, sm_90):
                              # 8 programs per multiprocessor, not the 9 REG_BASE would give
-NARROW_OUTER_SPLIT_ROW_BYTES = 256  # ... rows of this many bytes where R will be split
+NARROW_OUTER_SHORT_ROW_BYTES = 256  # ... rows of this many bytes where R will be split or
+                                    # the stride-1 kept group is shorter than 1 KB
 STORE_BYTES = 32           # transposed store: contiguous output bytes per column (a sector)
 LINE_BYTES = 128           # transposed store: contiguous input bytes per row (a line)
 
@@ -114,15 +115,20 @@ def _outer_tile(item: int, nr: int, n0: int, split: bool) -> Tile:
     the extents end, with fewer warps), or from
     ``NARROW_OUTER_LOAD_BYTES`` per thread of ``NARROW_OUTER_WARPS`` warps, unrolled into
     ``NARROW_OUTER_ACC`` accumulators per thread (narrower inputs), in rows of
-    ``NARROW_OUTER_SPLIT_ROW_BYTES`` where R will be split.
+    ``NARROW_OUTER_SHORT_ROW_BYTES`` where R will be split or the stride-1 kept group has
+    less than ``OUTER_ROW_BYTES``: never rows of 512 bytes.
 
-    Measured on the H200 (``tune-bf16-width-bc35ee0.txt``; the split kernel alone, one
-    wave of 1024 programs, 256 MiB of bf16): rows of 256 bytes read in 64.5-64.8 us for
+    Measured on the H200, 256 MiB of bf16, each kernel alone: split sums, one wave of 1024
+    programs (``tune-bf16-width-bc35ee0.txt``): rows of 256 bytes read in 64.5-64.8 us for
     X = 256, 512 and 1024 kept columns, rows of 1 KB in 65.7-65.9 us (X = 512, 1024),
     rows of 512 bytes in 68.9-69.9 us (all three; X = 256 had only these: 79.7% of the
-    read ceiling end to end), rows of 128 bytes in 76-79 us. fp32 keeps 1 KB rows: its
-    split sums of 512-byte rows took 140-144 us against 124-125 us."""
-    row_bytes = NARROW_OUTER_SPLIT_ROW_BYTES if item < 4 and split else OUTER_ROW_BYTES
+    read ceiling end to end), rows of 128 bytes in 76-79 us. Unsplit, X = 256
+    (``tune-bf16-rows512-d1bdc57.txt``): 256-byte rows 63.5 us (one wave, no split)
+    against 70.4 us for 512-byte rows (split 2), 67.3 vs 68.8 us (2048 programs); 1 KB
+    rows of X = 1024 stay (66.8 us against 67.3). fp32 keeps 1 KB rows: its split sums of
+    512-byte rows took 140-144 us against 124-125 us."""
+    short = item < 4 and (split or n0 * item < OUTER_ROW_BYTES)
+    row_bytes = NARROW_OUTER_SHORT_ROW_BYTES if short else OUTER_ROW_BYTES
     block_x = min(next_pow2(n0), max(1, row_bytes // item))
     if item >= 4:
         step = (OUTER_SPLIT_LOAD_BYTES if split else OUTER_LOAD_BYTES) * THREADS // item
