@@ -81,7 +81,7 @@ def heuristics(p: Problem, device: DeviceInfo, accumulators: int = 1) -> Reducti
     r_nest = template == "inner" and len(rg) >= 2
     n_r0 = groups[rg[0]].size if rg else 1
     tile = tiles.choose_tile(template, item, nx, nr, groups[0].size if groups else 1, n_r0,
-                             r_nest, device.sm_count)
+                             r_nest, device.sm_count, short_rows=accumulators == 1)
     if template == "outer":
         programs = -(-groups[0].size // tile.block_x) * (nx // groups[0].size)
     else:

@@ -86,7 +86,7 @@ class Tile:
 
 
 def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
-                r_nest: bool, sm_count: int) -> Tile:
+                r_nest: bool, sm_count: int, short_rows: bool = True) -> Tile:
     """Block sizes for ``item``-byte loads.
 
     ``nx``/``nr``: kept and reduced elements; ``n0``: the stride-1 kept group (outer);
@@ -94,11 +94,13 @@ def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
     ``LOAD_BYTES`` per thread (R as far as it goes, then X) into an accumulator of
     ``ACC_ELEMENTS`` per thread: when the step holds more elements than that (2-byte
     inputs), it is ``unroll`` tiles along R, each at least a 16-byte vector wide.
-    The outer template takes its own measured steps (see the module's docstring).
+    The outer template takes its own measured steps (see the module's docstring);
+    ``short_rows=False`` keeps its 2-byte rows at 1 KB where they fit (sibling reductions:
+    measured only so).
     """
     if template == "outer":
         programs = -(-n0 // min(next_pow2(n0), OUTER_ROW_BYTES // item)) * max(1, nx // n0)
-        return _outer_tile(item, nr, n0, programs < SPLIT_BELOW * sm_count)
+        return _outer_tile(item, nr, n0, programs < SPLIT_BELOW * sm_count, short_rows)
     load_elems = LOAD_BYTES * THREADS // item
     unroll_max = max(1, load_elems // (ACC_ELEMENTS * THREADS))
     n_r = n_r0 if r_nest else nr
@@ -108,7 +110,7 @@ def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
     return Tile(block_x, r_step // unroll, unroll)
 
 
-def _outer_tile(item: int, nr: int, n0: int, split: bool) -> Tile:
+def _outer_tile(item: int, nr: int, n0: int, split: bool, short_rows: bool = True) -> Tile:
     """Rows of ``OUTER_ROW_BYTES`` of the stride-1 kept group; R rows per step from
     ``OUTER_LOAD_BYTES`` per thread of ``WARPS`` warps (4-byte and wider inputs, no
     unroll; ``OUTER_SPLIT_LOAD_BYTES`` where R will be ``split``; a smaller tile where
@@ -126,8 +128,11 @@ def _outer_tile(item: int, nr: int, n0: int, split: bool) -> Tile:
     (``tune-bf16-rows512-d1bdc57.txt``): 256-byte rows 63.5 us (one wave, no split)
     against 70.4 us for 512-byte rows (split 2), 67.3 vs 68.8 us (2048 programs); 1 KB
     rows of X = 1024 stay (66.8 us against 67.3). fp32 keeps 1 KB rows: its split sums of
-    512-byte rows took 140-144 us against 124-125 us."""
-    short = item < 4 and (split or n0 * item < OUTER_ROW_BYTES)
+    512-byte rows took 140-144 us against 124-125 us. Two bf16 sums in one kernel
+    (sibling reductions, ``short_rows=False``) read slower with 256-byte rows: the
+    column-major [8192, 8192] var_sums case 43% of the read ceiling (4bb267a) against 58%
+    with 1 KB rows (04daff0); they keep 1 KB rows where the group has them."""
+    short = item < 4 and (n0 * item < OUTER_ROW_BYTES or split and short_rows)
     row_bytes = NARROW_OUTER_SHORT_ROW_BYTES if short else OUTER_ROW_BYTES
     block_x = min(next_pow2(n0), max(1, row_bytes // item))
     if item >= 4:
