@@ -154,11 +154,22 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                               f"tl.zeros({tile}, tl.int32)")
             return [ve.value(red.inputs[0], ()) for red in reds]
 
-        def accumulate(i: int, val: str, mask: str) -> None:
+        def accumulate(i: int, val: str, mask: str, count: str | None) -> None:
+            """``count``: where every unmasked lane holds the same number of values after
+            this update (a scalar expression), a Welford divides once per tile by it and
+            counts each lane after the loop (``lane_counts``); else it counts per lane."""
             red = reds[i]
             op, acc_t = red.op.name, accumulator_dtype(red)
             ct = tl_compute(acc_t)
-            if op == "welford":
+            if op == "welford" and count is not None:
+                mean, m2 = f"acc{i}_mean", f"acc{i}_m2"
+                w.line(f"rcp = 1.0 / (tl.zeros([], {ct}) + {count})")
+                w.line(f"v = ({val}).to({ct})")
+                w.line(f"delta = v - {mean}")
+                w.line(f"mean_new = {mean} + tl.where({mask}, delta * rcp, 0.0)")
+                w.line(f"{m2} = {m2} + tl.where({mask}, delta * (v - mean_new), 0.0)")
+                w.line(f"{mean} = mean_new")
+            elif op == "welford":
                 mean, m2, n = (f"acc{i}_{part}" for part in ("mean", "m2", "n"))
                 w.line(f"v = ({val}).to({ct})")
                 w.line(f"n_new = {n} + tl.where({mask}, 1.0, 0.0)")
@@ -176,19 +187,33 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             """The loop step's R tiles, ``(r index per group, mask)`` each: every load first
             (all in flight together), then the accumulations, one accumulator per
             reduction."""
-            loaded = [(load_value(ridx, mask), mask) for ridx, mask in tiles_of_step]
-            for vals, mask in loaded:
+            loaded = [(load_value(ridx, mask), mask, count)
+                      for ridx, mask, count in tiles_of_step]
+            for vals, mask, count in loaded:
                 for i, val in enumerate(vals):
-                    accumulate(i, val, mask)
+                    accumulate(i, val, mask, count)
 
-        def r_tiles(r0: str, bound: str, r_index) -> list[tuple[dict[int, str], str]]:
-            """The ``unroll`` R tiles of the step at ``r0``: (index per group, mask) each."""
+        def r_tiles(r0: str, bound: str, r_index, counted: bool = False) -> list[tuple]:
+            """The ``unroll`` R tiles of the step at ``r0``: (index per group, mask, count)
+            each. ``counted``: ``r0`` starts at 0 and R is masked only at its end, so a lane
+            masked once stays masked and every unmasked lane's count after tile ``u`` is
+            ``r0 // BLOCK_R + u + 1``."""
             parts = []
             for u in range(params.unroll):
                 r = w.assign("r", f"{r0} + {u} * BLOCK_R + {r_arange}" if u else
                              f"{r0} + {r_arange}")
-                parts.append((r_index(r), w.assign("mask", f"xmask & ({r} < {bound})")))
+                count = f"(r0 // BLOCK_R + {u + 1})" if counted else None
+                parts.append((r_index(r), w.assign("mask", f"xmask & ({r} < {bound})"), count))
             return parts
+
+        def lane_counts(i: int) -> None:
+            """After a ``counted`` loop: each lane's Welford count, the tiles of the chunk in
+            which its offset stayed below NR."""
+            ct = tl_compute(accumulator_dtype(reds[i]))
+            visited = f"(CHUNK + {step_r} - 1) // ({step_r}) * {params.unroll}"  # the loop's
+            w.line(f"acc{i}_n = tl.minimum(tl.maximum(NR - r_lo - {r_arange} + BLOCK_R - 1, 0)"
+                   f" // BLOCK_R, {visited}) + tl.zeros({tile}, tl.int32)")
+            w.line(f"acc{i}_n = acc{i}_n.to({ct})")
 
         step_r = "BLOCK_R" if params.unroll == 1 else f"BLOCK_R * {params.unroll}"
         if params.r_nest:
@@ -208,7 +233,10 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             w.line(f"for r0 in range(0, CHUNK, {step_r}):")
             with w.indent():
                 step(r_tiles("r_lo + r0", "NR", lambda r: dict(zip(rg, decompose(
-                    w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}))
+                    w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}, counted=True))
+            for i, red in enumerate(reds):
+                if red.op.name == "welford":
+                    lane_counts(i)
         results: list[str] = []
         for i, red in enumerate(reds):
             if red.op.name == "welford":
