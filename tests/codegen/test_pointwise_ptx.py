@@ -145,3 +145,35 @@ def test_sweep_sample_compiles_for_sm90(case):
             "only a view of an input launches no kernel"
     for art in arts:
         assert ".target sm_90" in art.ptx and art.vector_widths, art.name
+
+
+@pytest.mark.parametrize("rows_major", [True, False], ids=["row-major", "col-major"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_row_statistics_are_loaded_and_computed_once_per_row(dtype, rows_major):
+    """``(x - mean) * rsqrt(var + eps)`` with per-row statistics (a segmented layer
+    norm's last kernel): the statistics are loaded with their tile axis's mask, in that
+    axis's shape, so rsqrt runs per row and the tile only broadcasts it; x keeps the tile's
+    mask and 16-byte vectors."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(37, 300, generator=g).to(dtype)
+    if not rows_major:
+        x = x.t().contiguous().t()
+    mean, var = torch.randn(37, generator=g), torch.rand(37, generator=g) + 0.5
+    with FusionDefinition() as fd:
+        t, m, v = fd.from_pytorch(x), fd.from_pytorch(mean), fd.from_pytorch(var)
+        rstd = fd.ops.rsqrt(fd.ops.add(v, fd.define_scalar(1e-5, dtype=DataType.Double)))
+        centered = fd.ops.sub(fd.ops.cast(t, DataType.Float),
+                              fd.ops.broadcast_in_dim(m, shape=t.shape(), broadcast_dims=[0]))
+        y = fd.ops.mul(centered, fd.ops.broadcast_in_dim(rstd, shape=t.shape(),
+                                                         broadcast_dims=[0]))
+        fd.add_output(fd.ops.cast(y, DataType.Float if dtype == torch.float32
+                                  else DataType.BFloat16))
+    (out,) = fd.execute([x, mean, var])
+    want = (x.float() - mean[:, None]) * torch.rsqrt(var[:, None] + 1e-5)
+    torch.testing.assert_close(out.float(), want, atol=2e-2 if dtype != torch.float32 else 1e-5,
+                               rtol=2e-2 if dtype != torch.float32 else 1e-5)
+    loads = [line for line in fd.last_triton_code().splitlines() if "tl.load(" in line]
+    axis_masked = [line for line in loads if "mask=mask_x" in line or "mask=mask_y" in line]
+    assert len(loads) == 3 and len(axis_masked) == 2, loads      # mean and var, not x
+    art = only_artifact(fd)
+    assert art.resources.get("LOCAL", 0) == 0

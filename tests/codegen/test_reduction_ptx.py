@@ -16,15 +16,12 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from helpers_layout import INTERPRETER_WARNINGS
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.reduction import ReductionParams
 
-# Triton's interpreter trips a NumPy deprecation and computes masked-off lanes (0/0).
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
-    pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
-]
+pytestmark = INTERPRETER_WARNINGS
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 NV_DTYPES = {torch.float32: DataType.Float, torch.float16: DataType.Half,

@@ -36,15 +36,11 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from helpers_layout import INTERPRETER_WARNINGS
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
-# Triton's interpreter computes masked-off lanes too (0/0 there) and trips a NumPy
-# deprecation; the values that matter are checked explicitly. Shared with the other
-# reduction tests (``pytestmark = INTERPRETER_WARNINGS``).
-INTERPRETER_WARNINGS = [
-    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
-    pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
-]
+# the interpreter's warnings (helpers_layout); the values that matter are checked
+# explicitly. Re-exported for the other reduction test modules.
 pytestmark = INTERPRETER_WARNINGS
 
 SHAPE = (5, 8, 3, 16)          # logical extents, rank r uses SHAPE[:r]; all distinct

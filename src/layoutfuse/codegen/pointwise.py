@@ -49,7 +49,7 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     w.line("@triton.jit")
     w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, BLOCK_X: tl.constexpr, BLOCK_Y: tl.constexpr):")
     with w.indent():
-        mask, offsets, idx = emit_indexing(w, params, spec)
+        mask, offsets, idx, load_masks = emit_indexing(w, params, spec)
         if gen:
             for line in gen.dim_lines(params, idx) + list(gen.lines):
                 w.line(line)
@@ -65,7 +65,7 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
             if k not in load_index:
                 return None
             i = load_index[k]
-            return w.assign("v", load_line(ptr_of[id(tv)], offsets[i], mask, tv.dtype))
+            return w.assign("v", load_line(ptr_of[id(tv)], offsets[i], load_masks[i], tv.dtype))
 
         def coordinate(tv, chain):
             return offsets[coord_index[(id(tv), tuple(id(e) for e in chain))]]

@@ -223,12 +223,16 @@ def grid(params: PointwiseParams) -> int:
     return px * py * rest
 
 
-def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | None], dict]:
+def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | None], dict,
+                                                             list[str]]:
     """Lines that compute the tile's mask and the offsets of the affine accesses.
 
-    Returns (mask, offsets, group indices); an offset is None for an access that is not
-    affine. Offsets are tiles: a load's covers at least one tile axis (a pointer with
-    none cannot take the tile's mask), a store's both.
+    Returns (mask, offsets, group indices, load masks); an offset is None for an access
+    that is not affine. Offsets are tiles: a load's covers at least one tile axis (a
+    pointer with none cannot take the tile's mask), a store's both. A load that varies
+    along one tile axis only (a row's statistic broadcast along the other) keeps that
+    axis's shape and mask: it is loaded, and what is computed from it alone, once per row
+    instead of once per element, and broadcast where it meets the tile.
     """
     pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
     w.line(f"pid = {pid}")
@@ -252,20 +256,23 @@ def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | Non
         w.line("rest = rest // NUM_PY")
     idx: dict[int, str] = {}
     if params.n_groups:
-        mask = tile_axis(w, params, "x", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]", idx)
+        axis_masks = [w.assign("mask_x", tile_axis(
+            w, params, "x", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]", idx))]
     else:
-        mask = "(tl.arange(0, BLOCK_X)[None, :] < 1)"
+        axis_masks = ["(tl.arange(0, BLOCK_X)[None, :] < 1)"]
     if params.gy is not None:
-        mask += " & " + tile_axis(w, params, "y", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]",
-                                  idx)
+        axis_masks.append(w.assign("mask_y", tile_axis(
+            w, params, "y", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]", idx)))
     others = [k for k in range(params.n_groups) if k not in idx]
     if others:
         parts = decompose(w, "rest", [f"n{k}" for k in others], "iz")
         idx.update(zip(others, parts))
-    mask = w.assign("mask", mask)
+    mask = w.assign("mask", " & ".join(axis_masks))
     tile_axes = [axis for axis in tile_groups(params) if axis]
     offsets: list[str | None] = []
+    load_masks: list[str] = []
     for a, access in enumerate(spec.accesses):
+        load_masks.append(mask)
         if not is_affine(params, a):
             offsets.append(None)
             continue
@@ -275,8 +282,11 @@ def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | Non
         off = offset_expr(terms, TILE_ZEROS)
         if terms and not (all(covered) if access.store else any(covered)):
             off = f"{off} + {TILE_ZEROS}"
+        elif (not access.store and terms and len(covered) == len(axis_masks) == 2
+              and covered.count(True) == 1):
+            load_masks[a] = axis_masks[covered.index(True)]      # one axis: its shape
         offsets.append(w.assign("off", off))
-    return mask, offsets, idx
+    return mask, offsets, idx, load_masks
 
 
 TILE_ZEROS = "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)"
