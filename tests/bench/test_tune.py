@@ -80,3 +80,19 @@ def test_main_writes_a_row_per_variant(tmp_path, capsys):
     assert [r["variant"] for r in doc["rows"]] == [dict(block_x=64, block_y=64, num_warps=8)]
     text = capsys.readouterr().out
     assert "transpose bx=64 by=64 w=8" in text and "failed" in text   # a bad variant is reported
+
+
+def test_profile_is_asked_only_on_cuda(monkeypatch, capsys):
+    """``--profile`` on the CPU times the variant without the profiler (CUDA only)."""
+    called = []
+    monkeypatch.setattr(tune, "kernel_times", lambda *a, **k: called.append(a) or "")
+    argv = [TRANSPOSE, "--device", "cpu", "--shrink", "4096", "--profile", "--variant", ""]
+    assert tune.main(argv) == 0 and not called
+    assert "transpose" in capsys.readouterr().out
+
+
+def test_profile_tool_rejects_a_filter_that_matches_nothing():
+    from layoutfuse.bench import profile
+
+    with pytest.raises(SystemExit):
+        profile.main(["normalization", "--filter", "no-such-case"])
