@@ -255,9 +255,12 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypa
     assert (params.mode, params.block_x) == ("looped", 16)
     small_gpu(monkeypatch, 32)    # 16 column blocks of a sector (32 bytes) cannot fill 32
     fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
-    assert [p.scheduler for p in _schedules(fd)] == ["reduction", "reduction", "pointwise"]
+    # softmax's max and sum: one reduction kernel (a running pair), then the pointwise one
+    assert [p.scheduler for p in _schedules(fd)] == ["reduction", "pointwise"]
+    assert _schedules(fd)[0].family == "outer"
     segs = fd.segment([x])
     assert all("16 column blocks cannot fill 32" in s["reason"] for s in segs)
+    assert "softmax's max and sum in one pass" in segs[0]["reason"]
 
 
 def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():
@@ -275,18 +278,22 @@ def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():
 
 
 def test_few_long_rows_fall_back_to_split_reductions(monkeypatch):
-    """Rows that do not fit a tile and too few of them to fill the GPU: each reduction its
-    own (split) kernel, then the pointwise kernel; the decision is reported."""
+    """Rows that do not fit a tile and too few of them to fill the GPU: split reduction
+    kernels (softmax's max and sum in one, a layer norm's Welford in one), then the
+    pointwise kernel; the decision is reported."""
     monkeypatch.setattr(nm, "MAX_TILE", 64)
     small_gpu(monkeypatch, 4)
-    fd, x, _ = run_case("softmax", (2, 40000), (0, 1), 1, torch.float32)
-    scheds = _schedules(fd)
-    assert [p.scheduler for p in scheds] == ["reduction", "reduction", "pointwise"]
-    assert scheds[0].split > 1
-    segs = fd.segment([x])
-    assert [s["scheduler"] for s in segs] == ["reduction", "reduction", "pointwise"]
-    assert all("instead of one normalization kernel" in s["reason"] and "split" in s["reason"]
-               for s in segs)
+    for op in ("softmax", "layer_norm"):
+        x, extra = inputs_for(op, (2, 40000), (0, 1), 1, torch.float32)
+        fd, x, _ = run_case(op, (2, 40000), (0, 1), 1, torch.float32)
+        scheds = _schedules(fd)
+        kinds = [p.scheduler for p in scheds]      # (layer norm: mean and rstd stored apart)
+        assert kinds[0] == "reduction" and set(kinds[1:]) == {"pointwise"}, kinds
+        assert scheds[0].split > 1
+        segs = fd.segment([x, *extra])
+        assert [s["scheduler"] for s in segs] == kinds
+        assert all("instead of one normalization kernel" in s["reason"] and "split" in
+                   s["reason"] for s in segs)
 
 
 def test_repeated_execution_replays_the_same_kernel():

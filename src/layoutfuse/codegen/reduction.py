@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..dtypes import is_floating
+from ..ir import REGISTRY
 from ..schedulers.problem import is_affine
 from ..schedulers.reduction import ReductionParams
 from .generic_index import generic_index
@@ -32,6 +33,9 @@ def _ptr_names(spec):
 def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
     w = Writer()
     reds = spec.reductions        # one, or siblings of the same rows: one accumulator each
+    online = getattr(spec, "online", {})     # softmax's id(sum) -> max: accumulated together
+    pair_of = {id(mx): next(j for j, r in enumerate(reds) if id(r) == sid)
+               for sid, mx in online.items()}       # id(max) -> index of its sum
     n_acc = len(spec.accesses)
     sizes = [f"n{k}" for k in range(len(params.sizes))]
     strides = [f"s{a}_{k}" for a in range(n_acc) for k in range(len(params.sizes))
@@ -152,7 +156,8 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
 
             ve = ValueEmitter(w, load, lambda s: scalar_names[id(s)], coordinate,
                               f"tl.zeros({tile}, tl.int32)")
-            return [ve.value(red.inputs[0], ()) for red in reds]
+            return [None if id(red) in online else ve.value(red.inputs[0], ())
+                    for red in reds]
 
         def accumulate(i: int, val: str, mask: str, count: str | None) -> None:
             """``count``: where every unmasked lane holds the same number of values after
@@ -161,7 +166,11 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             red = reds[i]
             op, acc_t = red.op.name, accumulator_dtype(red)
             ct = tl_compute(acc_t)
-            if op == "welford" and count is not None:
+            if id(red) in online:
+                return                    # accumulated with its max (``online_step``)
+            if id(red) in pair_of:
+                online_step(i, pair_of[id(red)], val, mask, ct)
+            elif op == "welford" and count is not None:
                 mean, m2 = f"acc{i}_mean", f"acc{i}_m2"
                 w.line(f"rcp = 1.0 / (tl.zeros([], {ct}) + {count})")
                 w.line(f"v = ({val}).to({ct})")
@@ -182,6 +191,21 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             else:
                 w.line(f"v = tl.where({mask}, ({val}).to({ct}), {identity(op, acc_t)})")
                 w.line(f"acc{i} = {COMBINE[op]}(acc{i}, v)")
+
+        def online_step(i: int, j: int, val: str, mask: str, ct: str) -> None:
+            """Softmax's pair, one lane at a time: ``m = max(m, a)`` in ``acc{i}``, and
+            ``s`` of ``exp(a - m)`` in ``acc{j}``, rescaled when ``m`` grows. One of the two
+            exponents is 0, so one exp serves: ``e = exp(-|a - m|)``, then ``s * e + 1``
+            where ``a`` is the new max, else ``s + e``; a lane whose max is still -inf (every
+            masked lane) keeps ``s``; a NaN makes ``m`` and ``s`` NaN."""
+            exp = REGISTRY["exp"].triton
+            m, s = f"acc{i}", f"acc{j}"
+            a = w.assign("a", f"tl.where({mask}, ({val}).to({ct}), float('-inf'))")
+            m_new = w.assign("m_new", f"{COMBINE['max']}({m}, {a})")
+            e = w.assign("e", exp(f"-tl.abs({a} - {m})"))
+            w.line(f"{s} = tl.where({m_new} == float('-inf'), {s}, "
+                   f"tl.where({a} > {m}, {s} * {e} + 1.0, {s} + {e}))")
+            w.line(f"{m} = {m_new}")
 
         def step(tiles_of_step) -> None:
             """The loop step's R tiles, ``(r index per group, mask)`` each: every load first
@@ -239,6 +263,22 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                     lane_counts(i)
         results: list[str] = []
         for i, red in enumerate(reds):
+            if id(red) in online:
+                results.append(f"res{i}")          # computed with its max, below
+                continue
+            if id(red) in pair_of:
+                # the tile's max, and its sum of the lanes' sums rescaled to that max (a
+                # lane still at -inf adds 0); a whole row of -inf sums to NaN, as torch's
+                # exp(-inf - -inf) terms do: decided where the splits are combined
+                j, exp = pair_of[id(red)], REGISTRY["exp"].triton
+                w.line(reduce_line(f"res{i}", f"acc{i}", "max", axis))
+                w.line(f"terms = tl.where(acc{i} == float('-inf'), 0.0, "
+                       f"acc{j} * {exp(f'acc{i} - res{i}')})")
+                w.line(f"res{j} = tl.sum(terms, {axis}, keep_dims=True)")
+                if params.split <= 1:
+                    w.line(f"res{j} = tl.where(res{i} == float('-inf'), float('nan'), res{j})")
+                results.append(f"res{i}")
+                continue
             if red.op.name == "welford":
                 parts = [f"{n}{i}" for n in ("mean", "m2", "cnt")]
                 w.line(f"{', '.join(parts)} = tl.reduce((acc{i}_mean, acc{i}_m2, acc{i}_n), "

@@ -15,6 +15,7 @@ in split order, so the result never depends on which program finished first:
 from __future__ import annotations
 
 from ..dtypes import is_floating
+from ..ir import REGISTRY
 from ..schedulers.reduction import ReductionParams
 from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER
@@ -98,6 +99,11 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
     ``block_s`` at a time, for every reduction of the kernel. Returns the names of the
     combined results, reduction after reduction."""
     load_opts = f", cache_modifier='{cache}'" if cache else ""
+    online = getattr(spec, "online", {})        # softmax's id(sum) -> max
+    paired = {id(mx): sid for sid, mx in online.items()}
+    ws_of = {}                                  # id(reduction) -> its first workspace
+    for red in spec.reductions:
+        ws_of[id(red)] = sum(n_results(r) for r in spec.reductions[:spec.reductions.index(red)])
     names: list[list[str]] = []
     k = 0
     for i, red in enumerate(spec.reductions):
@@ -118,6 +124,16 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
         for red, fin in zip(spec.reductions, names):
             op = red.op.name
             acc_t = accumulator_dtype(red)
+            if id(red) in online:
+                k += 1                     # combined with its max
+                continue
+            if id(red) in paired:
+                sm = next(r for r in spec.reductions if id(r) == paired[id(red)])
+                f_sum = names[spec.reductions.index(sm)][0]
+                _emit_online_combine(w, fin[0], f_sum, f"ws{k}", f"ws{ws_of[id(sm)]}", x,
+                                     load_opts)
+                k += 1
+                continue
             if op == "welford":
                 for j, part in enumerate(WELFORD_PARTS):
                     w.line(f"p_{part} = tl.load(ws{k + j} + s * NX + {x}, mask=pmask, "
@@ -133,7 +149,32 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
                 w.line(reduce_line("chunk", "part", op, 0, is_floating(acc_t)))
                 w.line(f"{fin[0]} = {COMBINE[op]}({fin[0]}, chunk)")
                 k += 1
+    for mx_id in paired:
+        mx = next(r for r in spec.reductions if id(r) == mx_id)
+        sm = next(r for r in spec.reductions if id(r) == paired[mx_id])
+        f_max = names[spec.reductions.index(mx)][0]
+        f_sum = names[spec.reductions.index(sm)][0]
+        # a row of -inf alone sums to NaN, as torch's exp(-inf - -inf) terms do
+        w.line(f"{f_sum} = tl.where({f_max} == float('-inf'), float('nan'), {f_sum})")
     return [n for fin in names for n in fin]
+
+
+def _emit_online_combine(w: Writer, f_max: str, f_sum: str, ws_max: str, ws_sum: str, x: str,
+                         load_opts: str) -> None:
+    """Softmax's partial (max, sum) pairs of ``BLOCK_S`` splits into the running pair:
+    ``M = max(M, max_k m_k)``, ``S = S * exp(M_old - M) + sum_k s_k * exp(m_k - M)``; a
+    split or running max of -inf adds 0 (never exp(-inf - -inf)); a NaN max makes both
+    NaN."""
+    exp = REGISTRY["exp"].triton
+    w.line(f"p_max = tl.load({ws_max} + s * NX + {x}, mask=pmask, other=float('-inf')"
+           f"{load_opts})")
+    w.line(f"p_sum = tl.load({ws_sum} + s * NX + {x}, mask=pmask, other=0.0{load_opts})")
+    w.line(reduce_line("c_max", "p_max", "max", 0))
+    w.line(f"n_max = {COMBINE['max']}({f_max}, c_max)")
+    w.line(f"c_terms = tl.where(p_max == float('-inf'), 0.0, p_sum * {exp('p_max - n_max')})")
+    w.line(f"{f_sum} = tl.where({f_max} == float('-inf'), 0.0, "
+           f"{f_sum} * {exp(f'{f_max} - n_max')}) + tl.sum(c_terms, 0, keep_dims=True)")
+    w.line(f"{f_max} = n_max")
 
 
 def _emit_output_stores(w: Writer, spec, params: ReductionParams, results: list[str], x: str,

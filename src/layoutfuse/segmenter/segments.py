@@ -40,6 +40,8 @@ class KernelSpec:
     fallback: list[KernelSpec] = field(default_factory=list)   # its multi-kernel plan
     fallback_buffers: list[TensorView] = field(default_factory=list)
     siblings: list[Expr] = field(default_factory=list)   # a reduction kernel's others
+    online: dict[int, Expr] = field(default_factory=dict)  # softmax's id(sum) -> its max,
+                                                          # accumulated together (online)
 
     @property
     def reductions(self) -> list[Expr]:
@@ -75,10 +77,12 @@ def _exprs_upstream(root: TensorView, memory: set[int]) -> list[Expr]:
 
 
 def _spec(kind, root, memory_ids, stores: list[Access], reduction=None, reason="",
-          siblings: tuple[Expr, ...] = ()):
+          siblings: tuple[Expr, ...] = (), online: dict[int, Expr] | None = None):
     """A kernel iterating over ``root``'s coordinates; sibling reductions' inputs share
-    them, so their loads join (each access once)."""
-    roots = [root] + [e.inputs[0] for e in siblings]
+    them, so their loads join (each access once). An ``online`` sum loads nothing of its
+    own: its terms come from its max's input."""
+    online = online or {}
+    roots = [root] + [e.inputs[0] for e in siblings if id(e) not in online]
     reached: dict[tuple, Access] = {}
     for r in roots:
         for a in upstream_accesses(r, memory_ids):
@@ -97,7 +101,7 @@ def _spec(kind, root, memory_ids, stores: list[Access], reduction=None, reason="
     exprs.sort(key=lambda e: order[id(e)])
     return KernelSpec(kind, root, exprs, memory, loads + stores + coords, len(loads), len(stores),
                       _scalars_of(exprs), reduction, reason, [a.tv for a in stores],
-                      siblings=list(siblings))
+                      siblings=list(siblings), online=dict(online))
 
 
 def segment(fusion: Fusion, computed_outputs: list[TensorView]) -> tuple[list[KernelSpec],
@@ -238,16 +242,18 @@ def _pointwise_leaves(tv: TensorView, memory: set[int]) -> set[int]:
     return found
 
 
-def _reduction_spec(e: Expr, memory_ids: set[int],
-                    siblings: tuple[Expr, ...] = ()) -> KernelSpec:
+def _reduction_spec(e: Expr, memory_ids: set[int], siblings: tuple[Expr, ...] = (),
+                    online: dict[int, Expr] | None = None) -> KernelSpec:
     """A reduction kernel: ``e``, with ``siblings`` (reductions of the same rows, computed
-    from the same loads into their own accumulators and outputs)."""
+    from the same loads into their own accumulators and outputs); ``online``: softmax's
+    sum among them, with its max ``e`` (id(sum) -> max), one running pair per lane."""
     stores = [Access(o, (), store=True) for r in (e, *siblings) for o in r.outputs]
     why = f"{e.op.name} over dims {e.attrs['dims']}: one reduction per kernel" if not siblings \
         else (f"{', '.join(r.op.name for r in (e, *siblings))} over dims {e.attrs['dims']}: "
-              "reductions of the same rows in one reduction kernel")
+              + ("softmax's max and sum in one pass (a running max and a rescaled running "
+                 "sum)" if online else "reductions of the same rows in one reduction kernel"))
     return _spec("reduction", e.inputs[0], memory_ids, stores, reduction=e, reason=why,
-                 siblings=siblings)
+                 siblings=siblings, online=online)
 
 
 def _group_spec(group: Group, memory: set[int], stores: list[Access], xstores: list[Access],
@@ -282,7 +288,12 @@ def _group_spec(group: Group, memory: set[int], stores: list[Access], xstores: l
     # the fallback: each reduction its own kernel (siblings: one kernel for all), then
     # pointwise kernels for the rest
     fb: list[KernelSpec] = []
-    if not group.rows and len(group.reductions) > 1:
+    if len(group.reductions) == 2 and len(group.online) == 1:
+        # softmax: its max and its sum of exp(x - max) in one reduction kernel, one read
+        (sid, mx), = group.online.items()
+        sm = next(e for e in group.reductions if id(e) == sid)
+        fb.append(_reduction_spec(mx, memory_ids, (sm,), online=dict(group.online)))
+    elif not group.rows and len(group.reductions) > 1:
         fb.append(_reduction_spec(group.reductions[0], memory_ids,
                                   tuple(group.reductions[1:])))
     else:
