@@ -22,7 +22,14 @@ from ..ir import REGISTRY
 from ..schedulers.normalization import NormalizationParams
 from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER, kernel_header, load_line
-from .reduction_common import COMBINE, accumulator_dtype, identity, prelude, reduce_line
+from .reduction_common import (
+    COMBINE,
+    accumulator_dtype,
+    emit_online_step,
+    identity,
+    prelude,
+    reduce_line,
+)
 from .values import ValueEmitter
 from .writer import Writer, storage_cast, tl_compute, typed_params
 
@@ -170,18 +177,8 @@ def _online_init(k: _Kernel, mx, sm) -> tuple[str, str]:
 
 
 def _online_step(k: _Kernel, mx, val: str, m: str, s: str) -> None:
-    """One chunk: ``m_new = max(m, a)``, ``s = s * exp(m - m_new) + exp(a - m_new)``. One
-    of the two exponents is 0, so one exp serves: ``e = exp(-|a - m|)``; ``s * e + 1``
-    where ``a`` is the new max, else ``s + e``. Lanes whose max is still -inf keep ``s``
-    (0; masked lanes hold -inf); a NaN in ``a`` or ``m`` makes ``e`` and ``s`` NaN."""
-    w, exp = k.w, REGISTRY["exp"].triton
-    ct = tl_compute(accumulator_dtype(mx))
-    a = w.assign("a", f"tl.where(mask, ({val}).to({ct}), float('-inf'))")
-    m_new = w.assign("m_new", f"{COMBINE['max']}({m}, {a})")
-    e = w.assign("e", exp(f"-tl.abs({a} - {m})"))
-    w.line(f"{s} = tl.where({m_new} == float('-inf'), {s}, "
-           f"tl.where({a} > {m}, {s} * {e} + 1.0, {s} + {e}))")
-    w.line(f"{m} = {m_new}")
+    """One chunk of softmax's running pair (``emit_online_step``)."""
+    emit_online_step(k.w, m, s, val, "mask", tl_compute(accumulator_dtype(mx)))
 
 
 def _online_rows(k: _Kernel, mx, sm, m: str, s: str) -> None:

@@ -14,6 +14,7 @@ from .reduction_common import (
     COMBINE_PRELUDE,
     acc_dtype,
     accumulator_dtype,
+    emit_online_step,
     identity,
     prelude,
     reduce_line,
@@ -168,8 +169,8 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             ct = tl_compute(acc_t)
             if id(red) in online:
                 return                    # accumulated with its max (``online_step``)
-            if id(red) in pair_of:
-                online_step(i, pair_of[id(red)], val, mask, ct)
+            if id(red) in pair_of:            # softmax's max, with its sum
+                emit_online_step(w, f"acc{i}", f"acc{pair_of[id(red)]}", val, mask, ct)
             elif op == "welford" and count is not None:
                 mean, m2 = f"acc{i}_mean", f"acc{i}_m2"
                 w.line(f"rcp = 1.0 / (tl.zeros([], {ct}) + {count})")
@@ -191,21 +192,6 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             else:
                 w.line(f"v = tl.where({mask}, ({val}).to({ct}), {identity(op, acc_t)})")
                 w.line(f"acc{i} = {COMBINE[op]}(acc{i}, v)")
-
-        def online_step(i: int, j: int, val: str, mask: str, ct: str) -> None:
-            """Softmax's pair, one lane at a time: ``m = max(m, a)`` in ``acc{i}``, and
-            ``s`` of ``exp(a - m)`` in ``acc{j}``, rescaled when ``m`` grows. One of the two
-            exponents is 0, so one exp serves: ``e = exp(-|a - m|)``, then ``s * e + 1``
-            where ``a`` is the new max, else ``s + e``; a lane whose max is still -inf (every
-            masked lane) keeps ``s``; a NaN makes ``m`` and ``s`` NaN."""
-            exp = REGISTRY["exp"].triton
-            m, s = f"acc{i}", f"acc{j}"
-            a = w.assign("a", f"tl.where({mask}, ({val}).to({ct}), float('-inf'))")
-            m_new = w.assign("m_new", f"{COMBINE['max']}({m}, {a})")
-            e = w.assign("e", exp(f"-tl.abs({a} - {m})"))
-            w.line(f"{s} = tl.where({m_new} == float('-inf'), {s}, "
-                   f"tl.where({a} > {m}, {s} * {e} + 1.0, {s} + {e}))")
-            w.line(f"{m} = {m_new}")
 
         def step(tiles_of_step) -> None:
             """The loop step's R tiles, ``(r index per group, mask)`` each: every load first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..dtypes import DataType, is_floating
+from ..ir import REGISTRY
 from ..ir.ops.reductions import ROW_BY_NAME
 
 COMBINE_PRELUDE = '''
@@ -80,3 +81,18 @@ def prelude() -> str:
     from .backend import PRELUDE
 
     return PRELUDE + COMBINE_PRELUDE
+
+
+def emit_online_step(w, m: str, s: str, val: str, mask: str, ct: str) -> None:
+    """Softmax's running pair, one lane at a time: ``m = max(m, a)`` and ``s`` of
+    ``exp(a - m)``, rescaled when ``m`` grows. One of the two exponents is 0, so one exp
+    serves: ``e = exp(-|a - m|)``, then ``s * e + 1`` where ``a`` is the new max, else
+    ``s + e``. A lane whose max is still -inf keeps ``s`` (0; masked lanes hold -inf); a
+    NaN in ``a`` or ``m`` makes ``e`` and ``s`` NaN. ``w``: the codegen Writer."""
+    exp = REGISTRY["exp"].triton
+    a = w.assign("a", f"tl.where({mask}, ({val}).to({ct}), float('-inf'))")
+    m_new = w.assign("m_new", f"{COMBINE['max']}({m}, {a})")
+    e = w.assign("e", exp(f"-tl.abs({a} - {m})"))
+    w.line(f"{s} = tl.where({m_new} == float('-inf'), {s}, "
+           f"tl.where({a} > {m}, {s} * {e} + 1.0, {s} + {e}))")
+    w.line(f"{m} = {m_new}")
