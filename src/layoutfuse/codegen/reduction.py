@@ -34,7 +34,7 @@ def _ptr_names(spec):
 def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
     w = Writer()
     reds = spec.reductions        # one, or siblings of the same rows: one accumulator each
-    online = getattr(spec, "online", {})     # softmax's id(sum) -> max: accumulated together
+    online = spec.online          # softmax's id(sum) -> max: accumulated together
     pair_of = {id(mx): next(j for j, r in enumerate(reds) if id(r) == sid)
                for sid, mx in online.items()}       # id(max) -> index of its sum
     n_acc = len(spec.accesses)
@@ -168,7 +168,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             op, acc_t = red.op.name, accumulator_dtype(red)
             ct = tl_compute(acc_t)
             if id(red) in online:
-                return                    # accumulated with its max (``online_step``)
+                return                    # accumulated with its max (``emit_online_step``)
             if id(red) in pair_of:            # softmax's max, with its sum
                 emit_online_step(w, f"acc{i}", f"acc{pair_of[id(red)]}", val, mask, ct)
             elif op == "welford" and count is not None:
@@ -255,7 +255,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             if id(red) in pair_of:
                 # the tile's max, and its sum of the lanes' sums rescaled to that max (a
                 # lane still at -inf adds 0); a whole row of -inf sums to NaN, as torch's
-                # exp(-inf - -inf) terms do: decided where the splits are combined
+                # exp(-inf - -inf) terms do: here unsplit, else where splits combine
                 j, exp = pair_of[id(red)], REGISTRY["exp"].triton
                 w.line(reduce_line(f"res{i}", f"acc{i}", "max", axis))
                 w.line(f"terms = tl.where(acc{i} == float('-inf'), 0.0, "

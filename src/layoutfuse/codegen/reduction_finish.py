@@ -99,11 +99,11 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
     ``block_s`` at a time, for every reduction of the kernel. Returns the names of the
     combined results, reduction after reduction."""
     load_opts = f", cache_modifier='{cache}'" if cache else ""
-    online = getattr(spec, "online", {})        # softmax's id(sum) -> max
+    online = spec.online                        # softmax's id(sum) -> max
     paired = {id(mx): sid for sid, mx in online.items()}
-    ws_of = {}                                  # id(reduction) -> its first workspace
+    ws_of, first = {}, 0                        # id(reduction) -> its first workspace
     for red in spec.reductions:
-        ws_of[id(red)] = sum(n_results(r) for r in spec.reductions[:spec.reductions.index(red)])
+        ws_of[id(red)], first = first, first + n_results(red)
     names: list[list[str]] = []
     k = 0
     for i, red in enumerate(spec.reductions):
@@ -130,8 +130,8 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
             if id(red) in paired:
                 sm = next(r for r in spec.reductions if id(r) == paired[id(red)])
                 f_sum = names[spec.reductions.index(sm)][0]
-                _emit_online_combine(w, fin[0], f_sum, f"ws{k}", f"ws{ws_of[id(sm)]}", x,
-                                     load_opts)
+                _emit_online_combine(w, fin[0], f_sum, f"ws{ws_of[id(red)]}",
+                                     f"ws{ws_of[id(sm)]}", x, load_opts)
                 k += 1
                 continue
             if op == "welford":
