@@ -35,7 +35,10 @@ Modes, chosen from the reduced extent and the device:
   once: 68.5% fp32 for two sums of the column-major [8192, 8192], 04daff0).
 * ``segmented``: the rows do not fit and looping does not pay (few, very long rows;
   strided columns that need more than one pass): each reduction runs as its own (split)
-  reduction kernel, then pointwise kernels (the segment's fallback plan).
+  reduction kernel, then pointwise kernels (the segment's fallback plan); softmax's max
+  and sum share one reduction kernel (a running max and a rescaled running sum per lane,
+  ``KernelSpec.online``), so its input is read twice, not three times: [64, 262144]
+  37.8% -> 52.1% fp32, 29.7% -> 38.2% bf16 (``profile-longrow-da56573``).
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@ memory (the fusion's output or an intermediate buffer). Every remaining output c
 by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
 in the same coordinates, are stored by that kernel. Each cut says why it was made
 (``Segment.reason``).
+
+A normalization kernel carries its fallback plan (``KernelSpec.fallback``), which the
+runtime takes when the normalization scheduler says its rows are better served by
+reduction kernels: each reduction its own kernel (siblings together; softmax's max and
+sum together, ``KernelSpec.online``), then pointwise kernels.
 """
 
 from __future__ import annotations
