@@ -116,3 +116,28 @@ def test_split_pairs_combine_like_torch(segmented, monkeypatch, dtype, finish, s
     assert params.split == split and (split == 1 or params.finish == finish), params
     for art in compile_last_run(fd.executor()):
         assert art.resources.get("LOCAL", 0) == 0, (art.name, art.resources)
+
+
+def sliced(dtype, first: bool = False) -> torch.Tensor:
+    """[6, 1, 150] (or [150, 1, 6]) sliced out of a larger tensor: strides that skip
+    elements and a size-1 dim."""
+    big = ordered((300, 3, 12) if first else (12, 3, 300), (2, 0, 1), dtype, seed=4)
+    return big[::2, 1:2, ::2]
+
+
+def expanded(dtype) -> torch.Tensor:
+    """[4, 150, 70]: a [4, 1, 70] tensor expanded along dim 1 (stride 0)."""
+    return ordered((4, 1, 70), (0, 1, 2), dtype, seed=5).expand(4, 150, 70)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("make, dim", [(lambda d: sliced(d), 2),
+                                       (lambda d: sliced(d, first=True), 0),
+                                       (expanded, 1), (expanded, 2)],
+                         ids=["sliced-last", "sliced-first", "expanded-dim", "expanded-other"])
+def test_sliced_and_expanded_inputs(segmented, make, dim, dtype):
+    """Non-contiguous inputs (a slice with a size-1 dim, an expanded dim) keep their strides
+    through the online kernel; an expanded reduced dim repeats one value per row."""
+    x = make(dtype)
+    assert x.shape[dim] > 64 and not x.is_contiguous()      # rows too long for a tile
+    check(softmax(x, dim), x, dim)
