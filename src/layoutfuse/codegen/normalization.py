@@ -25,6 +25,7 @@ from .pointwise import HEADER, kernel_header, load_line
 from .reduction_common import (
     COMBINE,
     accumulator_dtype,
+    emit_counted_welford_step,
     emit_online_step,
     identity,
     prelude,
@@ -230,12 +231,7 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
                 # unmasked lane takes its (r0 / BLOCK_R + 1)-th value: the count is one
                 # scalar per chunk, its reciprocal one division per chunk, not per element
                 mean, m2, _ = names
-                w.line(f"rcp = 1.0 / (tl.zeros([], {ct}) + (r0 // BLOCK_R + 1))")
-                w.line(f"v = ({val}).to({ct})")
-                w.line(f"delta = v - {mean}")
-                w.line(f"mean_new = {mean} + tl.where(mask, delta * rcp, 0.0)")
-                w.line(f"{m2} = {m2} + tl.where(mask, delta * (v - mean_new), 0.0)")
-                w.line(f"{mean} = mean_new")
+                emit_counted_welford_step(w, mean, m2, val, "mask", "(r0 // BLOCK_R + 1)", ct)
             else:
                 op = e.op.name
                 w.line(f"v = tl.where(mask, ({val}).to({ct}), {identity(op, at)})")

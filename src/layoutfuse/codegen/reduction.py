@@ -14,6 +14,7 @@ from .reduction_common import (
     COMBINE_PRELUDE,
     acc_dtype,
     accumulator_dtype,
+    emit_counted_welford_step,
     emit_online_step,
     identity,
     prelude,
@@ -172,13 +173,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             if id(red) in pair_of:            # softmax's max, with its sum
                 emit_online_step(w, f"acc{i}", f"acc{pair_of[id(red)]}", val, mask, ct)
             elif op == "welford" and count is not None:
-                mean, m2 = f"acc{i}_mean", f"acc{i}_m2"
-                w.line(f"rcp = 1.0 / (tl.zeros([], {ct}) + {count})")
-                w.line(f"v = ({val}).to({ct})")
-                w.line(f"delta = v - {mean}")
-                w.line(f"mean_new = {mean} + tl.where({mask}, delta * rcp, 0.0)")
-                w.line(f"{m2} = {m2} + tl.where({mask}, delta * (v - mean_new), 0.0)")
-                w.line(f"{mean} = mean_new")
+                emit_counted_welford_step(w, f"acc{i}_mean", f"acc{i}_m2", val, mask, count, ct)
             elif op == "welford":
                 mean, m2, n = (f"acc{i}_{part}" for part in ("mean", "m2", "n"))
                 w.line(f"v = ({val}).to({ct})")

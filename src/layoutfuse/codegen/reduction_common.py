@@ -96,3 +96,17 @@ def emit_online_step(w, m: str, s: str, val: str, mask: str, ct: str) -> None:
     w.line(f"{s} = tl.where({m_new} == float('-inf'), {s}, "
            f"tl.where({a} > {m}, {s} * {e} + 1.0, {s} + {e}))")
     w.line(f"{m} = {m_new}")
+
+
+def emit_counted_welford_step(w, mean: str, m2: str, val: str, mask: str, count: str,
+                              ct: str) -> None:
+    """One Welford update where every unmasked lane holds the same ``count`` values after
+    it (a scalar expression; lanes are masked only past the reduced extent): one
+    reciprocal per tile instead of a division per element. The lanes' counts are
+    derived after the loop."""
+    w.line(f"rcp = 1.0 / (tl.zeros([], {ct}) + {count})")
+    w.line(f"v = ({val}).to({ct})")
+    w.line(f"delta = v - {mean}")
+    w.line(f"mean_new = {mean} + tl.where({mask}, delta * rcp, 0.0)")
+    w.line(f"{m2} = {m2} + tl.where({mask}, delta * (v - mean_new), 0.0)")
+    w.line(f"{mean} = mean_new")

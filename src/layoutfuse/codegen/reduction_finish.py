@@ -99,13 +99,12 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
     ``block_s`` at a time, for every reduction of the kernel. Returns the names of the
     combined results, reduction after reduction."""
     load_opts = f", cache_modifier='{cache}'" if cache else ""
+    reds = spec.reductions
     online = spec.online                        # softmax's id(sum) -> max
     paired = {id(mx): sid for sid, mx in online.items()}
-    ws_of, first = {}, 0                        # id(reduction) -> its first workspace
-    for red in spec.reductions:
-        ws_of[id(red)], first = first, first + n_results(red)
+    at = {id(r): i for i, r in enumerate(reds)}
+    ws_of = [sum(n_results(r) for r in reds[:i]) for i in range(len(reds))]   # first ws
     names: list[list[str]] = []
-    k = 0
     for i, red in enumerate(spec.reductions):
         op = red.op.name
         acc_t = accumulator_dtype(red)
@@ -121,18 +120,16 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
     with w.indent():
         w.line(f"s = s0 + tl.arange(0, {block_s})[:, None]")
         w.line(f"pmask = {xmask} & (s < {n_split})")
-        for red, fin in zip(spec.reductions, names):
+        for i, (red, fin) in enumerate(zip(reds, names)):
             op = red.op.name
             acc_t = accumulator_dtype(red)
+            k = ws_of[i]
             if id(red) in online:
-                k += 1                     # combined with its max
-                continue
+                continue                   # combined with its max
             if id(red) in paired:
-                sm = next(r for r in spec.reductions if id(r) == paired[id(red)])
-                f_sum = names[spec.reductions.index(sm)][0]
-                _emit_online_combine(w, fin[0], f_sum, f"ws{ws_of[id(red)]}",
-                                     f"ws{ws_of[id(sm)]}", x, load_opts)
-                k += 1
+                j = at[paired[id(red)]]
+                _emit_online_combine(w, fin[0], names[j][0], f"ws{k}", f"ws{ws_of[j]}", x,
+                                     load_opts)
                 continue
             if op == "welford":
                 for j, part in enumerate(WELFORD_PARTS):
@@ -142,18 +139,13 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
                        "_welford_combine, keep_dims=True)")
                 w.line(f"{', '.join(fin)} = _welford_combine({', '.join(fin)}, c_mean, c_m2, "
                        "c_n)")
-                k += 3
             else:
                 w.line(f"part = tl.load(ws{k} + s * NX + {x}, mask=pmask, "
                        f"other={identity(op, acc_t)}{load_opts})")
                 w.line(reduce_line("chunk", "part", op, 0, is_floating(acc_t)))
                 w.line(f"{fin[0]} = {COMBINE[op]}({fin[0]}, chunk)")
-                k += 1
-    for mx_id in paired:
-        mx = next(r for r in spec.reductions if id(r) == mx_id)
-        sm = next(r for r in spec.reductions if id(r) == paired[mx_id])
-        f_max = names[spec.reductions.index(mx)][0]
-        f_sum = names[spec.reductions.index(sm)][0]
+    for sid, mx in online.items():
+        f_max, f_sum = names[at[id(mx)]][0], names[at[sid]][0]
         # a row of -inf alone sums to NaN, as torch's exp(-inf - -inf) terms do
         w.line(f"{f_sum} = tl.where({f_max} == float('-inf'), float('nan'), {f_sum})")
     return [n for fin in names for n in fin]
