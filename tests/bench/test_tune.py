@@ -9,6 +9,7 @@ import pytest
 import layoutfuse.nvfuser as nvf
 from layoutfuse.bench import tune
 from layoutfuse.bench.reference import make_inputs, reference
+from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
 
@@ -28,8 +29,9 @@ def test_cases_by_name_and_filter():
     # sibling sums of the normalization suite: their reduction kernel takes the variants
     assert tune.find_cases(["norm_varsums_colmajor_reduce_outer_float32"], [])[0].op == \
         "var_sums"
-    with pytest.raises(SystemExit, match="unknown cases"):
-        tune.find_cases(["norm_softmax_colmajor_reduce_outer_float32"], [])
+    # softmax and layer norm: their NormalizationParams take the variants
+    assert tune.scheduler_of(tune.find_cases(["norm_softmax_colmajor_reduce_outer_float32"],
+                                             [])[0]) is nm
     with pytest.raises(SystemExit, match="unknown cases"):
         tune.find_cases(["no_such_case"], [])
 
@@ -61,6 +63,22 @@ def test_reduction_variant_reaches_the_kernel():
     params, _, _ = tune.run_variant(nvf, case, inputs, var, fixed_ms, reference(case, inputs))
     assert tune.kind_of(params) == "outer" and params.block_x == 128 and params.block_r == 32
     assert rd.heuristics is heuristics
+
+
+@pytest.mark.parametrize("var", [dict(mode="looped", block_x=16, block_r=32, num_warps=4),
+                                 dict(block_x=8, num_warps=2)])
+def test_normalization_variant_reaches_the_kernel(var):
+    """A variant of a softmax over strided columns overrides its NormalizationParams: the
+    looped kernel or a narrower persistent tile runs, and its result is checked."""
+    (case,) = tune.find_cases(["norm_softmax_colmajor_reduce_outer_float32"], [])
+    case = case.shrunk(1024)
+    inputs = make_inputs(case, "cpu")
+    heuristics = nm.heuristics
+    params, _, _ = tune.run_variant(nvf, case, inputs, var, fixed_ms, reference(case, inputs))
+    assert tune.kind_of(params) == "normalization"
+    assert all(getattr(params, field) == value for field, value in var.items())
+    assert nm.heuristics is heuristics
+    assert f"bx={var['block_x']}" in tune.describe(params)
 
 
 def test_a_wrong_result_fails_the_variant():

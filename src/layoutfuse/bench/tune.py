@@ -4,12 +4,15 @@ Cases are named as ``python -m layoutfuse.bench reduction|pointwise --list`` pri
 or picked with ``--filter`` (every given substring must be in the name). Each variant
 overrides fields of the params the heuristics choose (``dict()`` is the heuristics'
 own choice): for a reduction the ReductionParams of its template (``outer``, ``inner``),
-for a pointwise case the PointwiseParams of its kind (``transpose``, ``pointwise``).
+for a pointwise case the PointwiseParams of its kind (``transpose``, ``pointwise``),
+for a normalization (softmax, layer norm) its NormalizationParams (``mode=looped``,
+``block_x``, ``block_r``, ``num_warps``: no table, give ``--variant``).
 ``--variant block_x=128,block_y=64,num_warps=8`` replaces the table with given variants.
 
 Each variant's result is checked against the fp32 reference before it is timed. The
 kernel time is the median of ``do_bench`` over ``fd.execute`` (the replay path),
-against the read ceiling (reductions) or the device copy bandwidth (pointwise), both
+against the read ceiling (reductions, normalizations) or the device copy bandwidth
+(pointwise), both
 measured in the run. On the GPU each line also shows the registers and spills of the
 kernel that ran. A tool for deriving the heuristics from measurements, not part of the
 product.
@@ -27,6 +30,7 @@ from layoutfuse.bench.cases import SUITES, Case
 from layoutfuse.bench.harness import flush_read, measure_ceilings, time_kernel
 from layoutfuse.bench.layoutfuse_runner import define_fusion
 from layoutfuse.bench.reference import check_result, make_inputs, reference
+from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
 
@@ -64,15 +68,15 @@ VARIANTS = {
                   dict(block_x=128, block_y=128, num_warps=16),
                   dict(block_x=128, block_y=128, num_warps=32)],
     "pointwise": [dict(), dict(num_warps=4), dict(num_warps=16)],
+    "normalization": [dict()],
 }
-SCHEDULERS = {"reduction": rd, "pointwise": pw}
+SCHEDULERS = {"reduction": rd, "pointwise": pw, "normalization": nm}
 
 
 def find_cases(names: list[str], filters: list[str]) -> list[Case]:
-    """The reduction, pointwise and normalization cases named (of the latter, those whose
-    variants override a reduction kernel: ``REDUCING``), then those matching every filter."""
-    known = {c.name: c for suite in (*SCHEDULERS, "normalization") for c in SUITES[suite]()
-             if suite != "normalization" or c.op in REDUCING}
+    """The reduction, pointwise and normalization cases named, then those matching every
+    filter."""
+    known = {c.name: c for suite in SCHEDULERS for c in SUITES[suite]()}
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"unknown cases {unknown}: see python -m layoutfuse.bench "
@@ -95,9 +99,19 @@ def tuned(schedule):
     return schedule
 
 
+def scheduler_of(case: Case):
+    """The scheduler module whose params a variant of ``case`` overrides."""
+    if case.op in REDUCING:
+        return rd
+    return nm if case.op in ("softmax", "layernorm") else pw
+
+
 def kind_of(params) -> str:
-    """The variant table of a schedule: the reduction template, or the pointwise kind."""
+    """The variant table of a schedule: the reduction template, the pointwise kind, or
+    ``normalization``."""
     params = tuned(params)
+    if params.scheduler == "normalization":
+        return "normalization"
     if params.scheduler == "pointwise":
         return "transpose" if params.transpose else "pointwise"
     return "transposed" if params.y_group is not None else params.template
@@ -105,6 +119,9 @@ def kind_of(params) -> str:
 
 def describe(params) -> str:
     params = tuned(params)
+    if params.scheduler == "normalization":
+        return (f"{params.template} {params.mode} bx={params.block_x} br={params.block_r} "
+                f"w={params.num_warps}")
     if params.scheduler == "pointwise":
         return (f"{kind_of(params)} bx={params.block_x} by={params.block_y} "
                 f"w={params.num_warps}")
@@ -127,10 +144,10 @@ def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None,
     """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params;
     the result is checked against ``ref`` (the fp32 reference) first, when given;
     ``profiled``: the resources also list each kernel's device time (CUDA)."""
-    module = SCHEDULERS["reduction" if case.op in REDUCING else "pointwise"]
+    module = scheduler_of(case)
     base = module.heuristics
     apply = getattr(module, "override", dataclasses.replace)   # reductions re-derive the split
-    module.heuristics = lambda p, d, **kw: apply(base(p, d, **kw), **var)
+    module.heuristics = lambda *a, **kw: apply(base(*a, **kw), **var)
     try:
         nvf.FusionCache.reset()            # a fresh executor: no cached plan of another variant
         fd = define_fusion(nvf, case)
@@ -205,7 +222,7 @@ def main(argv=None) -> int:
     for case in cases:
         inputs = make_inputs(case, args.device)
         ref = reference(case, inputs)
-        ceiling = ceilings["read_gbps" if case.op in REDUCING else "copy_gbps"]
+        ceiling = ceilings["copy_gbps" if scheduler_of(case) is pw else "read_gbps"]
         nvf.FusionCache.reset()
         probe = define_fusion(nvf, case)
         probe.execute(inputs)
