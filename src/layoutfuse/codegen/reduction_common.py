@@ -63,12 +63,17 @@ def identity(op: str, dtype: DataType) -> str:
     return {"inf": "float('inf')", "-inf": "float('-inf')"}.get(ident, ident)
 
 
+NAN_BY_COMBINE = 0   # probe: 1 reduces max/min in one tree of NaN-propagating maxima
+
+
 def reduce_line(dst: str, src: str, op: str, axis: int, floating: bool = True) -> str:
     """Reduce ``src`` along ``axis``; max/min propagate NaN like torch (tl.max does not)."""
     if op == "sum":
         return f"{dst} = tl.sum({src}, {axis}, keep_dims=True)"
     if op in ("max", "min") and not floating:
         return f"{dst} = tl.{op}({src}, {axis}, keep_dims=True)"
+    if op in ("max", "min") and NAN_BY_COMBINE:
+        return f"{dst} = tl.reduce({src}, {axis}, {COMBINE[op]}, keep_dims=True)"
     if op in ("max", "min"):
         nan = f"tl.max(({src} != {src}).to(tl.int32), {axis}, keep_dims=True) > 0"
         return (f"{dst} = tl.where({nan}, float('nan'), "
