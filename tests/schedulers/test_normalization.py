@@ -204,11 +204,12 @@ def test_rows_longer_than_a_tile_loop_in_one_kernel(monkeypatch):
 
 def test_columns_longer_than_a_tile_loop_over_column_blocks(monkeypatch):
     """Strided columns that do not fit the tile, one reduction pass and enough column
-    blocks: one kernel walks each block twice, with 128-byte tile rows."""
+    blocks: one kernel walks each block twice, with 256-byte tile rows (64 fp32 columns:
+    4 blocks of the 256 columns fill 4 multiprocessors)."""
     monkeypatch.setattr(nm, "MAX_TILE", 64)
     small_gpu(monkeypatch, 4)
     for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "var_mean"):
-        fd, x, _ = run_case(op, (40, 128), (0, 1), 0, torch.float32)
+        fd, x, _ = run_case(op, (40, 256), (0, 1), 0, torch.float32)
         (params,) = _schedules(fd)
         assert (params.mode, params.template, params.passes) == ("looped", "outer", 1)
         assert params.block_x * 4 == nm.LOOP_ROW_BYTES
@@ -249,7 +250,7 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypa
     assert all("columns of 40 elements exceed" in s["reason"] and "need 2 passes"
                in s["reason"] for s in segs)
 
-    small_gpu(monkeypatch, 8)     # 4 column blocks of 128 bytes cannot fill 8: 64-byte rows
+    small_gpu(monkeypatch, 8)     # 2 blocks of 256 bytes, 4 of 128 cannot fill 8: 64-byte rows
     fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
     (params,) = _schedules(fd)
     assert (params.mode, params.block_x) == ("looped", 16)

@@ -61,8 +61,10 @@ EPILOGUE_OUTER_TILE = 4096
 LOOP_TILE = 16384         # elements of a looped tile, at MAX_WARPS: about one program per
                           # multiprocessor, so the rows being re-read (sm_count programs'
                           # worth) stay in L2 between passes
-LOOP_ROW_BYTES = 128      # outer looped: bytes of the stride-1 kept group per tile row
+LOOP_ROW_BYTES = 256      # outer looped: bytes of the stride-1 kept group per tile row, halved
+                          # down to MIN_ROW_BYTES until the column blocks fill the GPU
 REDUCE_ROW_BYTES = 1024   # reductions only (rows=False), outer: bytes per tile row at most,
+REDUCE_MIN_ROW_BYTES = 128  # ... halved down to this,
 REDUCE_STEP_BYTES = 8192  # ... bytes per loop step (fp32 [8, 256]),
 REDUCE_WAVES = 2          # ... and programs per multiprocessor the column blocks must make
 LOOP_OUTER_TILE = 4096    # outer looped: elements of the tile (128x32 fp32 in the probe)
@@ -186,12 +188,12 @@ def _reduce_only(p: Problem, device: DeviceInfo) -> tuple[int, int, int] | None:
     """(BLOCK_X, BLOCK_R, warps) of one pass over strided columns for reductions whose
     results feed only per-row outputs: steps of ``REDUCE_STEP_BYTES`` (the reduction
     scheduler's fp32 [8, 256]: 91% of the read ceiling on the H200), rows of
-    ``REDUCE_ROW_BYTES`` halved down to ``LOOP_ROW_BYTES`` until the column blocks make
+    ``REDUCE_ROW_BYTES`` halved down to ``REDUCE_MIN_ROW_BYTES`` until the column blocks make
     ``REDUCE_WAVES`` programs per multiprocessor. None where the columns are shorter than
     two steps (a persistent tile reads them as fast) or the blocks stay too few."""
     _, _, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
-    block_x, programs = _column_blocks(p, REDUCE_ROW_BYTES, LOOP_ROW_BYTES,
+    block_x, programs = _column_blocks(p, REDUCE_ROW_BYTES, REDUCE_MIN_ROW_BYTES,
                                        REDUCE_WAVES * device.sm_count)
     block_r = min(next_pow2(nr), max(1, REDUCE_STEP_BYTES // (block_x * item)))
     if programs < REDUCE_WAVES * device.sm_count or nr < 2 * block_r:
@@ -215,7 +217,10 @@ def _outer_loop(p: Problem, device: DeviceInfo, passes: int,
     column-major [8192, 8192], 256 blocks): 8192 elements at 16 warps against 4096 at 8,
     softmax fp32 2591 vs 2288 GB/s, layer norm 2413 vs 1978, bf16 2039 vs 1663 and 2090
     vs 1616; 16384 at 8 warps 1017-2287. With 2048 blocks ((0, 2, 1) [32, 4096, 4096]
-    bf16) 8192-element tiles lose: 2049 vs 2450 (softmax), 1848 vs 2354."""
+    bf16) 8192-element tiles lose: 2049 vs 2450 (softmax), 1848 vs 2354. There (1024 blocks
+    of 256-byte rows) 256-byte rows beat 128-byte ones (``tune-normalization-nanmax-1f4059a``:
+    layer norm bf16 2490 vs 2358 GB/s, softmax 2468 vs 2445); 512-byte rows gain no more
+    (``tune-normalization-rows-cdc5253``)."""
     _, _, nx, nr = p.kept_and_reduced()
     # narrower rows (down to a sector) where the blocks are too few
     block_x, programs = _column_blocks(p, LOOP_ROW_BYTES, MIN_ROW_BYTES, device.sm_count)
