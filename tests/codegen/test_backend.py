@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from layoutfuse.codegen.backend import (
     PRELUDE,
@@ -369,7 +371,7 @@ def test_aligned_contiguous_fp32_compiles_to_v4_accesses():
     widths = artifacts.vector_widths
     assert widths.get("ld.global.v1", 0) == 0 and widths.get("st.global.v1", 0) == 0
     assert "ttg.num-warps" in artifacts.ttgir
-    assert artifacts.resources["REG"] > 0 and artifacts.resources["LOCAL"] == 0  # ptxas's count
+    assert artifacts.resources["REG"] > 0 and artifacts.local_bytes == 0  # ptxas's count
     assert _compile_add(x, y, out, 4096) is artifacts  # cached in-process
 
 
@@ -417,3 +419,22 @@ def test_compiled_integer_division_and_remainder_truncate():
     }
     artifacts = compile_for_hopper(source, signature, {"BLOCK": BLOCK})
     assert "arith.divsi" in artifacts.ttir and "arith.remsi" in artifacts.ttir
+
+
+@triton.jit
+def _scale_by_sum(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x / tl.sum(x, 0))
+
+
+def test_spills_show_as_local_bytes():
+    """A tile of 256 fp32 per thread (one warp holding 8192 values across a reduction)
+    cannot live in 255 registers: ptxas spills and ``local_bytes`` says so; at 2 values
+    per thread nothing spills."""
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "BLOCK": "constexpr"}
+    big = compile_for_hopper(_scale_by_sum, sig, {"BLOCK": 8192}, num_warps=1)
+    small = compile_for_hopper(_scale_by_sum, sig, {"BLOCK": 256}, num_warps=4)
+    assert big.local_bytes > 0 and big.local_bytes == (big.resources.get("LOCAL", 0)
+                                                       + big.resources.get("STACK", 0))
+    assert small.local_bytes == 0

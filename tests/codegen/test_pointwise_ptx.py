@@ -176,4 +176,4 @@ def test_row_statistics_are_loaded_and_computed_once_per_row(dtype, rows_major):
     axis_masked = [line for line in loads if "mask=mask_x" in line or "mask=mask_y" in line]
     assert len(loads) == 3 and len(axis_masked) == 2, loads      # mean and var, not x
     art = only_artifact(fd)
-    assert art.resources.get("LOCAL", 0) == 0
+    assert art.local_bytes == 0, art.resources

@@ -115,7 +115,7 @@ def test_split_pairs_combine_like_torch(segmented, monkeypatch, dtype, finish, s
     params = fd.last_schedule()[0]
     assert params.split == split and (split == 1 or params.finish == finish), params
     for art in compile_last_run(fd.executor()):
-        assert art.resources.get("LOCAL", 0) == 0, (art.name, art.resources)
+        assert art.local_bytes == 0, (art.name, art.resources)
 
 
 def sliced(dtype, first: bool = False) -> torch.Tensor:

@@ -283,7 +283,7 @@ def test_bf16_kernels_use_no_more_registers_than_fp32(tag):
         max(ref_regs, tiles.estimated_registers(tiles.ACC_ELEMENTS))
     assert regs <= bound, f"{regs} registers for bf16, {ref_regs} for fp32 ({bf16}, {fp32})"
     for art in bf16_arts:
-        assert art.resources.get("LOCAL", 0) == 0, f"{art.name} spills"
+        assert art.local_bytes == 0, f"{art.name} spills: {art.resources}"
         assert "ld.global.v4.b32" in art.ptx, f"{art.name}: no 16-byte loads"
 
 

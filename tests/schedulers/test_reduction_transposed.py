@@ -180,7 +180,7 @@ CASES = {c.name: c for c in SUITES["reduction"]()}
 def test_benchmark_pinned_cases_compile_with_a_coalesced_store(name):
     params, (art,) = registers.compile_variant(CASES[name], {})
     assert params.y_group is not None, params
-    assert art.resources["REG"] <= 64 and art.resources.get("LOCAL", 0) == 0, art.resources
+    assert art.resources["REG"] <= 64 and art.local_bytes == 0, art.resources
     assert art.vector_widths.get("ld.global.v4", 0) > 0, art.vector_widths
     store = next(line for line in art.ttgir.splitlines() if "tt.store" in line)
     layout = re.findall(r"#(blocked\d*)", store)[-1]

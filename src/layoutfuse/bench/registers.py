@@ -82,7 +82,7 @@ def describe(case: Case, params, arts) -> str:
         regs = res.get("REG", 0)
         per_sm = min(THREADS_PER_SM // threads, REGISTERS_PER_SM // max(1, threads * regs))
         v4 = art.vector_widths.get("ld.global.v4", 0)
-        parts.append(f"{art.name}: {regs} regs, {res.get('LOCAL', 0)} B spilled, "
+        parts.append(f"{art.name}: {regs} regs, {art.local_bytes} B spilled, "
                      f"{per_sm} programs/SM, {v4} v4 loads")
     rows = (f"{params.block_y} of group {params.y_group}, {params.block_r}"
             if params.y_group is not None else params.block_r)

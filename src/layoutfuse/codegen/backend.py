@@ -341,6 +341,13 @@ class CompiledArtifacts:
         (register spills show as LOCAL bytes)."""
         return cubin_resources(self.cubin, self.name)
 
+    @property
+    def local_bytes(self) -> int:
+        """Local memory per thread: register spills (LOCAL) plus the stack frame (STACK,
+        where ptxas also puts spilled values); 0 for a kernel that lives in registers."""
+        res = self.resources
+        return res.get("LOCAL", 0) + res.get("STACK", 0)
+
 
 _COMPILED: dict[tuple[Any, ...], CompiledArtifacts] = {}
 
