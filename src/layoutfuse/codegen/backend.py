@@ -46,6 +46,18 @@ from triton.runtime.jit import JITFunction
 
 PRELUDE = '''
 @triton.jit
+def _exp(x):
+    """exp: on fp32 ``exp2(x * log2(e))``, which Triton lowers to ``ex2.approx.ftz.f32``
+    (results below 2**-126 flush to 0); ``tl.exp`` lowers to the non-ftz
+    ``ex2.approx.f32``, for which ptxas adds a compare and two predicated multiplies per
+    element (5 instructions instead of 2). Other dtypes: ``tl.exp``."""
+    if x.dtype == tl.float32:
+        return tl.exp2(x * 1.4426950408889634)
+    else:
+        return tl.exp(x)
+
+
+@triton.jit
 def _remainder(a, b):
     """Python/torch remainder: the result has the sign of ``b`` (Triton's ``%`` truncates)."""
     r = a % b

@@ -5,11 +5,12 @@ way), and the result is cast to the op's output dtype. Emission functions take
 the operands' Triton expressions and return the result's expression; ``lib`` is
 ``triton.language.extra.libdevice``, imported by every generated kernel.
 
-``exp`` (and sigmoid, silu) use ``tl.exp``: on fp32 ptxas gets a multiply and
-``ex2.approx.f32`` (relative error about 2 ulp plus ``|x|`` x 6e-8), where libdevice's
-``exp`` costs 16 more instructions per element, enough to make a bf16 softmax
-compute-bound on the H200 (74% of the read ceiling where fp32 reached 90%); fp64 still
-lowers to libdevice's precise ``exp``. torch.compile's kernels make the same choice.
+``exp`` (and sigmoid, silu) use the prelude's ``_exp``: on fp32 a multiply and
+``ex2.approx.ftz.f32`` (relative error about 2 ulp plus ``|x|`` x 6e-8; results below
+2**-126 flush to 0), where libdevice's ``exp`` costs 16 more instructions per element,
+enough to make a bf16 softmax compute-bound on the H200 (74% of the read ceiling where
+fp32 reached 90%), and ``tl.exp`` (non-ftz ``ex2.approx.f32``) 3 more; fp64 still lowers
+to libdevice's precise ``exp``.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ ROWS: list[PointwiseRow] = [
     # --- unary --------------------------------------------------------------------------
     PointwiseRow("abs", 1, DtypeRule.PROMOTE, torch.abs, lambda x: f"tl.abs({x})"),
     PointwiseRow("neg", 1, DtypeRule.PROMOTE, torch.neg, lambda x: f"(-{x})"),
-    PointwiseRow("exp", 1, DtypeRule.FLOAT, torch.exp, lambda x: f"tl.exp({x})"),
+    PointwiseRow("exp", 1, DtypeRule.FLOAT, torch.exp, lambda x: f"_exp({x})"),
     PointwiseRow("exp2", 1, DtypeRule.FLOAT, torch.exp2, lambda x: f"lib.exp2({x})"),
     PointwiseRow("expm1", 1, DtypeRule.FLOAT, torch.expm1, lambda x: f"lib.expm1({x})"),
     PointwiseRow("log", 1, DtypeRule.FLOAT, torch.log, lambda x: f"lib.log({x})"),
@@ -78,9 +79,9 @@ ROWS: list[PointwiseRow] = [
     PointwiseRow("tan", 1, DtypeRule.FLOAT, torch.tan, lambda x: f"lib.tan({x})"),
     PointwiseRow("tanh", 1, DtypeRule.FLOAT, torch.tanh, lambda x: f"lib.tanh({x})"),
     PointwiseRow("sigmoid", 1, DtypeRule.FLOAT, torch.sigmoid,
-                 lambda x: f"(1.0 / (1.0 + tl.exp(-{x})))"),
+                 lambda x: f"(1.0 / (1.0 + _exp(-{x})))"),
     PointwiseRow("silu", 1, DtypeRule.FLOAT, torch.nn.functional.silu,
-                 lambda x: f"({x} / (1.0 + tl.exp(-{x})))"),
+                 lambda x: f"({x} / (1.0 + _exp(-{x})))"),
     PointwiseRow("relu", 1, DtypeRule.PROMOTE, torch.relu,
                  lambda x: f"tl.where({x} < 0, 0, {x})"),
     PointwiseRow("erf", 1, DtypeRule.FLOAT, torch.erf, lambda x: f"lib.erf({x})"),
