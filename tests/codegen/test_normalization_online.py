@@ -187,9 +187,10 @@ def test_layer_norm_loops_over_strided_columns(looped, dtype):
 @pytest.mark.parametrize("dtype,block_x", [(torch.float32, 64), (torch.bfloat16, 128)])
 def test_outer_looped_tile_spans_256_bytes_and_compiles_without_spills(monkeypatch, dtype,
                                                                         block_x, few):
-    """The real outer looped tile (LOOP_OUTER_TILE elements, 256-byte rows, 8 warps), or, with fewer than LOOP_FEW_BLOCKS column blocks per multiprocessor,
-    twice the elements at 16 warps: no register spills on sm_90 with the online softmax's
-    two accumulators, and the same values per thread."""
+    """The real outer looped tile (LOOP_OUTER_TILE elements, 256-byte rows, 8 warps), or,
+    with fewer than LOOP_FEW_BLOCKS column blocks per multiprocessor, more warps (bf16:
+    twice the elements at 16 warps; fp32: the same tile at 32 warps): no register spills
+    on sm_90 with the online softmax's two accumulators."""
     monkeypatch.setattr(nm, "MAX_TILE", 64)
     small_gpu(monkeypatch, 1)
     blocks = 1 if few else nm.LOOP_FEW_BLOCKS
@@ -199,10 +200,11 @@ def test_outer_looped_tile_spans_256_bytes_and_compiles_without_spills(monkeypat
     torch.testing.assert_close(y.float(), reference("softmax", x).float(), equal_nan=True,
                                **TOL[dtype])
     params = the_schedule(fd)
-    scale = 2 if few else 1
+    tile, warps = {(False, torch.float32): (1, 1), (False, torch.bfloat16): (1, 1),
+                   (True, torch.float32): (1, 4), (True, torch.bfloat16): (2, 2)}[few, dtype]
     assert (params.mode, params.template) == ("looped", "outer")
     assert params.block_x == block_x == nm.LOOP_ROW_BYTES // x.element_size()
-    assert params.block_x * params.block_r == nm.LOOP_OUTER_TILE * scale
-    assert params.num_warps == nm.LOOP_OUTER_WARPS * scale == 8 * scale
+    assert params.block_x * params.block_r == nm.LOOP_OUTER_TILE * tile
+    assert params.num_warps == nm.LOOP_OUTER_WARPS * warps == 8 * warps
     (art,) = compile_last_run(fd.executor())
     assert art.local_bytes == 0, art.resources

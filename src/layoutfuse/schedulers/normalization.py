@@ -70,7 +70,7 @@ REDUCE_WAVES = 2          # ... and programs per multiprocessor the column block
 LOOP_OUTER_TILE = 4096    # outer looped: elements of the tile (128x32 fp32 in the probe)
 LOOP_OUTER_WARPS = 8
 LOOP_FEW_BLOCKS = 4       # outer looped: fewer column blocks per multiprocessor than this
-                          # take tiles and warps twice as large (see ``_outer_loop``)
+                          # take more warps (see ``_outer_loop``)
 
 
 @dataclass(frozen=True)
@@ -211,9 +211,12 @@ def _outer_loop(p: Problem, device: DeviceInfo, passes: int,
     the segmented plan.
 
     Tiles of ``LOOP_OUTER_TILE`` elements at ``LOOP_OUTER_WARPS`` warps; where the column
-    blocks are fewer than ``LOOP_FEW_BLOCKS`` per multiprocessor, twice both (the same
-    values per thread), so the few programs on each multiprocessor keep enough loads in
-    flight. Measured on the H200 (``tune-normalization-tiles-d1bdc57.txt``, the
+    blocks are fewer than ``LOOP_FEW_BLOCKS`` per multiprocessor, more warps, so the few
+    programs on each multiprocessor keep enough loads in flight: for 2-byte inputs twice
+    the tile at twice the warps (the same values per thread), for wider ones the tile at 4
+    times the warps (4 values per thread: column-major [8192, 8192] fp32 layer norm 58.8%
+    of the ceiling against 54.7% with twice both, softmax 57.9% against 58.4-58.7%;
+    bf16 softmax lost 46.1 -> 42.5% that way, ``tune-normalization-rows-cdc5253``). Measured on the H200 (``tune-normalization-tiles-d1bdc57.txt``, the
     column-major [8192, 8192], 256 blocks): 8192 elements at 16 warps against 4096 at 8,
     softmax fp32 2591 vs 2288 GB/s, layer norm 2413 vs 1978, bf16 2039 vs 1663 and 2090
     vs 1616; 16384 at 8 warps 1017-2287. With 2048 blocks ((0, 2, 1) [32, 4096, 4096]
@@ -224,9 +227,13 @@ def _outer_loop(p: Problem, device: DeviceInfo, passes: int,
     _, _, nx, nr = p.kept_and_reduced()
     # narrower rows (down to a sector) where the blocks are too few
     block_x, programs = _column_blocks(p, LOOP_ROW_BYTES, MIN_ROW_BYTES, device.sm_count)
-    scale = 2 if programs < LOOP_FEW_BLOCKS * device.sm_count else 1
-    warps = LOOP_OUTER_WARPS * scale
-    block_r = min(next_pow2(nr), max(1, LOOP_OUTER_TILE * scale // block_x))
+    tile, warps = LOOP_OUTER_TILE, LOOP_OUTER_WARPS
+    if programs < LOOP_FEW_BLOCKS * device.sm_count:
+        if p.narrowest_load_bytes() >= 4:
+            warps *= 4
+        else:
+            tile, warps = tile * 2, warps * 2
+    block_r = min(next_pow2(nr), max(1, tile // block_x))
     too_long = f"columns of {nr} elements exceed a {MAX_TILE}-element tile"
     if not rows:
         # sibling reductions alone (rows=False with loop=True): too few column blocks for
