@@ -44,6 +44,8 @@ TRANSPOSE_EDGE_BYTES = 256     # each tile edge: 64 fp32, 128 bf16 (loads and st
 TRANSPOSE_EDGE_MAX = 128       # elements: bounds a 1-byte tile (and its shared memory)
 THREAD_BYTES = 64              # per thread and access: four 16-byte vectors
 THREAD_ELEMENTS = 32           # per thread at most: the values sit in (fp32) registers
+TILE_ELEMENTS = 4096           # a tile that is not a transpose
+BROADCAST_ROWS = 16            # ... spans this many Y rows where a load is broadcast along Y
 
 
 @dataclass(frozen=True)
@@ -106,9 +108,12 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
         # programs along Y then write neighbouring memory
         y_first = gy2 is not None
     else:
-        target = 4096
-        bx = min(next_pow2(size_x), target)
-        by = min(next_pow2(size_y), max(1, target // bx))
+        # a load broadcast along Y (zero stride there: per-column statistics of a
+        # normalization's epilogue, a bias) is read once per tile column and reused by
+        # the tile's rows, not once per element
+        rows = BROADCAST_ROWS if gy is not None and _broadcast_along(p, gx, gy) else 1
+        bx = min(next_pow2(size_x), max(1, TILE_ELEMENTS // rows))
+        by = min(next_pow2(size_y), max(1, TILE_ELEMENTS // bx))
         warps = 8 if bx * by >= 4096 else 4 if bx * by >= 512 else 2
     zero, unit = stride_flags(p)
     return PointwiseParams(NAME, gx, gy, n, bx, by, warps, transpose, p.needs_int64, zero, unit,
@@ -116,6 +121,13 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
                            **generic_fields(p),
                            pattern=p.pattern,
                            sizes=tuple(g.size for g in groups))
+
+
+def _broadcast_along(p: Problem, gx: int, gy: int) -> bool:
+    """Some affine load varies along group ``gx`` and not along ``gy``."""
+    gx_g, gy_g = p.groups[gx], p.groups[gy]
+    return any(p.is_affine(a) and gy_g.strides[a] == 0 and gx_g.strides[a] != 0
+               for a in range(p.n_loads))
 
 
 def _store_continues_on_grid(p: Problem, gy: int, tiled: set) -> bool:
