@@ -238,24 +238,41 @@ def test_a_two_byte_outer_sum_never_reads_512_byte_rows(sizes, split, dtype):
 @pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16])
 def test_accumulators_of_sibling_reductions_size_the_split(dtype):
     """Two sums in one kernel (sibling reductions) keep two accumulator tiles: fewer
-    programs reside (ptxas, sm_90: 57 registers fp32, 96 bf16 for the var_sums kernels of
-    the normalization suite), and the split makes one wave of them (fp32 on the H200: split
-    16, one wave, 68.0%; 32, two waves, 58.9%)."""
+    programs reside (ptxas, sm_90: 57 registers fp32 at [16, 256], 96 bf16 for the
+    var_sums kernels of the normalization suite), and the split makes one wave of them
+    (fp32 on the H200: split 16, one wave, 68.0%; 32, two waves, 58.9%). fp32 siblings
+    load the split step as SIBLING_OUTER_UNROLL tiles of [4, 256] (8 accumulators per
+    thread, 48 registers: 77.7% at split 16) and keep the split of the whole step
+    (split 20, 5 programs per SM, read at 72.0%)."""
     prob = problem("XR", (8192, 8192), dtype)
     one = rd.heuristics(prob, H200)
     two = rd.heuristics(prob, H200, accumulators=2)
     if dtype == DataType.Float:
-        assert (one.block_x, one.block_r, one.unroll) == (two.block_x, two.block_r, two.unroll)
+        assert one.unroll == 1 and two.unroll == tiles.SIBLING_OUTER_UNROLL
+        assert (one.block_x, one.block_r) == (two.block_x, two.block_r * two.unroll)
         assert 1 < two.split < one.split, (one, two)
     else:   # one sum that splits reads 256-byte rows; siblings keep 1 KB (43% vs 58%)
         assert one.block_x * 2 == tiles.NARROW_OUTER_SHORT_ROW_BYTES
         assert two.block_x * 2 == tiles.OUTER_ROW_BYTES and two.split > 1, two
-    acc = acc_per_thread(two)
+    acc = acc_per_thread(two) * (two.unroll if dtype == DataType.Float else 1)
     regs = tiles.NARROW_OUTER_REGISTERS + acc if dtype == DataType.BFloat16 else None
     resident = tiles.resident_programs(H200, two.num_warps, 2 * acc, regs)
     assert resident // 2 < rd.grid(two)[0] * two.split <= resident     # about one wave
     if dtype == DataType.Float:
         assert (two.split, two.finish) == (16, "ticket")     # the measured variant
+
+
+def test_sibling_unroll_only_for_split_four_byte_steps():
+    """One fp32 sum keeps its [16, 256] split step; unsplit siblings (enough column blocks)
+    and 2-byte siblings keep theirs too."""
+    split = problem("XR", (8192, 8192), DataType.Float)
+    assert rd.heuristics(split, H200).unroll == 1
+    unsplit = problem("XR", (262144, 1024), DataType.Float)
+    two = rd.heuristics(unsplit, H200, accumulators=2)
+    assert two.split == 1 and two.unroll == 1
+    bf16 = rd.heuristics(problem("XR", (8192, 8192), DataType.BFloat16), H200, accumulators=2)
+    assert bf16.block_r * bf16.unroll * bf16.block_x * 2 == (
+        tiles.NARROW_OUTER_LOAD_BYTES * 32 * tiles.NARROW_OUTER_WARPS)
 
 
 def test_override_rederives_whole_steps_per_chunk():

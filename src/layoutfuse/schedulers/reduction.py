@@ -90,9 +90,16 @@ def heuristics(p: Problem, device: DeviceInfo, accumulators: int = 1) -> Reducti
     warps = tile.warps or tiles.warps_for(acc_elements)
     narrow = template == "outer" and item < 4      # _outer_tile's NARROW_OUTER_* tile
     acc_per_thread = acc_elements // (32 * warps)
-    resident = tiles.resident_programs(
-        device, warps, acc_per_thread * accumulators,
-        tiles.NARROW_OUTER_REGISTERS + (accumulators - 1) * acc_per_thread if narrow else None)
+    registers = None
+    if narrow:
+        registers = tiles.NARROW_OUTER_REGISTERS + (accumulators - 1) * acc_per_thread
+    elif tile.unroll > 1 and item >= 4:
+        # an unrolled 4-byte outer step (sibling sums) is split as its whole step would be
+        # with one accumulator tile per unrolled tile (4 programs per SM for two fp32 sums,
+        # not the 5 that ptxas's 48 registers allow): the column-major [8192, 8192] var_sums
+        # read at 77.7% with split 16, at 72.0% with split 20 (``tune-varsums-unroll-*``)
+        registers = tiles.estimated_registers(acc_per_thread * tile.unroll * accumulators)
+    resident = tiles.resident_programs(device, warps, acc_per_thread * accumulators, registers)
     zero, unit = stride_flags(p)
     params = ReductionParams(NAME, p.family, template, xg, rg, tile.block_x, tile.block_r,
                              warps, 1, p.needs_int64, zero, unit, max(1, 16 // item), r_nest,

@@ -70,6 +70,8 @@ NARROW_OUTER_REGISTERS = 64  # ... ptxas's registers for them (the sweep's kerne
                              # 8 programs per multiprocessor, not the 9 REG_BASE would give
 NARROW_OUTER_SHORT_ROW_BYTES = 256  # ... rows of this many bytes where R will be split or
                                     # the stride-1 kept group is shorter than 1 KB
+SIBLING_OUTER_UNROLL = 4   # outer split step of 4-byte inputs with several accumulators:
+                           # loaded as this many tiles into one accumulator tile
 STORE_BYTES = 32           # transposed store: contiguous output bytes per column (a sector)
 LINE_BYTES = 128           # transposed store: contiguous input bytes per row (a line)
 
@@ -95,8 +97,8 @@ def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
     ``ACC_ELEMENTS`` per thread: when the step holds more elements than that (2-byte
     inputs), it is ``unroll`` tiles along R, each at least a 16-byte vector wide.
     The outer template takes its own measured steps (see the module's docstring);
-    ``short_rows=False`` keeps its 2-byte rows at 1 KB where they fit (sibling reductions:
-    measured only so).
+    ``short_rows=False`` (several accumulators: sibling reductions) keeps its 2-byte rows
+    at 1 KB where they fit (measured only so), and unrolls its split 4-byte steps.
     """
     if template == "outer":
         programs = -(-n0 // min(next_pow2(n0), OUTER_ROW_BYTES // item)) * max(1, nx // n0)
@@ -131,14 +133,21 @@ def _outer_tile(item: int, nr: int, n0: int, split: bool, short_rows: bool = Tru
     512-byte rows took 140-144 us against 124-125 us. Two bf16 sums in one kernel
     (sibling reductions, ``short_rows=False``) read slower with 256-byte rows: the
     column-major [8192, 8192] var_sums case 43% of the read ceiling (4bb267a) against 58%
-    with 1 KB rows (04daff0); they keep 1 KB rows where the group has them."""
+    with 1 KB rows (04daff0); they keep 1 KB rows where the group has them. Two fp32 sums
+    split over R (``short_rows=False``) load their [16, 256] step as ``SIBLING_OUTER_UNROLL``
+    tiles of [4, 256] into one accumulator tile per sum (8 accumulators per thread, 48
+    registers instead of 57): the column-major [8192, 8192] var_sums case 67.5% -> 78.5% of
+    the read ceiling, [8, 256] x 2 77.2% (``tune-varsums-table-8bae8cb``); bf16 gained
+    nothing from narrower accumulators there."""
     short = item < 4 and (n0 * item < OUTER_ROW_BYTES or split and short_rows)
     row_bytes = NARROW_OUTER_SHORT_ROW_BYTES if short else OUTER_ROW_BYTES
     block_x = min(next_pow2(n0), max(1, row_bytes // item))
     if item >= 4:
         step = (OUTER_SPLIT_LOAD_BYTES if split else OUTER_LOAD_BYTES) * THREADS // item
         block_r = min(next_pow2(nr), max(1, step // block_x))
-        return Tile(block_x, block_r, warps=WARPS if block_x * block_r == step else None)
+        warps = WARPS if block_x * block_r == step else None
+        unroll = min(SIBLING_OUTER_UNROLL, block_r) if split and not short_rows else 1
+        return Tile(block_x, block_r // unroll, unroll, warps=warps)
     threads = 32 * NARROW_OUTER_WARPS
     step = NARROW_OUTER_LOAD_BYTES * threads // item
     r_step = min(next_pow2(nr), max(1, step // block_x))
