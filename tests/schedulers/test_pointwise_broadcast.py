@@ -18,10 +18,10 @@ import pytest
 import torch
 
 from layoutfuse.analysis.canonical import canonicalize
+from layoutfuse.analysis.device import H200
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
-from layoutfuse.analysis.device import H200
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers.problem import Problem, max_offset
 
