@@ -18,7 +18,6 @@ row of -inf alone gives a NaN sum, as torch's ``exp(-inf - -inf)`` terms do.
 from __future__ import annotations
 
 from ..dtypes import is_floating
-from ..ir import REGISTRY
 from ..schedulers.normalization import NormalizationParams
 from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER, kernel_header, load_line
@@ -26,6 +25,7 @@ from .reduction_common import (
     COMBINE,
     accumulator_dtype,
     emit_counted_welford_step,
+    emit_online_rows,
     emit_online_step,
     identity,
     prelude,
@@ -185,14 +185,8 @@ def _online_step(k: _Kernel, mx, val: str, m: str, s: str) -> None:
 def _online_rows(k: _Kernel, mx, sm, m: str, s: str) -> None:
     """The row max and row sum from the lanes' running values: they stand for the max's
     and the sum's outputs."""
-    w, ax, exp = k.w, k.axis, REGISTRY["exp"].triton
-    row_max = w.fresh("row_max")
-    w.line(reduce_line(row_max, m, "max", ax))
-    terms = w.assign("terms", f"tl.where({m} == float('-inf'), 0.0, "
-                              f"{s} * {exp(f'{m} - {row_max}')})")
-    row_sum = w.assign("row_sum", f"tl.sum({terms}, {ax}, keep_dims=True)")
-    # a row of -inf alone: torch sums exp(-inf - -inf) = NaN terms
-    w.line(f"{row_sum} = tl.where({row_max} == float('-inf'), float('nan'), {row_sum})")
+    row_max, row_sum = k.w.fresh("row_max"), k.w.fresh("row_sum")
+    emit_online_rows(k.w, m, s, row_max, row_sum, k.axis)
     k.special[id(mx.outputs[0])] = row_max
     k.special[id(sm.outputs[0])] = row_sum
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..dtypes import is_floating
-from ..ir import REGISTRY
 from ..schedulers.problem import is_affine
 from ..schedulers.reduction import ReductionParams
 from .generic_index import generic_index
@@ -15,6 +14,7 @@ from .reduction_common import (
     acc_dtype,
     accumulator_dtype,
     emit_counted_welford_step,
+    emit_online_rows,
     emit_online_step,
     identity,
     prelude,
@@ -248,16 +248,11 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                 results.append(f"res{i}")          # computed with its max, below
                 continue
             if id(red) in pair_of:
-                # the tile's max, and its sum of the lanes' sums rescaled to that max (a
-                # lane still at -inf adds 0); a whole row of -inf sums to NaN, as torch's
-                # exp(-inf - -inf) terms do: here unsplit, else where splits combine
-                j, exp = pair_of[id(red)], REGISTRY["exp"].triton
-                w.line(reduce_line(f"res{i}", f"acc{i}", "max", axis))
-                w.line(f"terms = tl.where(acc{i} == float('-inf'), 0.0, "
-                       f"acc{j} * {exp(f'acc{i} - res{i}')})")
-                w.line(f"res{j} = tl.sum(terms, {axis}, keep_dims=True)")
-                if params.split <= 1:
-                    w.line(f"res{j} = tl.where(res{i} == float('-inf'), float('nan'), res{j})")
+                # the tile's max and its sum; a row of -inf alone gets its NaN sum here
+                # when unsplit, else where the splits combine
+                j = pair_of[id(red)]
+                emit_online_rows(w, f"acc{i}", f"acc{j}", f"res{i}", f"res{j}", axis,
+                                 nan_rows=params.split <= 1)
                 results.append(f"res{i}")
                 continue
             if red.op.name == "welford":

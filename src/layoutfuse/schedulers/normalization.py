@@ -216,8 +216,9 @@ def _outer_loop(p: Problem, device: DeviceInfo, passes: int,
     the tile at twice the warps (the same values per thread), for wider ones the tile at 4
     times the warps (4 values per thread: column-major [8192, 8192] fp32 layer norm 58.8%
     of the ceiling against 54.7% with twice both, softmax 57.9% against 58.4-58.7%;
-    bf16 softmax lost 46.1 -> 42.5% that way, ``tune-normalization-rows-cdc5253``). Measured on the H200 (``tune-normalization-tiles-d1bdc57.txt``, the
-    column-major [8192, 8192], 256 blocks): 8192 elements at 16 warps against 4096 at 8,
+    bf16 softmax lost 46.1 -> 42.5% that way, ``tune-normalization-rows-cdc5253``).
+    Measured on the H200 (``tune-normalization-tiles-d1bdc57.txt``, the column-major
+    [8192, 8192], 256 blocks): 8192 elements at 16 warps against 4096 at 8,
     softmax fp32 2591 vs 2288 GB/s, layer norm 2413 vs 1978, bf16 2039 vs 1663 and 2090
     vs 1616; 16384 at 8 warps 1017-2287. With 2048 blocks ((0, 2, 1) [32, 4096, 4096]
     bf16) 8192-element tiles lose: 2049 vs 2450 (softmax), 1848 vs 2354. There (1024 blocks
