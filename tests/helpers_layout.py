@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from layoutfuse.nvfuser import FusionCache
-from layoutfuse.runtime import kernels
+from layoutfuse.runtime import pipeline
 
 # Triton's interpreter trips a NumPy deprecation and computes masked-off lanes (0/0): the
 # warnings every reduction test module ignores (``pytestmark = INTERPRETER_WARNINGS``).
@@ -22,6 +22,6 @@ INTERPRETER_WARNINGS = [
 def small_gpu(monkeypatch, sm_count: int) -> None:
     """Heuristics for a device of ``sm_count`` multiprocessors (small shapes fill it)."""
     FusionCache.reset()         # patched heuristics must plan anew, not replay a cached plan
-    real = kernels.device_info
-    monkeypatch.setattr(kernels, "device_info",
+    real = pipeline.device_info
+    monkeypatch.setattr(pipeline, "device_info",
                         lambda d: dataclasses.replace(real(d), sm_count=sm_count))

@@ -19,5 +19,5 @@ def test_the_nvfuser_example_chooses_outer_from_the_input_layout():
     namespace: dict = {}
     exec(compile(BLOCKS[0], "README.md example 0", "exec"), namespace)
     x, out, fd = namespace["x"], namespace["out"], namespace["fd"]
-    assert fd.last_schedule().family == "outer"
+    assert fd.last_schedule()[0].family == "outer"
     assert (out - x.sum(1)).abs().max() < 1e-3

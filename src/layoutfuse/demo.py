@@ -24,10 +24,9 @@ from .testing_api import (
 )
 
 
-def _schedule_summary(params) -> str:
-    items = params if isinstance(params, list) else [params]
+def _schedule_summary(params: list) -> str:
     return "; ".join(f"{p.scheduler}:{getattr(p, 'family', '')} pattern={p.pattern} "
-                     f"split={getattr(p, 'split', 1)}" for p in items)
+                     f"split={getattr(p, 'split', 1)}" for p in params)
 
 
 def permuted_reshape(scale: int, pin_output: bool):

@@ -80,7 +80,7 @@ def test_transpose_is_vectorized_on_both_sides(dtype):
     x, y = (torch.randn(512, 256, generator=g).to(dtype).t() for _ in range(2))  # [256, 512]
     fd, out = run_add(x, y, stride_order=[1, 0])
     assert out.stride() == (512, 1)
-    params = fd.last_schedule()
+    (params,) = fd.last_schedule()
     assert params.transpose
     assert (params.block_x, params.block_y, params.num_warps) == TRANSPOSE_TILES[dtype]
     art = only_artifact(fd)

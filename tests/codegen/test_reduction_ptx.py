@@ -66,7 +66,7 @@ def reduce_and_compile(shape, stride_order, op: str, dims, dtype=torch.float32,
             else [{"sum": torch.sum, "max": torch.amax}[op](x64, dims)])
     for got, ref in zip(results, refs):
         torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-2, atol=1e-2)
-    return compile_last_run(fd.executor()), fd.last_schedule()
+    return compile_last_run(fd.executor()), fd.last_schedule()[0]
 
 
 def reduction_kernels(artifacts):

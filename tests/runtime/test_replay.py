@@ -6,7 +6,7 @@ import torch
 from layoutfuse.errors import InputDtypeError, InputLayoutError, InputRankError
 from layoutfuse.frontend.nvfuser import fusion_definition
 from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
-from layoutfuse.runtime.replay import LaunchPlan, signature
+from layoutfuse.runtime.replay import LaunchPlan, PlannedLaunch, signature
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -51,7 +51,7 @@ def test_replayed_split_reduction_reuses_its_workspace_correctly(device):
         x = torch.randn(4096, 3, device=device)
         (out,) = fd.execute([x])
         torch.testing.assert_close(out, x.sum(0), rtol=1e-5, atol=1e-3)
-    params = fd.last_schedule()
+    (params,) = fd.last_schedule()
     assert params.split > 1
 
 
@@ -197,7 +197,8 @@ class _Jit:
 def _plan(compiled, fn):
     spec = [("in", 0), ("scalar", (1, float)), ("out", 0), ("val", 6), ("val", "scratch")]
     return LaunchPlan([((2, 3), (3, 1), torch.float32, torch.device("cpu"))],
-                      [(fn, (5, 2), spec, {"BLOCK_X": 64, "num_warps": 4}, compiled, [64])],
+                      [PlannedLaunch(fn, (5, 2), tuple(spec), {"BLOCK_X": 64, "num_warps": 4},
+                                     compiled, (64,))],
                       [True, False])
 
 

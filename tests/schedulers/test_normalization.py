@@ -213,7 +213,7 @@ def test_columns_longer_than_a_tile_loop_over_column_blocks(monkeypatch):
         (params,) = _schedules(fd)
         assert (params.mode, params.template, params.passes) == ("looped", "outer", 1)
         assert params.block_x * 4 == nm.LOOP_ROW_BYTES
-        assert "columns of 40 elements exceed" in params.reason
+        assert "columns of 40 elements exceed" in fd.segment([x])[0]["reason"]
         compile_last_run(fd.executor())
 
 

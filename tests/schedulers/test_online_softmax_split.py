@@ -17,6 +17,7 @@ import torch
 from helpers_layout import INTERPRETER_WARNINGS, small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.runtime import pipeline
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import reduction as rd
 
@@ -104,11 +105,15 @@ def with_specials(dtype) -> torch.Tensor:
 @pytest.mark.parametrize("finish, split", [("ticket", 3), ("kernel", 6), (None, 1)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_split_pairs_combine_like_torch(segmented, monkeypatch, dtype, finish, split, log):
-    base = rd.heuristics
+    base = pipeline.default_heuristics
     forced = dict(split=split, block_r=256) if finish is None else \
         dict(split=split, finish=finish, block_r=256)
-    monkeypatch.setattr(rd, "heuristics", lambda p, d, **kw: rd.override(base(p, d, **kw),
-                                                                         **forced))
+
+    def heuristics(scheduler, problem, device):
+        params = base(scheduler, problem, device)
+        return rd.override(params, problem.sizes, **forced) if scheduler.name == "reduction" \
+            else params
+    monkeypatch.setattr(pipeline, "default_heuristics", heuristics)
     x = with_specials(dtype)
     fd = softmax(x, 1, log)
     check(fd, x, 1, log)

@@ -93,7 +93,7 @@ def test_bias_over_columns_runs_in_tiles_of_rows(dtype, layout):
     want = ((x.float() + b.float()) * b.float()).to(dtype)
     torch.testing.assert_close(y, want, atol=1e-2 if dtype is torch.bfloat16 else 1e-5,
                                rtol=1e-2 if dtype is torch.bfloat16 else 1e-5)
-    params = fd.last_schedule()
+    (params,) = fd.last_schedule()
     assert params.scheduler == "pointwise"
     if layout == "col":
         # the stride-1 dim is dim 0 (X): the bias varies along Y and is broadcast along X,

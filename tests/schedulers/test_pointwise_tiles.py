@@ -110,7 +110,7 @@ def test_short_stride1_dim_flattens_the_tile_axis(in_order, out_order, want_axes
     x, y = pw.axis_extents(params, [g.size for g in p.groups])
     px, py = pw.tile_counts(params, [g.size for g in p.groups])
     assert (px, py) == (-(-x // params.block_x), -(-y // params.block_y))
-    tiles_in_grid = pw.grid(params) * params.block_x * params.block_y
+    tiles_in_grid = pw.grid(params, p.sizes) * params.block_x * params.block_y
     assert tiles_in_grid >= p.numel and tiles_in_grid < 2 * p.numel, "the grid covers the tensor"
 
 
@@ -160,7 +160,7 @@ def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, w
     torch.testing.assert_close(out, x, rtol=0, atol=0)
     assert out.stride() == dense_strides(shape, out_order)
 
-    params = fd.last_schedule()
+    (params,) = fd.last_schedule()
     p = copy_problem(shape, in_order, out_order, dtype)
     assert params == pw.heuristics(p, H200)
     # the bf16 tile covers Y (128) whole in two of them, and the store continues on the

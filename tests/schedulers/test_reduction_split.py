@@ -27,6 +27,7 @@ from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
+from layoutfuse.runtime import pipeline
 from layoutfuse.schedulers import reduction as rd
 
 pytestmark = INTERPRETER_WARNINGS
@@ -133,16 +134,20 @@ def reduction_params(fd) -> rd.ReductionParams | None:
 
 def reduction_launches(fd) -> list[str]:
     """Names of the last run's kernels, the epilogue's pointwise kernel left out."""
-    names = [k.name for k, _, _ in fd.executor()._compiled.last_launches]
+    names = [r.kernel.name for r in fd.executor().last_run.launches]
     return [n for n in names if not n.startswith("pointwise")]
 
 
 @pytest.fixture
 def finish_kernel(monkeypatch):
     """The heuristics' params with ``finish="kernel"`` (the two-launch path)."""
-    base = rd.heuristics
-    monkeypatch.setattr(rd, "heuristics",
-                        lambda p, d, **kw: dataclasses.replace(base(p, d, **kw), finish="kernel"))
+    base = pipeline.default_heuristics
+
+    def heuristics(scheduler, problem, device):
+        params = base(scheduler, problem, device)
+        return dataclasses.replace(params, finish="kernel") if scheduler.name == "reduction" \
+            else params
+    monkeypatch.setattr(pipeline, "default_heuristics", heuristics)
     FusionCache.reset()
 
 
@@ -169,7 +174,7 @@ def test_one_launch_split_matches_torch_and_resets_its_counters(layout, op, dtyp
     assert (params.template, params.r_nest) == (lay.template, lay.r_nest), params
     assert reduction_launches(fd) == ["reduction_kernel"], "one launch, no finishing kernel"
     assert len(fd.executor()._plans) == 1, "the later runs replayed"
-    for counters in fd.executor()._compiled._tickets.values():
+    for counters in fd.executor()._compiled._tickets.values():   # split tickets, kept
         assert int(counters.abs().sum()) == 0, f"counters not reset: {counters}"
 
 

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
@@ -125,8 +127,8 @@ def test_a_short_r_is_not_unrolled_past_itself():
     assert p.unroll == 1 and p.block_r == 8       # one 16-byte vector: nothing to unroll
 
 
-def waves(p: rd.ReductionParams, device=H200) -> float:
-    programs, split = rd.grid(p)
+def waves(p: rd.ReductionParams, sizes, device=H200) -> float:
+    programs, split = rd.grid(p, sizes)
     resident = tiles.resident_programs(device, p.num_warps, acc_per_thread(p))
     return programs * split / resident
 
@@ -150,14 +152,14 @@ def test_a_few_long_looping_programs_per_multiprocessor_are_not_split(pattern, s
 def test_a_split_fills_whole_waves(pattern, sizes):
     p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     assert p.split > 1
-    w = waves(p)
+    w = waves(p, sizes)
     assert w >= tiles.WAVES - 0.1, (w, p)
     assert w / -(-w // 1) >= 0.9, f"the last wave is mostly empty: {w:.2f} waves"
 
 
 def test_enough_programs_are_not_split():
     p = rd.heuristics(problem("XR", (524288, 256), DataType.Float), H200)
-    assert p.split == 1 and waves(p) >= tiles.WAVES - 0.1
+    assert p.split == 1 and waves(p, (524288, 256)) >= tiles.WAVES - 0.1
 
 
 def test_resident_programs_follow_the_registers():
@@ -196,12 +198,12 @@ def test_a_two_byte_outer_sum_splits_into_one_wave(pattern, sizes, split):
                                        tiles.NARROW_OUTER_REGISTERS)
     assert resident == 132 * 8
     assert p.template == "outer" and p.split == split, p
-    programs = rd.grid(p)[0]
+    programs = rd.grid(p, sizes)[0]
     assert programs * p.split <= max(resident, programs)
     # fp32 keeps its two-wave split on the same problem
     f = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     if f.split > 1:
-        assert waves(f) >= tiles.WAVES - 0.1
+        assert waves(f, sizes) >= tiles.WAVES - 0.1
 
 
 @pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Half])
@@ -213,7 +215,7 @@ def test_a_two_byte_outer_sum_that_splits_reads_256_byte_rows(sizes, dtype):
     p = rd.heuristics(problem("XR", sizes, dtype), H200)
     assert p.split > 1 and p.block_x * 2 == tiles.NARROW_OUTER_SHORT_ROW_BYTES == 256, p
     assert bytes_per_step(p, 2) == tiles.NARROW_OUTER_LOAD_BYTES
-    assert rd.grid(p)[0] * p.split == 1024          # one wave of 8 programs per SM
+    assert rd.grid(p, sizes)[0] * p.split == 1024          # one wave of 8 programs per SM
     unsplit = rd.heuristics(problem("XR", (524288, 256), dtype), H200)
     assert unsplit.split == 1 and unsplit.block_x * 2 == tiles.OUTER_ROW_BYTES
     fp32 = rd.heuristics(problem("XR", sizes, DataType.Float), H200)
@@ -230,7 +232,7 @@ def test_a_two_byte_outer_sum_never_reads_512_byte_rows(sizes, split, dtype):
     p = rd.heuristics(problem("XRX", sizes, dtype), H200)
     assert p.block_x * 2 == tiles.NARROW_OUTER_SHORT_ROW_BYTES and p.split == split, p
     assert bytes_per_step(p, 2) == tiles.NARROW_OUTER_LOAD_BYTES
-    assert p.split == 1 or rd.grid(p)[0] * p.split <= 132 * 8   # a split: one wave at most
+    assert p.split == 1 or rd.grid(p, sizes)[0] * p.split <= 132 * 8   # a split: one wave at most
     wide = rd.heuristics(problem("XRX", (1024, 512, 256), dtype), H200)
     assert wide.block_x * 2 == tiles.OUTER_ROW_BYTES             # 1 KB rows where they fit
 
@@ -246,7 +248,7 @@ def test_accumulators_of_sibling_reductions_size_the_split(dtype):
     (split 20, 5 programs per SM, read at 72.0%)."""
     prob = problem("XR", (8192, 8192), dtype)
     one = rd.heuristics(prob, H200)
-    two = rd.heuristics(prob, H200, accumulators=2)
+    two = rd.heuristics(dataclasses.replace(prob, accumulators=2), H200)
     if dtype == DataType.Float:
         assert one.unroll == 1 and two.unroll == tiles.SIBLING_OUTER_UNROLL
         assert (one.block_x, one.block_r) == (two.block_x, two.block_r * two.unroll)
@@ -257,7 +259,7 @@ def test_accumulators_of_sibling_reductions_size_the_split(dtype):
     acc = acc_per_thread(two) * (two.unroll if dtype == DataType.Float else 1)
     regs = tiles.NARROW_OUTER_REGISTERS + acc if dtype == DataType.BFloat16 else None
     resident = tiles.resident_programs(H200, two.num_warps, 2 * acc, regs)
-    assert resident // 2 < rd.grid(two)[0] * two.split <= resident     # about one wave
+    assert resident // 2 < rd.grid(two, prob.sizes)[0] * two.split <= resident     # about one wave
     if dtype == DataType.Float:
         assert (two.split, two.finish) == (16, "ticket")     # the measured variant
 
@@ -268,17 +270,20 @@ def test_sibling_unroll_only_for_split_four_byte_steps():
     split = problem("XR", (8192, 8192), DataType.Float)
     assert rd.heuristics(split, H200).unroll == 1
     unsplit = problem("XR", (262144, 1024), DataType.Float)
-    two = rd.heuristics(unsplit, H200, accumulators=2)
+    two = rd.heuristics(dataclasses.replace(unsplit, accumulators=2), H200)
     assert two.split == 1 and two.unroll == 1
-    bf16 = rd.heuristics(problem("XR", (8192, 8192), DataType.BFloat16), H200, accumulators=2)
+    bf16 = rd.heuristics(dataclasses.replace(problem("XR", (8192, 8192), DataType.BFloat16),
+                                             accumulators=2), H200)
     assert bf16.block_r * bf16.unroll * bf16.block_x * 2 == (
         tiles.NARROW_OUTER_LOAD_BYTES * 32 * tiles.NARROW_OUTER_WARPS)
 
 
 def test_override_rederives_whole_steps_per_chunk():
-    p = rd.heuristics(problem("XR", (131072, 1000), DataType.BFloat16), H200)
-    q = rd.override(p, block_r=16, unroll=4, split=5)
-    assert q.chunk % (16 * 4) == 0 and (q.split - 1) * q.chunk < 1000 <= q.split * q.chunk
+    prob = problem("XR", (131072, 1000), DataType.BFloat16)
+    p = rd.heuristics(prob, H200)
+    q = rd.override(p, prob.sizes, block_r=16, unroll=4, split=5)
+    chunk = rd.chunk(q, prob.sizes)
+    assert chunk % (16 * 4) == 0 and (q.split - 1) * chunk < 1000 <= q.split * chunk
 
 
 # --- compiled for sm_90 at the benchmark's sizes ------------------------------------------------

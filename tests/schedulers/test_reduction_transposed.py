@@ -40,7 +40,7 @@ from layoutfuse.bench import registers
 from layoutfuse.bench.cases import SUITES
 from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
-from layoutfuse.runtime import kernels
+from layoutfuse.runtime import pipeline
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
 
@@ -53,7 +53,7 @@ ONE_PROGRAM_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)
 @pytest.fixture
 def small_device(monkeypatch):
     """Plans for a device that one resident program fills (two programs: two waves)."""
-    monkeypatch.setattr(kernels, "device_info", lambda device: ONE_PROGRAM_SM)
+    monkeypatch.setattr(pipeline, "device_info", lambda device: ONE_PROGRAM_SM)
     FusionCache.reset()
 
 
@@ -103,7 +103,8 @@ def test_pinned_outputs_store_along_their_stride_one_dim(alloc, reduced, op, out
     assert (params.y_group is not None) == expect, params
     if expect:
         assert params.template == "outer" and params.split == 1
-        assert params.sizes[params.y_group] == SHAPE[output_fastest]
+        (seg,) = [r for r in fd.executor().last_run.segments if r.params is params]
+        assert seg.problem.sizes[params.y_group] == SHAPE[output_fastest]
 
 
 @pytest.mark.parametrize("op, dtype, shape", [
@@ -168,7 +169,7 @@ def test_the_transposed_store_is_chosen_when_it_fills_the_device(sizes, kinds, f
     if chosen:
         assert p.y_group == fastest and p.split == 1
         assert p.block_y * 4 == 32 and p.block_x * 4 == 128      # a sector, a line
-        programs, _ = rd.grid(p)
+        programs, _ = rd.grid(p, problem(sizes, kinds, fastest).sizes)
         assert programs >= 2 * 132 * 6
 
 

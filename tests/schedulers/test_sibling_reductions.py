@@ -148,7 +148,8 @@ def test_siblings_longer_than_a_tile_still_read_once(monkeypatch, order, dims, m
     schedule = fd.last_schedule()
     segs = fd.segment([x])
     if mode == "looped":
-        assert schedule.mode == mode and schedule.passes == 1, schedule
+        (params,) = schedule
+        assert params.mode == mode and params.passes == 1, schedule
         assert "same rows" in segs[0]["reason"]
     else:
         reductions = [p for p in schedule if isinstance(p, rd.ReductionParams)]
@@ -176,15 +177,15 @@ def test_siblings_too_few_rows_run_as_one_split_reduction_kernel(monkeypatch, fi
     reduction kernel, split along R, whose partials (one workspace per result: 1 + 1 + 1
     + 3) are combined by the last program of each X block (ticket) or a finishing
     kernel; var_mean's epilogue (M2 / (n - 1)) follows as a pointwise kernel."""
-    from layoutfuse.runtime import kernels
+    from layoutfuse.runtime import pipeline
     from layoutfuse.schedulers import reduction_tiles as tiles
 
     monkeypatch.setattr(nm, "MAX_TILE", 64)
     small_gpu(monkeypatch, 64)
     if finish == "kernel":          # no ticket steps, and no L2 to keep the problem in
         monkeypatch.setattr(tiles, "TICKET_STEPS", 0)
-        real = kernels.device_info
-        monkeypatch.setattr(kernels, "device_info",
+        real = pipeline.device_info
+        monkeypatch.setattr(pipeline, "device_info",
                             lambda d: dataclasses.replace(real(d), l2_bytes=0))
     x = with_order(shape, order, dtype, seed=5)
     fd = four_reductions(x, dims)
@@ -208,9 +209,9 @@ def test_outer_siblings_take_the_reduction_schedulers_wide_steps(monkeypatch, dt
     x = with_order((40, 4096), (0, 1), dtype)
     fd = four_reductions(x, [0])
     check(fd.execute([x]), expected(x, [0]), dtype)
-    params = fd.last_schedule()
+    (params,) = fd.last_schedule()
     assert (params.mode, params.template, params.block_x, params.block_r) == \
         ("looped", "outer", block_x, block_r), params
-    assert "reductions only" in params.reason
+    assert "reductions only" in fd.segment([x])[0]["reason"]
     assert fd.last_triton_code().count("for r0 in range(") == 1
     compile_last_run(fd.executor())

@@ -20,6 +20,7 @@ through Triton's interpreter.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 
@@ -58,8 +59,8 @@ def stub_launches(executor) -> None:
     from layoutfuse.runtime.replay import LaunchPlan
 
     for key, plan in executor._plans.items():
-        launches = [(_NoLaunch(), grid, spec, meta, None, consts)
-                    for _fn, grid, spec, meta, _compiled, consts in plan.launches]
+        launches = [dataclasses.replace(launch, fn=_NoLaunch(), compiled=None)
+                    for launch in plan.launches]
         executor._plans[key] = LaunchPlan(plan.outputs, launches, plan.tensor_inputs)
 
 

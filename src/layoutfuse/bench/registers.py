@@ -15,7 +15,6 @@ were derived; the GPU measures the same variants with ``bench.tune``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 
 import torch
@@ -25,26 +24,10 @@ from layoutfuse.bench import tune
 from layoutfuse.bench.cases import Case
 from layoutfuse.bench.layoutfuse_runner import define_fusion
 from layoutfuse.codegen.hopper_check import compile_launch
-from layoutfuse.runtime import kernels
 from layoutfuse.schedulers import reduction as rd
 
 REGISTERS_PER_SM = 65536
 THREADS_PER_SM = 2048
-
-
-@contextlib.contextmanager
-def planned_only():
-    """Launches are recorded (``last_launches``), not run."""
-    launch = kernels.CompiledFusion._launch
-
-    def record(self, kernel, grid, args, meta, device, scalar_slots=()):
-        self.last_launches.append((kernel, list(args), dict(meta)))
-
-    kernels.CompiledFusion._launch = record
-    try:
-        yield
-    finally:
-        kernels.CompiledFusion._launch = launch
 
 
 def meta_inputs(case: Case) -> list[torch.Tensor]:
@@ -55,21 +38,15 @@ def meta_inputs(case: Case) -> list[torch.Tensor]:
 
 
 def compile_variant(case: Case, var: dict):
-    """(the reduction's params, the compiled kernels) of ``case`` under ``var``."""
-    base = rd.heuristics
-    rd.heuristics = lambda p, d, **kw: rd.override(base(p, d, **kw), **var)
-    try:
-        with planned_only():
-            nvf.FusionCache.reset()
-            fd = define_fusion(nvf, case)
-            fd.execute(meta_inputs(case))
-        schedule = fd.last_schedule()
-        params = next(p for p in (schedule if isinstance(schedule, list) else [schedule])
-                      if isinstance(p, rd.ReductionParams))
-        launches = fd.executor()._compiled.last_launches
-        return params, [compile_launch(k, a, m) for k, a, m in launches]
-    finally:
-        rd.heuristics = base
+    """(the reduction's params, the compiled kernels) of ``case`` under ``var``, planned on
+    meta tensors (nothing launched)."""
+    nvf.FusionCache.reset()
+    fd = define_fusion(nvf, case)
+    executor = fd.executor()
+    executor.configure(heuristics=tune.variant_heuristics("reduction", var))
+    record = executor.plan(meta_inputs(case))
+    params = next(p for p in record.params if isinstance(p, rd.ReductionParams))
+    return params, [compile_launch(r.loaded, list(r.args), r.meta) for r in record.launches]
 
 
 def describe(case: Case, params, arts) -> str:

@@ -91,8 +91,10 @@ def find_cases(names: list[str], filters: list[str]) -> list[Case]:
 def tuned(schedule):
     """The params a variant overrides: the schedule's, or the reduction kernel's of a list
     (sibling reductions' fallback: the split reduction kernel, then pointwise kernels)."""
-    if isinstance(schedule, list):
+    if isinstance(schedule, list) and len(schedule) > 1:
         return next(p for p in schedule if p.scheduler == "reduction")
+    if isinstance(schedule, list):
+        (schedule,) = schedule
     if schedule.scheduler not in SCHEDULERS:
         raise SystemExit(f"a {schedule.scheduler} kernel ran (no reduction or pointwise "
                          f"params to override): {schedule}")
@@ -131,8 +133,9 @@ def describe(params) -> str:
 
 def kernel_resources(fd) -> str:
     """Registers and spills of each kernel the last run launched (CUDA only: empty on the CPU)."""
-    log = getattr(getattr(fd.executor(), "_compiled", None), "replay_log", [])
-    kernels = [entry[5] for entry in log if getattr(entry[5], "n_regs", None) is not None]
+    record = fd.executor().last_run
+    launches = record.launches if record is not None else []
+    kernels = [r.compiled for r in launches if getattr(r.compiled, "n_regs", None) is not None]
     if not kernels:
         return ""
     return (f" regs={'/'.join(str(k.n_regs) for k in kernels)}"
@@ -144,27 +147,36 @@ def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None,
     """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params;
     the result is checked against ``ref`` (the fp32 reference) first, when given;
     ``profiled``: the resources also list each kernel's device time (CUDA)."""
-    module = scheduler_of(case)
-    base = module.heuristics
-    apply = getattr(module, "override", dataclasses.replace)   # reductions re-derive the split
-    module.heuristics = lambda *a, **kw: apply(base(*a, **kw), **var)
-    try:
-        nvf.FusionCache.reset()            # a fresh executor: no cached plan of another variant
-        fd = define_fusion(nvf, case)
-        out = fd.execute(inputs)[0]
-        if ref is not None:
-            check_result(case, out, ref)
-        del out
-        ms = timer(lambda: fd.execute(inputs))
-        res = kernel_resources(fd)
-        if profiled:
-            try:
-                res += " | " + kernel_times(lambda: fd.execute(inputs), inputs[0].device.type)
-            except Exception as e:  # noqa: BLE001 - a profiler failure is reported, not fatal
-                res += f" | profiler failed: {e!r}"[:200]
-        return fd.last_schedule(), ms, res
-    finally:
-        module.heuristics = base
+    nvf.FusionCache.reset()            # a fresh executor: no cached plan of another variant
+    fd = define_fusion(nvf, case)
+    fd.executor().configure(heuristics=variant_heuristics(scheduler_of(case).NAME, var))
+    out = fd.execute(inputs)[0]
+    if ref is not None:
+        check_result(case, out, ref)
+    del out
+    ms = timer(lambda: fd.execute(inputs))
+    res = kernel_resources(fd)
+    if profiled:
+        try:
+            res += " | " + kernel_times(lambda: fd.execute(inputs), inputs[0].device.type)
+        except Exception as e:  # noqa: BLE001 - a profiler failure is reported, not fatal
+            res += f" | profiler failed: {e!r}"[:200]
+    return tuned(fd.last_schedule()), ms, res
+
+
+def variant_heuristics(name: str, var: dict):
+    """Heuristics that override the fields ``var`` of scheduler ``name``'s params (a
+    reduction re-derives its split for the problem), and leave the others' params alone."""
+
+    def heuristics(scheduler, problem, device):
+        params = scheduler.heuristics(problem, device)
+        if scheduler.name != name or not var:
+            return params
+        if scheduler.name == "reduction":
+            return rd.override(params, problem.sizes, **var)
+        return dataclasses.replace(params, **var)
+
+    return heuristics
 
 
 def kernel_times(fn: Callable[[], object], device: str, calls: int = 20) -> str:

@@ -1,7 +1,7 @@
 """Compile the kernels a run launched for sm_90, without a GPU (for tests and debugging).
 
-``compile_last_run(executor)`` takes a FusionExecutor (or anything with a
-``_compiled.last_launches`` list) and returns one ``CompiledArtifacts`` per launch,
+``compile_last_run(executor)`` takes a FusionExecutor (its ``last_run`` record) and
+returns one ``CompiledArtifacts`` per launch,
 compiled with exactly the specialization Triton's launcher would have made for the
 real arguments, so a test can assert on the PTX (``ld.global.v4``) of what ran.
 """
@@ -24,7 +24,7 @@ def compile_launch(kernel, args, meta) -> CompiledArtifacts:
 
 
 def compile_last_run(executor) -> list[CompiledArtifacts]:
-    compiled = getattr(executor, "_compiled", None)
-    if compiled is None:
+    record = getattr(executor, "last_run", None)
+    if record is None:
         raise ValueError("the executor has not run any kernel yet")
-    return [compile_launch(k, a, m) for k, a, m in compiled.last_launches]
+    return [compile_launch(r.loaded, list(r.args), r.meta) for r in record.launches]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from ..intmath import next_pow2
+
+__all__ = ["decompose", "next_pow2", "offset_expr", "one_write_per_element"]
+
 
 def offset_expr(terms: list[tuple[str, int | str]], zero: str = "0") -> str:
     """``sum(index * stride)``; ``stride`` is 1 (no multiply) or a kernel argument name.
@@ -23,13 +27,6 @@ def decompose(w, flat: str, sizes: list[str], prefix: str) -> list[str]:
             out.append(w.assign(prefix, f"{rest} % {n}"))
             rest = w.assign(prefix, f"{rest} // {n}")
     return out
-
-
-def next_pow2(n: int) -> int:
-    p = 1
-    while p < n:
-        p *= 2
-    return p
 
 
 def one_write_per_element(w, mask: str, zero_stride_indices: list[str],

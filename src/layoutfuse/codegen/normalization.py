@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..dtypes import is_floating
 from ..schedulers.normalization import NormalizationParams
 from .indexing import decompose, offset_expr, one_write_per_element
+from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
 from .reduction_common import (
     COMBINE,
@@ -255,7 +256,7 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
 def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[str, list[str]]:
     w = Writer()
     n_acc = len(spec.accesses)
-    n_groups = len(params.sizes)
+    n_groups = params.n_groups
     sizes = [f"n{k}" for k in range(n_groups)]
     strides = [f"s{a}_{k}" for a in range(n_acc) for k in range(n_groups)
                if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
@@ -291,3 +292,12 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
                     k.store_rows(k.emitter(offsets, mask), offsets, mask)
         k.store_per_row()
     return HEADER + prelude() + "\n\n" + w.text(), args
+
+
+def emit(spec, params: NormalizationParams) -> tuple[Kernel, ...]:
+    """The normalization kernel of ``spec`` under ``params``."""
+    name = "normalization_kernel"
+    src, args = normalization_source(spec, params, name)
+    return (Kernel(name, src, tuple(args), (("BLOCK_X", params.block_x),
+                                             ("BLOCK_R", params.block_r)),
+                   params.num_warps, params),)

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from ..dtypes import DataType
-from ..schedulers.pointwise import (
-    TILE_ZEROS,
-    PointwiseParams,
-    emit_indexing,
-    store_mask,
-    stride_args,
-)
+from ..schedulers.pointwise import PointwiseParams, stride_args
 from .generic_index import generic_index
+from .kernel import Kernel
+from .tile_index import TILE_ZEROS, emit_indexing, store_mask
 from .values import ValueEmitter
 from .writer import Writer, storage_cast, tl_compute, typed_params
 
@@ -80,3 +76,12 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
             w.line(f"tl.store({ptr_of[id(acc.tv)]} + {offsets[i]}, "
                    f"{storage_cast(val, acc.tv.dtype)}, mask={smask})")
     return HEADER + PRELUDE + "\n\n" + w.text(), args
+
+
+def emit(spec, params: PointwiseParams) -> tuple[Kernel, ...]:
+    """The pointwise kernel of ``spec`` under ``params``."""
+    name = "pointwise_kernel"
+    src, args = pointwise_source(spec, params, name)
+    return (Kernel(name, src, tuple(args), (("BLOCK_X", params.block_x),
+                                             ("BLOCK_Y", params.block_y)),
+                   params.num_warps, params),)

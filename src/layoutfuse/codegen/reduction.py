@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from ..dtypes import is_floating
+from ..schedulers import reduction as rd
 from ..schedulers.problem import is_affine
 from ..schedulers.reduction import ReductionParams
 from .generic_index import generic_index
 from .indexing import decompose, offset_expr, one_write_per_element
+from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
 from .reduction_common import (
     COMBINE,
@@ -39,8 +41,8 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
     pair_of = {id(mx): next(j for j, r in enumerate(reds) if id(r) == sid)
                for sid, mx in online.items()}       # id(max) -> index of its sum
     n_acc = len(spec.accesses)
-    sizes = [f"n{k}" for k in range(len(params.sizes))]
-    strides = [f"s{a}_{k}" for a in range(n_acc) for k in range(len(params.sizes))
+    sizes = [f"n{k}" for k in range(params.n_groups)]
+    strides = [f"s{a}_{k}" for a in range(n_acc) for k in range(params.n_groups)
                if is_affine(params, a) and not params.zero_strides[a][k]
                and not params.unit_strides[a][k]]
     ptrs = [f"p{i}" for i in range(len(spec.memory))]
@@ -283,3 +285,20 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                        f"mask={smask})")
     src = HEADER + prelude() + "\n\n" + w.text()
     return src, args
+
+
+def emit(spec, params: ReductionParams) -> tuple[Kernel, ...]:
+    """The reduction kernel of ``spec`` under ``params``, and its finishing kernel where a
+    split's partials are combined by a second launch."""
+    name = "reduction_kernel"
+    src, args = reduction_source(spec, params, name)
+    main = Kernel(name, src, tuple(args), (
+        ("BLOCK_X", params.block_x), ("BLOCK_R", params.block_r),
+        ("BLOCK_S", rd.combine_block(params, params.block_x)), ("BLOCK_Y", params.block_y)),
+        params.num_warps, params)
+    if params.split <= 1 or params.finish != "kernel":
+        return (main,)
+    block_x, block_s = rd.finish_tile(params)
+    fsrc, fargs = finish_source(spec, params, "finish_kernel")
+    return main, Kernel("finish_kernel", fsrc, tuple(fargs),
+                        (("BLOCK_X", block_x), ("BLOCK_S", block_s)), params.num_warps, params)

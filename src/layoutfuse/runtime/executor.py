@@ -2,49 +2,60 @@
 
 INTERFACE (stable; frontends call only this):
 
-    ex = FusionExecutor(fusion)
+    ex = FusionExecutor(fusion)          # compute="reference": torch's eager ops instead
     outs = ex.run(inputs, device=None)   # list in add_output order, aliased outputs omitted
     outs = ex.replay(inputs, device=None)  # the same through a recorded plan, or None
-    ex.last_schedule()                   # scheduler params of the last run (list if several)
+    record = ex.plan(inputs, device=None)  # what run would launch, launching nothing
+    ex.last_run                          # the RunRecord of the last planned run
+    ex.last_schedule()                   # scheduler params of the last run, one per kernel
     ex.last_triton_code()                # generated Triton source of the last run
-    ex.used_reference_path               # True if the last run computed with the torch reference
 
 A run: ``validate_inputs`` (checks, extents) -> output layouts (``OutputLayoutPass``,
 computed once per executor) -> destinations (views of inputs, aliased inputs,
-buffers dense in the chosen order) -> ``_run_kernels`` -> results, and a
-``LaunchPlan`` recorded for the inputs' signature (``runtime/replay.py``). A later
+buffers dense in the chosen order) -> the pipeline (``runtime/pipeline.py``) -> results,
+and a ``LaunchPlan`` recorded for the inputs' signature (``runtime/replay.py``). A later
 run with the same signature replays the plan: no checks (the signature implies
-them), no planning.
+them), no planning. ``compute="reference"`` computes the outputs with
+``layoutfuse.reference`` (torch) into the same destinations: the layouts and the
+bookkeeping without generated kernels, for tests of those.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from ..analysis.device import DeviceInfo
 from ..dtypes import to_torch
 from ..errors import InputShapeError
 from ..ir import Fusion, Scalar, TensorView
 from ..passes.output_layout import OutputLayout, OutputLayoutPass
 from ..reference import evaluate
 from .allocate import allocate_output, make_view, view_chain, writable, writable_source
+from .pipeline import CompiledFusion, Heuristics, RunRecord
 from .replay import LaunchPlan, build_plan, signature
 from .validate import Bindings, validate_inputs
 
+COMPUTE = ("kernels", "reference")
+
 
 class FusionExecutor:
-    def __init__(self, fusion: Fusion):
+    def __init__(self, fusion: Fusion, compute: str = "kernels"):
+        if compute not in COMPUTE:
+            raise ValueError(f"FusionExecutor: compute must be one of {COMPUTE}, got {compute!r}")
         self.fusion = fusion
-        self._last_schedule: Any = None
-        self._last_code: str | None = None
+        self.compute = compute
+        self.heuristics: Heuristics | None = None     # see ``configure``
+        self.target: DeviceInfo | None = None
+        self.last_run: RunRecord | None = None
         self._layouts: dict[int, OutputLayout] | None = None
-        self.used_reference_path = False
-        self._compiled = None
+        self._compiled: CompiledFusion | None = None
         self._compiled_outputs: list[int] = []
+        self._lock = threading.Lock()
         self._plans: dict[tuple, LaunchPlan] = {}
-        self._replayable = False
         self.planned_runs = 0       # runs that validated and planned (the others replayed)
 
     # --- public ------------------------------------------------------------------------------
@@ -66,17 +77,40 @@ class FusionExecutor:
         plan = self._plans.get(signature(inputs, device))
         return None if plan is None else plan.replay(inputs)
 
+    def plan(self, inputs: Sequence[Any], device=None) -> RunRecord:
+        """What ``run`` would launch for ``inputs`` (meta tensors too), launching nothing."""
+        inputs = list(inputs)
+        bindings = validate_inputs(self.fusion, inputs, device)
+        outputs, _ = self._destinations(bindings, inputs)
+        record, _ = self._run_kernels(bindings, inputs, outputs, launch=False)
+        self.last_run = record
+        return record
+
+    def configure(self, *, heuristics: Heuristics | None = None,
+                  target: DeviceInfo | None = None) -> None:
+        """Plan later runs with ``heuristics`` (scheduler, problem, device -> params; None:
+        each scheduler's own) for the device ``target`` describes (None: the inputs'
+        device). Forgets the compiled kernels and the replay plans."""
+        with self._lock:
+            self.heuristics, self.target = heuristics, target
+            self._compiled, self._compiled_outputs = None, []
+            self._plans.clear()
+
     def output_layouts(self) -> dict[int, OutputLayout]:
         """The layout of every tensor output (cached: it depends only on the fusion)."""
         if self._layouts is None:
             self._layouts = OutputLayoutPass().apply(self.fusion)
         return self._layouts
 
-    def last_schedule(self):
-        return self._last_schedule
+    def last_schedule(self) -> list[Any]:
+        """The params of every segment the last planned run scheduled, in run order."""
+        return [] if self.last_run is None else self.last_run.params
 
     def last_triton_code(self) -> str | None:
-        return self._last_code
+        """The source of every kernel the last planned run used, in run order."""
+        if self.last_run is None or not self.last_run.code:
+            return None
+        return "\n\n".join(self.last_run.code)
 
     # --- the first run of a signature --------------------------------------------------------
     def _plan_and_run(self, inputs: list[Any], device, key: tuple | None) -> list[Any]:
@@ -84,42 +118,57 @@ class FusionExecutor:
         self.planned_runs += 1
         bindings = validate_inputs(self.fusion, inputs, device)
         outputs, computed = self._destinations(bindings, inputs)
-        self.used_reference_path = not self._run_kernels(bindings, inputs, outputs)
-        if self.used_reference_path:
+        if self.compute == "reference":
             self._run_reference(bindings, inputs, outputs, computed)
-        result = []
-        for pos, spec in enumerate(self.fusion.outputs):
-            if spec.alias_input is None:
-                result.append(outputs[pos])
-        if key is not None and self._replayable and len(self._plans) < 64:
-            plan = build_plan(self.fusion, inputs, result, self._compiled.replay_log)
+            record, replayable = None, False
+        else:
+            record, replayable = self._run_kernels(bindings, inputs, outputs)
+            self.last_run = record
+        result = [outputs[pos] for pos, spec in enumerate(self.fusion.outputs)
+                  if spec.alias_input is None]
+        if key is not None and replayable and len(self._plans) < 64:
+            plan = build_plan(self.fusion, inputs, result, record.launches)
             if plan is not None:
                 self._plans[key] = plan
         return result
 
-    # --- the hook for generated kernels ----------------------------------------------------------
-    def _run_kernels(self, bindings: Bindings, inputs: list[Any], outputs: list[Any]) -> bool:
-        """HOOK: compute the outputs with generated kernels; return False if not done.
+    # --- generated kernels ---------------------------------------------------------------------
+    def _run_kernels(self, bindings: Bindings, inputs: list[Any], outputs: list[Any],
+                     launch: bool = True) -> tuple[RunRecord, bool]:
+        """Compute the outputs with generated kernels; the run's record, and whether a
+        replay plan can reproduce it.
 
-        ``bindings``: extents by IterDomain uid, scalar values, device.
-        ``inputs``: the validated arguments, in ``fusion.inputs`` order.
         ``outputs[pos]`` is the destination of ``fusion.outputs[pos]``: a buffer
         already laid out as ``output_layouts()[pos]`` says (write into it), the
         aliased input tensor (write into it), a view of an input (nothing to
         compute), or None for a scalar output (store the 0-dim tensor there).
-        Kernels must write through the destinations' strides. Expanded broadcast
-        dims of a buffer have stride 0: write their first element only.
-
-        Generated kernels compute every tensor output; an aliased output is computed
-        into a temporary and copied into its input after every kernel ran (the kernels
-        may still read that input). Never falls back to the reference: an unsupported
-        fusion raises.
+        Kernels write through the destinations' strides; an expanded broadcast dim of a
+        buffer has stride 0 and gets its first element written. An aliased output is
+        computed into a temporary and copied into its input after every kernel ran (the
+        kernels may still read that input).
         """
-        from .kernels import CompiledFusion
+        computed_tvs, tensors, late_copies = self._kernel_destinations(bindings, inputs,
+                                                                      outputs)
+        compiled = self._compiled_for(computed_tvs)
+        scalars = {id(v): bindings.scalars[v.index] for v in self.fusion.vals
+                   if isinstance(v, Scalar) and v.index in bindings.scalars}
+        record = compiled.run(tensors, bindings.extents, scalars, bindings.device, launch)
+        if launch:
+            for dst, src in late_copies:
+                writable(dst).copy_(writable_source(dst, src))
+        replayable = not late_copies and len(computed_tvs) == sum(
+            isinstance(s.value, TensorView) and s.alias_input is None for s in self.fusion.outputs)
+        return record, replayable
 
+    def _kernel_destinations(self, bindings: Bindings, inputs: list[Any], outputs: list[Any]
+                             ) -> tuple[list[TensorView], dict[int, Any], list[tuple]]:
+        """The outputs the kernels compute, every tensor by TensorView id (inputs and
+        destinations), and the copies to make after the kernels (aliases, repeats)."""
         layouts = self.output_layouts()
-        computed_tvs, tensors = [], {}
-        late_copies = []
+        computed_tvs: list[TensorView] = []
+        tensors: dict[int, Any] = {}
+        late_copies: list[tuple] = []
+        input_ids = {id(v) for v in self.fusion.inputs}
         for pos, spec in enumerate(self.fusion.outputs):
             tv = spec.value
             if not isinstance(tv, TensorView):
@@ -132,7 +181,7 @@ class FusionExecutor:
             if id(tv) in tensors:
                 late_copies.append((outputs[pos], tensors[id(tv)]))
                 continue
-            if id(tv) in {id(v) for v in self.fusion.inputs}:
+            if id(tv) in input_ids:
                 late_copies.append((outputs[pos], inputs[self.fusion.inputs.index(tv)]))
                 continue
             dst = outputs[pos]
@@ -145,20 +194,17 @@ class FusionExecutor:
         for v, x in zip(self.fusion.inputs, inputs):
             if isinstance(v, TensorView):
                 tensors[id(v)] = x
-        if self._compiled is None or self._compiled_outputs != [id(t) for t in computed_tvs]:
-            self._compiled = CompiledFusion(self.fusion, computed_tvs)
-            self._compiled_outputs = [id(t) for t in computed_tvs]
-        scalars = {id(v): bindings.scalars[v.index] for v in self.fusion.vals
-                   if isinstance(v, Scalar) and v.index in bindings.scalars}
-        self._compiled.run(tensors, bindings.extents, scalars, bindings.device)
-        for dst, src in late_copies:
-            writable(dst).copy_(writable_source(dst, src))
-        self._replayable = not late_copies and len(computed_tvs) == sum(
-            isinstance(s.value, TensorView) and s.alias_input is None for s in self.fusion.outputs)
-        params = self._compiled.last_params
-        self._last_schedule = params[0] if len(params) == 1 else list(params)
-        self._last_code = "\n\n".join(self._compiled.last_code)
-        return True
+        return computed_tvs, tensors, late_copies
+
+    def _compiled_for(self, computed_tvs: list[TensorView]) -> CompiledFusion:
+        """The compiled fusion for these computed outputs (segmented once, under a lock)."""
+        ids = [id(t) for t in computed_tvs]
+        with self._lock:
+            if self._compiled is None or self._compiled_outputs != ids:
+                self._compiled = CompiledFusion(self.fusion, computed_tvs, self.heuristics,
+                                                self.target)
+                self._compiled_outputs = ids
+            return self._compiled
 
     @staticmethod
     def _is_view_result(out, inputs) -> bool:
@@ -199,15 +245,12 @@ class FusionExecutor:
                 computed.append(True)
         return outputs, computed
 
-    # --- the reference path (to be replaced by kernels) -------------------------------------------
+    # --- compute="reference" ---------------------------------------------------------------------
     def _run_reference(self, bindings: Bindings, inputs: list[Any], outputs: list[Any],
                        computed: list[bool]) -> None:
-        """TEMPORARY: compute with ``layoutfuse.reference`` and copy into the destinations.
-
-        This is the path taken while ``_run_kernels`` returns False; it will be
-        replaced by generated kernels. Copying (rather than returning the
-        reference's tensors) keeps the output layouts exactly what a kernel gives.
-        """
+        """Compute with ``layoutfuse.reference`` and copy into the destinations: copying
+        (rather than returning the reference's tensors) keeps the output layouts exactly
+        what a kernel gives."""
         args = [bindings.scalars.get(v.index, x) if isinstance(v, Scalar) else x
                 for v, x in zip(self.fusion.inputs, inputs)]
         env = evaluate(self.fusion, args, bindings.device)

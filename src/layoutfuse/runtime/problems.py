@@ -13,6 +13,7 @@ from ..analysis.accesses import load_strides, shape_of, store_strides_backward
 from ..analysis.canonical import canonicalize
 from ..analysis.index_walk import local_strides
 from ..dtypes import DataType
+from ..ir.ops.reductions import n_results
 from ..schedulers.problem import Problem, max_offset
 from ..segmenter.segments import KernelSpec
 
@@ -49,8 +50,14 @@ def _with_reduced(strides, dims, rank: int) -> tuple[int, ...]:
     return tuple(0 if d in dims else next(it) for d in range(rank))
 
 
-def build_problem(spec: KernelSpec, env, extents) -> Problem:
+def build_problem(spec: KernelSpec, env, extents) -> Problem | None:
+    """The segment's problem; None for a normalization group over an empty extent or whose
+    reductions' inputs do not all have the root's extents."""
     root_shape = shape_of(spec.root, extents)
+    group = spec.group
+    if group is not None and (0 in root_shape or any(
+            shape_of(e.inputs[0], extents) != root_shape for e in group.reductions)):
+        return None
     strides, affine = access_strides(spec, env, extents)
     reduced = [False] * len(root_shape)
     if spec.kind == "reduction":
@@ -72,4 +79,17 @@ def build_problem(spec: KernelSpec, env, extents) -> Problem:
     offs = tuple(max_offset(root_shape, s) if affine[i] else
                  max_offset(shape_of(a.tv, extents), real_strides(spec, i, env))
                  for i, (a, s) in enumerate(zip(spec.accesses, strides)))
-    return Problem(groups, spec.n_loads, spec.n_stores, dtypes, offs, tuple(affine))
+    return Problem(groups, spec.n_loads, spec.n_stores, dtypes, offs, tuple(affine),
+                   **_reduction_fields(spec))
+
+
+def _reduction_fields(spec: KernelSpec) -> dict:
+    """What the heuristics need of the segment's reductions: the accumulators per tile
+    element; a normalization group's passes, whether it may loop and whether its results
+    are used again on the rows."""
+    accumulators = sum(n_results(e) for e in spec.reductions) or 1
+    if spec.group is None:
+        return {"accumulators": accumulators}
+    group = spec.group
+    return {"accumulators": accumulators, "passes": 1 + max(group.levels.values()),
+            "loop": group.rows or len(group.reductions) > 1, "rows": group.rows}

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from ..ir import Fusion, Scalar
+from .launch import LaunchRecord
 
 _Tensor = torch.Tensor
 
@@ -52,12 +53,25 @@ def signature(inputs, device=None) -> tuple | None:
     return tuple(key)
 
 
+@dataclass(frozen=True)
+class PlannedLaunch:
+    """One launch of a plan: the function it goes through (the JIT or the interpreter), the
+    grid, what each argument is (``("in", i)`` input i, ``("out", j)`` output j,
+    ``("val", v)`` a kept value, ``("scalar", (i, kind))`` input i as a Python ``kind``),
+    the keyword arguments, the compiled CUDA kernel (or None) and its constexpr values."""
+
+    fn: Any
+    grid: tuple[int, ...]
+    argspec: tuple[tuple[str, Any], ...]
+    meta: dict[str, int] = field(hash=False)
+    compiled: Any = None
+    consts: tuple[Any, ...] = ()
+
+
 @dataclass
 class LaunchPlan:
     outputs: list[tuple]        # (shape, strides, dtype, device) per returned output
-    launches: list[tuple]       # (fn, grid, argspec, meta, compiled, constexpr values);
-                                #   argspec items: ("in", i) / ("out", j) / ("val", v) /
-                                #   ("scalar", (i, kind)): input i as a Python kind
+    launches: list[PlannedLaunch]
     tensor_inputs: list[bool]   # per input, whether it is a tensor (a scalar as 0-dim: .item())
     direct: bool = True         # launch compiled CUDA kernels through their launcher
     # replay(inputs) -> new outputs, every launch replayed: compiled from ``source``
@@ -100,9 +114,9 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             env[bound[id(value)]] = value
         return bound[id(value)]
 
-    tensors = sorted({v for _fn, _grid, spec, *_ in plan.launches for kind, v in spec
+    tensors = sorted({v for launch in plan.launches for kind, v in launch.argspec
                       if kind == "in"})
-    scalars = dict(sorted({v for _fn, _grid, spec, *_ in plan.launches for kind, v in spec
+    scalars = dict(sorted({v for launch in plan.launches for kind, v in launch.argspec
                            if kind == "scalar"}))
     body += [f"in{i} = inputs[{i}]" for i in tensors]
     for i, kind in scalars.items():       # as validation converts it (a 0-dim tensor: its item)
@@ -112,15 +126,15 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         body.append(f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
                     f"dtype={name('dtype', dtype)}, device={name('device', device)})")
     calls, direct_calls = [], 0
-    for k, (fn, grid, spec, meta, compiled, consts) in enumerate(plan.launches):
+    for k, launch in enumerate(plan.launches):
         args = [f"in{v}" if kind == "in" else f"in{v[0]}" if kind == "scalar" else
-                f"out{v}" if kind == "out" else name("v", v) for kind, v in spec]
-        direct = _direct_call(k, grid, compiled, env) if plan.direct else None
+                f"out{v}" if kind == "out" else name("v", v) for kind, v in launch.argspec]
+        direct = _direct_call(k, launch.grid, launch.compiled, env) if plan.direct else None
         if direct is not None:
-            calls.append(direct + ", ".join(args + [name("c", c) for c in consts]) + ")")
+            calls.append(direct + ", ".join(args + [name("c", c) for c in launch.consts]) + ")")
             direct_calls += 1
         else:               # the JIT (on the CPU: the interpreter)
-            env[f"kernel{k}"], env[f"meta{k}"] = fn[grid], meta
+            env[f"kernel{k}"], env[f"meta{k}"] = launch.fn[launch.grid], launch.meta
             calls.append(f"kernel{k}({', '.join(args)}, **meta{k})")
     if direct_calls:
         body.append(f"stream = {_stream_source(env)}")
@@ -171,8 +185,9 @@ def _stream_source(env: dict[str, Any]) -> str:
 
 
 def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
-               log: list[tuple]) -> LaunchPlan | None:
-    """A plan that reproduces ``log``, or None when the run cannot be replayed that way."""
+               log: list[LaunchRecord]) -> LaunchPlan | None:
+    """A plan that reproduces the launches ``log``, or None when the run cannot be replayed
+    that way."""
     in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
     out_ids = {}
     for j, t in enumerate(returned):
@@ -185,7 +200,8 @@ def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
         out_ids[id(t)] = j
     scalar_pos = {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
     launches = []
-    for fn, grid, args, meta, scalar_slots, compiled, consts in log:
+    for record in log:
+        args = record.args
         spec: list[tuple] = []
         for a in args:
             if isinstance(a, torch.Tensor):
@@ -197,11 +213,12 @@ def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
                     spec.append(("val", a))         # scratch: kept alive and reused
             else:
                 spec.append(("val", a))
-        for k, s in scalar_slots:
+        for k, s in record.scalar_slots:
             if id(s) in scalar_pos:                 # args[k]: the value as validated
                 spec[k] = ("scalar", (scalar_pos[id(s)], type(args[k])))
             elif s.definition is not None and s.definition.op.name != "size":
                 return None                         # host arithmetic on scalar inputs
-        launches.append((fn, grid, spec, meta, compiled, consts))
+        launches.append(PlannedLaunch(record.fn, record.grid, tuple(spec), record.meta,
+                                      record.compiled, tuple(record.constexpr_values())))
     outputs = [(tuple(t.shape), t.stride(), t.dtype, t.device) for t in returned]
     return LaunchPlan(outputs, launches, [isinstance(x, torch.Tensor) for x in inputs])

@@ -43,10 +43,12 @@ Modes, chosen from the reduced extent and the device:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..analysis.device import DeviceInfo
-from ..codegen.indexing import next_pow2
+from ..intmath import cdiv, next_pow2, prod
+from ..segmenter.segments import KernelSpec
+from .launch import LaunchSpec
 from .problem import Problem, stride_flags
 
 NAME = "normalization"
@@ -88,35 +90,75 @@ class NormalizationParams:
     index64: bool
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
-    generic: bool = False         # never: a generic problem runs the fallback plan
-    pattern: str = field(default="", compare=False)
-    sizes: tuple[int, ...] = field(default=(), compare=False)
-    reason: str = field(default="", compare=False)
+    n_groups: int
+
+    @property
+    def pattern(self) -> str:
+        """The canonical groups' kinds, innermost first ("RX": reduced, then kept)."""
+        reduced = set(self.r_groups)
+        return "".join("R" if k in reduced else "X" for k in range(self.n_groups))
 
 
-def can_schedule(p: Problem) -> str | None:
+@dataclass(frozen=True)
+class _Plan:
+    """The mode and tile the rules choose, and why (what ``fd.segment()`` reports)."""
+
+    template: str
+    mode: str
+    block_x: int
+    block_r: int
+    warps: int
+    why: str
+
+
+def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo) -> str | None:
+    """A normalization group whose rows one kernel serves; otherwise why not (its segment
+    then runs its finer plan: reduction kernels, then pointwise kernels)."""
+    if segment.group is None:
+        return "no reduction whose results are used again on its rows"
+    if p is None:
+        return "empty or mismatched extents"
     if p.generic:
-        return "an access is not affine (a reshape that is not a view): use the fallback"
+        return "an access is not affine (a reshape that is not a view)"
     if not any(g.reduced for g in p.groups):
-        return "nothing is reduced (size-1 reduced dims): use the fallback"
-    return None
+        return "nothing is reduced (size-1 reduced dims)"
+    plan = _plan(p, device)
+    return plan.why if plan.mode == "segmented" else None
 
 
-def heuristics(p: Problem, device: DeviceInfo, passes: int,
-               loop: bool = True, rows: bool = True) -> NormalizationParams:
-    """``loop=False`` (a reduction with only a per-row epilogue): a tile that does not hold
+def reason(p: Problem, device: DeviceInfo) -> str:
+    """Why the heuristics chose their mode and tile."""
+    plan = _plan(p, device)
+    return f"{plan.mode}: {plan.why}"
+
+
+def heuristics(p: Problem, device: DeviceInfo) -> NormalizationParams:
+    """The persistent or looped kernel's params (``can_schedule`` accepted the problem).
+
+    ``p.loop=False`` (a reduction with only a per-row epilogue): a tile that does not hold
     the rows goes to the reduction scheduler's kernels (segmented) instead of looping.
-    ``rows=False`` (reductions whose results feed only per-row outputs, as sibling
+    ``p.rows=False`` (reductions whose results feed only per-row outputs, as sibling
     reductions do): nothing is read twice, so strided columns take the reduction
     scheduler's wide outer steps when there are enough column blocks (``_reduce_only``),
     else the fallback's split reduction kernel for all of them (``_outer_loop``)."""
+    plan = _plan(p, device)
+    xg, rg, _, _ = p.kept_and_reduced()
+    zero, unit = stride_flags(p)
+    return NormalizationParams(NAME, p.family, plan.template, plan.mode, xg, rg, plan.block_x,
+                               plan.block_r, plan.warps, p.passes, p.needs_int64, zero, unit,
+                               len(p.groups))
+
+
+def _plan(p: Problem, device: DeviceInfo) -> _Plan:
+    """The mode (persistent, looped or segmented), the tile and the warps."""
     groups = p.groups
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
+    loop, rows, passes = p.loop, p.rows, p.passes
     template = "inner" if groups and groups[0].reduced else "outer"
     if not xg:
         template = "inner"
-    why = can_schedule(p)
+    why = None
     mode = "persistent"
     if template == "inner":
         block_r = next_pow2(nr)
@@ -133,13 +175,12 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
     # scheduler's wider outer tiles (and its split) read faster, and the epilogue runs after
     limit = MAX_TILE if loop or template == "inner" else EPILOGUE_OUTER_TILE
     warps = 0
-    wide = _reduce_only(p, device) if (why is None and template == "outer" and loop
-                                       and not rows) else None
+    wide = _reduce_only(p, device) if (template == "outer" and loop and not rows) else None
     if wide is not None:
         mode, (block_x, block_r, warps) = "looped", wide
         why = (f"columns of {nr} elements, reductions only: one pass over "
                f"{block_r}x{block_x} steps, as the reduction scheduler's outer kernels")
-    elif why is None and block_x * block_r > limit:
+    elif block_x * block_r > limit:
         mode = "looped"
         if not loop:
             mode = "segmented"
@@ -158,16 +199,11 @@ def heuristics(p: Problem, device: DeviceInfo, passes: int,
             else:
                 why = (f"rows of {nr} elements exceed a {MAX_TILE}-element tile: "
                        f"{passes + 1} passes")
-    elif why is not None:
-        mode = "segmented"
     else:
         why = f"rows of {nr} elements fit a {block_x}x{block_r} tile: one read"
     tile = block_x * block_r
     warps = warps or max(1, min(MAX_WARPS, tile * item // (32 * THREAD_BYTES)))
-    zero, unit = stride_flags(p)
-    return NormalizationParams(NAME, p.family, template, mode, xg, rg, block_x, block_r, warps,
-                               passes, p.needs_int64, zero, unit, pattern=p.pattern,
-                               sizes=tuple(g.size for g in groups), reason=why)
+    return _Plan(template, mode, block_x, block_r, warps, why)
 
 
 def _column_blocks(p: Problem, row: int, min_row: int, want: int) -> tuple[int, int]:
@@ -259,17 +295,19 @@ def _outer_loop(p: Problem, device: DeviceInfo, passes: int,
         "column blocks")
 
 
-def grid(params: NormalizationParams) -> int:
-    s = params.sizes
-    nx = _prod(s[k] for k in params.x_groups)
+def grid(params: NormalizationParams, sizes) -> int:
+    """Programs: row blocks (inner), or column blocks times the other kept groups (outer)."""
+    nx = prod(sizes[k] for k in params.x_groups)
     if params.template == "inner":
-        return -(-nx // params.block_x)
-    n0 = s[params.x_groups[0]]
-    return -(-n0 // params.block_x) * (nx // n0)
+        return cdiv(nx, params.block_x)
+    n0 = sizes[params.x_groups[0]]
+    return cdiv(n0, params.block_x) * (nx // n0)
 
 
-def _prod(xs) -> int:
-    p = 1
-    for v in xs:
-        p *= v
-    return p
+def launches(segment: KernelSpec, p: Problem,
+             params: NormalizationParams) -> tuple[LaunchSpec, ...]:
+    """One launch: the grid, the kept and reduced extents and the column blocks."""
+    sizes = p.sizes
+    _, _, nx, nr = p.kept_and_reduced()
+    npx = cdiv(sizes[params.x_groups[0]], params.block_x) if params.template == "outer" else 1
+    return (LaunchSpec(0, (grid(params, sizes),), (("NX", nx), ("NR", nr), ("NPX", npx))),)

@@ -21,6 +21,15 @@ class Problem:
     max_offsets: tuple[int, ...]       # per access: largest element offset reached
     affine: tuple[bool, ...] = ()      # per access (empty: all): False where no stride pattern
                                        #   addresses it (generic mode, see analysis.index_walk)
+    accumulators: int = 1              # partial results per tile element: one per reduction,
+                                       #   three for a Welford (sibling reductions share a kernel)
+    passes: int = 1                    # normalization: levels of dependent reductions, plus one
+    loop: bool = True                  # normalization: may walk rows too long for a tile twice
+    rows: bool = True                  # normalization: results are used again on the rows
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(g.size for g in self.groups)
 
     @property
     def generic(self) -> bool:

@@ -27,10 +27,15 @@ groups are the single coordinates and that access's offset comes from
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from ..analysis.device import DeviceInfo
+from ..dtypes import DataType
+from ..intmath import cdiv, next_pow2, prod
+from ..ir.ops.reductions import accumulator_dtype, n_results
+from ..segmenter.segments import KernelSpec
 from . import reduction_tiles as tiles
+from .launch import LaunchSpec, Workspace
 from .problem import Problem, generic_fields, stride_flags
 
 NAME = "reduction"
@@ -55,25 +60,36 @@ class ReductionParams:
     generic: bool = False                  # some access walks its chain (not affine)
     affine: tuple[bool, ...] = ()          # per access, in generic mode
     group_dims: tuple[int, ...] = ()       # iteration coordinate of each group, in generic mode
-    pattern: str = field(default="", compare=False)
-    sizes: tuple[int, ...] = field(default=(), compare=False)
-    chunk: int = field(default=0, compare=False)
+    n_groups: int = 0             # canonical groups of the problem
     finish: str = "ticket"        # split > 1: "ticket" (last program combines) or "kernel"
     unroll: int = 1               # R tiles loaded per loop step, all before accumulating
     y_group: int | None = None    # outer: the output's stride-1 kept group, tiled as rows
     block_y: int = 1              #   (BLOCK_Y of them), so the store is coalesced along it
 
+    @property
+    def pattern(self) -> str:
+        """The canonical groups' kinds, innermost first ("RX": reduced, then kept)."""
+        reduced = set(self.r_groups)
+        return "".join("R" if k in reduced else "X" for k in range(self.n_groups))
 
-def can_schedule(n_reductions: int) -> str | None:
-    if n_reductions != 1:
-        return f"a reduction kernel takes one reduction op, this segment has {n_reductions}"
+
+def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo) -> str | None:
+    """Segments of reductions (one, or siblings of the same rows) whose results are only
+    stored: a normalization group's results are used again on its rows."""
+    if segment.group is not None:
+        return "a normalization group (its results are used again): not a plain reduction"
+    if not segment.reductions:
+        return "the segment has no reduction"
+    if p is None:
+        return "no problem could be built for the segment's extents"
     return None
 
 
-def heuristics(p: Problem, device: DeviceInfo, accumulators: int = 1) -> ReductionParams:
-    """``accumulators``: the partial results each program keeps per tile element (one per
-    reduction, three for a Welford: sibling reductions share a kernel), for the registers
-    and so the resident programs that the split is sized from."""
+def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
+    """``p.accumulators`` (the partial results each program keeps per tile element: one per
+    reduction, three for a Welford) sets the registers and so the resident programs that
+    the split is sized from."""
+    accumulators = p.accumulators
     groups = p.groups
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
@@ -103,19 +119,19 @@ def heuristics(p: Problem, device: DeviceInfo, accumulators: int = 1) -> Reducti
     zero, unit = stride_flags(p)
     params = ReductionParams(NAME, p.family, template, xg, rg, tile.block_x, tile.block_r,
                              warps, 1, p.needs_int64, zero, unit, max(1, 16 // item), r_nest,
-                             **generic_fields(p), pattern=p.pattern,
-                             sizes=tuple(g.size for g in groups), unroll=tile.unroll)
+                             **generic_fields(p), n_groups=len(groups), unroll=tile.unroll)
     transposed = _transposed(p, params, item, nr, device)
     if transposed is not None:
         return transposed
-    units, min_units = _split_units(params)
+    sizes = p.sizes
+    units, min_units = _split_units(params, sizes)
     if template == "outer" and (narrow or accumulators > 1):
         split = tiles.one_wave_split(programs, resident, units, min_units)
     else:
         split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count)
-    split = with_split(params, split).split         # whole loop steps per chunk
+    split = with_split(params, split, sizes).split         # whole loop steps per chunk
     finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device)
-    return with_split(replace(params, finish=finish), split)
+    return with_split(replace(params, finish=finish), split, sizes)
 
 
 def store_group(p: Problem) -> int | None:
@@ -144,43 +160,46 @@ def _transposed(p: Problem, params: ReductionParams, item: int, nr: int,
     resident = tiles.resident_programs(device, warps, acc_elements // (32 * warps))
     transposed = replace(params, block_x=tile.block_x, block_r=tile.block_r,
                          block_y=tile.block_y, y_group=y, unroll=tile.unroll, num_warps=warps,
-                         split=1, chunk=nr)
-    return transposed if grid(transposed)[0] >= tiles.WAVES * resident else None
+                         split=1)
+    return transposed if grid(transposed, p.sizes)[0] >= tiles.WAVES * resident else None
 
 
-def _split_units(params: ReductionParams) -> tuple[int, int]:
+def _split_units(params: ReductionParams, sizes) -> tuple[int, int]:
     """R as the split cuts it: (units, least units per program). Loop steps of
     ``block_r * unroll`` elements, at least 2 per program; nested: outer R rows."""
-    s = params.sizes
-    nr = _prod(s[k] for k in params.r_groups)
+    nr = prod(sizes[k] for k in params.r_groups)
     if params.r_nest:
-        return nr // s[params.r_groups[0]], 1
-    return -(-nr // (params.block_r * params.unroll)), 2
+        return nr // sizes[params.r_groups[0]], 1
+    return cdiv(nr, params.block_r * params.unroll), 2
 
 
-def with_split(params: ReductionParams, split: int) -> ReductionParams:
+def with_split(params: ReductionParams, split: int, sizes) -> ReductionParams:
     """``params`` with R cut into ``split`` chunks of whole loop steps (the split may come
-    out smaller: every chunk but the last is full); also re-derives the chunk after a
-    change of ``block_r`` / ``unroll`` (``bench.tune``'s variants)."""
-    s = params.sizes
-    nr = _prod(s[k] for k in params.r_groups)
+    out smaller: every chunk but the last is full)."""
     if params.y_group is not None:                 # R rows in one program: no split
-        return replace(params, split=1, chunk=nr)
-    units, _ = _split_units(params)
-    split = max(1, min(split, units))
-    per_split = -(-units // split)
+        return replace(params, split=1)
+    units, _ = _split_units(params, sizes)
+    per_split = cdiv(units, max(1, min(split, units)))
+    return replace(params, split=cdiv(units, per_split))
+
+
+def chunk(params: ReductionParams, sizes) -> int:
+    """R per split program: whole loop steps (nested: outer R rows); all of R unsplit."""
+    nr = prod(sizes[k] for k in params.r_groups)
+    if params.y_group is not None:
+        return nr
+    units, _ = _split_units(params, sizes)
+    per_split = cdiv(units, params.split)
     if params.r_nest:
-        chunk = per_split
-    else:
-        chunk = per_split * params.block_r * params.unroll if split > 1 else nr
-    return replace(params, split=-(-units // per_split), chunk=chunk)
+        return per_split
+    return per_split * params.block_r * params.unroll if params.split > 1 else nr
 
 
-def override(params: ReductionParams, **fields) -> ReductionParams:
-    """``params`` with ``fields`` replaced and the split's chunks re-derived (a variant of
-    ``bench.tune``); ``split`` may be among the fields."""
+def override(params: ReductionParams, sizes, **fields) -> ReductionParams:
+    """``params`` with ``fields`` replaced and the split re-derived for ``sizes`` (a variant
+    of ``benchmarks.tune``); ``split`` may be among the fields."""
     split = fields.pop("split", params.split)
-    return with_split(replace(params, **fields), split)
+    return with_split(replace(params, **fields), split, sizes)
 
 
 def combine_block(params: ReductionParams, block_x: int) -> int:
@@ -194,22 +213,50 @@ def combine_block(params: ReductionParams, block_x: int) -> int:
     return block_s
 
 
-def grid(params: ReductionParams) -> tuple[int, int]:
-    s = params.sizes
-    nx = _prod(s[k] for k in params.x_groups)
+def grid(params: ReductionParams, sizes) -> tuple[int, int]:
+    """(programs over the kept groups, split programs along R)."""
+    nx = prod(sizes[k] for k in params.x_groups)
     if params.template == "inner":
-        programs = -(-nx // params.block_x)
+        programs = cdiv(nx, params.block_x)
     elif params.y_group is not None:
-        n0, n_y = s[0], s[params.y_group]
-        programs = -(-n0 // params.block_x) * -(-n_y // params.block_y) * (nx // (n0 * n_y))
+        n0, n_y = sizes[0], sizes[params.y_group]
+        programs = cdiv(n0, params.block_x) * cdiv(n_y, params.block_y) * (nx // (n0 * n_y))
     else:
-        n0 = s[0]
-        programs = -(-n0 // params.block_x) * (nx // n0 if n0 else 0)
+        n0 = sizes[0]
+        programs = cdiv(n0, params.block_x) * (nx // n0 if n0 else 0)
     return programs, params.split
 
 
-def _prod(xs) -> int:
-    p = 1
-    for v in xs:
-        p *= v
-    return p
+def finish_tile(params: ReductionParams) -> tuple[int, int]:
+    """(BLOCK_X, BLOCK_S) of the finishing kernel: all partials of a column in one tile
+    (``BLOCK_S``, a power of two), up to 4096 elements per program."""
+    block_s = next_pow2(params.split)
+    return max(1, min(1024, 4096 // block_s)), block_s
+
+
+def workspaces(segment: KernelSpec, p: Problem, params: ReductionParams) -> tuple[Workspace, ...]:
+    """A split's ``[SPLIT, NX]`` partial results (one per result of each reduction, in
+    its accumulator dtype), and the ticket counters of a same-launch finish."""
+    if params.split <= 1:
+        return ()
+    _, _, nx, _ = p.kept_and_reduced()
+    dtypes = [accumulator_dtype(e) for e in segment.reductions for _ in range(n_results(e))]
+    out = [Workspace(f"ws{k}", (params.split, nx), dtype) for k, dtype in enumerate(dtypes)]
+    if params.finish == "ticket":
+        out.append(Workspace("tickets", (grid(params, p.sizes)[0],), DataType.Int32, zeroed=True))
+    return tuple(out)
+
+
+def launches(segment: KernelSpec, p: Problem, params: ReductionParams) -> tuple[LaunchSpec, ...]:
+    """The reduction kernel, then (a split with ``finish="kernel"``) its finishing kernel."""
+    sizes = p.sizes
+    _, _, nx, nr = p.kept_and_reduced()
+    npx = cdiv(sizes[params.x_groups[0]], params.block_x) if params.template == "outer" else 1
+    nr_arg = nr // sizes[params.r_groups[0]] if params.r_nest else nr
+    main = LaunchSpec(0, grid(params, sizes), (("NX", nx), ("NR", nr_arg),
+                                               ("CHUNK", chunk(params, sizes)), ("NPX", npx),
+                                               ("SPLIT_N", params.split)))
+    if params.split <= 1 or params.finish != "kernel":
+        return (main,)
+    block_x, _ = finish_tile(params)
+    return main, LaunchSpec(1, (cdiv(nx, block_x),), (("NX", nx), ("SPLIT", params.split)))

@@ -47,7 +47,7 @@ what one program combines, one launch).
 from __future__ import annotations
 
 from ..analysis.device import DeviceInfo
-from ..codegen.indexing import next_pow2
+from ..intmath import next_pow2
 
 WARPS = 8
 THREADS = 32 * WARPS

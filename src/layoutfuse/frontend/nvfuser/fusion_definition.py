@@ -142,9 +142,10 @@ class FusionDefinition(DefineMixin):
             raise DefinitionError("fusion_ir: the FusionDefinition has no definition")
         return repr(src.fusion)
 
-    def last_schedule(self):
-        """Scheduler parameters of the last execution (from the executor)."""
-        return self._entry.executor().last_schedule() if self._has_executor() else None
+    def last_schedule(self) -> list:
+        """Scheduler parameters of the last execution, one per scheduled segment (empty
+        before any execution)."""
+        return self._entry.executor().last_schedule() if self._has_executor() else []
 
     def executor(self):
         """The FusionExecutor behind this definition (created on first use)."""
@@ -176,12 +177,13 @@ class FusionDefinition(DefineMixin):
         fusion once (the cut depends on nothing but the definition; the params shown
         by ``last_schedule()`` depend on the inputs)."""
         self.execute(inputs)
-        compiled = self._entry.executor()._compiled
-        if compiled is None:
+        record = self._entry.executor().last_run
+        if record is None:
             return []
-        return [dict(scheduler=spec.kind, ops=[e.op.name for e in spec.exprs],
-                     writes=[f"T{t.index}" for t in spec.outputs], reason=reason)
-                for spec, reason in compiled.last_segments]
+        return [dict(scheduler=run.scheduler, ops=[e.op.name for e in run.segment.exprs],
+                     writes=[f"T{t.index}" for t in run.segment.outputs], reason=run.reason,
+                     rejected=[f"{name}: {why}" for name, why in run.rejected])
+                for run in record.segments]
 
     def repro_script_for(self, inputs=None) -> str:
         return repro_script(self, inputs)

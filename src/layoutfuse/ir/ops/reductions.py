@@ -161,3 +161,30 @@ def var(x: TensorView, dims=None, correction=1, keepdim: bool = False) -> Tensor
 
 def torch_accumulator(dtype: DataType) -> torch.dtype:
     return torch.float64 if dtype is DataType.Double else to_torch(dtype)
+
+
+def n_results(expr) -> int:
+    """Partial results of one reduction expr: one, or three for a Welford (mean, M2, n)."""
+    return len(expr.outputs)
+
+
+def accumulator_dtype(expr) -> DataType:
+    """The accumulator of reduction expr ``expr``: fp32 for 16-bit, 8-bit and fp32 floats,
+    fp64 for doubles (a Welford of doubles too), the output dtype otherwise."""
+    if expr.op.kind is OpKind.WELFORD:
+        return DataType.Double if expr.inputs[0].dtype is DataType.Double else DataType.Float
+    dtype = expr.outputs[0].dtype
+    if dtype in (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Float8_e4m3fn,
+                 DataType.Float8_e5m2):
+        return DataType.Float
+    return dtype
+
+
+_EMPTY_FILL = {"sum": (0,), "prod": (1,), "max": (float("-inf"),), "min": (float("inf"),),
+               "welford": (float("nan"), 0, 0)}
+
+
+def empty_fill_values(expr) -> tuple[float, ...]:
+    """Each result's value over an empty reduced extent: sum 0, prod 1, max -inf and min
+    inf (nvFuser's fill, where torch refuses), a Welford's mean NaN, M2 0 and count 0."""
+    return _EMPTY_FILL[expr.op.name]

@@ -1,0 +1,73 @@
+"""Binding a kernel's arguments by name, and the record of each launch.
+
+Every generated kernel names its runtime arguments after what they hold: ``p<i>`` the
+segment's memory tensors, ``ws<k>`` / ``tickets`` workspaces, ``o<k>`` a finishing
+kernel's outputs, ``n<k>`` group extents, ``s<a>_<k>`` the stride of access ``a`` over
+group ``k``, ``ext<j>`` / ``ms<a>_<i>`` an index walk's extents and strides, ``c<i>``
+the segment's scalars, and capitals for launch-time integers (``NUM_PX``, ``CHUNK``).
+``argument_values`` computes each of them; a kernel takes the ones its ``arg_names``
+list, in that order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..codegen.generic_index import generic_index
+from ..codegen.kernel import Kernel
+from ..ir import Scalar
+from ..schedulers.launch import LaunchSpec
+from ..schedulers.problem import Problem
+from ..segmenter.segments import KernelSpec
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    """One launch as it ran: the loaded kernel, the function it was launched through (the
+    interpreter or the JIT), the grid, the bound arguments and the keyword arguments; the
+    (argument position, Scalar) pairs of the scalar inputs among the arguments; the
+    compiled CUDA kernel the JIT returned (None on the CPU or when not launched)."""
+
+    kernel: Kernel
+    loaded: Any
+    fn: Any
+    grid: tuple[int, ...]
+    args: tuple[Any, ...]
+    meta: dict[str, int] = field(hash=False)
+    scalar_slots: tuple[tuple[int, Scalar], ...] = ()
+    compiled: Any = None
+
+    def constexpr_values(self) -> list[Any]:
+        """The values of the JIT function's parameters after the runtime arguments."""
+        return [self.meta[n] for n in self.loaded.jit.arg_names[len(self.args):]]
+
+
+def argument_values(segment: KernelSpec, problem: Problem, params: Any, env: dict,
+                    extents: dict[int, int], scalars: list[Any],
+                    workspaces: dict[str, Any]) -> dict[str, Any]:
+    """Every value a kernel of ``segment`` may name, by name (launch-time integers apart)."""
+    values: dict[str, Any] = {f"p{i}": env[id(tv)] for i, tv in enumerate(segment.memory)}
+    values.update(workspaces)
+    outputs = [o for e in segment.reductions for o in e.outputs]
+    values.update({f"o{k}": env[id(o)] for k, o in enumerate(outputs)})
+    for k, g in enumerate(problem.groups):
+        values[f"n{k}"] = g.size
+        for a, s in enumerate(g.strides):
+            values[f"s{a}_{k}"] = s
+    if getattr(params, "generic", False):
+        walk = generic_index(segment, params)
+        values.update(zip(walk.arg_names(), walk.arg_values(segment, env, extents)))
+    values.update({f"c{i}": v for i, v in enumerate(scalars)})
+    return values
+
+
+def bind(kernel: Kernel, spec: LaunchSpec, values: dict[str, Any],
+         segment: KernelSpec) -> tuple[tuple[Any, ...], tuple[tuple[int, Scalar], ...]]:
+    """The kernel's runtime arguments in declaration order, and where its scalars sit."""
+    named = {**values, **dict(spec.values)}
+    args = tuple(named[n] for n in kernel.arg_names)
+    position = {n: i for i, n in enumerate(kernel.arg_names)}
+    slots = tuple((position[f"c{i}"], s) for i, s in enumerate(segment.scalars)
+                  if f"c{i}" in position)
+    return args, slots

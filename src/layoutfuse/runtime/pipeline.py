@@ -1,0 +1,231 @@
+"""The pipeline, top to bottom.
+
+``FusionExecutor.run`` (``runtime/executor.py``) validates the inputs, chooses the output
+layouts (``passes/output_layout.py``) and allocates the destinations; then
+``CompiledFusion.run`` takes over:
+
+1. **segment** the fusion into kernels, once per fusion (``segmenter/segments.py``);
+2. per segment, build its **problem** from the run's real extents and strides
+   (``runtime/problems.py``);
+3. **schedule** it: the first scheduler of ``schedule.SCHEDULERS`` that accepts it (every
+   rejection recorded); one that none accepts runs its finer plan, each part scheduled
+   the same way;
+4. run the scheduler's **heuristics** (a frozen params value);
+5. **emit** its kernels (``Kernel`` values) and **load** them, once per (segment, params);
+6. **bind** each kernel's arguments by name and **launch** (``runtime/launch.py``).
+
+What a call did comes back as a ``RunRecord`` (the segments, their schedulers, params and
+reasons, and the launches), which the executor keeps as its last run and turns into a
+replay plan. The compiled fusion holds only what every call shares: the segments and the
+loaded kernels (built under a lock) and, on the GPU, the split tickets.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..analysis.accesses import shape_of
+from ..analysis.device import DeviceInfo, device_info
+from ..codegen import backend
+from ..codegen.kernel import Kernel
+from ..dtypes import to_torch
+from ..errors import UnsupportedError
+from ..ir import Fusion, TensorView
+from ..ir.ops.reductions import empty_fill_values
+from ..schedulers.launch import Workspace
+from ..schedulers.problem import Problem
+from ..segmenter.segments import KernelSpec, segment
+from .launch import LaunchRecord, argument_values, bind
+from .problems import build_problem
+from .schedule import SCHEDULERS, Scheduler, choose
+
+Heuristics = Callable[[Scheduler, Problem, DeviceInfo], Any]
+"""How params are chosen: the scheduler's heuristics by default; the benchmarks' tuner
+passes another function (a variant of the params) through ``CompiledFusion``."""
+
+
+def default_heuristics(scheduler: Scheduler, problem: Problem, device: DeviceInfo) -> Any:
+    return scheduler.heuristics(problem, device)
+
+
+@dataclass(frozen=True)
+class SegmentRun:
+    """How one segment ran: its scheduler (``"empty"``: nothing to launch, reduction
+    outputs filled), params, problem, kernels, why it was cut and scheduled so, and which
+    schedulers rejected it first, with their reasons."""
+
+    segment: KernelSpec
+    scheduler: str
+    params: Any
+    problem: Problem | None
+    kernels: tuple[Kernel, ...]
+    reason: str
+    rejected: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class RunRecord:
+    """What one call did, in launch order."""
+
+    segments: list[SegmentRun] = field(default_factory=list)
+    launches: list[LaunchRecord] = field(default_factory=list)
+
+    @property
+    def params(self) -> list[Any]:
+        return [s.params for s in self.segments if s.params is not None]
+
+    @property
+    def code(self) -> list[str]:
+        return [k.source for s in self.segments for k in s.kernels]
+
+
+@dataclass
+class _Call:
+    """The state of one call: its tensors by id, extents, scalars, device and record."""
+
+    env: dict[int, torch.Tensor]
+    extents: dict[int, int]
+    scalars: dict[int, Any]
+    device: torch.device
+    info: DeviceInfo
+    launch: bool
+    record: RunRecord = field(default_factory=RunRecord)
+
+
+class CompiledFusion:
+    """A fusion's segments and loaded kernels, shared by every call."""
+
+    def __init__(self, fusion: Fusion, computed_outputs: list[TensorView],
+                 heuristics: Heuristics | None = None, target: DeviceInfo | None = None,
+                 schedulers: tuple[Scheduler, ...] = SCHEDULERS):
+        self.fusion = fusion
+        self.specs, self.intermediates = segment(fusion, computed_outputs)
+        self.heuristics = heuristics        # None: ``default_heuristics``
+        self.target = target                # None: the device the tensors are on
+        self.schedulers = schedulers
+        self._lock = threading.Lock()
+        self._kernels: dict[tuple, tuple[tuple[Kernel, Any], ...]] = {}
+        self._tickets: dict[tuple, torch.Tensor] = {}   # split counters, zero between launches
+
+    def run(self, tensors: dict[int, torch.Tensor], extents: dict[int, int],
+            scalars: dict[int, Any], device: torch.device, launch: bool = True) -> RunRecord:
+        """Run every segment on ``tensors`` (inputs and destinations by TensorView id);
+        ``launch=False`` plans, emits and binds without launching (meta tensors too)."""
+        info = self.target or device_info(device)
+        call = _Call(dict(tensors), extents, scalars, device, info, launch)
+        for tv in self.intermediates:
+            call.env[id(tv)] = self._empty(shape_of(tv, extents), tv.dtype, device)
+        for spec in self.specs:
+            self._run_segment(spec, call)
+        return call.record
+
+    # --- one segment -------------------------------------------------------------------------
+    def _run_segment(self, spec: KernelSpec, call: _Call, why_split: str = "") -> None:
+        if spec.group is None and any(n == 0 for n in shape_of(spec.root, call.extents)):
+            self._fill_empty(spec, call)
+            return
+        problem = build_problem(spec, call.env, call.extents)
+        scheduler, rejected = choose(spec, problem, call.info, self.schedulers)
+        if scheduler is None:
+            self._run_parts(spec, call, rejected)
+            return
+        params = (self.heuristics or default_heuristics)(scheduler, problem, call.info)
+        kernels = self._loaded(spec, scheduler, params)
+        reason = spec.reason + why_split
+        if scheduler.reason is not None:
+            reason = f"{reason} ({scheduler.reason(problem, call.info)})"
+        call.record.segments.append(SegmentRun(spec, scheduler.name, params, problem,
+                                               tuple(k for k, _ in kernels), reason, rejected))
+        self._launch_all(spec, scheduler, problem, params, kernels, call)
+
+    def _run_parts(self, spec: KernelSpec, call: _Call,
+                   rejected: tuple[tuple[str, str], ...]) -> None:
+        """No scheduler takes the segment whole: its finer plan, part by part."""
+        if not spec.fallback:
+            reasons = "; ".join(f"{name}: {why}" for name, why in rejected)
+            raise UnsupportedError(f"no scheduler accepts the segment ({spec.reason}): {reasons}")
+        for tv in spec.fallback_buffers:
+            if id(tv) not in call.env:
+                call.env[id(tv)] = self._empty(shape_of(tv, call.extents), tv.dtype, call.device)
+        why = dict(rejected).get("normalization", "; ".join(w for _, w in rejected))
+        for part in spec.fallback:
+            self._run_segment(part, call, f"; instead of one normalization kernel: {why}")
+
+    def _fill_empty(self, spec: KernelSpec, call: _Call) -> None:
+        """A segment over an empty extent launches nothing; a reduction's outputs get each
+        result's empty value (sum 0, max -inf, a Welford's mean NaN: see the rows)."""
+        for e in spec.reductions:
+            for out, value in zip(e.outputs, empty_fill_values(e)):
+                call.env[id(out)].fill_(value)
+        call.record.segments.append(SegmentRun(spec, "empty", None, None, (),
+                                               f"{spec.reason} (an empty extent: no launch)"))
+
+    # --- kernels -------------------------------------------------------------------------------
+    def _loaded(self, spec: KernelSpec, scheduler: Scheduler,
+                params: Any) -> tuple[tuple[Kernel, Any], ...]:
+        """The segment's kernels for ``params`` and their loaded modules (emitted once)."""
+        key = (id(spec), scheduler.name, params)
+        found = self._kernels.get(key)
+        if found is None:
+            with self._lock:
+                found = self._kernels.get(key)
+                if found is None:
+                    kernels = scheduler.emit(spec, params)
+                    found = tuple((k, backend.load_kernel(k.source, k.name)) for k in kernels)
+                    self._kernels[key] = found
+                    for k in kernels:
+                        _dump(k)
+        return found
+
+    def _launch_all(self, spec: KernelSpec, scheduler: Scheduler, problem: Problem,
+                    params: Any, kernels: tuple[tuple[Kernel, Any], ...], call: _Call) -> None:
+        workspaces = {w.name: self._workspace(spec, w, call) for w in
+                      scheduler.workspaces(spec, problem, params)}
+        scalar_values = [call.scalars[id(s)] for s in spec.scalars]
+        values = argument_values(spec, problem, params, call.env, call.extents, scalar_values,
+                                 workspaces)
+        for launch_spec in scheduler.launches(spec, problem, params):
+            kernel, loaded = kernels[launch_spec.kernel]
+            args, slots = bind(kernel, launch_spec, values, spec)
+            meta = kernel.meta()
+            fn = loaded.for_device(call.device.type) if call.launch else None
+            compiled = fn[launch_spec.grid](*args, **meta) if call.launch else None
+            call.record.launches.append(LaunchRecord(
+                kernel, loaded, fn, launch_spec.grid, args, meta, slots,
+                compiled if call.device.type == "cuda" else None))
+
+    def _workspace(self, spec: KernelSpec, w: Workspace, call: _Call) -> torch.Tensor:
+        """A scratch buffer; a zeroed one (tickets) is kept per segment on the GPU, where
+        every launch leaves it zeroed; on the CPU each call gets its own (calls from
+        several threads interleave in the interpreter)."""
+        if not w.zeroed:
+            return self._empty(w.shape, w.dtype, call.device)
+        if call.device.type != "cuda":
+            return torch.zeros(w.shape, dtype=to_torch(w.dtype), device=call.device)
+        key = (id(spec), w.name, str(call.device))
+        with self._lock:
+            t = self._tickets.get(key)
+            if t is None or t.numel() < w.shape[0]:
+                t = self._tickets[key] = torch.zeros(w.shape, dtype=to_torch(w.dtype),
+                                                     device=call.device)
+        return t
+
+    @staticmethod
+    def _empty(shape, dtype, device) -> torch.Tensor:
+        return torch.empty(tuple(shape), dtype=to_torch(dtype), device=device)
+
+
+def _dump(kernel: Kernel) -> None:
+    """``LAYOUTFUSE_DUMP=code,schedule`` prints each new kernel's source and params."""
+    what = {w.strip() for w in os.environ.get("LAYOUTFUSE_DUMP", "").split(",")}
+    if "schedule" in what:
+        print(f"[layoutfuse] schedule: {kernel.params}", file=sys.stderr)
+    if "code" in what:
+        print(f"[layoutfuse] code:\n{kernel.source}", file=sys.stderr)
