@@ -27,7 +27,7 @@ def fresh_fusion_cache():
     FusionCache.reset()
 
 
-def _reference_run(self, inputs, device=None):
+def _reference_run(self, inputs, device=None, profile=False):
     """FusionExecutor.run's contract, computed by the reference evaluator: outputs in
     add_output order, aliased outputs written into their input and not returned."""
     self.runs = getattr(self, "runs", 0) + 1

@@ -30,7 +30,7 @@ class Spy:
 @pytest.fixture
 def spy(monkeypatch):
     s = Spy()
-    monkeypatch.setattr(FusionExecutor, "run", lambda self, inputs, device=None:
+    monkeypatch.setattr(FusionExecutor, "run", lambda self, inputs, device=None, profile=False:
                         s.run(self, inputs, device))
     monkeypatch.setattr(FusionExecutor, "last_schedule", lambda self: ("schedule", id(self)))
     monkeypatch.setattr(FusionExecutor, "last_triton_code", lambda self: "triton code")
@@ -77,6 +77,27 @@ def test_execute_accepts_nvfuser_options(spy, capsys):
     prof = fd.profile()
     assert prof.fusion_id == fd.id() and prof.host_time_ms >= 0
     assert "torch.testing.make_tensor((2, 3), dtype=torch.float32" in fd.last_repro_script()
+
+
+def test_profile_reports_what_ran():
+    """Two kernels (sums over different dims): the profile counts both segments and times
+    each launch, also when the same inputs could replay."""
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(t, dims=[1]))
+        fd.add_output(fd.ops.sum(t, dims=[0]))
+    x = torch.randn(8, 16)
+    fd.execute([x])                              # plans; the next call could replay
+    rows, cols = fd.execute([x], profile=True)
+    torch.testing.assert_close(rows, x.sum(1))
+    torch.testing.assert_close(cols, x.sum(0))
+    prof = fd.profile()
+    segments = fd.segment([x])
+    assert prof.segments == len(segments) == 2, segments
+    assert [k.name for k in prof.kernel_profiles] == ["reduction_kernel"] * 2
+    assert [k.scheduler for k in prof.kernel_profiles] == ["reduction"] * 2
+    assert all(k.time_ms > 0 and k.clock == "host" for k in prof.kernel_profiles)
+    assert 0 < prof.kernel_time_ms <= prof.host_time_ms
 
 
 def test_profile_requires_a_profiled_execution():

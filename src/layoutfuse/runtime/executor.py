@@ -59,17 +59,18 @@ class FusionExecutor:
         self.planned_runs = 0       # runs that validated and planned (the others replayed)
 
     # --- public ------------------------------------------------------------------------------
-    def run(self, inputs: Sequence[Any], device=None) -> list[Any]:
+    def run(self, inputs: Sequence[Any], device=None, profile: bool = False) -> list[Any]:
         """The fusion's outputs for ``inputs``, in ``add_output`` order, aliased ones omitted.
 
         Tensor outputs come back in the layout ``OutputLayoutPass`` chose; scalar
-        outputs come back as 0-dim CPU tensors of their dtype.
+        outputs come back as 0-dim CPU tensors of their dtype. ``profile``: plan anew
+        (no replay) and time every launch (``last_run.launches[i].time_ms``).
         """
         key = signature(inputs, device)
-        plan = self._plans.get(key)         # inputs that cannot be keyed (None) have none
+        plan = None if profile else self._plans.get(key)   # unkeyable inputs (None): none
         if plan is not None:
             return plan.replay(inputs)
-        return self._plan_and_run(list(inputs), device, key)
+        return self._plan_and_run(list(inputs), device, key, profile)
 
     def replay(self, inputs: Sequence[Any], device=None) -> list[Any] | None:
         """The outputs through the plan recorded for ``inputs``' signature, or None when
@@ -113,7 +114,8 @@ class FusionExecutor:
         return "\n\n".join(self.last_run.code)
 
     # --- the first run of a signature --------------------------------------------------------
-    def _plan_and_run(self, inputs: list[Any], device, key: tuple | None) -> list[Any]:
+    def _plan_and_run(self, inputs: list[Any], device, key: tuple | None,
+                      profile: bool = False) -> list[Any]:
         """Validate, lay out, run the kernels, and record a plan for ``key``'s later calls."""
         self.planned_runs += 1
         bindings = validate_inputs(self.fusion, inputs, device)
@@ -122,7 +124,7 @@ class FusionExecutor:
             self._run_reference(bindings, inputs, outputs, computed)
             record, replayable = None, False
         else:
-            record, replayable = self._run_kernels(bindings, inputs, outputs)
+            record, replayable = self._run_kernels(bindings, inputs, outputs, profile=profile)
             self.last_run = record
         result = [outputs[pos] for pos, spec in enumerate(self.fusion.outputs)
                   if spec.alias_input is None]
@@ -134,7 +136,7 @@ class FusionExecutor:
 
     # --- generated kernels ---------------------------------------------------------------------
     def _run_kernels(self, bindings: Bindings, inputs: list[Any], outputs: list[Any],
-                     launch: bool = True) -> tuple[RunRecord, bool]:
+                     launch: bool = True, profile: bool = False) -> tuple[RunRecord, bool]:
         """Compute the outputs with generated kernels; the run's record, and whether a
         replay plan can reproduce it.
 
@@ -152,7 +154,8 @@ class FusionExecutor:
         compiled = self._compiled_for(computed_tvs)
         scalars = {id(v): bindings.scalars[v.index] for v in self.fusion.vals
                    if isinstance(v, Scalar) and v.index in bindings.scalars}
-        record = compiled.run(tensors, bindings.extents, scalars, bindings.device, launch)
+        record = compiled.run(tensors, bindings.extents, scalars, bindings.device, launch,
+                              profile)
         if launch:
             for dst, src in late_copies:
                 writable(dst).copy_(writable_source(dst, src))

@@ -37,6 +37,7 @@ class LaunchRecord:
     meta: dict[str, int] = field(hash=False)
     scalar_slots: tuple[tuple[int, Scalar], ...] = ()
     compiled: Any = None
+    time_ms: Any = None       # a profiled run: the launch's time (CUDA events, then ms)
 
     def constexpr_values(self) -> list[Any]:
         """The values of the JIT function's parameters after the runtime arguments."""

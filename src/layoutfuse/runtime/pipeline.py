@@ -22,9 +22,11 @@ loaded kernels (built under a lock) and, on the GPU, the split tickets.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,6 +98,7 @@ class _Call:
     device: torch.device
     info: DeviceInfo
     launch: bool
+    profile: bool = False
     record: RunRecord = field(default_factory=RunRecord)
 
 
@@ -115,15 +118,20 @@ class CompiledFusion:
         self._tickets: dict[tuple, torch.Tensor] = {}   # split counters, zero between launches
 
     def run(self, tensors: dict[int, torch.Tensor], extents: dict[int, int],
-            scalars: dict[int, Any], device: torch.device, launch: bool = True) -> RunRecord:
+            scalars: dict[int, Any], device: torch.device, launch: bool = True,
+            profile: bool = False) -> RunRecord:
         """Run every segment on ``tensors`` (inputs and destinations by TensorView id);
-        ``launch=False`` plans, emits and binds without launching (meta tensors too)."""
+        ``launch=False`` plans, emits and binds without launching (meta tensors too);
+        ``profile``: each launch's time is measured (CUDA events on the GPU, the host's
+        clock around the interpreter on the CPU)."""
         info = self.target or device_info(device)
-        call = _Call(dict(tensors), extents, scalars, device, info, launch)
+        call = _Call(dict(tensors), extents, scalars, device, info, launch, profile)
         for tv in self.intermediates:
             call.env[id(tv)] = self._empty(shape_of(tv, extents), tv.dtype, device)
         for spec in self.specs:
             self._run_segment(spec, call)
+        if profile and launch:
+            _finish_timings(call.record, device)
         return call.record
 
     # --- one segment -------------------------------------------------------------------------
@@ -196,10 +204,12 @@ class CompiledFusion:
             args, slots = bind(kernel, launch_spec, values, spec)
             meta = kernel.meta()
             fn = loaded.for_device(call.device.type) if call.launch else None
+            timer = _Timer(call.device) if call.profile and call.launch else None
             compiled = fn[launch_spec.grid](*args, **meta) if call.launch else None
             call.record.launches.append(LaunchRecord(
                 kernel, loaded, fn, launch_spec.grid, args, meta, slots,
-                compiled if call.device.type == "cuda" else None))
+                compiled if call.device.type == "cuda" else None,
+                timer.stop() if timer is not None else None))
 
     def _workspace(self, spec: KernelSpec, w: Workspace, call: _Call) -> torch.Tensor:
         """A scratch buffer; a zeroed one (tickets) is kept per segment on the GPU, where
@@ -229,3 +239,33 @@ def _dump(kernel: Kernel) -> None:
         print(f"[layoutfuse] schedule: {kernel.params}", file=sys.stderr)
     if "code" in what:
         print(f"[layoutfuse] code:\n{kernel.source}", file=sys.stderr)
+
+
+class _Timer:
+    """One launch's time: CUDA events on the GPU (read after the run), the host's clock
+    on the CPU (the interpreter runs the kernel in the call)."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            self.start = torch.cuda.Event(enable_timing=True)
+            self.end = torch.cuda.Event(enable_timing=True)
+            self.start.record()
+        else:
+            self.t0 = time.perf_counter()
+
+    def stop(self) -> Any:
+        if self.cuda:
+            self.end.record()
+            return (self.start, self.end)
+        return (time.perf_counter() - self.t0) * 1e3
+
+
+def _finish_timings(record: RunRecord, device: torch.device) -> None:
+    """Replace each launch's pending CUDA events by the milliseconds between them."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    for i, r in enumerate(record.launches):
+        if isinstance(r.time_ms, tuple):
+            start, end = r.time_ms
+            record.launches[i] = dataclasses.replace(r, time_ms=start.elapsed_time(end))

@@ -23,14 +23,31 @@ from .recording import Recorder
 from .repro import InputReproducer, repro_script
 
 
-@dataclass
+@dataclass(frozen=True)
+class KernelProfile:
+    """One launch of a profiled execution: the kernel, its scheduler and its time in
+    milliseconds (``clock``: ``"cuda"`` events on the GPU; on the CPU ``"host"``, the
+    interpreter's run inside the call)."""
+
+    name: str
+    scheduler: str
+    time_ms: float
+    clock: str
+
+
+@dataclass(frozen=True)
 class FusionProfile:
-    """What ``fd.profile()`` reports after ``execute(..., profile=True)``: host wall time."""
+    """What ``fd.profile()`` reports after ``execute(..., profile=True)``: the segments
+    that ran, each launch's kernel and time, and the call's host wall time."""
 
     fusion_id: int
-    segments: int = 1
-    host_time_ms: float = 0.0
-    kernel_profiles: list = field(default_factory=list)
+    segments: int
+    host_time_ms: float
+    kernel_profiles: tuple[KernelProfile, ...] = field(default_factory=tuple)
+
+    @property
+    def kernel_time_ms(self) -> float:
+        return sum(k.time_ms for k in self.kernel_profiles)
 
 
 def flatten_inputs(inputs) -> list:
@@ -226,10 +243,10 @@ class FusionDefinition(DefineMixin):
         start = time.perf_counter()
         executor = self._entry.executor()
         self._replay = executor.replay      # inputs with vector (list) entries never match
-        outputs = executor.run(flat, device=normalize_device(device))
+        outputs = executor.run(flat, device=normalize_device(device), profile=profile)
         if profile:
-            self._profile = FusionProfile(self._entry.id,
-                                          host_time_ms=(time.perf_counter() - start) * 1e3)
+            self._profile = _profile_of(self._entry.id, executor.last_run,
+                                        (time.perf_counter() - start) * 1e3)
         self._debug_output = "" if capture_debug_output else None
         return list(outputs)
 
@@ -246,3 +263,14 @@ class FusionDefinition(DefineMixin):
             self._abandon_definition()
             raise
         self._finalize_definition()
+
+
+def _profile_of(fusion_id: int, record, host_ms: float) -> FusionProfile:
+    """The profile of a run from its record (a run without kernels has none)."""
+    if record is None:
+        return FusionProfile(fusion_id, 0, host_ms)
+    scheduler = {id(k): run.scheduler for run in record.segments for k in run.kernels}
+    kernels = tuple(KernelProfile(r.kernel.name, scheduler.get(id(r.kernel), ""), r.time_ms,
+                                  "cuda" if r.compiled is not None else "host")
+                    for r in record.launches if r.time_ms is not None)
+    return FusionProfile(fusion_id, len(record.segments), host_ms, kernels)
