@@ -84,7 +84,7 @@ class FusionExecutor:
         bindings = validate_inputs(self.fusion, inputs, device)
         outputs, _ = self._destinations(bindings, inputs)
         record, _ = self._run_kernels(bindings, inputs, outputs, launch=False)
-        self.last_run = record
+        self.last_run = record.detached()
         return record
 
     def configure(self, *, heuristics: Heuristics | None = None,
@@ -125,13 +125,14 @@ class FusionExecutor:
             record, replayable = None, False
         else:
             record, replayable = self._run_kernels(bindings, inputs, outputs, profile=profile)
-            self.last_run = record
         result = [outputs[pos] for pos, spec in enumerate(self.fusion.outputs)
                   if spec.alias_input is None]
         if key is not None and replayable and len(self._plans) < 64:
             plan = build_plan(self.fusion, inputs, result, record.launches)
             if plan is not None:
                 self._plans[key] = plan
+        if record is not None:
+            self.last_run = record.detached()     # keeps no tensor of the call
         return result
 
     # --- generated kernels ---------------------------------------------------------------------

@@ -11,8 +11,11 @@ list, in that order.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+
+import torch
 
 from ..codegen.generic_index import generic_index
 from ..codegen.kernel import Kernel
@@ -20,6 +23,25 @@ from ..ir import Scalar
 from ..schedulers.launch import LaunchSpec
 from ..schedulers.problem import Problem
 from ..segmenter.segments import KernelSpec
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """What a launch's tensor argument was, without the tensor: enough for Triton's
+    specialization (dtype, the pointer's alignment) and for a reader."""
+
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    device: torch.device
+    pointer: int
+
+    @classmethod
+    def of(cls, t: torch.Tensor) -> TensorArg:
+        return cls(t.dtype, tuple(t.shape), tuple(t.stride()), t.device, t.data_ptr())
+
+    def data_ptr(self) -> int:
+        return self.pointer
 
 
 @dataclass(frozen=True)
@@ -38,6 +60,12 @@ class LaunchRecord:
     scalar_slots: tuple[tuple[int, Scalar], ...] = ()
     compiled: Any = None
     time_ms: Any = None       # a profiled run: the launch's time (CUDA events, then ms)
+
+    def detached(self) -> LaunchRecord:
+        """The record without references to the call's tensors (each becomes a
+        ``TensorArg``): what is kept after the call, so no tensor outlives it."""
+        args = tuple(TensorArg.of(a) if isinstance(a, torch.Tensor) else a for a in self.args)
+        return dataclasses.replace(self, args=args)
 
     def constexpr_values(self) -> list[Any]:
         """The values of the JIT function's parameters after the runtime arguments."""

@@ -87,6 +87,10 @@ class RunRecord:
     def code(self) -> list[str]:
         return [k.source for s in self.segments for k in s.kernels]
 
+    def detached(self) -> RunRecord:
+        """The record without the call's tensors (see ``LaunchRecord.detached``)."""
+        return RunRecord(list(self.segments), [r.detached() for r in self.launches])
+
 
 @dataclass
 class _Call:
