@@ -35,7 +35,7 @@ from .values import ValueEmitter
 from .writer import Writer, storage_cast, tl_compute, typed_params
 
 if TYPE_CHECKING:
-    from ..segmenter.segments import KernelSpec
+    from ..segmenter.specs import KernelSpec
 
 __all__ = ["COMBINE", "COMBINE_PRELUDE", "acc_dtype", "finish_source", "identity",
            "reduce_line", "reduction_source"]
@@ -172,16 +172,20 @@ class _ReductionEmitter:
     # -- the R loop: loads, prologue, accumulations --------------------------------------
 
     def r_loop(self) -> None:
+        """The program's chunk of R, ``unroll`` tiles a step; a flat R index is decomposed
+        into its groups per tile (``_nested_r_loop`` avoids that)."""
         if self.params.r_nest:
             self._nested_r_loop()
             return
-        rg = self.params.r_groups
-        w = self.w
+        w, rg = self.w, self.params.r_groups
+
+        def r_index(r: str) -> dict[int, str]:
+            return dict(zip(rg, decompose(w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}
+
         w.line("r_lo = pid_s * CHUNK")
         w.line(f"for r0 in range(0, CHUNK, {self.step_r}):")
         with w.indent():
-            self._step(self._r_tiles("r_lo + r0", "NR", lambda r: dict(zip(rg, decompose(
-                w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}, counted=True))
+            self._step(self._r_tiles("r_lo + r0", "NR", r_index, counted=True))
         for i, red in enumerate(self.reds):
             if red.op.name == "welford":
                 self._lane_counts(i)
