@@ -1,12 +1,21 @@
-"""Triton source for a reduction segment (``reduction_finish`` combines split partials)."""
+"""Triton source for a reduction segment (``reduction_finish`` combines split partials).
+
+The kernel reads top to bottom as ``reduction_source`` emits it: the arguments and
+header, the program's indices and masks, the R loop (loads, the fused prologue, the
+accumulations), the reduce, then either the split partials (and the ticket finish) or
+the output stores.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..dtypes import is_floating
 from ..schedulers import reduction as rd
 from ..schedulers.problem import is_affine
 from ..schedulers.reduction import ReductionParams
-from .generic_index import generic_index
+from .generic_index import GenericIndex, generic_index
 from .indexing import decompose, offset_expr, one_write_per_element
 from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
@@ -23,241 +32,298 @@ from .reduction_common import (
     reduce_line,
 )
 from .reduction_finish import emit_ticket_finish, finish_source, workspace_names
+from .reduction_tile import TileShape, emit_program_indices, tile_shape, tiled_groups
 from .values import ValueEmitter
 from .writer import Writer, storage_cast, tl_compute, typed_params
+
+if TYPE_CHECKING:
+    from ..segmenter.specs import KernelSpec
 
 __all__ = ["COMBINE", "COMBINE_PRELUDE", "acc_dtype", "finish_source", "identity",
            "reduce_line", "reduction_source"]
 
 
-def _ptr_names(spec):
-    return {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
-
-
 def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
-    w = Writer()
-    reds = spec.reductions        # one, or siblings of the same rows: one accumulator each
-    online = spec.online          # softmax's id(sum) -> max: accumulated together
-    pair_of = {id(mx): next(j for j, r in enumerate(reds) if id(r) == sid)
-               for sid, mx in online.items()}       # id(max) -> index of its sum
-    n_acc = len(spec.accesses)
-    sizes = [f"n{k}" for k in range(params.n_groups)]
-    strides = [f"s{a}_{k}" for a in range(n_acc) for k in range(params.n_groups)
-               if is_affine(params, a) and not params.zero_strides[a][k]
-               and not params.unit_strides[a][k]]
-    ptrs = [f"p{i}" for i in range(len(spec.memory))]
-    ws = workspace_names(spec, params)
-    scalars = [f"c{i}" for i in range(len(spec.scalars))]
-    gen = generic_index(spec, params) if params.generic else None
-    walk = gen.arg_names() if gen else []
-    args = ptrs + ws + sizes + strides + walk + scalars + ["NX", "NR", "CHUNK", "NPX", "SPLIT_N"]
-    for line in kernel_header(spec, params):
-        w.line(line)
-    w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
-           f"BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, "
-           f"BLOCK_Y: tl.constexpr):")
-    inner = params.template == "inner"
-    transposed = params.y_group is not None     # a [BLOCK_Y, BLOCK_X] tile of kept groups
-    xg, rg = params.x_groups, params.r_groups
-    with w.indent():
-        pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
-        w.line(f"pid = {pid}")
-        w.line("pid_s = tl.program_id(1).to(tl.int64)" if params.index64 else
-               "pid_s = tl.program_id(1)")
-        idx: dict[int, str] = {}
-        if inner:
-            w.line("x = pid * BLOCK_X + tl.arange(0, BLOCK_X)[:, None]")
-            w.line("xmask = x < NX")
-            if xg:
-                idx.update(zip(xg, decompose(w, "x", [f"n{k}" for k in xg], "xg")))
-            tile = "[BLOCK_X, BLOCK_R]"
-            r_arange = "tl.arange(0, BLOCK_R)[None, :]"
-            axis = 1
-        elif transposed:
-            # [BLOCK_Y, BLOCK_R, BLOCK_X]: Y is the output's stride-1 kept group, so the
-            # [BLOCK_Y, 1, BLOCK_X] result is stored along it; X is the input's
-            y = params.y_group
-            w.line("px = pid % NPX")
-            w.line(f"npy = tl.cdiv(n{y}, BLOCK_Y)")
-            w.line("py = (pid // NPX) % npy")
-            w.line("rest = pid // NPX // npy")
-            idx[xg[0]] = w.assign("xg", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, None, :]")
-            idx[y] = w.assign("yg", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None, None]")
-            w.line(f"xmask = ({idx[xg[0]]} < n{xg[0]}) & ({idx[y]} < n{y})")
-            others = [k for k in xg[1:] if k != y]
-            if others:
-                idx.update(zip(others, decompose(w, "rest", [f"n{k}" for k in others], "xg")))
-            tile = "[BLOCK_Y, BLOCK_R, BLOCK_X]"
-            r_arange = "tl.arange(0, BLOCK_R)[None, :, None]"
-            axis = 1
+    """The reduction kernel's source, and its argument names (constexprs excluded)."""
+    k = _ReductionEmitter(Writer(), spec, params)
+    args = k.kernel_args()
+    k.signature(name, args)
+    with k.w.indent():
+        k.program_indices()
+        k.x_offsets()
+        k.init_accumulators()
+        k.r_loop()
+        results = k.reduce()
+        if params.split > 1:
+            k.store_partials(results)
         else:
-            w.line("px = pid % NPX")
-            w.line("rest = pid // NPX")
-            idx[xg[0]] = w.assign("xg", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
-            w.line(f"xmask = {idx[xg[0]]} < n{xg[0]}")
-            if len(xg) > 1:
-                idx.update(zip(xg[1:], decompose(w, "rest", [f"n{k}" for k in xg[1:]], "xg")))
-            w.line(f"x = {idx[xg[0]]} + n{xg[0]} * rest")
-            tile = "[BLOCK_R, BLOCK_X]"
-            r_arange = "tl.arange(0, BLOCK_R)[:, None]"
-            axis = 0
-        # groups whose index is a tile (the others are scalars along the grid or a loop)
-        if transposed:
-            tiles = {xg[0], params.y_group, *rg}
-        else:
-            tiles = set(xg if inner else xg[:1]) | set(rg[:1] if params.r_nest else rg)
-        zero_tile = f"tl.zeros({tile}, tl.int32)"
-        xoff: list[str | None] = []
-        for a in range(n_acc):
-            terms = [(idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
-                     for k in xg if not params.zero_strides[a][k]]
-            xoff.append(w.assign("xo", offset_expr(terms, zero_tile if transposed else "x * 0"))
-                        if is_affine(params, a) else None)
-        for i, red in enumerate(reds):
+            k.store_outputs(results)
+    return HEADER + prelude() + "\n\n" + k.w.text(), args
+
+
+@dataclass(eq=False)
+class _ReductionEmitter:
+    """The state the emission steps of one reduction kernel share."""
+
+    w: Writer
+    spec: KernelSpec
+    params: ReductionParams
+    gen: GenericIndex | None = field(init=False)     # the generic (non-affine) index walk
+    tile: TileShape = field(init=False)
+    tiled: set[int] = field(init=False)              # groups indexed by a tile
+    pair_of: dict[int, int] = field(init=False)      # softmax's id(max) -> index of its sum
+    ptr_of: dict[int, str] = field(init=False)       # id(tensor) -> its pointer argument
+    load_index: dict[tuple, int] = field(init=False)     # access key -> index of its load
+    coord_index: dict[tuple, int] = field(init=False)    # access key -> its coordinate (iota)
+    scalar_names: dict[int, str] = field(init=False)     # id(scalar) -> its argument
+    idx: dict[int, str] = field(default_factory=dict)    # kept group -> its index
+    xoff: list[str | None] = field(default_factory=list)  # access -> its kept groups' offset
+
+    def __post_init__(self):
+        spec, params = self.spec, self.params
+        self.gen = generic_index(spec, params) if params.generic else None
+        self.tile = tile_shape(params)
+        self.tiled = tiled_groups(params)
+        self.pair_of = {id(mx): next(j for j, r in enumerate(self.reds) if id(r) == sid)
+                        for sid, mx in spec.online.items()}
+        self.ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
+        self.load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
+        self.coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses)
+                            if i >= spec.n_loads + spec.n_stores}
+        self.scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
+
+    @property
+    def reds(self) -> list:
+        """One reduction, or siblings of the same rows: one accumulator each."""
+        return self.spec.reductions
+
+    @property
+    def online(self) -> dict:
+        """Softmax's id(sum) -> max: accumulated together."""
+        return self.spec.online
+
+    @property
+    def transposed(self) -> bool:
+        """A [BLOCK_Y, BLOCK_X] tile of kept groups."""
+        return self.params.y_group is not None
+
+    @property
+    def zero_tile(self) -> str:
+        return f"tl.zeros({self.tile.shape}, tl.int32)"
+
+    @property
+    def step_r(self) -> str:
+        """How far R advances per loop step (``unroll`` tiles)."""
+        unroll = self.params.unroll
+        return "BLOCK_R" if unroll == 1 else f"BLOCK_R * {unroll}"
+
+    # -- the arguments and header --------------------------------------------------------
+
+    def kernel_args(self) -> list[str]:
+        """Pointers, split workspaces, group sizes, strides, the generic walk, scalars,
+        then the launch's extents."""
+        spec, params = self.spec, self.params
+        n_groups = params.n_groups
+        sizes = [f"n{k}" for k in range(n_groups)]
+        strides = [f"s{a}_{k}" for a in range(len(spec.accesses)) for k in range(n_groups)
+                   if is_affine(params, a) and not params.zero_strides[a][k]
+                   and not params.unit_strides[a][k]]
+        ptrs = [f"p{i}" for i in range(len(spec.memory))]
+        scalars = [f"c{i}" for i in range(len(spec.scalars))]
+        walk = self.gen.arg_names() if self.gen else []
+        return (ptrs + workspace_names(spec, params) + sizes + strides + walk + scalars
+                + ["NX", "NR", "CHUNK", "NPX", "SPLIT_N"])
+
+    def signature(self, name: str, args: list[str]) -> None:
+        w = self.w
+        for line in kernel_header(self.spec, self.params):
+            w.line(line)
+        w.line("@triton.jit")
+        w.line(f"def {name}({', '.join(typed_params(args, self.spec.scalars))}, "
+               f"BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, "
+               f"BLOCK_Y: tl.constexpr):")
+
+    # -- program indices and masks -------------------------------------------------------
+
+    def program_indices(self) -> None:
+        """``pid``, ``pid_s``, ``xmask`` and each kept group's index (``reduction_tile``)."""
+        self.idx = emit_program_indices(self.w, self.params)
+
+    def x_offsets(self) -> None:
+        """Each affine access's offset from the kept groups (``xoff``), once per program."""
+        params = self.params
+        base = self.zero_tile if self.transposed else "x * 0"
+        for a in range(len(self.spec.accesses)):
+            terms = [(self.idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
+                     for k in params.x_groups if not params.zero_strides[a][k]]
+            self.xoff.append(self.w.assign("xo", offset_expr(terms, base))
+                             if is_affine(params, a) else None)
+
+    def init_accumulators(self) -> None:
+        """``acc<i>`` at the reduction's identity; a Welford's mean, m2 and count at 0."""
+        for i, red in enumerate(self.reds):
             acc_t = accumulator_dtype(red)
             ct = tl_compute(acc_t)
             if red.op.name == "welford":
                 for part in ("mean", "m2", "n"):
-                    w.line(f"acc{i}_{part} = tl.zeros({tile}, {ct})")
+                    self.w.line(f"acc{i}_{part} = tl.zeros({self.tile.shape}, {ct})")
             else:
-                w.line(f"acc{i} = tl.full({tile}, {identity(red.op.name, acc_t)}, {ct})")
-        ptr_of = _ptr_names(spec)
-        load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
-        coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses)
-                       if i >= spec.n_loads + spec.n_stores}
-        scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
+                self.w.line(f"acc{i} = tl.full({self.tile.shape}, "
+                            f"{identity(red.op.name, acc_t)}, {ct})")
 
-        def load_value(ridx: dict[int, str], mask: str) -> list[str]:
-            """Loads at one R tile and the fused prologue; returns the values to reduce."""
-            offsets: list[str | None] = []
-            for a in range(n_acc):
-                if not is_affine(params, a):
-                    offsets.append(None)
-                    continue
-                used = [k for k in xg + rg if not params.zero_strides[a][k]]
-                terms = [(xoff[a], 1)] + [
-                    (ridx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
-                    for k in rg if not params.zero_strides[a][k]]
-                if used and not tiles.intersection(used):   # a pointer must be a tile (mask)
-                    terms.append((f"tl.zeros({tile}, tl.int32)", 1))
-                offsets.append(w.assign("off", offset_expr(terms)))
-            if gen:
-                for line in gen.dim_lines(params, {**idx, **ridx}) + list(gen.lines):
-                    w.line(line)
-                for a, off in gen.offsets.items():
-                    offsets[a] = w.assign("off", f"{off} + tl.zeros({tile}, tl.int32)")
+    # -- the R loop: loads, prologue, accumulations --------------------------------------
 
-            def load(tv, chain):
-                k = (id(tv), tuple(id(e) for e in chain))
-                if k not in load_index:
-                    return None
-                return w.assign("v", load_line(ptr_of[id(tv)], offsets[load_index[k]], mask,
-                                               tv.dtype))
+    def r_loop(self) -> None:
+        """The program's chunk of R, ``unroll`` tiles a step; a flat R index is decomposed
+        into its groups per tile (``_nested_r_loop`` avoids that)."""
+        if self.params.r_nest:
+            self._nested_r_loop()
+            return
+        w, rg = self.w, self.params.r_groups
 
-            def coordinate(tv, chain):
-                return offsets[coord_index[(id(tv), tuple(id(e) for e in chain))]]
+        def r_index(r: str) -> dict[int, str]:
+            return dict(zip(rg, decompose(w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}
 
-            ve = ValueEmitter(w, load, lambda s: scalar_names[id(s)], coordinate,
-                              f"tl.zeros({tile}, tl.int32)")
-            return [None if id(red) in online else ve.value(red.inputs[0], ())
-                    for red in reds]
+        w.line("r_lo = pid_s * CHUNK")
+        w.line(f"for r0 in range(0, CHUNK, {self.step_r}):")
+        with w.indent():
+            self._step(self._r_tiles("r_lo + r0", "NR", r_index, counted=True))
+        for i, red in enumerate(self.reds):
+            if red.op.name == "welford":
+                self._lane_counts(i)
 
-        def accumulate(i: int, val: str, mask: str, count: str | None) -> None:
-            """``count``: where every unmasked lane holds the same number of values after
-            this update (a scalar expression), a Welford divides once per tile by it and
-            counts each lane after the loop (``lane_counts``); else it counts per lane."""
-            red = reds[i]
-            op, acc_t = red.op.name, accumulator_dtype(red)
-            ct = tl_compute(acc_t)
-            if id(red) in online:
-                return                    # accumulated with its max (``emit_online_step``)
-            if id(red) in pair_of:            # softmax's max, with its sum
-                emit_online_step(w, f"acc{i}", f"acc{pair_of[id(red)]}", val, mask, ct)
-            elif op == "welford" and count is not None:
-                emit_counted_welford_step(w, f"acc{i}_mean", f"acc{i}_m2", val, mask, count, ct)
-            elif op == "welford":
-                mean, m2, n = (f"acc{i}_{part}" for part in ("mean", "m2", "n"))
-                w.line(f"v = ({val}).to({ct})")
-                w.line(f"n_new = {n} + tl.where({mask}, 1.0, 0.0)")
-                w.line(f"delta = v - {mean}")
-                w.line(f"mean_new = {mean} + tl.where({mask}, delta / tl.maximum(n_new, 1.0), "
-                       "0.0)")
-                w.line(f"{m2} = {m2} + tl.where({mask}, delta * (v - mean_new), 0.0)")
-                w.line(f"{mean} = mean_new")
-                w.line(f"{n} = n_new")
-            else:
-                w.line(f"v = tl.where({mask}, ({val}).to({ct}), {identity(op, acc_t)})")
-                w.line(f"acc{i} = {COMBINE[op]}(acc{i}, v)")
-
-        def step(tiles_of_step) -> None:
-            """The loop step's R tiles, ``(r index per group, mask)`` each: every load first
-            (all in flight together), then the accumulations, one accumulator per
-            reduction."""
-            loaded = [(load_value(ridx, mask), mask, count)
-                      for ridx, mask, count in tiles_of_step]
-            for vals, mask, count in loaded:
-                for i, val in enumerate(vals):
-                    accumulate(i, val, mask, count)
-
-        def r_tiles(r0: str, bound: str, r_index, counted: bool = False) -> list[tuple]:
-            """The ``unroll`` R tiles of the step at ``r0``: (index per group, mask, count)
-            each. ``counted``: ``r0`` starts at 0 and R is masked only at its end, so a lane
-            masked once stays masked and every unmasked lane's count after tile ``u`` is
-            ``r0 // BLOCK_R + u + 1``."""
-            parts = []
-            for u in range(params.unroll):
-                r = w.assign("r", f"{r0} + {u} * BLOCK_R + {r_arange}" if u else
-                             f"{r0} + {r_arange}")
-                count = f"(r0 // BLOCK_R + {u + 1})" if counted else None
-                parts.append((r_index(r), w.assign("mask", f"xmask & ({r} < {bound})"), count))
-            return parts
-
-        def lane_counts(i: int) -> None:
-            """After a ``counted`` loop: each lane's Welford count, the tiles of the chunk in
-            which its offset stayed below NR."""
-            ct = tl_compute(accumulator_dtype(reds[i]))
-            visited = f"(CHUNK + {step_r} - 1) // ({step_r}) * {params.unroll}"  # the loop's
-            w.line(f"acc{i}_n = tl.minimum(tl.maximum(NR - r_lo - {r_arange} + BLOCK_R - 1, 0)"
-                   f" // BLOCK_R, {visited}) + tl.zeros({tile}, tl.int32)")
-            w.line(f"acc{i}_n = acc{i}_n.to({ct})")
-
-        step_r = "BLOCK_R" if params.unroll == 1 else f"BLOCK_R * {params.unroll}"
-        if params.r_nest:
-            # the stride-1 reduced group is tiled; the other reduced groups are a scalar
-            # loop (split across programs), so no element pays a div/mod
-            g0 = rg[0]
-            w.line("ro_lo = pid_s * CHUNK")
-            w.line("ro_hi = tl.minimum(ro_lo + CHUNK, NR)")
-            w.line("for ro in range(ro_lo, ro_hi):")
+    def _nested_r_loop(self) -> None:
+        """The stride-1 reduced group is tiled; the other reduced groups are a scalar loop
+        (split across programs), so no element pays a div/mod."""
+        w, rg = self.w, self.params.r_groups
+        g0 = rg[0]
+        w.line("ro_lo = pid_s * CHUNK")
+        w.line("ro_hi = tl.minimum(ro_lo + CHUNK, NR)")
+        w.line("for ro in range(ro_lo, ro_hi):")
+        with w.indent():
+            outer = dict(zip(rg[1:], decompose(w, "ro", [f"n{k}" for k in rg[1:]], "ro_g")))
+            w.line(f"for r0 in range(0, n{g0}, {self.step_r}):")
             with w.indent():
-                outer = dict(zip(rg[1:], decompose(w, "ro", [f"n{k}" for k in rg[1:]], "ro_g")))
-                w.line(f"for r0 in range(0, n{g0}, {step_r}):")
-                with w.indent():
-                    step(r_tiles("r0", f"n{g0}", lambda r: {g0: r, **outer}))
-        else:
-            w.line("r_lo = pid_s * CHUNK")
-            w.line(f"for r0 in range(0, CHUNK, {step_r}):")
-            with w.indent():
-                step(r_tiles("r_lo + r0", "NR", lambda r: dict(zip(rg, decompose(
-                    w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}, counted=True))
-            for i, red in enumerate(reds):
-                if red.op.name == "welford":
-                    lane_counts(i)
-        results: list[str] = []
-        for i, red in enumerate(reds):
-            if id(red) in online:
-                results.append(f"res{i}")          # computed with its max, below
+                self._step(self._r_tiles("r0", f"n{g0}", lambda r: {g0: r, **outer}))
+
+    def _r_tiles(self, r0: str, bound: str, r_index, counted: bool = False) -> list[tuple]:
+        """The ``unroll`` R tiles of the step at ``r0``: (index per group, mask, count)
+        each. ``counted``: ``r0`` starts at 0 and R is masked only at its end, so a lane
+        masked once stays masked and every unmasked lane's count after tile ``u`` is
+        ``r0 // BLOCK_R + u + 1``."""
+        w, r_arange = self.w, self.tile.r_arange
+        parts = []
+        for u in range(self.params.unroll):
+            r = w.assign("r", f"{r0} + {u} * BLOCK_R + {r_arange}" if u else
+                         f"{r0} + {r_arange}")
+            count = f"(r0 // BLOCK_R + {u + 1})" if counted else None
+            parts.append((r_index(r), w.assign("mask", f"xmask & ({r} < {bound})"), count))
+        return parts
+
+    def _step(self, tiles_of_step) -> None:
+        """The loop step's R tiles, ``(r index per group, mask, count)`` each: every load
+        first (all in flight together), then the accumulations, one accumulator per
+        reduction."""
+        loaded = [(self._load_values(ridx, mask), mask, count)
+                  for ridx, mask, count in tiles_of_step]
+        for vals, mask, count in loaded:
+            for i, val in enumerate(vals):
+                self._accumulate(i, val, mask, count)
+
+    def _load_values(self, ridx: dict[int, str], mask: str) -> list[str | None]:
+        """Loads at one R tile and the fused prologue; returns the values to reduce (None
+        for an online sum, whose terms come with its max)."""
+        offsets = self._tile_offsets(ridx)
+        ve = self._value_emitter(offsets, mask)
+        return [None if id(red) in self.online else ve.value(red.inputs[0], ())
+                for red in self.reds]
+
+    def _tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
+        """Each access's offset over the R tile (the generic walk's where not affine)."""
+        w, params = self.w, self.params
+        offsets: list[str | None] = []
+        for a in range(len(self.spec.accesses)):
+            if not is_affine(params, a):
+                offsets.append(None)
                 continue
-            if id(red) in pair_of:
+            used = [k for k in params.x_groups + params.r_groups if not params.zero_strides[a][k]]
+            terms = [(self.xoff[a], 1)] + [
+                (ridx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
+                for k in params.r_groups if not params.zero_strides[a][k]]
+            if used and not self.tiled.intersection(used):  # a pointer must be a tile (mask)
+                terms.append((self.zero_tile, 1))
+            offsets.append(w.assign("off", offset_expr(terms)))
+        if self.gen:
+            for line in self.gen.dim_lines(params, {**self.idx, **ridx}) + list(self.gen.lines):
+                w.line(line)
+            for a, off in self.gen.offsets.items():
+                offsets[a] = w.assign("off", f"{off} + {self.zero_tile}")
+        return offsets
+
+    def _value_emitter(self, offsets: list[str | None], mask: str) -> ValueEmitter:
+        """Values over the R tile: loads at ``offsets`` under ``mask``, scalars, iotas."""
+        w = self.w
+
+        def load(tv, chain):
+            k = (id(tv), tuple(id(e) for e in chain))
+            if k not in self.load_index:
+                return None
+            return w.assign("v", load_line(self.ptr_of[id(tv)], offsets[self.load_index[k]],
+                                           mask, tv.dtype))
+
+        def coordinate(tv, chain):
+            return offsets[self.coord_index[(id(tv), tuple(id(e) for e in chain))]]
+
+        return ValueEmitter(w, load, lambda s: self.scalar_names[id(s)], coordinate,
+                            self.zero_tile)
+
+    def _accumulate(self, i: int, val: str, mask: str, count: str | None) -> None:
+        """``count``: where every unmasked lane holds the same number of values after
+        this update (a scalar expression), a Welford divides once per tile by it and
+        counts each lane after the loop (``_lane_counts``); else it counts per lane."""
+        red, w = self.reds[i], self.w
+        op, acc_t = red.op.name, accumulator_dtype(red)
+        ct = tl_compute(acc_t)
+        if id(red) in self.online:
+            return                    # accumulated with its max (``emit_online_step``)
+        if id(red) in self.pair_of:       # softmax's max, with its sum
+            emit_online_step(w, f"acc{i}", f"acc{self.pair_of[id(red)]}", val, mask, ct)
+        elif op == "welford" and count is not None:
+            emit_counted_welford_step(w, f"acc{i}_mean", f"acc{i}_m2", val, mask, count, ct)
+        elif op == "welford":
+            _emit_lane_welford_step(w, i, val, mask, ct)
+        else:
+            w.line(f"v = tl.where({mask}, ({val}).to({ct}), {identity(op, acc_t)})")
+            w.line(f"acc{i} = {COMBINE[op]}(acc{i}, v)")
+
+    def _lane_counts(self, i: int) -> None:
+        """After a ``counted`` loop: each lane's Welford count, the tiles of the chunk in
+        which its offset stayed below NR."""
+        w, step_r = self.w, self.step_r
+        ct = tl_compute(accumulator_dtype(self.reds[i]))
+        visited = f"(CHUNK + {step_r} - 1) // ({step_r}) * {self.params.unroll}"  # the loop's
+        w.line(f"acc{i}_n = tl.minimum(tl.maximum(NR - r_lo - {self.tile.r_arange} + BLOCK_R "
+               f"- 1, 0) // BLOCK_R, {visited}) + {self.zero_tile}")
+        w.line(f"acc{i}_n = acc{i}_n.to({ct})")
+
+    # -- the reduce and the stores -------------------------------------------------------
+
+    def reduce(self) -> list[str]:
+        """Each accumulator reduced along the tile's R axis; returns the result names,
+        one per output (a Welford's mean, m2 and count)."""
+        w, axis = self.w, self.tile.axis
+        results: list[str] = []
+        for i, red in enumerate(self.reds):
+            if id(red) in self.online:
+                results.append(f"res{i}")          # computed with its max, below
+            elif id(red) in self.pair_of:
                 # the tile's max and its sum; a row of -inf alone gets its NaN sum here
                 # when unsplit, else where the splits combine
-                j = pair_of[id(red)]
+                j = self.pair_of[id(red)]
                 emit_online_rows(w, f"acc{i}", f"acc{j}", f"res{i}", f"res{j}", axis,
-                                 nan_rows=params.split <= 1)
+                                 nan_rows=self.params.split <= 1)
                 results.append(f"res{i}")
-                continue
-            if red.op.name == "welford":
+            elif red.op.name == "welford":
                 parts = [f"{n}{i}" for n in ("mean", "m2", "cnt")]
                 w.line(f"{', '.join(parts)} = tl.reduce((acc{i}_mean, acc{i}_m2, acc{i}_n), "
                        f"{axis}, _welford_combine, keep_dims=True)")
@@ -266,25 +332,44 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                 w.line(reduce_line(f"res{i}", f"acc{i}", red.op.name, axis,
                                    is_floating(accumulator_dtype(red))))
                 results.append(f"res{i}")
-        if params.split > 1:
-            for k, r in enumerate(results):
-                w.line(f"tl.store(ws{k} + pid_s * NX + x, {r}, mask=xmask)")
-            if params.finish == "ticket":
-                emit_ticket_finish(w, spec, params, lambda tv: ptr_of[id(tv)])
-        else:
-            for k, out in enumerate(o for red in reds for o in red.outputs):
-                a = spec.n_loads + k
-                val = results[k]
-                off = xoff[a]
-                spans = [xg[0], params.y_group] if transposed else [] if inner else [xg[0]]
-                if any(params.zero_strides[a][g] for g in spans):   # the pointer spans the tile
-                    off = f"{off} + {zero_tile if transposed else 'x * 0'}"
-                smask = one_write_per_element(w, "xmask", [idx[g] for g in xg
-                                                           if params.zero_strides[a][g]])
-                w.line(f"tl.store({ptr_of[id(out)]} + {off}, {storage_cast(val, out.dtype)}, "
-                       f"mask={smask})")
-    src = HEADER + prelude() + "\n\n" + w.text()
-    return src, args
+        return results
+
+    def store_partials(self, results: list[str]) -> None:
+        """A split's partial results into the workspaces; with a ticket, the last program
+        of each row combines them."""
+        for k, r in enumerate(results):
+            self.w.line(f"tl.store(ws{k} + pid_s * NX + x, {r}, mask=xmask)")
+        if self.params.finish == "ticket":
+            emit_ticket_finish(self.w, self.spec, self.params, lambda tv: self.ptr_of[id(tv)])
+
+    def store_outputs(self, results: list[str]) -> None:
+        """Each result into its output, one write per element where the output broadcasts
+        a kept group."""
+        spec, params, w = self.spec, self.params, self.w
+        xg = params.x_groups
+        spans = ([xg[0], params.y_group] if self.transposed else
+                 [] if params.template == "inner" else [xg[0]])
+        for k, out in enumerate(o for red in self.reds for o in red.outputs):
+            a = spec.n_loads + k
+            off = self.xoff[a]
+            if any(params.zero_strides[a][g] for g in spans):   # the pointer spans the tile
+                off = f"{off} + {self.zero_tile if self.transposed else 'x * 0'}"
+            smask = one_write_per_element(w, "xmask", [self.idx[g] for g in xg
+                                                       if params.zero_strides[a][g]])
+            w.line(f"tl.store({self.ptr_of[id(out)]} + {off}, "
+                   f"{storage_cast(results[k], out.dtype)}, mask={smask})")
+
+
+def _emit_lane_welford_step(w: Writer, i: int, val: str, mask: str, ct: str) -> None:
+    """Welford's update of accumulator ``i`` by ``val``, each lane counting its own values."""
+    mean, m2, n = (f"acc{i}_{part}" for part in ("mean", "m2", "n"))
+    w.line(f"v = ({val}).to({ct})")
+    w.line(f"n_new = {n} + tl.where({mask}, 1.0, 0.0)")
+    w.line(f"delta = v - {mean}")
+    w.line(f"mean_new = {mean} + tl.where({mask}, delta / tl.maximum(n_new, 1.0), 0.0)")
+    w.line(f"{m2} = {m2} + tl.where({mask}, delta * (v - mean_new), 0.0)")
+    w.line(f"{mean} = mean_new")
+    w.line(f"{n} = n_new")
 
 
 def emit(spec, params: ReductionParams) -> tuple[Kernel, ...]:
