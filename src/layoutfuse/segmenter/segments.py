@@ -90,9 +90,19 @@ def segment(fusion: Fusion, computed_outputs: list[TensorView]) -> tuple[list[Ke
     specs = _pointwise_specs(seg, memory_ids)
     reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
     specs += reduction_specs
+    # what the kernels load: the others', and the normalization kernels' own (a group can
+    # read another group's results: a first pass builds them without extra stores)
+    first, _ = _group_specs(seg, memory_ids, set())
     loaded = {id(a.tv) for s in specs for a in s.accesses[: s.n_loads]}
+    loaded |= {id(a.tv) for s in first for a in _loads(s)
+               if not any(a.tv is o for e in s.group.reductions for o in e.outputs)}
     group_specs, stored_by_groups = _group_specs(seg, memory_ids, loaded)
     return _run_order(specs + group_specs), intermediates + stored_by_groups
+
+
+def _loads(spec: KernelSpec) -> list[Access]:
+    """The accesses ``spec`` loads, and those of its finer plan."""
+    return spec.accesses[: spec.n_loads] + [a for f in spec.fallback for a in _loads(f)]
 
 
 def _normalization_groups(seg: _Segmentation) -> None:
