@@ -27,11 +27,8 @@ NV = {torch.float32: DataType.Float, torch.float16: DataType.Half,
       torch.bfloat16: DataType.BFloat16, torch.float64: DataType.Double}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
+# each module's kernels are cached in a fresh directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
 
 @pytest.fixture(autouse=True)

@@ -16,23 +16,16 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from helpers_layout import INTERPRETER_WARNINGS
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.reduction import ReductionParams
+from support.execution import INTERPRETER_WARNINGS
 
-pytestmark = INTERPRETER_WARNINGS
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 NV_DTYPES = {torch.float32: DataType.Float, torch.float16: DataType.Half,
              torch.bfloat16: DataType.BFloat16}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
 
 
 def laid_out(shape, stride_order, dtype=torch.float32, seed=0) -> torch.Tensor:

@@ -29,20 +29,14 @@ from layoutfuse.ir.ops.elementwise import ROWS
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
 # Masked-out lanes read 0, so integer division there warns; the store is masked.
-pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning"),
+              pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 F32, F16, BF16, F64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
 I64, I32, BOOL = torch.int64, torch.int32, torch.bool
 DTYPES = (F32, F16, BF16, F64, I64, I32, BOOL)
 REDUCED = (F16, BF16)
 SHAPE = (5, 67)  # 67: not a multiple of any block, so the tail is masked
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
 
 
 def dtype_id(dtype: torch.dtype) -> str:

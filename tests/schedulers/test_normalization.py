@@ -12,10 +12,11 @@ import itertools
 import pytest
 import torch
 
-from helpers_layout import small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
+from support.execution import small_gpu
+from support.tensors import with_order
 
 # masked lanes of a partial tile compute 0/0 and inf/inf in the interpreter (never stored)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -99,13 +100,6 @@ def expected(op: str, x: torch.Tensor, dim: int, params: list[torch.Tensor]):
     var, mean = torch.var_mean(xf, dim, correction=1)
     y = (xf - mean.unsqueeze(dim)) / torch.sqrt(var.unsqueeze(dim) + EPS)
     return [var, mean, y.to(x.dtype)]
-
-
-def with_order(shape, order, dtype, seed=0):
-    """A dense tensor of logical ``shape`` whose memory order is ``order`` (outermost first)."""
-    g = torch.Generator().manual_seed(seed)
-    phys = (torch.randn([shape[d] for d in order], generator=g) * 2 + 0.5).to(dtype)
-    return phys.permute([order.index(d) for d in range(len(shape))])
 
 
 def inputs_for(op, shape, order, dim, dtype):

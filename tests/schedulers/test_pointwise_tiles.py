@@ -32,11 +32,8 @@ DTYPES = {F32: DataType.Float, BF16: DataType.BFloat16}
 BENCH_SHAPE = (32, 64, 256, 256)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
+# each module's kernels are cached in a fresh directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
 
 def dense_strides(shape, order) -> tuple[int, ...]:

@@ -16,20 +16,19 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
-    DEVICE,
-    INTERPRETER_WARNINGS,
-    NV_DTYPES,
-    _kernel_cache_in_tmp,
-    assert_values,
-    strided,
-)
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
 from layoutfuse.schedulers import reduction as rd
+from support.execution import INTERPRETER_WARNINGS
+from support.reductions import (
+    DEVICE,
+    NV_DTYPES,
+    assert_values,
+    strided,
+)
 
-pytestmark = INTERPRETER_WARNINGS
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
-    INTERPRETER_WARNINGS,
-    NV_DTYPES,
-    _kernel_cache_in_tmp,
-    assert_values,
-    strided,
-)
 
 from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200
@@ -31,8 +24,14 @@ from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers import reduction_tiles as tiles
 from layoutfuse.schedulers.problem import Problem
+from support.execution import INTERPRETER_WARNINGS
+from support.reductions import (
+    NV_DTYPES,
+    assert_values,
+    strided,
+)
 
-pytestmark = INTERPRETER_WARNINGS
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 
 def problem(pattern: str, sizes: tuple[int, ...], dtype: DataType) -> Problem:

@@ -17,13 +17,13 @@ import itertools
 
 import pytest
 import torch
-from test_normalization import with_order
 
-from helpers_layout import small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import reduction as rd
+from support.execution import small_gpu
+from support.tensors import with_order
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
