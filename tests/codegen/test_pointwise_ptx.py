@@ -20,6 +20,7 @@ from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.pointwise import transpose_tile
 from support import pointwise_sweep as sweep
+from support.execution import schedules
 
 V4_LOAD, V4_STORE = "ld.global.v4", "st.global.v4"
 
@@ -76,7 +77,7 @@ def test_transpose_is_vectorized_on_both_sides(dtype):
     x, y = (torch.randn(512, 256, generator=g).to(dtype).t() for _ in range(2))  # [256, 512]
     fd, out = run_add(x, y, stride_order=[1, 0])
     assert out.stride() == (512, 1)
-    params = fd.last_schedule()
+    (params,) = schedules(fd)
     assert params.transpose
     assert (params.block_x, params.block_y, params.num_warps) == TRANSPOSE_TILES[dtype]
     art = only_artifact(fd)

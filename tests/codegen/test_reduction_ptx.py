@@ -19,7 +19,7 @@ import torch
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.reduction import ReductionParams
-from support.execution import INTERPRETER_WARNINGS
+from support.execution import INTERPRETER_WARNINGS, schedules
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
@@ -45,7 +45,7 @@ def define_input(fd: FusionDefinition, x: torch.Tensor, stride_order):
 def reduce_and_compile(shape, stride_order, op: str, dims, dtype=torch.float32,
                        out_order=None):
     """Run ``op(x, dims)`` on a ``stride_order`` input, check its values, and compile the
-    run's kernels for sm_90. Returns (artifacts, schedule)."""
+    run's kernels for sm_90. Returns (artifacts, the params of every kernel)."""
     x = laid_out(shape, stride_order, dtype)
     with FusionDefinition() as fd:
         t0 = define_input(fd, x, stride_order)
@@ -59,7 +59,7 @@ def reduce_and_compile(shape, stride_order, op: str, dims, dtype=torch.float32,
             else [{"sum": torch.sum, "max": torch.amax}[op](x64, dims)])
     for got, ref in zip(results, refs):
         torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-2, atol=1e-2)
-    return compile_last_run(fd.executor()), fd.last_schedule()
+    return compile_last_run(fd.executor()), schedules(fd)
 
 
 def reduction_kernels(artifacts):
@@ -78,7 +78,7 @@ def reduction_kernels(artifacts):
     ],
 )
 def test_stride_one_axis_is_read_with_16_byte_vectors(shape, stride_order, dims, dtype, family):
-    artifacts, schedule = reduce_and_compile(shape, stride_order, "sum", dims, dtype)
+    artifacts, (schedule,) = reduce_and_compile(shape, stride_order, "sum", dims, dtype)
     assert schedule.family == family
     for art in reduction_kernels(artifacts):
         widths = art.vector_widths
@@ -199,10 +199,9 @@ def test_every_kernel_compiles_for_sm90(name):
     for got, ref in zip(outs, fusion.reference(inputs), strict=True):
         torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-2, atol=1e-2,
                                    equal_nan=True)
-    schedule = fd.last_schedule()
-    params = schedule if isinstance(schedule, list) else [schedule]
+    params = schedules(fd)
     if fusion.split:
-        assert any(getattr(p, "split", 1) > 1 for p in params), f"not split: {schedule}"
+        assert any(getattr(p, "split", 1) > 1 for p in params), f"not split: {params}"
     artifacts = compile_last_run(fd.executor())
     n_reductions = sum(isinstance(p, ReductionParams) for p in params)
     assert artifacts and len(artifacts) >= n_reductions, [a.name for a in artifacts]

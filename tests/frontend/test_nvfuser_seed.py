@@ -3,9 +3,8 @@ the reference evaluator and through generated kernels."""
 
 import inspect
 
-import pytest
-
 from support import seed
+from support.execution import assert_ran_kernels, schedules
 from support.seed import check_seed_outputs, define_seed, seed_inputs
 
 
@@ -27,9 +26,7 @@ def test_seed_with_reference_executor(reference_executor):
 def test_seed_with_layoutfuse_executor():
     fd = define_seed()
     inputs = seed_inputs(1)
-    try:
-        outs = fd.execute(inputs)
-    except NotImplementedError:
-        pytest.skip("FusionExecutor.run is not implemented yet")
-    check_seed_outputs(outs, inputs)
-    assert fd.last_schedule() is not None
+    check_seed_outputs(fd.execute(inputs), inputs)
+    assert_ran_kernels(fd)
+    # eight sums of different shapes, each its own reduction kernel (test_segment.py)
+    assert [p.scheduler for p in schedules(fd)] == ["reduction"] * 8

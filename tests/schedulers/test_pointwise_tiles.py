@@ -26,6 +26,7 @@ from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers.problem import Problem, max_offset
+from support.execution import schedules
 
 F32, BF16 = torch.float32, torch.bfloat16
 DTYPES = {F32: DataType.Float, BF16: DataType.BFloat16}
@@ -157,7 +158,7 @@ def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, w
     torch.testing.assert_close(out, x, rtol=0, atol=0)
     assert out.stride() == dense_strides(shape, out_order)
 
-    params = fd.last_schedule()
+    (params,) = schedules(fd)
     p = copy_problem(shape, in_order, out_order, dtype)
     assert params == pw.heuristics(p, H200)
     # the bf16 tile covers Y (128) whole in two of them, and the store continues on the

@@ -20,7 +20,7 @@ import torch
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
 from layoutfuse.schedulers import reduction as rd
-from support.execution import INTERPRETER_WARNINGS
+from support.execution import INTERPRETER_WARNINGS, schedules
 from support.reductions import (
     DEVICE,
     NV_DTYPES,
@@ -123,9 +123,8 @@ def check_values(op: str, outs, x: torch.Tensor, dims) -> None:
 
 def reduction_params(fd) -> rd.ReductionParams | None:
     """The run's reduction kernel's params (None when another scheduler took it whole)."""
-    schedule = fd.last_schedule()
-    found = [p for p in (schedule if isinstance(schedule, list) else [schedule])
-             if isinstance(p, rd.ReductionParams)]
+    schedule = schedules(fd)
+    found = [p for p in schedule if isinstance(p, rd.ReductionParams)]
     assert len(found) <= 1, schedule
     return found[0] if found else None
 

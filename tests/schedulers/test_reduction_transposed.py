@@ -31,7 +31,7 @@ from layoutfuse.nvfuser import FusionCache, FusionDefinition
 from layoutfuse.runtime import kernels
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
-from support.execution import INTERPRETER_WARNINGS
+from support.execution import INTERPRETER_WARNINGS, schedules
 from support.reductions import (
     DEVICE,
     NV_DTYPES,
@@ -78,9 +78,7 @@ def run(alloc, reduced, op, dtype, output, shape=SHAPE):
 
 
 def reduction_params(fd) -> rd.ReductionParams:
-    schedule = fd.last_schedule()
-    (params,) = [p for p in (schedule if isinstance(schedule, list) else [schedule])
-                 if isinstance(p, rd.ReductionParams)]
+    (params,) = [p for p in schedules(fd) if isinstance(p, rd.ReductionParams)]
     return params
 
 

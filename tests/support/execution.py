@@ -27,10 +27,11 @@ def small_gpu(monkeypatch, sm_count: int) -> None:
 
 
 def as_list(schedule: Any) -> list:
-    """A ``last_schedule()`` as a list: one params object (the older form) or a list."""
+    """A ``last_schedule()`` as a list: None (no run yet), one params object (the older
+    form, one kernel) or a list."""
     if schedule is None:
         return []
-    return list(schedule) if isinstance(schedule, list | tuple) else [schedule]
+    return list(schedule) if isinstance(schedule, list) else [schedule]
 
 
 def schedules(fd) -> list:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from support.execution import as_list
 
 OPS = ("sum", "max", "min", "var_mean")
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -217,8 +218,7 @@ def family_of(pattern: str) -> str:
 
 
 def reduction_params(schedule) -> list:
-    items = schedule if isinstance(schedule, list) else [schedule]
-    return [p for p in items if p is not None and hasattr(p, "family")]
+    return [p for p in as_list(schedule) if hasattr(p, "family")]
 
 
 def assert_family(schedule, x: torch.Tensor, reduced: Sequence[int]) -> None:
