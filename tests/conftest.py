@@ -6,6 +6,9 @@ runs a fixed, seeded sample; with it, the full sets (meant for the GPU).
 ``--device cuda`` makes CUDA the default torch device, so every test that builds its
 tensors without naming a device runs the same checks with CUDA tensors (compiled
 kernels) instead of CPU tensors (Triton's interpreter).
+
+Fixtures shared by several directories live here; helpers shared by test modules live in
+``tests/support`` (no test module imports another).
 """
 
 import pytest
@@ -26,6 +29,15 @@ class _SeededOnCpu(TorchFunctionMode):
             kwargs["device"] = "cpu"
             return func(*args, **kwargs).to(torch.get_default_device())
         return func(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def kernel_cache_in_tmp(tmp_path_factory):
+    """Kernels of one test module cached in a fresh directory (``LAYOUTFUSE_CACHE_DIR``):
+    a module opts in with ``pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")``."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
+        yield
 
 
 def pytest_addoption(parser):

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from support.execution import schedules
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
 
@@ -19,5 +21,6 @@ def test_the_nvfuser_example_chooses_outer_from_the_input_layout():
     namespace: dict = {}
     exec(compile(BLOCKS[0], "README.md example 0", "exec"), namespace)
     x, out, fd = namespace["x"], namespace["out"], namespace["fd"]
-    assert fd.last_schedule()[0].family == "outer"
+    (params,) = schedules(fd)
+    assert params.family == "outer"
     assert (out - x.sum(1)).abs().max() < 1e-3

@@ -24,6 +24,7 @@ from layoutfuse.testing_api import (
     sum,
     testing,
 )
+from support.execution import schedules
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 GPU_ONLY = pytest.mark.skipif(not torch.cuda.is_available(),
@@ -42,9 +43,9 @@ def assert_close_to_exact_sum(out: torch.Tensor, exact: torch.Tensor, n: int) ->
 
 def assert_reduction_family(fec: FusionExecutorCache, family: str) -> None:
     """The seed's point: inner or outer follows the input's memory order, not the output's."""
-    params = fec.last_schedule()
-    first = params[0] if isinstance(params, list) else params
-    assert first is not None, "the fusion ran without generated kernels"
+    params = schedules(fec)
+    assert params, "the fusion ran without generated kernels"
+    first = params[0]
     assert first.family == family, f"expected an {family} reduction, got {first}"
 
 

@@ -37,11 +37,8 @@ N = 1000  # not a multiple of BLOCK, so masking is exercised
 BLOCK = 256
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
+# each module's kernels are cached in a fresh directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
 
 def elementwise_source(expr: str, n_inputs: int) -> str:

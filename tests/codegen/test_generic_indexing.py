@@ -22,16 +22,14 @@ from layoutfuse.analysis.index_walk import local_strides
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.ir import Fusion, FusionGuard, IterDomain, TensorView, ops
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from support.execution import schedules
 
 NV = {torch.float32: DataType.Float, torch.float16: DataType.Half,
       torch.bfloat16: DataType.BFloat16, torch.float64: DataType.Double}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
+# each module's kernels are cached in a fresh directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
 
 @pytest.fixture(autouse=True)
@@ -77,9 +75,8 @@ def run_case(case: Case, dtype=torch.float32, static=False):
     for got, ref in zip(outs, refs, strict=True):
         assert got.shape == ref.shape
         torch.testing.assert_close(got.double(), ref, rtol=tol, atol=tol)
-    schedule = fd.last_schedule()
-    schedules = schedule if isinstance(schedule, list) else [schedule]
-    assert any(getattr(p, "generic", False) for p in schedules) == case.generic, schedules
+    found = schedules(fd)
+    assert any(getattr(p, "generic", False) for p in found) == case.generic, found
     for art in compile_last_run(fd.executor()):
         assert ".entry" in art.ptx, f"{art.name}: no kernel entry in its PTX"
         assert art.vector_widths, f"{art.name}: no global memory access in its PTX"

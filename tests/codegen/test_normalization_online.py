@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers_layout import small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
+from support.execution import schedules, small_gpu
 
 # masked lanes and the special rows compute inf - inf in the interpreter (as torch does)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -75,8 +75,7 @@ def reference(op: str, x: torch.Tensor) -> torch.Tensor:
 
 
 def the_schedule(fd):
-    s = fd.last_schedule()
-    (params,) = s if isinstance(s, list) else [s]
+    (params,) = schedules(fd)
     return params
 
 

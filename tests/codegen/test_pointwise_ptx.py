@@ -5,15 +5,13 @@ of that run for sm_90 with the specialization Triton's launcher makes for the re
 arguments (``compile_last_run``), and asserts on what matters for bandwidth: 16-byte
 vector loads and stores (``ld.global.v4`` / ``st.global.v4``), on both sides of a
 transpose, and a transpose tile sized in bytes that fits in registers (ptxas, no
-spills). A seeded sample of the layout sweep (``tests/schedulers``) must compile too.
+spills). A seeded sample of the layout sweep (``tests/support/pointwise_sweep.py``) must
+compile too.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,15 +19,14 @@ import torch
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.pointwise import transpose_tile
+from support import pointwise_sweep as sweep
+from support.execution import schedules
 
 V4_LOAD, V4_STORE = "ld.global.v4", "st.global.v4"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
+# each module's kernels are cached in a fresh directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
 
 def run_add(x: torch.Tensor, y: torch.Tensor, stride_order=None):
@@ -80,7 +77,7 @@ def test_transpose_is_vectorized_on_both_sides(dtype):
     x, y = (torch.randn(512, 256, generator=g).to(dtype).t() for _ in range(2))  # [256, 512]
     fd, out = run_add(x, y, stride_order=[1, 0])
     assert out.stride() == (512, 1)
-    (params,) = fd.last_schedule()
+    (params,) = schedules(fd)
     assert params.transpose
     assert (params.block_x, params.block_y, params.num_warps) == TRANSPOSE_TILES[dtype]
     art = only_artifact(fd)
@@ -119,29 +116,17 @@ def test_double_scalar_is_passed_as_f64():
 
 
 # --- a sample of the layout sweep ----------------------------------------------------------
-def _load_sweep():
-    """The sweep's case table, from tests/schedulers/test_pointwise_sweep.py (loaded under its
-    own name, so it does not depend on how pytest imported that file)."""
-    path = Path(__file__).resolve().parents[1] / "schedulers" / "test_pointwise_sweep.py"
-    spec = importlib.util.spec_from_file_location("pointwise_sweep_cases", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-SWEEP = _load_sweep()
-PTX_SAMPLE = sorted(random.Random(90).sample(sorted(SWEEP.SAMPLE, key=lambda c: c.id), 16),
+PTX_SAMPLE = sorted(random.Random(90).sample(sorted(sweep.SAMPLE, key=lambda c: c.id), 16),
                     key=lambda c: c.id)
 
 
-@pytest.mark.parametrize("case", [SWEEP.case_param(c) for c in PTX_SAMPLE])
+@pytest.mark.parametrize("case", [sweep.case_param(c) for c in PTX_SAMPLE])
 def test_sweep_sample_compiles_for_sm90(case):
-    run = SWEEP.run_case(case)
+    run = sweep.run_case(case)
     torch.testing.assert_close(run.out, run.tensors.expected)
     arts = compile_last_run(run.fd.executor())
     if not arts:
-        assert run.tensors.view_of is not None and SWEEP.pin(case) is None, \
+        assert run.tensors.view_of is not None and sweep.pin(case) is None, \
             "only a view of an input launches no kernel"
     for art in arts:
         assert ".target sm_90" in art.ptx and art.vector_widths, art.name

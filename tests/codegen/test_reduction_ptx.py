@@ -16,23 +16,16 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from helpers_layout import INTERPRETER_WARNINGS
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.reduction import ReductionParams
+from support.execution import INTERPRETER_WARNINGS, schedules
 
-pytestmark = INTERPRETER_WARNINGS
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 NV_DTYPES = {torch.float32: DataType.Float, torch.float16: DataType.Half,
              torch.bfloat16: DataType.BFloat16}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
 
 
 def laid_out(shape, stride_order, dtype=torch.float32, seed=0) -> torch.Tensor:
@@ -52,7 +45,7 @@ def define_input(fd: FusionDefinition, x: torch.Tensor, stride_order):
 def reduce_and_compile(shape, stride_order, op: str, dims, dtype=torch.float32,
                        out_order=None):
     """Run ``op(x, dims)`` on a ``stride_order`` input, check its values, and compile the
-    run's kernels for sm_90. Returns (artifacts, schedule)."""
+    run's kernels for sm_90. Returns (artifacts, the params of every kernel)."""
     x = laid_out(shape, stride_order, dtype)
     with FusionDefinition() as fd:
         t0 = define_input(fd, x, stride_order)
@@ -66,7 +59,7 @@ def reduce_and_compile(shape, stride_order, op: str, dims, dtype=torch.float32,
             else [{"sum": torch.sum, "max": torch.amax}[op](x64, dims)])
     for got, ref in zip(results, refs):
         torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-2, atol=1e-2)
-    return compile_last_run(fd.executor()), fd.last_schedule()[0]
+    return compile_last_run(fd.executor()), schedules(fd)
 
 
 def reduction_kernels(artifacts):
@@ -85,7 +78,7 @@ def reduction_kernels(artifacts):
     ],
 )
 def test_stride_one_axis_is_read_with_16_byte_vectors(shape, stride_order, dims, dtype, family):
-    artifacts, schedule = reduce_and_compile(shape, stride_order, "sum", dims, dtype)
+    artifacts, (schedule,) = reduce_and_compile(shape, stride_order, "sum", dims, dtype)
     assert schedule.family == family
     for art in reduction_kernels(artifacts):
         widths = art.vector_widths
@@ -206,10 +199,9 @@ def test_every_kernel_compiles_for_sm90(name):
     for got, ref in zip(outs, fusion.reference(inputs), strict=True):
         torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-2, atol=1e-2,
                                    equal_nan=True)
-    schedule = fd.last_schedule()
-    params = schedule if isinstance(schedule, list) else [schedule]
+    params = schedules(fd)
     if fusion.split:
-        assert any(getattr(p, "split", 1) > 1 for p in params), f"not split: {schedule}"
+        assert any(getattr(p, "split", 1) > 1 for p in params), f"not split: {params}"
     artifacts = compile_last_run(fd.executor())
     n_reductions = sum(isinstance(p, ReductionParams) for p in params)
     assert artifacts and len(artifacts) >= n_reductions, [a.name for a in artifacts]

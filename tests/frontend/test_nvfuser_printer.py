@@ -3,9 +3,9 @@ the same cache entry, and the same results. Structurally equal definitions share
 
 import pytest
 import torch
-from test_nvfuser_seed import nvfuser_fusion_id33, seed_inputs
 
 from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
+from support.seed import nvfuser_fusion_id33, seed_inputs
 
 
 def pointwise_constants(fd):

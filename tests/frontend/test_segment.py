@@ -1,9 +1,9 @@
 """fd.segment(inputs): the kernels a fusion runs as, with their schedulers and cut reasons."""
 
 import torch
-from test_nvfuser_seed import check_seed_outputs, define_seed, seed_inputs
 
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from support.seed import check_seed_outputs, define_seed, seed_inputs
 
 
 def test_seed_thunder_fusion_segments():

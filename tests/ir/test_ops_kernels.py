@@ -27,22 +27,17 @@ from layoutfuse.dtypes import from_torch
 from layoutfuse.errors import DefinitionError
 from layoutfuse.ir.ops.elementwise import ROWS
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from support.execution import assert_ran_kernels
 
 # Masked-out lanes read 0, so integer division there warns; the store is masked.
-pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning"),
+              pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 F32, F16, BF16, F64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
 I64, I32, BOOL = torch.int64, torch.int32, torch.bool
 DTYPES = (F32, F16, BF16, F64, I64, I32, BOOL)
 REDUCED = (F16, BF16)
 SHAPE = (5, 67)  # 67: not a multiple of any block, so the tail is masked
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
 
 
 def dtype_id(dtype: torch.dtype) -> str:
@@ -131,6 +126,8 @@ def torch_result_dtype(name: str, operands) -> torch.dtype | None:
 def check_kernels(fd: FusionDefinition, launches: bool = True) -> None:
     """The last run used generated kernels (launched some, unless ``launches`` is False: a
     cast to the same dtype is a view of its input), and each compiles for sm_90."""
+    if launches:
+        assert_ran_kernels(fd)
     artifacts = compile_last_run(fd.executor())
     assert bool(artifacts) == launches, f"{len(artifacts)} kernels launched"
     for art in artifacts:

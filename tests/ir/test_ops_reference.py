@@ -1,4 +1,4 @@
-"""Every op row's torch reference, run through FusionExecutor, against direct torch.
+"""Every op row's torch reference, run by ``layoutfuse.reference``, against direct torch.
 
 One table per op set. For each row and each dtype it accepts (float32, float16,
 bfloat16, int64, bool) the expected value is computed directly in torch, with
@@ -6,7 +6,7 @@ Half/BFloat16 operands upcast to Float and the result cast back, and the
 expected dtype is torch's own result dtype (taken on meta tensors) except where
 nvFuser differs on purpose (``div`` of integers truncates; ``var`` of integers
 is Float). Each test also checks that the IR inferred that dtype and that the
-executor returned it.
+reference computed it. (Generated kernels of the same rows: ``test_ops_kernels.py``.)
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 from layoutfuse.dtypes import from_torch, to_torch
 from layoutfuse.errors import DefinitionError
 from layoutfuse.ir import Fusion, FusionGuard, IterDomain, TensorView, ops
-from layoutfuse.runtime.executor import FusionExecutor
+from layoutfuse.reference import run_reference
 
 F32, F16, BF16, I64, BOOL = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool
 FLOATS = (F32, F16, BF16)
@@ -54,12 +54,6 @@ def upcast(x):
     return x.float() if torch.is_tensor(x) and x.dtype in (F16, BF16) else x
 
 
-def ReferenceExecutor(fusion):  # noqa: N802 - reads as the executor it builds
-    """A FusionExecutor computing with the op rows' torch references: these tests check
-    the references, not generated kernels."""
-    return FusionExecutor(fusion, compute="reference")
-
-
 def declare(f: Fusion, t: torch.Tensor) -> TensorView:
     tv = TensorView(f, [IterDomain.iteration(None) for _ in t.shape], from_torch(t.dtype))
     f.add_input(tv)
@@ -67,20 +61,18 @@ def declare(f: Fusion, t: torch.Tensor) -> TensorView:
 
 
 def run(build: Callable, tensors: list[torch.Tensor]):
-    """(the output TensorView, the executor's result) for ``build(*input_tvs)``."""
+    """(the output TensorView, the reference's result) for ``build(*input_tvs)``."""
     f = Fusion()
     with FusionGuard(f):
         out = build(*[declare(f, t) for t in tensors])
         f.add_output(out)
-    ex = ReferenceExecutor(f)
-    (res,) = ex.run(tensors)
-    assert ex.last_run is None, "the reference executor launched kernels"
+    (res,) = run_reference(f, tensors)
     return out, res
 
 
 def check(out_tv, result, expected, expected_dtype):
     assert out_tv.dtype is from_torch(expected_dtype), "IR dtype"
-    assert result.dtype == to_torch(out_tv.dtype) == expected_dtype, "executor dtype"
+    assert result.dtype == to_torch(out_tv.dtype) == expected_dtype, "reference dtype"
     torch.testing.assert_close(result, expected.to(expected_dtype), equal_nan=True)
 
 
@@ -224,7 +216,7 @@ def test_var_mean(dtype):
         var, mean = ops.var_mean(declare(f, x), [1], correction=1)
         f.add_output(var)
         f.add_output(mean)
-    v, m = ReferenceExecutor(f).run([x])
+    v, m = run_reference(f, [x])
     want = dtype if dtype in FLOATS else F32
     ev, em = torch.var_mean(x.double(), 1, correction=1)
     for tv, r, e in ((var, v, ev), (mean, m, em)):
@@ -240,7 +232,7 @@ def test_welford(dtype):
         outs = ops.welford(declare(f, x), [0])
         for o in outs:
             f.add_output(o)
-    avg, m2, n = ReferenceExecutor(f).run([x])
+    avg, m2, n = run_reference(f, [x])
     xd = x.double()
     torch.testing.assert_close(avg, xd.mean(0).float())
     torch.testing.assert_close(m2, ((xd - xd.mean(0)) ** 2).sum(0).float())
@@ -281,7 +273,7 @@ def test_full(dtype):
     with FusionGuard(f):
         out = ops.full([2, 3], fill, from_torch(dtype))
         f.add_output(out)
-    (res,) = ReferenceExecutor(f).run([])
+    (res,) = run_reference(f, [])
     check(out, res, torch.full((2, 3), fill, dtype=dtype), dtype)
 
 
@@ -291,6 +283,6 @@ def test_iota(dtype, start, step):
     with FusionGuard(f):
         out = ops.iota(4, start, step, from_torch(dtype))
         f.add_output(out)
-    (res,) = ReferenceExecutor(f).run([])
+    (res,) = run_reference(f, [])
     s0, s1 = start or 0, step or 1
     check(out, res, s0 + torch.arange(4, dtype=torch.float64) * s1, dtype)

@@ -1,8 +1,7 @@
 """FusionExecutor.run end to end: values, output layouts (strides), aliases, views, scalars.
 
-Every test runs twice: through the executor as it is (generated kernels, each also compiled
-for sm_90) and with the kernel hook switched off (the reference path), which must give the
-same layouts.
+Every test runs through the executor as it is: generated kernels, each also compiled for
+sm_90 (``KernelExecutor``), with values checked against torch.
 """
 
 from __future__ import annotations
@@ -18,11 +17,6 @@ from layoutfuse.passes import output_layout
 from layoutfuse.runtime.executor import FusionExecutor
 
 
-def ReferenceExecutor(fusion):  # noqa: N802 - stands beside the KernelExecutor class
-    """The executor computing with torch's eager ops into the same destinations."""
-    return FusionExecutor(fusion, compute="reference")
-
-
 class KernelExecutor(FusionExecutor):
     """The executor as it is; every kernel a run launches is also compiled for sm_90."""
 
@@ -34,19 +28,9 @@ class KernelExecutor(FusionExecutor):
         return outs
 
 
-@pytest.fixture(params=[KernelExecutor, ReferenceExecutor], ids=["kernels", "reference"])
-def executor(request):
-    return request.param
-
-
 @pytest.fixture
-def kernel_gap(request, executor):
-    """``kernel_gap(reason)`` marks the kernel variant of a test as a known codegen gap
-    (strict: it fails once the gap is closed, so the mark gets removed)."""
-    def mark(reason: str) -> None:
-        if executor is KernelExecutor:
-            request.node.add_marker(pytest.mark.xfail(reason=f"codegen: {reason}", strict=True))
-    return mark
+def executor():
+    return KernelExecutor
 
 
 def define_tensor(f: Fusion, shape, stride_order=None, dtype=DataType.Float) -> TensorView:
@@ -188,7 +172,7 @@ def test_expanded_output_dims_have_stride_zero(executor):
     torch.testing.assert_close(out, (x + 1).expand(4, 3))
 
 
-def test_scalar_outputs_are_0_dim_tensors(executor, kernel_gap):
+def test_scalar_outputs_are_0_dim_tensors(executor):
     def fn(f):
         x = define_tensor(f, [-1, -1])
         s = Scalar(f, DataType.Double)
@@ -222,7 +206,7 @@ def test_shapes_from_scalar_inputs(executor):
 def test_reference_compute_launches_nothing():
     f = build(lambda f: f.add_output(ops.pointwise("neg", define_tensor(f, [-1]))))
     x = torch.randn(3)
-    ref = ReferenceExecutor(f)
+    ref = FusionExecutor(f, compute="reference")
     (out,) = ref.run([x])
     torch.testing.assert_close(out, -x)
     assert ref.last_run is None and ref.last_schedule() == []

@@ -7,6 +7,7 @@ from layoutfuse.errors import InputDtypeError, InputLayoutError, InputRankError
 from layoutfuse.frontend.nvfuser import fusion_definition
 from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
 from layoutfuse.runtime.replay import LaunchPlan, PlannedLaunch, signature
+from support.execution import schedules
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -51,7 +52,7 @@ def test_replayed_split_reduction_reuses_its_workspace_correctly(device):
         x = torch.randn(4096, 3, device=device)
         (out,) = fd.execute([x])
         torch.testing.assert_close(out, x.sum(0), rtol=1e-5, atol=1e-3)
-    (params,) = fd.last_schedule()
+    (params,) = schedules(fd)
     assert params.split > 1
 
 

@@ -12,10 +12,11 @@ import itertools
 import pytest
 import torch
 
-from helpers_layout import small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
+from support.execution import schedules, small_gpu
+from support.tensors import with_order
 
 # masked lanes of a partial tile compute 0/0 and inf/inf in the interpreter (never stored)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -101,13 +102,6 @@ def expected(op: str, x: torch.Tensor, dim: int, params: list[torch.Tensor]):
     return [var, mean, y.to(x.dtype)]
 
 
-def with_order(shape, order, dtype, seed=0):
-    """A dense tensor of logical ``shape`` whose memory order is ``order`` (outermost first)."""
-    g = torch.Generator().manual_seed(seed)
-    phys = (torch.randn([shape[d] for d in order], generator=g) * 2 + 0.5).to(dtype)
-    return phys.permute([order.index(d) for d in range(len(shape))])
-
-
 def inputs_for(op, shape, order, dim, dtype):
     x = with_order(shape, order, dtype)
     g = torch.Generator().manual_seed(7)
@@ -158,17 +152,12 @@ def test_normalization_matches_torch_in_one_kernel(case):
     fd, x, outs = run_case(op, shape, order, dim, dtype)
     segs = fd.segment([x] + inputs_for(op, shape, order, dim, dtype)[1])
     assert [s["scheduler"] for s in segs] == ["normalization"], segs
-    (params,) = [p for p in _schedules(fd) if p.scheduler == "normalization"]
+    (params,) = [p for p in schedules(fd) if p.scheduler == "normalization"]
     assert params.mode == "persistent"
     assert params.family == expected_family(shape, order, dim)
     # the full-shape output takes the input's layout (dense, same memory order)
     full = [o for o in outs if o.shape == x.shape]
     assert full and all(o.stride() == x.stride() for o in full)
-
-
-def _schedules(fd):
-    s = fd.last_schedule()
-    return s if isinstance(s, list) else [s]
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -195,7 +184,7 @@ def test_rows_longer_than_a_tile_loop_in_one_kernel(monkeypatch):
     small_gpu(monkeypatch, 4)
     for op in ("softmax", "layer_norm", "var_mean"):
         fd, x, _ = run_case(op, (6, 90), (0, 1), 1, torch.float32)
-        (params,) = _schedules(fd)
+        (params,) = schedules(fd)
         assert params.mode == "looped" and params.block_r < 90
         assert params.template == "inner"
         assert params.passes == 1
@@ -210,7 +199,7 @@ def test_columns_longer_than_a_tile_loop_over_column_blocks(monkeypatch):
     small_gpu(monkeypatch, 4)
     for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "var_mean"):
         fd, x, _ = run_case(op, (40, 256), (0, 1), 0, torch.float32)
-        (params,) = _schedules(fd)
+        (params,) = schedules(fd)
         assert (params.mode, params.template, params.passes) == ("looped", "outer", 1)
         assert params.block_x * 4 == nm.LOOP_ROW_BYTES
         assert "columns of 40 elements exceed" in fd.segment([x])[0]["reason"]
@@ -244,21 +233,21 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypa
     (y,) = fd.execute([x])
     xc = x - x.mean(0)
     torch.testing.assert_close(y, xc * torch.rsqrt((xc * xc).mean(0) + EPS))
-    assert [p.scheduler for p in _schedules(fd)] == ["reduction", "reduction", "pointwise"]
-    assert all(p.family == "outer" for p in _schedules(fd)[:2])
+    assert [p.scheduler for p in schedules(fd)] == ["reduction", "reduction", "pointwise"]
+    assert all(p.family == "outer" for p in schedules(fd)[:2])
     segs = fd.segment([x])
     assert all("columns of 40 elements exceed" in s["reason"] and "need 2 passes"
                in s["reason"] for s in segs)
 
     small_gpu(monkeypatch, 8)     # 2 blocks of 256 bytes, 4 of 128 cannot fill 8: 64-byte rows
     fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
-    (params,) = _schedules(fd)
+    (params,) = schedules(fd)
     assert (params.mode, params.block_x) == ("looped", 16)
     small_gpu(monkeypatch, 32)    # 16 column blocks of a sector (32 bytes) cannot fill 32
     fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
     # softmax's max and sum: one reduction kernel (a running pair), then the pointwise one
-    assert [p.scheduler for p in _schedules(fd)] == ["reduction", "pointwise"]
-    assert _schedules(fd)[0].family == "outer"
+    assert [p.scheduler for p in schedules(fd)] == ["reduction", "pointwise"]
+    assert schedules(fd)[0].family == "outer"
     segs = fd.segment([x])
     assert all("16 column blocks cannot fill 32" in s["reason"] for s in segs)
     assert "softmax's max and sum in one pass" in segs[0]["reason"]
@@ -266,7 +255,7 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypa
 
 def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():
     fd, x, _ = run_case("layer_norm", (16, 600), (1, 0), 1, torch.float32)
-    (params,) = _schedules(fd)
+    (params,) = schedules(fd)
     assert params.mode == "persistent" and params.template == "outer"
     assert params.block_x * 4 == nm.ROW_BYTES
     monkeypatch = pytest.MonkeyPatch()
@@ -274,7 +263,7 @@ def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():
         m.setattr(nm, "MAX_TILE", 8 * 1024)
         FusionCache.reset()                 # a new plan, not the replay of the first one
         fd, x, _ = run_case("layer_norm", (16, 600), (1, 0), 1, torch.float32)
-        (params,) = _schedules(fd)
+        (params,) = schedules(fd)
         assert params.mode == "persistent" and params.block_x * 4 == nm.MIN_ROW_BYTES
 
 
@@ -287,7 +276,7 @@ def test_few_long_rows_fall_back_to_split_reductions(monkeypatch):
     for op in ("softmax", "layer_norm"):
         x, extra = inputs_for(op, (2, 40000), (0, 1), 1, torch.float32)
         fd, x, _ = run_case(op, (2, 40000), (0, 1), 1, torch.float32)
-        scheds = _schedules(fd)
+        scheds = schedules(fd)
         kinds = [p.scheduler for p in scheds]      # (layer norm: mean and rstd stored apart)
         assert kinds[0] == "reduction" and set(kinds[1:]) == {"pointwise"}, kinds
         assert scheds[0].split > 1

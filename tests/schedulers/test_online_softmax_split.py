@@ -14,12 +14,12 @@ import itertools
 import pytest
 import torch
 
-from helpers_layout import INTERPRETER_WARNINGS, small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.runtime import pipeline
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import reduction as rd
+from support.execution import INTERPRETER_WARNINGS, small_gpu
 
 pytestmark = INTERPRETER_WARNINGS + [pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 

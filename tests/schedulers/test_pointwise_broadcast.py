@@ -24,13 +24,10 @@ from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers.problem import Problem, max_offset
+from support.execution import schedules
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
+# each module's kernels are cached in a fresh directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
 
 def problem(shape, load_strides, out_strides) -> Problem:
@@ -93,7 +90,7 @@ def test_bias_over_columns_runs_in_tiles_of_rows(dtype, layout):
     want = ((x.float() + b.float()) * b.float()).to(dtype)
     torch.testing.assert_close(y, want, atol=1e-2 if dtype is torch.bfloat16 else 1e-5,
                                rtol=1e-2 if dtype is torch.bfloat16 else 1e-5)
-    (params,) = fd.last_schedule()
+    (params,) = schedules(fd)
     assert params.scheduler == "pointwise"
     if layout == "col":
         # the stride-1 dim is dim 0 (X): the bias varies along Y and is broadcast along X,

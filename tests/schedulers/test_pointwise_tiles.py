@@ -26,17 +26,15 @@ from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers.problem import Problem, max_offset
+from support.execution import schedules
 
 F32, BF16 = torch.float32, torch.bfloat16
 DTYPES = {F32: DataType.Float, BF16: DataType.BFloat16}
 BENCH_SHAPE = (32, 64, 256, 256)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_cache_in_tmp(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path_factory.mktemp("kernels")))
-        yield
+# each module's kernels are cached in a fresh directory (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
 
 def dense_strides(shape, order) -> tuple[int, ...]:
@@ -160,7 +158,7 @@ def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, w
     torch.testing.assert_close(out, x, rtol=0, atol=0)
     assert out.stride() == dense_strides(shape, out_order)
 
-    (params,) = fd.last_schedule()
+    (params,) = schedules(fd)
     p = copy_problem(shape, in_order, out_order, dtype)
     assert params == pw.heuristics(p, H200)
     # the bf16 tile covers Y (128) whole in two of them, and the store continues on the

@@ -11,14 +11,16 @@ and that the schedule's family follows the input's memory order (the oracles are
 
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
+
+from layoutfuse.nvfuser import FusionDefinition
+from support.execution import INTERPRETER_WARNINGS
+from support.reductions import (
     DTYPES,
-    INTERPRETER_WARNINGS,
     OPS,
-    _kernel_cache_in_tmp,
     assert_family,
     assert_layout,
     assert_values,
@@ -26,9 +28,7 @@ from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse
     strided,
 )
 
-from layoutfuse.nvfuser import FusionDefinition
-
-pytestmark = INTERPRETER_WARNINGS
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 PROLOGUES = (None, "mul", "exp", "abs")
 
 

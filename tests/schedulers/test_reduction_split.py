@@ -16,21 +16,20 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
-    DEVICE,
-    INTERPRETER_WARNINGS,
-    NV_DTYPES,
-    _kernel_cache_in_tmp,
-    assert_values,
-    strided,
-)
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
 from layoutfuse.runtime import pipeline
 from layoutfuse.schedulers import reduction as rd
+from support.execution import INTERPRETER_WARNINGS, schedules
+from support.reductions import (
+    DEVICE,
+    NV_DTYPES,
+    assert_values,
+    strided,
+)
 
-pytestmark = INTERPRETER_WARNINGS
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 
 @dataclass(frozen=True)
@@ -125,9 +124,8 @@ def check_values(op: str, outs, x: torch.Tensor, dims) -> None:
 
 def reduction_params(fd) -> rd.ReductionParams | None:
     """The run's reduction kernel's params (None when another scheduler took it whole)."""
-    schedule = fd.last_schedule()
-    found = [p for p in (schedule if isinstance(schedule, list) else [schedule])
-             if isinstance(p, rd.ReductionParams)]
+    schedule = schedules(fd)
+    found = [p for p in schedule if isinstance(p, rd.ReductionParams)]
     assert len(found) <= 1, schedule
     return found[0] if found else None
 

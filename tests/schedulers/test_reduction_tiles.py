@@ -16,13 +16,6 @@ import dataclasses
 
 import pytest
 import torch
-from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
-    INTERPRETER_WARNINGS,
-    NV_DTYPES,
-    _kernel_cache_in_tmp,
-    assert_values,
-    strided,
-)
 
 from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200
@@ -33,8 +26,14 @@ from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers import reduction_tiles as tiles
 from layoutfuse.schedulers.problem import Problem
+from support.execution import INTERPRETER_WARNINGS, schedules
+from support.reductions import (
+    NV_DTYPES,
+    assert_values,
+    strided,
+)
 
-pytestmark = INTERPRETER_WARNINGS
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 
 def problem(pattern: str, sizes: tuple[int, ...], dtype: DataType) -> Problem:
@@ -329,9 +328,8 @@ def test_unrolled_kernels_match_torch(shape, stride_order, dims, op):
             fd.add_output(out)
     results = fd.execute([x])
     assert_values(op, results, x.dtype, x.cpu().double(), dims)
-    schedule = fd.last_schedule()
-    params = [p for p in (schedule if isinstance(schedule, list) else [schedule])
-              if isinstance(p, rd.ReductionParams)]
+    schedule = schedules(fd)
+    params = [p for p in schedule if isinstance(p, rd.ReductionParams)]
     assert op == "var_mean" or (params and params[0].unroll == 2), schedule
     if op == "var_mean" and params:
         # a Welford divides once per tile (its lanes' counts are equal) except in the nested

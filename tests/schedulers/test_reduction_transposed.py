@@ -21,18 +21,6 @@ import re
 
 import pytest
 import torch
-from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse fixture)
-    DEVICE,
-    INTERPRETER_WARNINGS,
-    NV_DTYPES,
-    _kernel_cache_in_tmp,
-    assert_family,
-    assert_layout,
-    assert_values,
-    exact_values,
-    pinned_order,
-    strided,
-)
 
 from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200, DeviceInfo
@@ -43,8 +31,19 @@ from layoutfuse.nvfuser import FusionCache, FusionDefinition
 from layoutfuse.runtime import pipeline
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
+from support.execution import INTERPRETER_WARNINGS, schedules
+from support.reductions import (
+    DEVICE,
+    NV_DTYPES,
+    assert_family,
+    assert_layout,
+    assert_values,
+    exact_values,
+    pinned_order,
+    strided,
+)
 
-pytestmark = INTERPRETER_WARNINGS
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 SHAPE = (40, 36, 33)          # every kept dim spans an fp32 tile edge (32 elements: 128 B)
 ONE_PROGRAM_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)
@@ -79,9 +78,7 @@ def run(alloc, reduced, op, dtype, output, shape=SHAPE):
 
 
 def reduction_params(fd) -> rd.ReductionParams:
-    schedule = fd.last_schedule()
-    (params,) = [p for p in (schedule if isinstance(schedule, list) else [schedule])
-                 if isinstance(p, rd.ReductionParams)]
+    (params,) = [p for p in schedules(fd) if isinstance(p, rd.ReductionParams)]
     return params
 
 

@@ -17,13 +17,13 @@ import itertools
 
 import pytest
 import torch
-from test_normalization import with_order
 
-from helpers_layout import small_gpu
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import reduction as rd
+from support.execution import schedules, small_gpu
+from support.tensors import with_order
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -76,8 +76,7 @@ def test_siblings_run_as_one_kernel(shape, order, dims, dtype):
     assert seg["scheduler"] == "normalization" and "same rows" in seg["reason"], seg
     assert sorted(op for op in seg["ops"] if op in ("sum", "max", "welford")) == \
         ["max", "sum", "sum", "welford"]
-    (params,) = fd.last_schedule() if isinstance(fd.last_schedule(), list) else \
-        [fd.last_schedule()]
+    (params,) = schedules(fd)
     # the input's stride-1 dim decides the family
     inner_dim = min(range(len(shape)), key=lambda d: x.stride(d))
     assert params.template == ("inner" if inner_dim in dims else "outer"), params
@@ -145,7 +144,7 @@ def test_siblings_longer_than_a_tile_still_read_once(monkeypatch, order, dims, m
     x = with_order((40, 128), order, torch.float32)
     fd = four_reductions(x, dims)
     check(fd.execute([x]), expected(x, dims), torch.float32)
-    schedule = fd.last_schedule()
+    schedule = schedules(fd)
     segs = fd.segment([x])
     if mode == "looped":
         (params,) = schedule
@@ -209,7 +208,7 @@ def test_outer_siblings_take_the_reduction_schedulers_wide_steps(monkeypatch, dt
     x = with_order((40, 4096), (0, 1), dtype)
     fd = four_reductions(x, [0])
     check(fd.execute([x]), expected(x, [0]), dtype)
-    (params,) = fd.last_schedule()
+    (params,) = schedules(fd)
     assert (params.mode, params.template, params.block_x, params.block_r) == \
         ("looped", "outer", block_x, block_r), params
     assert "reductions only" in fd.segment([x])[0]["reason"]

@@ -1,0 +1,14 @@
+"""Helpers shared by test modules of several directories; no test module imports another.
+
+tests/ is on ``sys.path`` (pytest's default "prepend" import mode puts the directory of
+tests/conftest.py there), so a test imports these as ``from support.reductions import ...``.
+
+* ``execution``: running fusions in tests: the interpreter's warnings, a small device,
+  the schedules and kernels of a run;
+* ``reductions``: single reductions over layouts: inputs and oracles;
+* ``pointwise_sweep``: the pointwise layout sweep's cases and oracles;
+* ``seed``: the seed report's Thunder fusion;
+* ``tensors``: tensors of a chosen memory order.
+
+Fixtures live in the conftest.py files (``kernel_cache_in_tmp`` in tests/conftest.py).
+"""
