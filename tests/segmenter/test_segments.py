@@ -238,11 +238,21 @@ def test_an_output_upstream_of_another_outputs_kernel_is_stored_by_it():
     assert same(spec.outputs, [doubled, e]) and same(loads(spec), b.inputs)
 
 
-@pytest.mark.xfail(strict=True, reason="segmenter: an output listed before the output whose "
-                   "kernel it is upstream of gets a kernel of its own (exp computed twice)")
 def test_an_upstream_output_listed_first_is_stored_by_the_downstream_kernel():
     b = build((2,), lambda x: list(reversed(exp_then_double(x))))
-    assert kinds(cut(b)[0]) == ["pointwise"]
+    (spec,), _ = cut(b)
+    assert spec.kind == "pointwise" and len(spec.outputs) == 2
+
+
+def test_a_pointwise_output_beside_a_reduction_says_so():
+    """exp(x) is an output, and so is the sum of it: the pointwise kernel does not come
+    after the reduction, and its reason says beside."""
+    def body(x):
+        e = api.exp(x)
+        return [e, api.sum(e, [0])]
+    specs, _ = cut(build((2,), body))
+    reasons = [s.reason for s in specs if s.kind == "pointwise"]
+    assert reasons == ["pointwise work beside the reductions"], reasons
 
 
 # --- every fusion -------------------------------------------------------------------------------------

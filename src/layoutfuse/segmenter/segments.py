@@ -161,17 +161,24 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
     """A pointwise kernel for each pending output no kernel stores yet; it also stores
     the pending outputs upstream of it, in its coordinates."""
     specs: list[KernelSpec] = []
-    for root in seg.pending:
+    ups = {id(r): upstream_tensors(r, memory_ids) for r in seg.pending}
+    # an output upstream of another pending output is stored by that output's kernel: the
+    # downstream ones are roots first (stable otherwise)
+    roots = sorted(seg.pending, key=lambda r: any(
+        id(r) in ups[id(o)] for o in seg.pending if o is not r))
+    for root in roots:
         if id(root) in seg.covered:
             continue
-        up = upstream_tensors(root, memory_ids)
+        up = ups[id(root)]
         stores = [Access(root, (), store=True)]
         seg.covered.add(id(root))
         for o in seg.pending:
             if id(o) not in seg.covered and id(o) in up:
                 stores.append(Access(o, up[id(o)][1], store=True))
                 seg.covered.add(id(o))
-        why = ("pointwise work after the reductions" if seg.reductions else
+        red_outs = {id(o) for e in seg.reductions for o in e.outputs}
+        why = ("pointwise work after the reductions" if red_outs & set(up) else
+               "pointwise work beside the reductions" if seg.reductions else
                "a fusion without reductions")
         specs.append(kernel_spec("pointwise", root, memory_ids, stores, reason=why))
     return specs
