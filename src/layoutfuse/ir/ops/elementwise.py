@@ -194,6 +194,14 @@ CAST = register(
 ROW_BY_NAME = {row.name: row for row in ROWS}
 
 
+@overload
+def pointwise(name: str, first: TensorView, /, *operands: Operand) -> TensorView: ...
+
+
+@overload
+def pointwise(name: str, *operands: Operand) -> Scalar | TensorView: ...
+
+
 def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     """Apply pointwise op ``name``. Lower-rank tensors are broadcast on the left (numpy rule);
     Python numbers become constant Scalars; all-scalar operands give a Scalar."""
