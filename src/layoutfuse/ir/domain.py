@@ -83,6 +83,6 @@ class AllocationDomain:
     order: tuple[IterDomain, ...]
     contiguity: tuple[bool | None, ...]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if len(self.order) != len(self.contiguity):
             raise ValueError("allocation order and contiguity must have the same length")

@@ -45,7 +45,7 @@ class OutputSpec:
 
 
 class Fusion:
-    def __init__(self):
+    def __init__(self) -> None:
         self.vals: list[Val] = []
         self.exprs: list[Expr] = []
         self.inputs: list[Val] = []
@@ -119,7 +119,7 @@ _local = threading.local()
 
 
 def current_fusion() -> Fusion:
-    f = getattr(_local, "fusion", None)
+    f: Fusion | None = getattr(_local, "fusion", None)
     if f is None:
         raise DefinitionError("no active fusion: use `with FusionGuard(fusion):` or FusionDefinition")
     return f
@@ -137,7 +137,7 @@ class FusionGuard:
         _local.fusion = self.fusion
         return self.fusion
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         _local.fusion = self._prev
 
 

@@ -10,9 +10,13 @@ index, which is all a kernel needs to read through them.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .fusion import Expr
+    from .values import TensorView
 
 
 class OpKind(enum.Enum):
@@ -24,13 +28,30 @@ class OpKind(enum.Enum):
     SCALAR = "scalar"            # scalar arithmetic and size queries, evaluated on the host
 
 
+class IndexAlgebra(Protocol):
+    """What an ``index_map`` computes with: index expressions of one kind (ints, strings)."""
+
+    zero: Any
+    one: Any
+
+    def add(self, a: Any, b: Any) -> Any: ...
+    def mul(self, a: Any, b: Any) -> Any: ...
+    def floordiv(self, a: Any, b: Any) -> Any: ...
+    def mod(self, a: Any, b: Any) -> Any: ...
+    def extent(self, tv: TensorView, dim: int) -> Any: ...
+
+
+# (expr, the output's per-dim indices, the algebra) -> the input's per-dim indices
+IndexMap = Callable[["Expr", Sequence[Any], IndexAlgebra], list[Any]]
+
+
 @dataclass(frozen=True, eq=False)
 class OpDef:
     name: str
     kind: OpKind
     reference: Callable[..., Any]
     triton: Callable[..., str] | None = None
-    index_map: Callable[..., Any] | None = None
+    index_map: IndexMap | None = None
     doc: str = ""
 
     def __repr__(self) -> str:

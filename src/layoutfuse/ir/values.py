@@ -6,6 +6,7 @@ Every value belongs to one Fusion and is produced by at most one Expr
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..dtypes import DataType
@@ -93,7 +94,8 @@ class TensorView(Val):
         return tuple(d.extent for d in self.shape_domain)
 
     # --- layout ----------------------------------------------------------------
-    def set_allocation_domain(self, ids, contiguity=True) -> None:
+    def set_allocation_domain(self, ids: Iterable[IterDomain],
+                              contiguity: bool | Sequence[bool | None] = True) -> None:
         """Declare the memory order (outermost first) and contiguity of this tensor.
 
         ``ids`` must be a permutation of ``self.logical`` (reduction axes may be

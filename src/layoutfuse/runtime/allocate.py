@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from ..dtypes import to_torch
-from ..ir import Expr, Fusion, TensorView
+from ..ir import Expr, Fusion, TensorView, Val
 from .validate import Bindings
 
 
@@ -78,9 +78,10 @@ def allocate_output(tv: TensorView, order: Sequence[int], bindings: Bindings) ->
 # --- views of inputs --------------------------------------------------------------------------
 def view_chain(fusion: Fusion, tv: TensorView, source: TensorView) -> list[Expr]:
     """The exprs from ``source`` to ``tv``, first to last (each with one tensor operand)."""
-    chain = []
-    v = tv
+    chain: list[Expr] = []
+    v: Val = tv
     while v is not source:
+        assert v.definition is not None  # ``source`` is an ancestor of ``tv``
         chain.append(v.definition)
         v = v.definition.inputs[0]
     return chain[::-1]
@@ -106,11 +107,13 @@ def make_view(chain: Sequence[Expr], base: torch.Tensor, bindings: Bindings
             t = t[tuple(0 if i in dims else slice(None) for i in range(t.dim()))]
         elif name == "broadcast_in_dim":
             bdims = expr.attrs["broadcast_dims"]
+            assert isinstance(out, TensorView)
             for j in range(out.ndim):
                 if j not in bdims:
                     t = t.unsqueeze(j)
             t = t.expand(*bindings.shape(out))
         elif name == "reshape":
+            assert isinstance(out, TensorView)
             try:
                 t = t.view(*bindings.shape(out))
             except RuntimeError:

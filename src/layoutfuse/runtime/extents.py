@@ -12,12 +12,13 @@ extent contradicted by the inputs) raise :class:`InputShapeError`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 
 from ..errors import InputShapeError, UnsupportedError
-from ..ir import Expr, Fusion, IterDomain, OpKind, Scalar, TensorView
+from ..ir import Expr, Fusion, IterDomain, OpKind, Scalar, TensorView, Val
 from ..reference import evaluate_expr
 
 _MISSING = object()
@@ -39,7 +40,8 @@ def propagate_extents(fusion: Fusion, extents: dict[int, int], scalars: dict[int
 
 
 class _Propagator:
-    def __init__(self, extents, scalars, origins):
+    def __init__(self, extents: dict[int, int], scalars: dict[int, Any],
+                 origins: dict[int, str]):
         self.ext = extents
         self.scalars = scalars
         self.origins = origins
@@ -48,9 +50,10 @@ class _Propagator:
     def value(self, s: Scalar) -> Any:
         return s.value if s.is_constant else self.scalars.get(s.index, _MISSING)
 
-    def shape_values(self, expr: Expr, shape_args) -> list[int]:
+    def shape_values(self, expr: Expr, shape_args: Iterable[Val]) -> list[int]:
         vals = []
         for s in shape_args:
+            assert isinstance(s, Scalar)  # shape arguments are Scalars (ops.common.as_shape)
             v = self.value(s)
             if v is _MISSING:
                 raise UnsupportedError(f"{expr!r}: the shape argument {s!r} has no value known "
@@ -61,6 +64,7 @@ class _Propagator:
     def scalar_expr(self, expr: Expr) -> None:
         if expr.op.kind is OpKind.SCALAR and expr.op.name == "size":
             x = expr.inputs[0]
+            assert isinstance(x, TensorView)
             self.scalars[expr.outputs[0].index] = self.ext[x.shape_domain[expr.attrs["dim"]].uid]
             return
         args = [self.value(v) if isinstance(v, Scalar) else _MISSING for v in expr.inputs]
@@ -85,7 +89,8 @@ class _Propagator:
         self.ext[d.uid] = value
         self.origins.setdefault(d.uid, origin)
 
-    def copy(self, expr: Expr, out: TensorView, pairs) -> None:
+    def copy(self, expr: Expr, out: TensorView,
+             pairs: Iterable[tuple[IterDomain, IterDomain]]) -> None:
         for src, dst in pairs:
             self.bind(expr, out, dst, self.ext[src.uid], self.origin(src))
 
@@ -93,20 +98,28 @@ class _Propagator:
     def tensor_expr(self, expr: Expr) -> None:
         kind, name = expr.op.kind, expr.op.name
         out = expr.outputs[0]
+        assert isinstance(out, TensorView)  # an op with a tensor output has only tensor outputs
         if kind is OpKind.POINTWISE:
             self.pointwise(expr)
         elif kind in (OpKind.REDUCTION, OpKind.WELFORD):
             x = expr.inputs[0]
+            assert isinstance(x, TensorView)
             for o in expr.outputs:
+                assert isinstance(o, TensorView)
                 self.copy(expr, o, zip(x.shape_domain, o.logical))
         elif name == "set":
-            self.copy(expr, out, zip(expr.inputs[0].shape_domain, out.shape_domain))
+            x = expr.inputs[0]
+            assert isinstance(x, TensorView)
+            self.copy(expr, out, zip(x.shape_domain, out.shape_domain))
         elif name == "permute":
-            src = expr.inputs[0].shape_domain
+            x = expr.inputs[0]
+            assert isinstance(x, TensorView)
+            src = x.shape_domain
             self.copy(expr, out, ((src[d], out.shape_domain[i])
                                   for i, d in enumerate(expr.attrs["dims"])))
         elif name == "squeeze":
             x, dims = expr.inputs[0], expr.attrs["dims"]
+            assert isinstance(x, TensorView)
             kept = [d for i, d in enumerate(x.shape_domain) if i not in dims]
             self.copy(expr, out, zip(kept, out.shape_domain))
         elif name == "broadcast_in_dim":
@@ -125,6 +138,7 @@ class _Propagator:
     def static_only(self, expr: Expr) -> None:
         """An op without a rule here: fine as long as its outputs' extents are static."""
         for o in expr.outputs:
+            assert isinstance(o, TensorView)
             for d in o.logical:
                 if d.extent is None:
                     raise UnsupportedError(f"{expr!r}: no extent rule for op {expr.op.name!r} "
@@ -133,6 +147,7 @@ class _Propagator:
 
     def pointwise(self, expr: Expr) -> None:
         out = expr.outputs[0]
+        assert isinstance(out, TensorView)
         ins = [v for v in expr.inputs if isinstance(v, TensorView)]
         for i, d in enumerate(out.shape_domain):
             ids = [t.shape_domain[i] for t in ins]
@@ -157,6 +172,7 @@ class _Propagator:
 
     def broadcast_in_dim(self, expr: Expr) -> None:
         x, out = expr.inputs[0], expr.outputs[0]
+        assert isinstance(x, TensorView) and isinstance(out, TensorView)
         vals = self.shape_values(expr, expr.inputs[1:])
         bdims = list(expr.attrs["broadcast_dims"])
         for j, (d, v) in enumerate(zip(out.shape_domain, vals)):
@@ -179,6 +195,7 @@ class _Propagator:
 
     def reshape(self, expr: Expr) -> None:
         x, out = expr.inputs[0], expr.outputs[0]
+        assert isinstance(x, TensorView) and isinstance(out, TensorView)
         vals = self.shape_values(expr, expr.inputs[1:])
         in_shape = [self.ext[d.uid] for d in x.shape_domain]
         numel = math.prod(in_shape)

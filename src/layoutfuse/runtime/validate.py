@@ -77,7 +77,8 @@ def describe_input(fusion: Fusion, pos: int) -> str:
     return f"input {pos} ({tag}{v.index})"
 
 
-def validate_inputs(fusion: Fusion, inputs: Sequence[Any], device=None) -> Bindings:
+def validate_inputs(fusion: Fusion, inputs: Sequence[Any],
+                    device: torch.device | str | int | None = None) -> Bindings:
     """Check ``inputs`` against ``fusion.inputs`` and bind every extent of the fusion.
 
     Raises an :class:`~layoutfuse.errors.InputError` subclass naming the input's
@@ -126,7 +127,7 @@ def validate_inputs(fusion: Fusion, inputs: Sequence[Any], device=None) -> Bindi
 
 
 # --- devices ---------------------------------------------------------------------------
-def _as_device(device) -> torch.device | None:
+def _as_device(device: torch.device | str | int | None) -> torch.device | None:
     if device is None:
         return None
     if isinstance(device, int):
@@ -212,7 +213,8 @@ def _check_strides(name: str, val: TensorView, x: torch.Tensor) -> None:
                        f"smaller stride ({strides[outer]} < {strides[inner]})")
 
 
-def _is_innermost(k: int, order, dims, sizes) -> bool:
+def _is_innermost(k: int, order: Sequence[int], dims: Sequence[IterDomain],
+                  sizes: Sequence[int]) -> bool:
     return all(dims[i].is_broadcast or sizes[i] == 1 for i in order[k + 1:])
 
 
@@ -247,6 +249,7 @@ def _scalar_value(name: str, dtype: DataType, x: Any) -> Any:
                                  f"tensor) of dtype {dtype}, got a tensor of shape "
                                  f"{tuple(x.shape)}")
         x = x.item()
+    kind: type
     if isinstance(x, bool):
         kind = bool
     elif isinstance(x, numbers.Integral):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
 from ...dtypes import DataType
 from ...errors import DefinitionError
 from ..domain import IterDomain, IterType
@@ -9,8 +12,14 @@ from ..fusion import Expr, Fusion, current_fusion
 from ..opdef import OpDef
 from ..values import Scalar, TensorView, Val, Vector
 
+Operand = Val | bool | int | float | complex
+"""An op's operand: a Val, or a Python number (it becomes a constant Scalar)."""
 
-def fusion_of(*operands) -> Fusion:
+Shape = Vector | Sequence[Scalar | int]
+"""A shape argument: a Vector, or a list or tuple of ints and Scalars."""
+
+
+def fusion_of(*operands: object) -> Fusion:
     for x in operands:
         if isinstance(x, Val):
             return x.fusion
@@ -21,7 +30,7 @@ def fusion_of(*operands) -> Fusion:
     return current_fusion()
 
 
-def as_val(fusion: Fusion, x, op: str) -> Val:
+def as_val(fusion: Fusion, x: object, op: str) -> Val:
     """A Val for ``x``; Python numbers become constant Scalars."""
     if isinstance(x, Val):
         return x
@@ -36,12 +45,12 @@ def as_val(fusion: Fusion, x, op: str) -> Val:
     raise DefinitionError(f"{op}: cannot use {type(x).__name__} {x!r} as an operand")
 
 
-def as_shape(fusion: Fusion, shape, op: str) -> list[Scalar]:
+def as_shape(fusion: Fusion, shape: object, op: str) -> list[Scalar]:
     """A shape argument (Vector, or list/tuple of ints and Scalars) as a list of Scalars."""
     if isinstance(shape, Vector):
         return list(shape.elements)
     if isinstance(shape, list | tuple):
-        out = []
+        out: list[Scalar] = []
         for s in shape:
             v = as_val(fusion, s, op)
             if not isinstance(v, Scalar):
@@ -64,14 +73,15 @@ def normalize_dim(dim: int, ndim: int, op: str) -> int:
     return dim % ndim if ndim else 0
 
 
-def normalize_dims(dims, ndim: int, op: str) -> tuple[int, ...]:
+def normalize_dims(dims: Sequence[int], ndim: int, op: str) -> tuple[int, ...]:
     out = [normalize_dim(d, ndim, op) for d in dims]
     if len(set(out)) != len(out):
         raise DefinitionError(f"{op}: dims {list(dims)} repeat a dim")
     return tuple(sorted(out))
 
 
-def emit(fusion: Fusion, op: OpDef, inputs, outputs, **attrs) -> Expr:
+def emit(fusion: Fusion, op: OpDef, inputs: Iterable[Val], outputs: Iterable[Val],
+         **attrs: Any) -> Expr:
     return fusion.add_expr(Expr(op, tuple(inputs), tuple(outputs), dict(attrs)))
 
 
@@ -86,7 +96,7 @@ def combine_ids(ids: list[IterDomain], op: str, dim: int) -> IterDomain:
         ext = [d.extent for d in ids]
         if any(e is None for e in ext):
             return IterDomain(None, IterType.BROADCAST, expanded=True)
-        m = max(ext)
+        m = max(cast(list[int], ext))  # no None: returned above
         return IterDomain(m, IterType.BROADCAST, expanded=m != 1)
     statics = {d.extent for d in concrete if d.extent is not None}
     expanded = {d.extent for d in ids if d.is_broadcast and d.expanded and d.extent is not None}

@@ -9,14 +9,15 @@ from ...errors import DefinitionError
 from ..domain import IterDomain
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView
-from .common import as_shape, as_val, emit, fusion_of, static_value
+from .common import Operand, Shape, as_shape, as_val, emit, fusion_of, static_value
 
 
-def _full_ref(fill, *shape, dtype, device):
+def _full_ref(fill: complex, *shape: int, dtype: DataType, device: torch.device) -> torch.Tensor:
     return torch.full(tuple(int(s) for s in shape), fill, dtype=to_torch(dtype), device=device)
 
 
-def _iota_ref(length, start, step, dtype, device):
+def _iota_ref(length: int, start: complex, step: complex, dtype: DataType,
+              device: torch.device) -> torch.Tensor:
     t = to_torch(dtype)
     return start + torch.arange(int(length), dtype=torch.float64 if t.is_floating_point else
                                 torch.int64, device=device).to(t) * step
@@ -26,13 +27,13 @@ FULL = register(OpDef("full", OpKind.CREATION, reference=_full_ref))
 IOTA = register(OpDef("iota", OpKind.CREATION, reference=_iota_ref))
 
 
-def full(shape, fill_value, dtype: DataType) -> TensorView:
+def full(shape: Shape, fill_value: Operand, dtype: DataType) -> TensorView:
     f = fusion_of(shape, fill_value)
     shape_s = as_shape(f, shape, "full")
     fill = as_val(f, fill_value, "full")
     if not isinstance(fill, Scalar):
         raise DefinitionError(f"full: fill_value must be a scalar, got {fill!r}")
-    ids = []
+    ids: list[IterDomain] = []
     for s in shape_s:
         v = static_value(s)
         if v is not None and v < 0:
@@ -43,13 +44,15 @@ def full(shape, fill_value, dtype: DataType) -> TensorView:
     return out
 
 
-def iota(length, start=None, step=None, dtype: DataType = DataType.Int) -> TensorView:
+def iota(length: Operand, start: Operand | None = None, step: Operand | None = None,
+         dtype: DataType = DataType.Int) -> TensorView:
     f = fusion_of(length, start, step)
     n = as_val(f, length, "iota")
     zero, one = (0.0, 1.0) if dtype in (DataType.Float, DataType.Double, DataType.Half,
                                         DataType.BFloat16) else (0, 1)
     st = as_val(f, zero if start is None else start, "iota")
     sp = as_val(f, one if step is None else step, "iota")
+    assert isinstance(n, Scalar)  # a length is a Scalar (static_value reads its value)
     out = TensorView(f, [IterDomain(static_value(n))], dtype)
     emit(f, IOTA, [n, st, sp], [out], dtype=dtype)
     return out

@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import enum
 import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
 
 import torch
 
 from ...dtypes import DataType, is_boolean, is_floating, is_integral, promote
 from ...errors import DefinitionError
 from ..opdef import OpDef, OpKind, register
+
+if TYPE_CHECKING:
+    from ..values import Scalar, TensorView, Val
+    from .common import Operand
 
 
 class DtypeRule(enum.Enum):
@@ -38,15 +44,15 @@ class PointwiseRow:
     name: str
     arity: int
     rule: DtypeRule
-    reference: object
-    triton: object
+    reference: Callable[..., Any]
+    triton: Callable[..., str]
 
 
-def _remainder_ref(a, b):
+def _remainder_ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.remainder(a, b)
 
 
-def _div_ref(a, b):
+def _div_ref(a: torch.Tensor | float, b: torch.Tensor | float) -> torch.Tensor:
     if not (torch.is_tensor(a) and a.is_floating_point()) and not (
         torch.is_tensor(b) and b.is_floating_point()
     ):
@@ -54,7 +60,7 @@ def _div_ref(a, b):
     return torch.div(a, b)
 
 
-def _lerp_ref(a, b, w):
+def _lerp_ref(a: torch.Tensor, b: torch.Tensor, w: torch.Tensor | float) -> torch.Tensor:
     return torch.lerp(a, b, w) if torch.is_tensor(w) else torch.lerp(a, b, float(w))
 
 
@@ -142,7 +148,8 @@ ROWS: list[PointwiseRow] = [
 ]
 
 # ``addcmul(a, b, c, value)`` is a + value * b * c; ``cast`` is in casts below.
-def _addcmul_ref(a, b, c, v):
+def _addcmul_ref(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, v: torch.Tensor | float
+                 ) -> torch.Tensor:
     if torch.is_tensor(v) and v.dim() == 0:
         return torch.addcmul(a, b, c, value=v.item())
     return a + v * b * c
@@ -157,7 +164,8 @@ ROWS.append(
 PROMOTION_OPERANDS = {"where": (1, 2)}
 
 
-def result_dtype(row: PointwiseRow, tensor_dtypes, scalar_dtypes) -> DataType:
+def result_dtype(row: PointwiseRow, tensor_dtypes: Iterable[DataType],
+                 scalar_dtypes: Iterable[DataType]) -> DataType:
     """The output dtype of ``row`` for operand dtypes, tensors and scalars apart."""
     if row.rule is DtypeRule.BOOL:
         return DataType.Bool
@@ -186,7 +194,15 @@ CAST = register(
 ROW_BY_NAME = {row.name: row for row in ROWS}
 
 
-def pointwise(name: str, *operands):
+@overload
+def pointwise(name: str, first: TensorView, /, *operands: Operand) -> TensorView: ...
+
+
+@overload
+def pointwise(name: str, *operands: Operand) -> Scalar | TensorView: ...
+
+
+def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     """Apply pointwise op ``name``. Lower-rank tensors are broadcast on the left (numpy rule);
     Python numbers become constant Scalars; all-scalar operands give a Scalar."""
     from ..values import Scalar, TensorView
@@ -208,7 +224,7 @@ def pointwise(name: str, *operands):
     dtype = result_dtype(row, tdt, sdt)
     _check_torch_defines(name, tuple((isinstance(v, TensorView), v.dtype) for v in vals))
     if not tensors:
-        out = Scalar(f, dtype)
+        out: Scalar | TensorView = Scalar(f, dtype)
         emit(f, OPDEFS[name], vals, [out])
         return out
     rank = max(t.ndim for t in tensors)
@@ -243,7 +259,15 @@ def _check_torch_defines(name: str, operands: tuple[tuple[bool, DataType], ...])
                               f"{str(e).splitlines()[0]}") from None
 
 
-def cast(x, dtype: DataType):
+@overload
+def cast(x: TensorView, dtype: DataType) -> TensorView: ...
+
+
+@overload
+def cast(x: Operand, dtype: DataType) -> Val: ...
+
+
+def cast(x: Operand, dtype: DataType) -> Val:
     """``x`` converted to ``dtype`` (a no-op when it already has it)."""
     from ..values import Scalar, TensorView
     from .common import as_val, clone_id, emit, fusion_of
@@ -254,6 +278,7 @@ def cast(x, dtype: DataType):
         raise DefinitionError(f"cast: invalid dtype {dtype!r}")
     if v.dtype is dtype:
         return v
+    out: Val
     if isinstance(v, TensorView):
         out = TensorView(f, [clone_id(d) for d in v.shape_domain], dtype)
     else:

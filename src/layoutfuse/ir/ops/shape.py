@@ -12,21 +12,30 @@ arithmetic; no data moves until a kernel stores an output.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
 from ...errors import DefinitionError
 from ..domain import AllocationDomain, IterDomain, IterType
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView
-from .common import as_shape, clone_id, emit, normalize_dims, static_value
+from .common import Shape, as_shape, clone_id, emit, normalize_dims, static_value
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..fusion import Expr
+    from ..opdef import IndexAlgebra
 
 
-def _check_tensor(x, op: str) -> TensorView:
+def _check_tensor(x: object, op: str) -> TensorView:
     if not isinstance(x, TensorView):
         raise DefinitionError(f"{op}: expected a Tensor, got {x!r}")
     return x
 
 
 # --- set -----------------------------------------------------------------------------------
-def _identity_map(expr, out_idx, ix):
+def _identity_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[Any]:
     return list(out_idx)
 
 
@@ -41,20 +50,21 @@ def set_(x: TensorView) -> TensorView:
 
 
 # --- stride_order ----------------------------------------------------------------------------
-def stride_order_to_allocation(ids, stride_order, op: str):
+def stride_order_to_allocation(ids: Sequence[IterDomain], stride_order: Sequence[int],
+                               op: str) -> list[IterDomain]:
     """nvFuser's rule: ``alloc[rank-1-stride_order[i]] = logical[i]`` (0 = innermost)."""
     r = len(ids)
     so = [s % r if r else s for s in stride_order] if stride_order else []
     if len(so) != r or sorted(so) != list(range(r)):
         raise DefinitionError(f"{op}: stride_order {list(stride_order)} is not a permutation of "
                               f"range({r})")
-    alloc = [None] * r
+    alloc: list[IterDomain | None] = [None] * r
     for i, s in enumerate(so):
         alloc[r - 1 - s] = ids[i]
-    return alloc
+    return cast(list[IterDomain], alloc)  # no None: ``so`` is a permutation of range(r)
 
 
-def stride_order(x: TensorView, order) -> TensorView:
+def stride_order(x: TensorView, order: Sequence[int]) -> TensorView:
     """A copy of ``x`` that is dense in the memory order given by nvFuser's ``stride_order``."""
     out = set_(x)
     alloc = stride_order_to_allocation(out.shape_domain, list(order), "stride_order")
@@ -65,9 +75,9 @@ def stride_order(x: TensorView, order) -> TensorView:
 
 
 # --- permute -----------------------------------------------------------------------------------
-def _permute_map(expr, out_idx, ix):
+def _permute_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[Any]:
     dims = expr.attrs["dims"]
-    in_idx = [None] * len(dims)
+    in_idx: list[Any] = [None] * len(dims)
     for i, d in enumerate(dims):
         in_idx[d] = out_idx[i]
     return in_idx
@@ -77,27 +87,30 @@ PERMUTE = register(OpDef("permute", OpKind.SHAPE, reference=lambda x, dims: x.pe
                          index_map=_permute_map))
 
 
-def permute(x: TensorView, dims) -> TensorView:
+def permute(x: TensorView, dims: Sequence[int]) -> TensorView:
     x = _check_tensor(x, "permute")
     n = x.ndim
     norm = [d % n if n and -n <= d < n else None for d in dims]
-    if len(dims) != n or None in norm or sorted(norm) != list(range(n)):
+    # ``sorted`` runs (and the cast holds) only when ``norm`` has no None
+    if len(dims) != n or None in norm or sorted(cast(list[int], norm)) != list(range(n)):
         raise DefinitionError(f"permute: dims {list(dims)} is not a permutation of range({n})")
+    perm = cast(list[int], norm)
     src = x.shape_domain
-    out = TensorView(x.fusion, [clone_id(src[d]) for d in norm], x.dtype)
-    emit(x.fusion, PERMUTE, [x], [out], dims=tuple(norm))
+    out = TensorView(x.fusion, [clone_id(src[d]) for d in perm], x.dtype)
+    emit(x.fusion, PERMUTE, [x], [out], dims=tuple(perm))
     return out
 
 
 # --- broadcast_in_dim / broadcast / expand ----------------------------------------------------------
-def _bid_map(expr, out_idx, ix):
+def _bid_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[Any]:
     x = expr.inputs[0]
+    assert isinstance(x, TensorView)
     bdims = expr.attrs["broadcast_dims"]
     return [ix.zero if x.shape_domain[i].is_broadcast else out_idx[d]
             for i, d in enumerate(bdims)]
 
 
-def _bid_ref(x, *shape, broadcast_dims):
+def _bid_ref(x: torch.Tensor, *shape: int, broadcast_dims: Sequence[int]) -> torch.Tensor:
     view = [1] * len(shape)
     for i, d in enumerate(broadcast_dims):
         view[d] = x.shape[i]
@@ -108,12 +121,12 @@ BROADCAST_IN_DIM = register(OpDef("broadcast_in_dim", OpKind.SHAPE, reference=_b
                                   index_map=_bid_map))
 
 
-def _out_extent(s: Scalar):
+def _out_extent(s: Scalar) -> int | None:
     v = static_value(s)
     return v
 
 
-def broadcast_in_dim(x: TensorView, shape, broadcast_dims) -> TensorView:
+def broadcast_in_dim(x: TensorView, shape: Shape, broadcast_dims: Sequence[int]) -> TensorView:
     x = _check_tensor(x, "broadcast_in_dim")
     f = x.fusion
     shape_s = as_shape(f, shape, "broadcast_in_dim")
@@ -146,14 +159,15 @@ def broadcast_in_dim(x: TensorView, shape, broadcast_dims) -> TensorView:
     return out
 
 
-def broadcast(x: TensorView, is_broadcast_dim) -> TensorView:
+def broadcast(x: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
     """Insert size-1 broadcast dims where ``is_broadcast_dim`` is True."""
     x = _check_tensor(x, "broadcast")
     flags = list(is_broadcast_dim)
     if len(flags) - sum(bool(b) for b in flags) != x.ndim:
         raise DefinitionError(f"broadcast: {flags} has {len(flags) - sum(flags)} kept dims but the "
                               f"input has rank {x.ndim}")
-    shape, bdims, k = [], [], 0
+    shape: list[int | Scalar] = []
+    bdims, k = [], 0
     for j, b in enumerate(flags):
         if b:
             shape.append(1)
@@ -171,13 +185,13 @@ def _size_scalar(x: TensorView, dim: int) -> Scalar:
     return size(x, dim)
 
 
-def expand(x: TensorView, shape) -> TensorView:
+def expand(x: TensorView, shape: Shape) -> TensorView:
     """Expand broadcast dims to ``shape``; -1 keeps the input extent."""
     x = _check_tensor(x, "expand")
     shape_s = as_shape(x.fusion, shape, "expand")
     if len(shape_s) != x.ndim:
         raise DefinitionError(f"expand: shape has {len(shape_s)} entries, input rank is {x.ndim}")
-    full = []
+    full: list[int | Scalar] = []
     for i, s in enumerate(shape_s):
         v = static_value(s)
         d = x.shape_domain[i]
@@ -192,14 +206,14 @@ def expand(x: TensorView, shape) -> TensorView:
 
 
 # --- squeeze --------------------------------------------------------------------------------------
-def _squeeze_map(expr, out_idx, ix):
+def _squeeze_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[Any]:
     dims = expr.attrs["dims"]
     it = iter(out_idx)
     n = len(out_idx) + len(dims)
     return [ix.zero if i in dims else next(it) for i in range(n)]
 
 
-def _squeeze_ref(x, dims):
+def _squeeze_ref(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
     index = tuple(0 if i in dims else slice(None) for i in range(x.dim()))
     return x[index]
 
@@ -208,7 +222,7 @@ SQUEEZE = register(OpDef("squeeze", OpKind.SHAPE, reference=_squeeze_ref,
                          index_map=_squeeze_map))
 
 
-def squeeze(x: TensorView, dims, squeeze_expanded: bool = False) -> TensorView:
+def squeeze(x: TensorView, dims: Sequence[int], squeeze_expanded: bool = False) -> TensorView:
     x = _check_tensor(x, "squeeze")
     nd = normalize_dims(dims, x.ndim, "squeeze")
     for d in nd:
@@ -226,7 +240,7 @@ def squeeze(x: TensorView, dims, squeeze_expanded: bool = False) -> TensorView:
 
 
 # --- reshape ----------------------------------------------------------------------------------------
-def _reshape_map(expr, out_idx, ix):
+def _reshape_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[Any]:
     """Linearize the output index in row-major order and split it over the input's extents.
 
     Groups of dims whose extent products agree (found when both shapes are static)
@@ -234,10 +248,11 @@ def _reshape_map(expr, out_idx, ix):
     costs one multiply-add or one div/mod per dim.
     """
     x, out = expr.inputs[0], expr.outputs[0]
+    assert isinstance(x, TensorView) and isinstance(out, TensorView)
     groups = expr.attrs.get("groups")
     if groups is None:
         groups = [(tuple(range(x.ndim)), tuple(range(out.ndim)))]
-    in_idx = [None] * x.ndim
+    in_idx: list[Any] = [None] * x.ndim
     for in_dims, out_dims in groups:
         lin = ix.zero
         for j in out_dims:
@@ -258,7 +273,8 @@ RESHAPE = register(OpDef("reshape", OpKind.SHAPE, reference=lambda x, *shape: x.
                          index_map=_reshape_map))
 
 
-def reshape_groups(in_shape, out_shape):
+def reshape_groups(in_shape: Sequence[int | None], out_shape: Sequence[int | None]
+                   ) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
     """Pairs (input dims, output dims) with equal extent products, for static shapes.
 
     Size-1 dims on either side form no group (their index is 0). Returns None
@@ -273,11 +289,11 @@ def reshape_groups(in_shape, out_shape):
     while i < len(ins) or j < len(outs):
         if pi <= po and i < len(ins):
             gi.append(ins[i])
-            pi *= in_shape[ins[i]]
+            pi *= cast(int, in_shape[ins[i]])  # static: checked above
             i += 1
         elif j < len(outs):
             go.append(outs[j])
-            po *= out_shape[outs[j]]
+            po *= cast(int, out_shape[outs[j]])
             j += 1
         else:
             return None
@@ -289,7 +305,7 @@ def reshape_groups(in_shape, out_shape):
     return groups
 
 
-def reshape(x: TensorView, new_shape) -> TensorView:
+def reshape(x: TensorView, new_shape: Shape) -> TensorView:
     x = _check_tensor(x, "reshape")
     f = x.fusion
     shape_s = as_shape(f, new_shape, "reshape")
@@ -320,9 +336,11 @@ def reshape(x: TensorView, new_shape) -> TensorView:
     return out
 
 
-def _prod(xs):
+def _prod(xs: Sequence[int | None]) -> int:
+    """The product of extents that the caller has checked are all static."""
     p = 1
     for v in xs:
+        assert v is not None
         p *= v
     return p
 
