@@ -19,6 +19,18 @@ class Kernel:
     num_warps: int
     params: Any
 
+    def readable(self) -> str:
+        """The source with the kernel itself first (its header comment, then the
+        ``@triton.jit`` function), followed by the imports and helpers it uses."""
+        lines = self.source.splitlines(keepends=True)
+        start = next((i for i, line in enumerate(lines) if line.startswith("# ")
+                      and ("kernel" in line)), None)
+        if start is None:
+            return self.source
+        helpers = "".join(lines[:start]).rstrip() + "\n"
+        return ("".join(lines[start:]).rstrip() + "\n\n\n# --- the imports and helpers "
+                f"{self.name} uses ---\n" + helpers)
+
     def meta(self) -> dict[str, int]:
         """The launch's keyword arguments: the constexprs and ``num_warps``."""
         return {**dict(self.constexprs), "num_warps": self.num_warps}

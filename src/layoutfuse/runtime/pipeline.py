@@ -85,7 +85,8 @@ class RunRecord:
 
     @property
     def code(self) -> list[str]:
-        return [k.source for s in self.segments for k in s.kernels]
+        """Each kernel's source, the kernel first (``Kernel.readable``)."""
+        return [k.readable() for s in self.segments for k in s.kernels]
 
     def detached(self) -> RunRecord:
         """The record without the call's tensors (see ``LaunchRecord.detached``)."""
