@@ -34,10 +34,10 @@ from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse
     strided,
 )
 
+from benchmarks import registers
+from benchmarks.cases import SUITES
 from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200, DeviceInfo
-from layoutfuse.bench import registers
-from layoutfuse.bench.cases import SUITES
 from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
 from layoutfuse.runtime import kernels

@@ -1,4 +1,4 @@
-"""bench.overhead on the CPU with the launches stubbed: the replay path's host stages."""
+"""benchmarks.overhead on the CPU with the launches stubbed: the replay path's host stages."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import torch
 
-from layoutfuse.bench import overhead
+from benchmarks import overhead
 from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
 
 

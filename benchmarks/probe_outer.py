@@ -15,7 +15,7 @@ outer kernel runs below the read ceiling before the scheduler is changed:
 Each line prints the kernel's registers, its resident programs per multiprocessor, the
 number of programs and waves, GB/s and % of the read ceiling measured in the same run.
 
-    python -m layoutfuse.bench.probe_outer sum --dtype bfloat16 --shape 256,524288 \\
+    python -m benchmarks probe outer sum --dtype bfloat16 --shape 256,524288 \\
         --tile 8x512 --warps 8 --maxnreg 0,32 --split 1,2
 """
 
@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from layoutfuse.bench.harness import measure_ceilings, time_kernel
+from benchmarks.harness import measure_ceilings, time_kernel
 
 
 @triton.jit
@@ -359,7 +359,8 @@ def probe_softmax(args, ceiling: float, sms: int) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks probe outer",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("kind", choices=["sum", "softmax", "coop", "lag"])
     ap.add_argument("--lag", type=lambda s: [int(v) for v in s.split(",")], default=[1],
                     help="lag: rounds between a block's partials and its store pass")

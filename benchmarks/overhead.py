@@ -1,6 +1,6 @@
 """Host overhead of ``fd.execute`` against one eager torch op, and first-execute time.
 
-``python -m layoutfuse.bench.overhead [--out PATH] [-n N] [--stub-launch]``: on a tiny
+``python -m benchmarks overhead [--out PATH] [-n N] [--stub-launch]``: on a tiny
 tensor (so device time is negligible) times N back-to-back calls of eager ``x + 1``
 (``x.sum(0)``) and of a layoutfuse add (sum) fusion on the replay path, synchronizing
 once at the end; times the first execute of a fresh fusion (code generation plus
@@ -87,7 +87,7 @@ def breakdown(fd, inputs: list, n: int, sync, rounds: int) -> dict[str, float]:
 def main(argv=None) -> int:
     from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
 
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog="python -m benchmarks overhead")
     ap.add_argument("--out")
     ap.add_argument("-n", type=int, default=None, help="calls per timed loop")
     ap.add_argument("--rounds", type=int, default=5, help="loops per stage (the least counts)")

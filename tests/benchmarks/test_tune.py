@@ -1,4 +1,4 @@
-"""bench.tune: each variant reaches the kernel that runs (CPU, tiny shapes, a fixed timer)."""
+"""benchmarks.tune: each variant reaches the kernel that runs (CPU, tiny shapes, a fixed timer)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 import layoutfuse.nvfuser as nvf
-from layoutfuse.bench import tune
-from layoutfuse.bench.reference import make_inputs, reference
+from benchmarks import tune
+from benchmarks.reference import make_inputs, reference
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
@@ -110,7 +110,7 @@ def test_profile_is_asked_only_on_cuda(monkeypatch, capsys):
 
 
 def test_profile_tool_rejects_a_filter_that_matches_nothing():
-    from layoutfuse.bench import profile
+    from benchmarks import profile
 
     with pytest.raises(SystemExit):
         profile.main(["normalization", "--filter", "no-such-case"])

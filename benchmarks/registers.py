@@ -1,15 +1,15 @@
 """Registers and spills of reduction variants, compiled for sm_90 without a GPU:
-``python -m layoutfuse.bench.registers CASE... [--filter S] [--variant f=v,...] [--table]``.
+``python -m benchmarks probe registers CASE... [--filter S] [--variant f=v,...] [--table]``.
 
-Each case (named as ``python -m layoutfuse.bench reduction --list`` prints them) is
+Each case (named as ``python -m benchmarks suite reduction --list`` prints them) is
 planned at its real size on ``meta`` tensors (nothing runs, nothing is allocated), with
 the heuristics' params or a variant of them (``--table``: every variant of
-``bench.tune``'s table for the case's template), and each kernel it would launch is
+``benchmarks.tune``'s table for the case's template), and each kernel it would launch is
 compiled for sm_90 with the launcher's specialization. A line per variant: the tile,
 fp32 accumulators and bytes loaded per thread and step, ptxas's registers and local
 (spill) bytes per thread, programs per SM that the registers allow, and the 16-byte
 vector loads in the PTX. How the tile constants of ``schedulers/reduction_tiles.py``
-were derived; the GPU measures the same variants with ``bench.tune``.
+were derived; the GPU measures the same variants with ``python -m benchmarks tune``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import sys
 import torch
 
 import layoutfuse.nvfuser as nvf
-from layoutfuse.bench import tune
-from layoutfuse.bench.cases import Case
-from layoutfuse.bench.layoutfuse_runner import define_fusion
+from benchmarks import tune
+from benchmarks.cases import Case
+from benchmarks.layoutfuse_runner import define_fusion
 from layoutfuse.codegen.hopper_check import compile_launch
 from layoutfuse.runtime import kernels
 from layoutfuse.schedulers import reduction as rd
@@ -93,13 +93,13 @@ def describe(case: Case, params, arts) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m layoutfuse.bench.registers",
+    ap = argparse.ArgumentParser(prog="python -m benchmarks probe registers",
                                  description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--filter", action="append", default=[])
     ap.add_argument("--variant", action="append", type=tune.parse_variant, default=[])
-    ap.add_argument("--table", action="store_true", help="every variant of bench.tune's table")
+    ap.add_argument("--table", action="store_true", help="every variant of benchmarks.tune's table")
     args = ap.parse_args(argv)
     cases = [c for c in tune.find_cases(args.cases, args.filter) if c.op == "sum"]
     if not cases:

@@ -1,6 +1,6 @@
 """Run a benchmark suite once per setting of a scheduler module's constants.
 
-``python -m layoutfuse.bench.tune_constants normalization layoutfuse.schedulers.normalization
+``python -m benchmarks tune-constants normalization layoutfuse.schedulers.normalization
 "" ROW_BYTES=128 LOOP_TILE=8192,THREAD_BYTES=32 [--filter F] [--out DIR]``
 
 Each variant (``""`` is the module as it is) sets the named module-level constants,
@@ -15,7 +15,7 @@ import importlib
 import json
 from pathlib import Path
 
-from layoutfuse.bench.__main__ import main as bench_main
+from benchmarks.suite import main as bench_main
 from layoutfuse.nvfuser import FusionCache
 
 
@@ -28,7 +28,7 @@ def parse_variant(text: str) -> dict[str, int]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog="python -m benchmarks tune-constants")
     ap.add_argument("suite")
     ap.add_argument("module")
     ap.add_argument("variants", nargs="+", help='NAME=INT[,NAME=INT]; "" = as is')

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import torch
 
-from layoutfuse.bench.cases import Case
-from layoutfuse.bench.harness import SystemUnavailable
-from layoutfuse.bench.reference import empty_in_order, inverse, operand, plain_op
+from benchmarks.cases import Case
+from benchmarks.harness import SystemUnavailable
+from benchmarks.reference import empty_in_order, inverse, operand, plain_op
 
 
 def _eager_into(case: Case, out: torch.Tensor) -> Callable[..., torch.Tensor]:

@@ -8,6 +8,11 @@ Result JSON (``SCHEMA`` 1)::
 
     row = {"case", "suite", "group", "op", "shape", "dtype", "order", "dims", "pinned",
            "view", "timing", "bytes", <system>: {"ms", "gbps", "pct", "error", "schedule"}}
+
+    env = {"command" (``python -m benchmarks suite ...``), "argv" (the process's
+           ``sys.argv``), "date", "git_commit" (``LAYOUTFUSE_BENCH_COMMIT`` or git),
+           "git_dirty", "python", "torch", "triton", "cuda", "device", "device_name",
+           "flush", and on CUDA "sm_count", "l2_bytes", "memory_bytes"}
 """
 
 from __future__ import annotations
@@ -88,11 +93,11 @@ def summary_lines(summary: dict) -> list[str]:
 
 
 def default_out_path(suite: str, commit: str | None, root: str | None) -> Path:
-    """``bench/results/<suite>-<YYYYMMDD-HHMM>-<shortcommit>.json`` under the repo root
+    """``benchmarks/results/<suite>-<YYYYMMDD-HHMM>-<shortcommit>.json`` under the repo root
     (or the working directory outside a git checkout)."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
     short = commit[:8] if commit else "nogit"
-    return Path(root or ".") / "bench" / "results" / f"{suite}-{stamp}-{short}.json"
+    return Path(root or ".") / "benchmarks" / "results" / f"{suite}-{stamp}-{short}.json"
 
 
 def write_json(path: Path, doc: dict) -> None:

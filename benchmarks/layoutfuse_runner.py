@@ -20,9 +20,9 @@ from types import ModuleType
 
 import torch
 
-from layoutfuse.bench.cases import Case
-from layoutfuse.bench.harness import SystemUnavailable
-from layoutfuse.bench.reference import LAYERNORM_EPS
+from benchmarks.cases import Case
+from benchmarks.harness import SystemUnavailable
+from benchmarks.reference import LAYERNORM_EPS
 
 NVF_DTYPES = {"float32": "Float", "bfloat16": "BFloat16", "float16": "Half"}
 

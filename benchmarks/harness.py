@@ -25,12 +25,13 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import torch
 
-from layoutfuse.bench.cases import Case
-from layoutfuse.bench.reference import check_result, make_inputs, reference
+from benchmarks.cases import Case
+from benchmarks.reference import check_result, make_inputs, reference
 
 CEILING_ELEMS_CUDA = 1 << 30  # 4 GiB of fp32
 CEILING_ELEMS_CPU = 1 << 22
@@ -38,6 +39,7 @@ DEFAULT_L2_BYTES = 60 * 2**20  # H200
 MAX_ROTATION = 16
 ERROR_CHARS = 1500
 COMMIT_ENV = "LAYOUTFUSE_BENCH_COMMIT"  # the commit, where the tree has no .git (device copies)
+CHECKOUT = Path(__file__).resolve().parents[1]  # git runs here: the commit of the code that ran
 
 
 class SystemUnavailable(Exception):
@@ -199,7 +201,8 @@ def gbps(nbytes: int, ms: float) -> float:
 
 def _git(*args: str) -> str | None:
     try:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10)
+        done = subprocess.run(["git", "-C", str(CHECKOUT), *args], capture_output=True,
+                              text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -209,7 +212,9 @@ def repo_root() -> str | None:
     return _git("rev-parse", "--show-toplevel")
 
 
-def environment(device: str) -> dict:
+def environment(device: str, command: str | None = None) -> dict:
+    """What a result file records of its run: ``command`` (the suite's command line) and
+    ``argv`` (the process's), the date, the commit, the versions and the device."""
     import triton
 
     commit = _git("rev-parse", "HEAD")
@@ -225,7 +230,8 @@ def environment(device: str) -> dict:
         # a device copy's .git can be stale: the commit named by the caller wins
         "git_commit": os.environ.get(COMMIT_ENV) or commit,
         "git_dirty": None if status is None else bool(status),
-        "argv": sys.argv,
+        "command": command,
+        "argv": list(sys.argv),
         "flush": flush_mode(),
     }
     if device.startswith("cuda"):

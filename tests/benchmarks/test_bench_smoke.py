@@ -1,10 +1,14 @@
 """The benchmark machinery on CPU with tiny cases: case data, the harness loop, error
-rows, GB/s arithmetic and the result file. Independent of ``layoutfuse.nvfuser``."""
+rows, GB/s arithmetic and the result file (what it records of its run). Independent of
+``layoutfuse.nvfuser``."""
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import json
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,13 +18,13 @@ import torch
 if importlib.util.find_spec("layoutfuse") is None:  # run from a checkout without install
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from layoutfuse.bench import report  # noqa: E402
-from layoutfuse.bench.__main__ import main  # noqa: E402
-from layoutfuse.bench.cases import SUITES, Case, reversed_kept_order  # noqa: E402
-from layoutfuse.bench.harness import Harness, SystemUnavailable  # noqa: E402
-from layoutfuse.bench.layoutfuse_runner import LayoutfuseRunner, stride_order  # noqa: E402
-from layoutfuse.bench.peers import CompilePeer, EagerPeer, pinned_op  # noqa: E402
-from layoutfuse.bench.reference import dense_strides, make_inputs, reference  # noqa: E402
+from benchmarks import harness, report  # noqa: E402
+from benchmarks.__main__ import main  # noqa: E402
+from benchmarks.cases import SUITES, Case, reversed_kept_order  # noqa: E402
+from benchmarks.harness import Harness, SystemUnavailable  # noqa: E402
+from benchmarks.layoutfuse_runner import LayoutfuseRunner, stride_order  # noqa: E402
+from benchmarks.peers import CompilePeer, EagerPeer, pinned_op  # noqa: E402
+from benchmarks.reference import dense_strides, make_inputs, reference  # noqa: E402
 
 FIXED_MS = 2.0
 READ_GBPS = 10.0
@@ -172,11 +176,11 @@ def test_summary_counts_thresholds():
 def test_cli_writes_the_result_file(tmp_path, no_frontend, capsys):
     out = tmp_path / "seed.json"
     args = ["seed", "--quick", "--device", "cpu", "--filter", "playground"]
-    assert main([*args, "--systems", "layoutfuse,eager", "--out", str(out)]) == 0
+    args += ["--systems", "layoutfuse,eager", "--out", str(out)]
+    assert main(["suite", *args]) == 0
     doc = json.loads(out.read_text())
     assert doc["schema"] == report.SCHEMA and doc["partial"] is False
     assert doc["systems"] == ["layoutfuse", "eager"]
-    assert {"torch", "triton", "device_name", "git_commit", "date"} <= set(doc["env"])
     assert doc["env"]["flush"] == "read"             # how L2 is emptied before a timed call
     assert doc["ceilings"]["read_gbps"] > 0 and doc["ceilings"]["copy_gbps"] > 0
     (row,) = doc["rows"]
@@ -192,6 +196,48 @@ def test_cli_writes_the_result_file(tmp_path, no_frontend, capsys):
     png = tmp_path / "seed.png"
     assert main(["chart", str(out), "--png", str(png)]) == 0
     assert png.exists() == (importlib.util.find_spec("matplotlib") is not None)
+
+
+def test_the_result_file_records_how_it_was_made(tmp_path, no_frontend, monkeypatch):
+    """The command (as typed, and the process's argv), the date, the commit named by
+    LAYOUTFUSE_BENCH_COMMIT, the torch and Triton versions and the device."""
+    import triton
+
+    monkeypatch.setenv(harness.COMMIT_ENV, "c0ffee1")
+    out = tmp_path / "the result.json"
+    args = ["seed", "--quick", "--device", "cpu", "--filter", "playground", "--systems",
+            "eager", "--out", str(out)]
+    before = datetime.datetime.now(datetime.UTC)
+    assert main(["suite", *args]) == 0
+    env = json.loads(out.read_text())["env"]
+    assert env["command"] == (
+        "python -m benchmarks suite seed --quick --device cpu --filter playground "
+        f"--systems eager --out '{out}'"
+    )
+    assert shlex.split(env["command"])[4:] == args
+    assert env["argv"] == sys.argv
+    when = datetime.datetime.fromisoformat(env["date"])
+    assert when.tzinfo is not None
+    assert before - datetime.timedelta(seconds=1) <= when <= datetime.datetime.now(datetime.UTC)
+    assert env["git_commit"] == "c0ffee1"
+    assert (env["torch"], env["triton"]) == (torch.__version__, triton.__version__)
+    assert env["device"] == "cpu" and env["device_name"]
+
+
+def test_the_commit_comes_from_the_checkout_without_the_variable(monkeypatch, tmp_path):
+    """``git rev-parse HEAD`` of the checkout that holds the code, wherever it runs from."""
+    monkeypatch.delenv(harness.COMMIT_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)                      # not a git checkout
+    checkout = Path(harness.__file__).resolve().parents[1]
+    try:
+        done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+    except OSError:
+        pytest.skip("no git")
+    head = done.stdout.strip() if done.returncode == 0 else None
+    env = harness.environment("cpu", "python -m benchmarks suite seed")
+    assert env["git_commit"] == head and env["command"] == "python -m benchmarks suite seed"
+    assert (env["git_dirty"] is None) == (head is None)
 
 
 class AliasRunner:
@@ -221,8 +267,6 @@ def test_compile_peer_on_cpu_runs_or_is_unavailable(case):
 
 
 def test_flush_mode_comes_from_the_environment(monkeypatch):
-    from layoutfuse.bench import harness
-
     monkeypatch.delenv(harness.FLUSH_ENV, raising=False)
     assert harness.flush_mode() == "read"
     monkeypatch.setenv(harness.FLUSH_ENV, "write")

@@ -1,5 +1,5 @@
 """Each kernel's device time for chosen benchmark cases, as layoutfuse plans them:
-``python -m layoutfuse.bench.profile SUITE [--filter F]``.
+``python -m benchmarks profile SUITE [--filter F]``.
 
 Runs each case's fusion (``fd.execute``, the replay path) under the profiler, L2 emptied
 before each call as the benchmark does, and prints the total time against the read
@@ -13,17 +13,17 @@ from __future__ import annotations
 import argparse
 import functools
 
-from layoutfuse.bench.cases import SUITES
-from layoutfuse.bench.harness import measure_ceilings, time_kernel
-from layoutfuse.bench.layoutfuse_runner import define_fusion
-from layoutfuse.bench.reference import check_result, make_inputs, reference
-from layoutfuse.bench.tune import kernel_times
+from benchmarks.cases import SUITES
+from benchmarks.harness import measure_ceilings, time_kernel
+from benchmarks.layoutfuse_runner import define_fusion
+from benchmarks.reference import check_result, make_inputs, reference
+from benchmarks.tune import kernel_times
 
 
 def main(argv=None) -> int:
     import layoutfuse.nvfuser as nvf
 
-    ap = argparse.ArgumentParser(prog="python -m layoutfuse.bench.profile", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m benchmarks profile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("suite", choices=sorted(SUITES))
     ap.add_argument("--filter", action="append", default=[],

@@ -1,6 +1,6 @@
-"""Try params variants on chosen cases: ``python -m layoutfuse.bench.tune CASE... [options]``.
+"""Try params variants on chosen cases: ``python -m benchmarks tune CASE... [options]``.
 
-Cases are named as ``python -m layoutfuse.bench reduction|pointwise --list`` prints them,
+Cases are named as ``python -m benchmarks suite reduction|pointwise --list`` prints them,
 or picked with ``--filter`` (every given substring must be in the name). Each variant
 overrides fields of the params the heuristics choose (``dict()`` is the heuristics'
 own choice): for a reduction the ReductionParams of its template (``outer``, ``inner``),
@@ -26,10 +26,10 @@ import json
 import sys
 from collections.abc import Callable
 
-from layoutfuse.bench.cases import SUITES, Case
-from layoutfuse.bench.harness import flush_read, measure_ceilings, time_kernel
-from layoutfuse.bench.layoutfuse_runner import define_fusion
-from layoutfuse.bench.reference import check_result, make_inputs, reference
+from benchmarks.cases import SUITES, Case
+from benchmarks.harness import flush_read, measure_ceilings, time_kernel
+from benchmarks.layoutfuse_runner import define_fusion
+from benchmarks.reference import check_result, make_inputs, reference
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
@@ -79,7 +79,7 @@ def find_cases(names: list[str], filters: list[str]) -> list[Case]:
     known = {c.name: c for suite in SCHEDULERS for c in SUITES[suite]()}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SystemExit(f"unknown cases {unknown}: see python -m layoutfuse.bench "
+        raise SystemExit(f"unknown cases {unknown}: see python -m benchmarks suite "
                          "reduction|pointwise|normalization --list")
     chosen = [known[n] for n in names]
     if filters:
@@ -199,9 +199,9 @@ def main(argv=None) -> int:
 
     import layoutfuse.nvfuser as nvf
 
-    ap = argparse.ArgumentParser(prog="python -m layoutfuse.bench.tune", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m benchmarks tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cases", nargs="*", help="case names (bench SUITE --list)")
+    ap.add_argument("cases", nargs="*", help="case names (python -m benchmarks suite SUITE --list)")
     ap.add_argument("--filter", action="append", default=[],
                     help="also every case whose name contains this (repeat: all must match)")
     ap.add_argument("--variant", action="append", type=parse_variant, default=[],

@@ -1,5 +1,5 @@
-"""Can Triton share a reduction across the CTAs of a cluster? ``python -m
-layoutfuse.bench.probe_cluster`` (CPU only: compiles for sm_90, runs nothing).
+"""Can Triton share a reduction across the CTAs of a cluster? ``python -m benchmarks
+probe cluster`` (CPU only: compiles for sm_90, runs nothing).
 
 Issue 5's strided rows (softmax over the strided dim of a column-major [8192, 8192])
 need each column's statistics before its first output, and a column block with rows
@@ -16,7 +16,7 @@ column softmax-like kernel ([R, W] tile, dim 0 split across 2 CTAs) three ways:
   small partials converted to a replicated layout, then reduced.
 
 It prints, for each, either the cluster instructions in the PTX or the compiler's
-error. With Triton 3.6.0 all three fail (``bench/results/probe-cluster-*.txt``): the
+error. With Triton 3.6.0 all three fail (``benchmarks/NOTES.md``, session 6): the
 reduction asserts that it stays within a CTA, the conversions stop at "Layout conversion
 to be implemented" or at an invalid ``nvvm.mapa``. A tool for deciding what the code
 generator can emit, not part of the product.
@@ -24,6 +24,7 @@ generator can emit, not part of the product.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -110,8 +111,11 @@ def run(mode: str) -> str:
     return "failed: " + (errors[0] if errors else text.strip().splitlines()[-1])[:300]
 
 
-def main() -> int:
+def main(argv=None) -> int:
     import triton
+
+    argparse.ArgumentParser(prog="python -m benchmarks probe cluster",
+                            description=__doc__.split("\n\n")[0]).parse_args(argv)
 
     print(f"triton {triton.__version__}: a tile's reduced axis split across 2 CTAs (sm_90)")
     for mode in MODES:

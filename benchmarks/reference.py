@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from layoutfuse.bench.cases import Case
+from benchmarks.cases import Case
 
 LAYERNORM_EPS = 1e-5
 # (rtol, atol per unit of the output's typical magnitude)

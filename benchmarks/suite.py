@@ -1,24 +1,26 @@
-"""``python -m layoutfuse.bench SUITE [--quick] [--out PATH] [--filter SUBSTR]``
+"""``python -m benchmarks suite SUITE [--quick] [--out PATH] [--filter SUBSTR]``
 runs a suite (reduction, pointwise, normalization, seed) on layoutfuse, eager
 PyTorch and torch.compile, prints a line per case and a summary, and writes the
-result JSON (schema in :mod:`layoutfuse.bench.report`).
+result JSON (schema in :mod:`benchmarks.report`; ``env`` records the command, the
+date, the commit, the torch and Triton versions and the device).
 
-``python -m layoutfuse.bench chart RESULT.json --png OUT.png`` draws it.
+``python -m benchmarks chart RESULT.json --png OUT.png`` draws it.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 import torch
 
-from layoutfuse.bench import report
-from layoutfuse.bench.cases import SUITES, Case
-from layoutfuse.bench.harness import Harness, environment, measure_ceilings, repo_root
-from layoutfuse.bench.layoutfuse_runner import LayoutfuseRunner
-from layoutfuse.bench.peers import CompilePeer, EagerPeer
+from benchmarks import report
+from benchmarks.cases import SUITES, Case
+from benchmarks.harness import Harness, environment, measure_ceilings, repo_root
+from benchmarks.layoutfuse_runner import LayoutfuseRunner
+from benchmarks.peers import CompilePeer, EagerPeer
 
 SYSTEMS = {"layoutfuse": LayoutfuseRunner, "eager": EagerPeer, "compile": CompilePeer}
 # --quick divides element counts by this: a smoke run on a GPU, tiny shapes on a CPU.
@@ -27,13 +29,13 @@ QUICK_SHRINK = {"cuda": 16, "cpu": 1024}
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m layoutfuse.bench",
+        prog="python -m benchmarks suite",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("suite", choices=sorted(SUITES))
     p.add_argument("--quick", action="store_true", help="shapes shrunk for a smoke run")
-    p.add_argument("--out", type=Path, help="result file (default bench/results/...)")
+    p.add_argument("--out", type=Path, help="result file (default benchmarks/results/...)")
     p.add_argument("--filter", default="", help="only cases whose name contains this (a,b: both)")
     p.add_argument(
         "--systems",
@@ -54,7 +56,7 @@ def select_cases(suite: str, device: str, quick: bool, substr: str) -> list[Case
     return cases
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, command: str | None = None) -> int:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     cases = select_cases(args.suite, device, args.quick, args.filter)
     if args.list:
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     systems = [SYSTEMS[s]() for s in names]
 
-    env = environment(device)
+    env = environment(device, command)
     ceilings = measure_ceilings(device)
     out = args.out or report.default_out_path(args.suite, env["git_commit"], repo_root())
     print(
@@ -111,13 +113,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "chart":
-        from layoutfuse.bench import chart
+def suite_command(argv: list[str]) -> str:
+    """The command line that runs the suite with ``argv``, as a shell takes it."""
+    return shlex.join(["python", "-m", "benchmarks", "suite", *argv])
 
-        return chart.main(argv[1:])
-    return run(parse_args(argv))
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return run(parse_args(argv), suite_command(argv))
 
 
 if __name__ == "__main__":

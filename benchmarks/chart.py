@@ -1,4 +1,4 @@
-"""``python -m layoutfuse.bench chart RESULT.json [--png OUT.png]``: a grouped bar chart
+"""``python -m benchmarks chart RESULT.json [--png OUT.png]``: a grouped bar chart
 of each system's percent of the read ceiling per case, an x where a system failed.
 Needs matplotlib, which is not a dependency: without it the command says so and
 exits 0."""
@@ -21,7 +21,7 @@ def bars(doc: dict) -> tuple[list[str], dict[str, list[float | None]]]:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m layoutfuse.bench chart")
+    p = argparse.ArgumentParser(prog="python -m benchmarks chart")
     p.add_argument("result", type=Path)
     p.add_argument("--png", type=Path, help="default: RESULT with .png")
     args = p.parse_args(argv)
