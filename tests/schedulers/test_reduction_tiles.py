@@ -17,10 +17,10 @@ import dataclasses
 import pytest
 import torch
 
+from benchmarks import registers
+from benchmarks.cases import SUITES
 from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200
-from layoutfuse.bench import registers
-from layoutfuse.bench.cases import SUITES
 from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
@@ -138,7 +138,7 @@ def waves(p: rd.ReductionParams, sizes, device=H200) -> float:
     ("RX", (131072, 1024)),         # 512 programs of 2 rows
 ])
 def test_a_few_long_looping_programs_per_multiprocessor_are_not_split(pattern, sizes):
-    """Measured on the H200 (bench/results/tune-reduction-split-*): these ran at 80.8% and
+    """Measured on the H200 (benchmarks/NOTES.md): these ran at 80.8% and
     90.8% unsplit against 80.2-81.7% and 74-86% split 2-6."""
     p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     assert p.split == 1

@@ -22,10 +22,10 @@ import re
 import pytest
 import torch
 
+from benchmarks import registers
+from benchmarks.cases import SUITES
 from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200, DeviceInfo
-from layoutfuse.bench import registers
-from layoutfuse.bench.cases import SUITES
 from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
 from layoutfuse.runtime import pipeline

@@ -22,12 +22,12 @@ Modes, chosen from the reduced extent and the device:
   template: one program per column block, tile ``[BLOCK_R, BLOCK_X]`` with rows of
   ``LOOP_ROW_BYTES`` (``LOOP_OUTER_TILE`` elements, ``LOOP_OUTER_WARPS`` warps); chosen
   when the columns do not fit, one pass suffices and the blocks fill the GPU. A
-  hand-written probe of this two-pass walk (``bench/probe_outer.py``, softmax over the
+  hand-written probe of this two-pass walk (``benchmarks/probe_outer.py``, softmax over the
   strided dim, fp32 tile 128x32, 8 warps) read at 53-59% of the read ceiling on the
   H200 ([8192, 8192] column-major: 52.7%; [32, 4096, 4096], memory order (0, 2, 1):
   59%): below the 80% target, but above the segmented plan's 41-44% (its reduction
   kernels, then a pointwise kernel: three reads and a write); 32- and 64-byte rows ran
-  at 37-50%. The generated kernel (27efa6a, ``bench/results/normalization-*``): softmax
+  at 37-50%. The generated kernel (27efa6a, ``benchmarks/NOTES.md``): softmax
   50% fp32 on [8192, 8192] column-major, layer norm 42%; 36/31% bf16 with rows narrowed
   to 64 bytes where 128-byte blocks are too few (do_bench's flush; with the read flush of
   session 4, 1e0ed66: 52/45% fp32, 38/37% bf16). Groups that need more passes go

@@ -1,8 +1,8 @@
 """Tile and split sizes of the reduction scheduler, from bytes and registers per thread.
 
 Every number here comes from the fp32 tiles that reach 86-97% of the read ceiling on
-an H200 (``bench/NOTES.md``) and from ptxas's register counts of the generated kernels
-for sm_90 (``CompiledArtifacts.resources``; ``python -m layoutfuse.bench.registers``):
+an H200 (``benchmarks/NOTES.md``) and from ptxas's register counts of the generated kernels
+for sm_90 (``CompiledArtifacts.resources``; ``python -m benchmarks probe registers``):
 
 * each thread keeps ``LOAD_BYTES`` in flight per loop step, as 16-byte vectors;
 * it accumulates into ``ACC_ELEMENTS`` fp32 values; ptxas then allocates about
@@ -230,7 +230,7 @@ def split_for_waves(programs: int, resident: int, units: int, min_units: int,
     multiprocessor or more, else the split in [s, 2 s) (s: the least that reaches
     ``WAVES`` waves) whose grid wastes least of its last wave.
 
-    Measured on the H200 (acf35ec, bench/results/tune-reduction-*): once every
+    Measured on the H200 (acf35ec, benchmarks/NOTES.md): once every
     multiprocessor has a few long-looping programs, a split only adds partial traffic and
     the combine: fp32 outer [256, 512, 1024] sums, 512 programs, 90.8% unsplit vs 82-86%
     split; bf16, 1024 programs, 67% unsplit vs 48% at split 3."""

@@ -1,0 +1,141 @@
+"""Host overhead of ``fd.execute`` against one eager torch op, and first-execute time.
+
+``python -m benchmarks overhead [--out PATH] [-n N] [--stub-launch]``: on a tiny
+tensor (so device time is negligible) times N back-to-back calls of eager ``x + 1``
+(``x.sum(0)``) and of a layoutfuse add (sum) fusion on the replay path, synchronizing
+once at the end; times the first execute of a fresh fusion (code generation plus
+Triton compilation); and splits a replayed call into its stages, each timed on its
+own in the same loop:
+
+- ``frontend``: ``fd.execute``'s own work (execute minus ``FusionExecutor.replay``);
+- ``key``: the input signature and the plan lookup;
+- ``alloc``: the outputs' ``torch.empty_strided``;
+- ``launch``: the rest of the plan's replay (stream, launch calls).
+
+``--stub-launch`` replaces every launch by a no-op call (the Python work around
+the launches is what remains): meant for the CPU, where a real launch would go
+through Triton's interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+
+import torch
+
+
+def _per_call_us(fn, n: int, sync) -> float:
+    for _ in range(20):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def _best_us(fn, n: int, sync, rounds: int) -> float:
+    """The least per-call time of ``rounds`` loops (the host is shared: the least is the
+    one least disturbed)."""
+    return min(_per_call_us(fn, n, sync) for _ in range(rounds))
+
+
+class _NoLaunch:
+    """Stands in for a kernel: ``fn[grid](*args, **meta)`` does nothing."""
+
+    def __getitem__(self, grid):
+        return self
+
+    def __call__(self, *args, **meta):
+        return None
+
+
+def stub_launches(executor) -> None:
+    """Rebuild every plan of ``executor`` with its launches replaced by no-op calls."""
+    from layoutfuse.runtime.replay import LaunchPlan
+
+    for key, plan in executor._plans.items():
+        launches = [dataclasses.replace(launch, fn=_NoLaunch(), compiled=None)
+                    for launch in plan.launches]
+        executor._plans[key] = LaunchPlan(plan.outputs, launches, plan.tensor_inputs)
+
+
+def breakdown(fd, inputs: list, n: int, sync, rounds: int) -> dict[str, float]:
+    """Microseconds per replayed call, in all and per stage (see the module's docstring)."""
+    from layoutfuse.runtime.replay import signature
+
+    executor = fd.executor()
+    plans = executor._plans
+    plan = plans[signature(inputs)]
+    shape, stride, dtype, device = plan.outputs[0]
+    times = dict(
+        execute=_best_us(lambda: fd.execute(inputs), n, sync, rounds),
+        executor=_best_us(lambda: executor.replay(inputs), n, sync, rounds),
+        key=_best_us(lambda: plans.get(signature(inputs)), n, sync, rounds),
+        plan=_best_us(lambda: plan.replay(inputs), n, sync, rounds),
+        alloc=_best_us(lambda: torch.empty_strided(shape, stride, dtype=dtype, device=device),
+                       n, sync, rounds) * len(plan.outputs),
+    )
+    return dict(execute=times["execute"], frontend=times["execute"] - times["executor"],
+                key=times["key"], alloc=times["alloc"],
+                launch=times["plan"] - times["alloc"])
+
+
+def main(argv=None) -> int:
+    from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks overhead")
+    ap.add_argument("--out")
+    ap.add_argument("-n", type=int, default=None, help="calls per timed loop")
+    ap.add_argument("--rounds", type=int, default=5, help="loops per stage (the least counts)")
+    ap.add_argument("--stub-launch", action="store_true",
+                    help="replace the replayed launches by no-op calls (host work only)")
+    args = ap.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    n = args.n or (2000 if device == "cuda" or args.stub_launch else 50)
+    x = torch.randn(1024, device=device)
+    FusionCache.reset()
+
+    def define(kind: str):
+        with FusionDefinition() as fd:
+            t0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+            if kind == "add":
+                one = fd.define_scalar(1.0, dtype=DataType.Double)
+                fd.add_output(fd.ops.add(t0, one))
+            else:
+                fd.add_output(fd.ops.sum(t0, dims=[0]))
+        return fd
+
+    rows = {}
+    for kind, eager in (("add", lambda: x + 1), ("sum", lambda: x.sum(0))):
+        fd = define(kind)
+        sync()
+        t0 = time.perf_counter()
+        fd.execute([x])
+        sync()
+        first_ms = (time.perf_counter() - t0) * 1e3
+        if args.stub_launch:
+            stub_launches(fd.executor())
+        rows[kind] = dict(
+            eager_us=_per_call_us(eager, n, sync),
+            layoutfuse_us=_per_call_us(lambda fd=fd: fd.execute([x]), n, sync),
+            first_execute_ms=first_ms,
+            stages_us=breakdown(fd, [x], n, sync, args.rounds),
+        )
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in rows[kind]["stages_us"].items())
+        print(f"{kind}: eager {rows[kind]['eager_us']:.1f} us/call, layoutfuse "
+              f"{rows[kind]['layoutfuse_us']:.1f} us/call, first execute {first_ms:.0f} ms; "
+              f"least of {args.rounds} loops per stage (us): {stages}", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(device=device, stub_launch=args.stub_launch, rows=rows), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

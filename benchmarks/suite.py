@@ -1,0 +1,127 @@
+"""``python -m benchmarks suite SUITE [--quick] [--out PATH] [--filter SUBSTR]``
+runs a suite (reduction, pointwise, normalization, seed) on layoutfuse, eager
+PyTorch and torch.compile, prints a line per case and a summary, and writes the
+result JSON (schema in :mod:`benchmarks.report`; ``env`` records the command, the
+date, the commit, the torch and Triton versions and the device).
+
+``python -m benchmarks chart RESULT.json --png OUT.png`` draws it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from benchmarks import report
+from benchmarks.cases import SUITES, Case
+from benchmarks.harness import Harness, environment, measure_ceilings, repo_root
+from benchmarks.layoutfuse_runner import LayoutfuseRunner
+from benchmarks.peers import CompilePeer, EagerPeer
+
+SYSTEMS = {"layoutfuse": LayoutfuseRunner, "eager": EagerPeer, "compile": CompilePeer}
+# --quick divides element counts by this: a smoke run on a GPU, tiny shapes on a CPU.
+QUICK_SHRINK = {"cuda": 16, "cpu": 1024}
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks suite",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("suite", choices=sorted(SUITES))
+    p.add_argument("--quick", action="store_true", help="shapes shrunk for a smoke run")
+    p.add_argument("--out", type=Path, help="result file (default benchmarks/results/...)")
+    p.add_argument("--filter", default="", help="only cases whose name contains this (a,b: both)")
+    p.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help="comma-separated subset of " + ",".join(SYSTEMS),
+    )
+    p.add_argument("--device", help="default: cuda when available, else cpu")
+    p.add_argument("--list", action="store_true", help="print the cases and stop")
+    return p.parse_args(argv)
+
+
+def select_cases(suite: str, device: str, quick: bool, substr: str) -> list[Case]:
+    parts = [s for s in substr.split(",") if s]            # every part must match
+    cases = [c for c in SUITES[suite]() if all(s in c.name for s in parts)]
+    if quick:
+        factor = QUICK_SHRINK["cuda" if device.startswith("cuda") else "cpu"]
+        cases = [c.shrunk(factor) for c in cases]
+    return cases
+
+
+def run(args: argparse.Namespace, command: str | None = None) -> int:
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cases = select_cases(args.suite, device, args.quick, args.filter)
+    if args.list:
+        for c in cases:
+            print(f"{c.name:<48} {c.dtype:<9} shape={list(c.shape)} bytes={c.bytes_moved}")
+        return 0
+    if not cases:
+        print(f"no case of suite {args.suite!r} matches --filter {args.filter!r}")
+        return 2
+    names = [s for s in args.systems.split(",") if s]
+    unknown = sorted(set(names) - set(SYSTEMS))
+    if unknown:
+        print(f"unknown systems {unknown}; choose from {sorted(SYSTEMS)}")
+        return 2
+    systems = [SYSTEMS[s]() for s in names]
+
+    env = environment(device, command)
+    ceilings = measure_ceilings(device)
+    out = args.out or report.default_out_path(args.suite, env["git_commit"], repo_root())
+    print(
+        f"{env['device_name']} torch {env['torch']} triton {env['triton']} "
+        f"commit {env['git_commit'] or '-'}",
+        flush=True,
+    )
+    print(
+        f"read ceiling {ceilings['read_gbps']:.0f} GB/s, device copy "
+        f"{ceilings['copy_gbps']:.0f} GB/s; {len(cases)} cases -> {out}",
+        flush=True,
+    )
+
+    harness = Harness(systems, device, ceilings["read_gbps"])
+    doc = {
+        "schema": report.SCHEMA,
+        "suite": args.suite,
+        "quick": args.quick,
+        "partial": True,
+        "env": env,
+        "ceilings": ceilings,
+        "systems": names,
+        "rows": [],
+        "summary": {},
+    }
+    for i, case in enumerate(cases, 1):
+        row = harness.run_case(case, args.suite)
+        doc["rows"].append(row)
+        print(report.progress_line(i, len(cases), row, names), flush=True)
+        report.write_json(out, doc)
+
+    doc["partial"] = False
+    doc["summary"] = report.summarize(doc["rows"], names)
+    report.write_json(out, doc)
+    print("\n".join(report.summary_lines(doc["summary"])))
+    print(f"wrote {out}")
+    return 0
+
+
+def suite_command(argv: list[str]) -> str:
+    """The command line that runs the suite with ``argv``, as a shell takes it."""
+    return shlex.join(["python", "-m", "benchmarks", "suite", *argv])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return run(parse_args(argv), suite_command(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

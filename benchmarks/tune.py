@@ -1,0 +1,263 @@
+"""Try params variants on chosen cases: ``python -m benchmarks tune CASE... [options]``.
+
+Cases are named as ``python -m benchmarks suite reduction|pointwise --list`` prints them,
+or picked with ``--filter`` (every given substring must be in the name). Each variant
+overrides fields of the params the heuristics choose (``dict()`` is the heuristics'
+own choice): for a reduction the ReductionParams of its template (``outer``, ``inner``),
+for a pointwise case the PointwiseParams of its kind (``transpose``, ``pointwise``),
+for a normalization (softmax, layer norm) its NormalizationParams (``mode=looped``,
+``block_x``, ``block_r``, ``num_warps``: no table, give ``--variant``).
+``--variant block_x=128,block_y=64,num_warps=8`` replaces the table with given variants.
+
+Each variant's result is checked against the fp32 reference before it is timed. The
+kernel time is the median of ``do_bench`` over ``fd.execute`` (the replay path),
+against the read ceiling (reductions, normalizations) or the device copy bandwidth
+(pointwise), both
+measured in the run. On the GPU each line also shows the registers and spills of the
+kernel that ran. A tool for deriving the heuristics from measurements, not part of the
+product.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+
+from benchmarks.cases import SUITES, Case
+from benchmarks.harness import flush_read, measure_ceilings, time_kernel
+from benchmarks.layoutfuse_runner import define_fusion
+from benchmarks.reference import check_result, make_inputs, reference
+from layoutfuse.schedulers import normalization as nm
+from layoutfuse.schedulers import pointwise as pw
+from layoutfuse.schedulers import reduction as rd
+
+REDUCING = ("sum", "var_sums")   # ops whose variants override the reduction scheduler's params
+# kind -> variants (field overrides of the heuristics' params); dict() is the heuristics
+VARIANTS = {
+    # reductions (schedulers/reduction_tiles.py): the heuristics; the tiles before the
+    # 2-byte rule ([16, 512] / [8, 1024] bf16: 32 fp32 accumulators per thread, ptxas 54-64
+    # registers, 4 programs per SM); narrower accumulators (unroll 2: 40 registers and 6
+    # programs; unroll 4: 32 registers and 8 programs), for bf16 and fp32; the finishing kernel
+    "outer": [dict(), dict(block_x=512, block_r=16, unroll=1),
+              dict(block_x=512, block_r=8, unroll=2), dict(block_x=256, block_r=16, unroll=2),
+              dict(block_x=256, block_r=8, unroll=4), dict(block_x=256, block_r=16, unroll=1),
+              dict(block_x=256, block_r=8, unroll=2), dict(block_x=256, block_r=4, unroll=4),
+              dict(block_x=256, block_r=32, unroll=1),
+              dict(block_x=128, block_r=32, unroll=1, num_warps=4), dict(finish="kernel")],
+    "inner": [dict(), dict(block_x=8, block_r=1024, unroll=1),
+              dict(block_x=4, block_r=1024, unroll=2), dict(block_x=2, block_r=1024, unroll=4),
+              dict(block_x=4, block_r=1024, unroll=1), dict(block_x=2, block_r=1024, unroll=2),
+              dict(block_x=2, block_r=512, unroll=4), dict(block_x=16, block_r=256, unroll=1),
+              dict(block_x=32, block_r=256, unroll=1, num_warps=16),
+              dict(block_x=8, block_r=512, unroll=2), dict(finish="kernel")],
+    # the outer template storing along the output's stride-1 group ([BLOCK_Y, BLOCK_R,
+    # BLOCK_X]): sector x line (the heuristics), wider rows or columns, and the strided store
+    "transposed": [dict(), dict(block_x=64, block_r=8), dict(block_x=128, block_r=4),
+                   dict(block_y=16, block_r=8), dict(block_y=32, block_x=64, block_r=2),
+                   dict(y_group=None, block_y=1, block_x=256, block_r=16, unroll=1)],
+    # transpose tiles: the fp32 tile (64x64, 8 warps); for 2-byte dtypes its tile bytes
+    # (128x64, 64x128), its edge bytes (128x128), each at 64 or 32 bytes per thread
+    "transpose": [dict(), dict(block_x=64, block_y=64, num_warps=8),
+                  dict(block_x=128, block_y=64, num_warps=8),
+                  dict(block_x=64, block_y=128, num_warps=8),
+                  dict(block_x=128, block_y=64, num_warps=16),
+                  dict(block_x=128, block_y=128, num_warps=8),
+                  dict(block_x=128, block_y=128, num_warps=16),
+                  dict(block_x=128, block_y=128, num_warps=32)],
+    "pointwise": [dict(), dict(num_warps=4), dict(num_warps=16)],
+    "normalization": [dict()],
+}
+SCHEDULERS = {"reduction": rd, "pointwise": pw, "normalization": nm}
+
+
+def find_cases(names: list[str], filters: list[str]) -> list[Case]:
+    """The reduction, pointwise and normalization cases named, then those matching every
+    filter."""
+    known = {c.name: c for suite in SCHEDULERS for c in SUITES[suite]()}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown cases {unknown}: see python -m benchmarks suite "
+                         "reduction|pointwise|normalization --list")
+    chosen = [known[n] for n in names]
+    if filters:
+        chosen += [c for c in known.values()
+                   if all(f in c.name for f in filters) and c not in chosen]
+    return chosen
+
+
+def tuned(schedule):
+    """The params a variant overrides: the schedule's, or the reduction kernel's of a list
+    (sibling reductions' fallback: the split reduction kernel, then pointwise kernels)."""
+    if isinstance(schedule, list) and len(schedule) > 1:
+        return next(p for p in schedule if p.scheduler == "reduction")
+    if isinstance(schedule, list):
+        (schedule,) = schedule
+    if schedule.scheduler not in SCHEDULERS:
+        raise SystemExit(f"a {schedule.scheduler} kernel ran (no reduction or pointwise "
+                         f"params to override): {schedule}")
+    return schedule
+
+
+def scheduler_of(case: Case):
+    """The scheduler module whose params a variant of ``case`` overrides."""
+    if case.op in REDUCING:
+        return rd
+    return nm if case.op in ("softmax", "layernorm") else pw
+
+
+def kind_of(params) -> str:
+    """The variant table of a schedule: the reduction template, the pointwise kind, or
+    ``normalization``."""
+    params = tuned(params)
+    if params.scheduler == "normalization":
+        return "normalization"
+    if params.scheduler == "pointwise":
+        return "transpose" if params.transpose else "pointwise"
+    return "transposed" if params.y_group is not None else params.template
+
+
+def describe(params) -> str:
+    params = tuned(params)
+    if params.scheduler == "normalization":
+        return (f"{params.template} {params.mode} bx={params.block_x} br={params.block_r} "
+                f"w={params.num_warps}")
+    if params.scheduler == "pointwise":
+        return (f"{kind_of(params)} bx={params.block_x} by={params.block_y} "
+                f"w={params.num_warps}")
+    return (f"{params.template} bx={params.block_x} br={params.block_r} u={params.unroll} "
+            f"w={params.num_warps} split={params.split} {params.finish}")
+
+
+def kernel_resources(fd) -> str:
+    """Registers and spills of each kernel the last run launched (CUDA only: empty on the CPU)."""
+    record = fd.executor().last_run
+    launches = record.launches if record is not None else []
+    kernels = [r.compiled for r in launches if getattr(r.compiled, "n_regs", None) is not None]
+    if not kernels:
+        return ""
+    return (f" regs={'/'.join(str(k.n_regs) for k in kernels)}"
+            f" spills={'/'.join(str(k.n_spills) for k in kernels)}")
+
+
+def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None,
+                profiled: bool = False) -> tuple:
+    """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params;
+    the result is checked against ``ref`` (the fp32 reference) first, when given;
+    ``profiled``: the resources also list each kernel's device time (CUDA)."""
+    nvf.FusionCache.reset()            # a fresh executor: no cached plan of another variant
+    fd = define_fusion(nvf, case)
+    fd.executor().configure(heuristics=variant_heuristics(scheduler_of(case).NAME, var))
+    out = fd.execute(inputs)[0]
+    if ref is not None:
+        check_result(case, out, ref)
+    del out
+    ms = timer(lambda: fd.execute(inputs))
+    res = kernel_resources(fd)
+    if profiled:
+        try:
+            res += " | " + kernel_times(lambda: fd.execute(inputs), inputs[0].device.type)
+        except Exception as e:  # noqa: BLE001 - a profiler failure is reported, not fatal
+            res += f" | profiler failed: {e!r}"[:200]
+    return tuned(fd.last_schedule()), ms, res
+
+
+def variant_heuristics(name: str, var: dict):
+    """Heuristics that override the fields ``var`` of scheduler ``name``'s params (a
+    reduction re-derives its split for the problem), and leave the others' params alone."""
+
+    def heuristics(scheduler, problem, device):
+        params = scheduler.heuristics(problem, device)
+        if scheduler.name != name or not var:
+            return params
+        if scheduler.name == "reduction":
+            return rd.override(params, problem.sizes, **var)
+        return dataclasses.replace(params, **var)
+
+    return heuristics
+
+
+def kernel_times(fn: Callable[[], object], device: str, calls: int = 20) -> str:
+    """Each kernel's mean device time over ``calls`` calls of ``fn`` (L2 emptied before each,
+    as ``time_kernel`` does), from the profiler: which launch of a plan costs what."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            flush_read(device)
+            fn()
+        torch.cuda.synchronize()
+    rows = [(e.key, e.device_time_total / calls, e.count // calls)
+            for e in prof.key_averages() if e.device_time_total > 0 and e.count >= calls]
+    return " | ".join(f"{k[:28]} x{n} {us:.1f}us" for k, us, n in rows
+                      if "flush" not in k and not k.startswith("void at::native::reduce"))
+
+
+def parse_variant(text: str) -> dict:
+    """``block_x=128,block_y=64,num_warps=8`` -> a dict of fields: ints, true/false/none,
+    or words (``finish=kernel``)."""
+    words = {"true": True, "false": False, "none": None}
+    return {k: int(v) if v.lstrip("-").isdigit() else words.get(v.lower(), v)
+            for k, v in (item.split("=") for item in text.split(",") if item)}
+
+
+def main(argv=None) -> int:
+    import torch
+
+    import layoutfuse.nvfuser as nvf
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks tune", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*", help="case names (python -m benchmarks suite SUITE --list)")
+    ap.add_argument("--filter", action="append", default=[],
+                    help="also every case whose name contains this (repeat: all must match)")
+    ap.add_argument("--variant", action="append", type=parse_variant, default=[],
+                    help="field=value,...: try these instead of the table (repeatable)")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--shrink", type=int, default=1, help="divide element counts (smoke runs)")
+    ap.add_argument("--out", help="write the rows as JSON")
+    ap.add_argument("--profile", action="store_true",
+                    help="also each kernel's device time (torch.profiler; CUDA)")
+    args = ap.parse_args(argv)
+    cases = [c.shrunk(args.shrink) for c in find_cases(args.cases, args.filter)]
+    if not cases:
+        ap.error("no case given or matched")
+    ceilings = measure_ceilings(args.device)
+    print(f"read ceiling {ceilings['read_gbps']:.0f} GB/s, copy {ceilings['copy_gbps']:.0f} GB/s",
+          flush=True)
+    rows = []
+    for case in cases:
+        inputs = make_inputs(case, args.device)
+        ref = reference(case, inputs)
+        ceiling = ceilings["copy_gbps" if scheduler_of(case) is pw else "read_gbps"]
+        nvf.FusionCache.reset()
+        probe = define_fusion(nvf, case)
+        probe.execute(inputs)
+        kind = kind_of(probe.last_schedule())
+        for var in args.variant or VARIANTS[kind]:
+            try:
+                params, ms, res = run_variant(nvf, case, inputs, var,
+                                              lambda fn: time_kernel(fn, args.device), ref,
+                                              args.profile and args.device.startswith("cuda"))
+                gbs = case.bytes_moved / ms / 1e6
+                line = (f"{case.name:<40} {describe(params)}: {gbs:6.0f} GB/s "
+                        f"{100 * gbs / ceiling:5.1f}%{res}")
+                rows.append(dict(case=case.name, kind=kind, variant=var, gbps=gbs,
+                                 pct=100 * gbs / ceiling, resources=res.strip(),
+                                 params=str(params)))
+            except Exception as e:  # noqa: BLE001 - a variant that fails is reported, not fatal
+                line = f"{case.name:<40} {var}: failed {e!r}"[:240]
+            print(line, flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(ceilings=ceilings, device=args.device, rows=rows), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
