@@ -17,6 +17,7 @@ from .reduction_common import (
     emit_online_rows,
     emit_online_step,
     identity,
+    n_results,
     prelude,
     reduce_line,
 )
@@ -115,7 +116,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
         for i, red in enumerate(reds):
             acc_t = accumulator_dtype(red)
             ct = tl_compute(acc_t)
-            if red.op.name == "welford":
+            if n_results(red) > 1:
                 for part in ("mean", "m2", "n"):
                     w.line(f"acc{i}_{part} = tl.zeros({tile}, {ct})")
             else:
@@ -172,9 +173,9 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                 return                    # accumulated with its max (``emit_online_step``)
             if id(red) in pair_of:            # softmax's max, with its sum
                 emit_online_step(w, f"acc{i}", f"acc{pair_of[id(red)]}", val, mask, ct)
-            elif op == "welford" and count is not None:
+            elif n_results(red) > 1 and count is not None:
                 emit_counted_welford_step(w, f"acc{i}_mean", f"acc{i}_m2", val, mask, count, ct)
-            elif op == "welford":
+            elif n_results(red) > 1:
                 mean, m2, n = (f"acc{i}_{part}" for part in ("mean", "m2", "n"))
                 w.line(f"v = ({val}).to({ct})")
                 w.line(f"n_new = {n} + tl.where({mask}, 1.0, 0.0)")
@@ -240,7 +241,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                 step(r_tiles("r_lo + r0", "NR", lambda r: dict(zip(rg, decompose(
                     w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}, counted=True))
             for i, red in enumerate(reds):
-                if red.op.name == "welford":
+                if n_results(red) > 1:
                     lane_counts(i)
         results: list[str] = []
         for i, red in enumerate(reds):
@@ -255,7 +256,7 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
                                  nan_rows=params.split <= 1)
                 results.append(f"res{i}")
                 continue
-            if red.op.name == "welford":
+            if n_results(red) > 1:
                 parts = [f"{n}{i}" for n in ("mean", "m2", "cnt")]
                 w.line(f"{', '.join(parts)} = tl.reduce((acc{i}_mean, acc{i}_m2, acc{i}_n), "
                        f"{axis}, _welford_combine, keep_dims=True)")

@@ -28,6 +28,7 @@ from ..codegen.reduction_common import accumulator_dtype
 from ..codegen.reduction_finish import n_results
 from ..dtypes import to_torch
 from ..ir import Fusion, TensorView
+from ..ir.ops.reductions import empty_fill_values
 from ..schedulers import normalization as nm
 from ..schedulers import pointwise as pw
 from ..schedulers import reduction as rd
@@ -229,15 +230,9 @@ class CompiledFusion:
         return self._tickets[key]
 
     def _fill_empty_reduction(self, spec, env):
-        fill = {"sum": 0, "prod": 1, "max": float("-inf"), "min": float("inf")}
         for e in spec.reductions:
-            name = e.op.name
-            if name == "welford":
-                env[id(e.outputs[0])].fill_(float("nan"))
-                env[id(e.outputs[1])].fill_(0)
-                env[id(e.outputs[2])].fill_(0)
-            else:
-                env[id(e.outputs[0])].fill_(fill[name])
+            for out, value in zip(e.outputs, empty_fill_values(e)):
+                env[id(out)].fill_(value)
 
 
 def _row_extents(prob: Problem, params) -> tuple[int, int, int]:
