@@ -107,6 +107,8 @@ def _amin_ref(x, dims):
 
 
 def _prod_ref(x, dims):
+    if not dims:
+        return x.clone()                  # a copy, as the other rows' references return
     for d in sorted(dims, reverse=True):
         x = torch.prod(x, dim=d)
     return x
