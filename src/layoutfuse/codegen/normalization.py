@@ -29,6 +29,7 @@ from .reduction_common import (
     emit_online_rows,
     emit_online_step,
     identity,
+    n_results,
     prelude,
     reduce_line,
 )
@@ -150,7 +151,7 @@ def _reduce_whole(k: _Kernel, e, val: str) -> None:
     w, ax = k.w, k.axis
     at = accumulator_dtype(e)
     ct = tl_compute(at)
-    if e.op.name == "welford":
+    if n_results(e) > 1:
         # two passes over registers: the mean, then the squared deviations from it. Every
         # valid row holds NR elements (a reduction of the broadcast mask would be unrolled
         # element by element: 10x slower on the H200)
@@ -204,7 +205,7 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
     for e in reds:
         at = accumulator_dtype(e)
         ct = tl_compute(at)
-        if e.op.name == "welford":
+        if n_results(e) > 1:
             names = [w.fresh(n) for n in ("acc_mean", "acc_m2", "acc_n")]
             for n in names[:2]:
                 w.line(f"{n} = tl.zeros({k.tile}, {ct})")
@@ -221,7 +222,7 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
             ct = tl_compute(at)
             val = ve.value(e.inputs[0], ())
             names = accs[id(e)]
-            if e.op.name == "welford":
+            if n_results(e) > 1:
                 # a lane is masked only past NR, so in the chunk starting at r0 every
                 # unmasked lane takes its (r0 / BLOCK_R + 1)-th value: the count is one
                 # scalar per chunk, its reciprocal one division per chunk, not per element
@@ -237,7 +238,7 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
         _online_rows(k, mx, sm, m, s)
     for e in reds:
         names = accs[id(e)]
-        if e.op.name == "welford":
+        if n_results(e) > 1:
             # each lane's count: the chunks in which its offset stayed below NR
             w.line(f"{names[2]} = tl.maximum(NR - {k.r_arange} + BLOCK_R - 1, 0) // BLOCK_R "
                    f"+ tl.zeros({k.tile}, tl.int32)")

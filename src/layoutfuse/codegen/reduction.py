@@ -28,6 +28,7 @@ from .reduction_common import (
     emit_online_rows,
     emit_online_step,
     identity,
+    n_results,
     prelude,
     reduce_line,
 )
@@ -164,7 +165,7 @@ class _ReductionEmitter:
         for i, red in enumerate(self.reds):
             acc_t = accumulator_dtype(red)
             ct = tl_compute(acc_t)
-            if red.op.name == "welford":
+            if n_results(red) > 1:
                 for part in ("mean", "m2", "n"):
                     self.w.line(f"acc{i}_{part} = tl.zeros({self.tile.shape}, {ct})")
             else:
@@ -189,7 +190,7 @@ class _ReductionEmitter:
         with w.indent():
             self._step(self._r_tiles("r_lo + r0", "NR", r_index, counted=True))
         for i, red in enumerate(self.reds):
-            if red.op.name == "welford":
+            if n_results(red) > 1:
                 self._lane_counts(i)
 
     def _nested_r_loop(self) -> None:
@@ -288,9 +289,9 @@ class _ReductionEmitter:
             return                    # accumulated with its max (``emit_online_step``)
         if id(red) in self.pair_of:       # softmax's max, with its sum
             emit_online_step(w, f"acc{i}", f"acc{self.pair_of[id(red)]}", val, mask, ct)
-        elif op == "welford" and count is not None:
+        elif n_results(red) > 1 and count is not None:
             emit_counted_welford_step(w, f"acc{i}_mean", f"acc{i}_m2", val, mask, count, ct)
-        elif op == "welford":
+        elif n_results(red) > 1:
             _emit_lane_welford_step(w, i, val, mask, ct)
         else:
             w.line(f"v = tl.where({mask}, ({val}).to({ct}), {identity(op, acc_t)})")
@@ -323,7 +324,7 @@ class _ReductionEmitter:
                 emit_online_rows(w, f"acc{i}", f"acc{j}", f"res{i}", f"res{j}", axis,
                                  nan_rows=self.params.split <= 1)
                 results.append(f"res{i}")
-            elif red.op.name == "welford":
+            elif n_results(red) > 1:
                 parts = [f"{n}{i}" for n in ("mean", "m2", "cnt")]
                 w.line(f"{', '.join(parts)} = tl.reduce((acc{i}_mean, acc{i}_m2, acc{i}_n), "
                        f"{axis}, _welford_combine, keep_dims=True)")

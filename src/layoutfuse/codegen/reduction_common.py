@@ -2,65 +2,36 @@
 
 from __future__ import annotations
 
-from ..dtypes import DataType, is_floating
+from ..dtypes import DataType
 from ..ir import REGISTRY
-from ..ir.ops.reductions import ROW_BY_NAME
+from ..ir.ops.reductions import (
+    ROW_BY_NAME,
+    ROWS,
+    accumulator_dtype,
+    float_accumulator,
+    n_results,
+)
 
-COMBINE_PRELUDE = '''
-@triton.jit
-def _add_combine(a, b):
-    return a + b
+__all__ = ["accumulator_dtype", "n_results"]   # re-exported: the reductions rows define them
 
+# The rows' combine helpers, in row order.
+COMBINE_PRELUDE = "\n" + "\n\n".join(row.combine_source for row in ROWS)
 
-@triton.jit
-def _mul_combine(a, b):
-    return a * b
-
-
-@triton.jit
-def _max_combine(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def _min_combine(a, b):
-    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def _welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
-    n = n_a + n_b
-    delta = mean_b - mean_a
-    w = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))
-    return mean_a + delta * w, m2_a + m2_b + delta * delta * n_a * w, n
-'''
-
-COMBINE = {"sum": "_add_combine", "prod": "_mul_combine", "max": "_max_combine",
-           "min": "_min_combine"}
+# Each row's combine helper, by name.
+COMBINE = {row.name: row.combine for row in ROWS}
 
 
 def acc_dtype(red_dtype: DataType) -> DataType:
-    if red_dtype in (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Float8_e4m3fn,
-                     DataType.Float8_e5m2):
-        return DataType.Float
-    return red_dtype
-
-
-def accumulator_dtype(red) -> DataType:
-    """The accumulator of reduction expr ``red``: fp32 for 16-bit and fp32 values, fp64 for a
-    Welford of doubles."""
-    if red.op.name == "welford":
-        return DataType.Double if red.inputs[0].dtype is DataType.Double else DataType.Float
-    return acc_dtype(red.outputs[0].dtype)
+    """The accumulator of a reduction of one result over ``red_dtype`` values."""
+    return float_accumulator(red_dtype)
 
 
 def identity(op: str, dtype: DataType) -> str:
-    row = ROW_BY_NAME[op]
-    ident = row.identity
-    if not is_floating(dtype) and ident in ("inf", "-inf"):
-        bits = 63 if dtype in (DataType.Int, DataType.UInt64) else 31
-        return str(2**bits - 1) if ident == "inf" else str(-(2**bits))
-    return {"inf": "float('inf')", "-inf": "float('-inf')"}.get(ident, ident)
+    """The Triton text of row ``op``'s identity in accumulator dtype ``dtype``."""
+    value = ROW_BY_NAME[op].identity.value(dtype)
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return f"float('{value}')"
+    return str(int(value)) if isinstance(value, bool) else str(value)
 
 
 def reduce_line(dst: str, src: str, op: str, axis: int, floating: bool = True) -> str:

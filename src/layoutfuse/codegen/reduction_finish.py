@@ -16,18 +16,21 @@ from __future__ import annotations
 
 from ..dtypes import is_floating
 from ..ir import REGISTRY
+from ..ir.ops.reductions import ROW_BY_NAME, reduction_row
 from ..schedulers.reduction import ReductionParams
 from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER
-from .reduction_common import COMBINE, accumulator_dtype, identity, prelude, reduce_line
+from .reduction_common import (
+    COMBINE,
+    accumulator_dtype,
+    identity,
+    n_results,
+    prelude,
+    reduce_line,
+)
 from .writer import Writer, storage_cast, tl_compute, typed_params
 
-WELFORD_PARTS = ("mean", "m2", "n")
-
-
-def n_results(e) -> int:
-    """Partial results of one reduction: one, or three for a Welford (mean, M2, n)."""
-    return 3 if e.op.name == "welford" else 1
+WELFORD_PARTS = ROW_BY_NAME["welford"].parts      # its results, by name
 
 
 def partial_names(spec) -> list[str]:
@@ -109,8 +112,8 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
         op = red.op.name
         acc_t = accumulator_dtype(red)
         ct = tl_compute(acc_t)
-        if op == "welford":
-            names.append([f"f{i}_{part}" for part in WELFORD_PARTS])
+        if n_results(red) > 1:
+            names.append([f"f{i}_{part}" for part in reduction_row(red).parts])
             for n in names[-1]:
                 w.line(f"{n} = tl.zeros([1, BLOCK_X], {ct})")
         else:
@@ -131,14 +134,14 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
                 _emit_online_combine(w, fin[0], names[j][0], f"ws{k}", f"ws{ws_of[j]}", x,
                                      load_opts)
                 continue
-            if op == "welford":
-                for j, part in enumerate(WELFORD_PARTS):
+            if n_results(red) > 1:          # each part's partials, combined together
+                parts = reduction_row(red).parts
+                for j, part in enumerate(parts):
                     w.line(f"p_{part} = tl.load(ws{k + j} + s * NX + {x}, mask=pmask, "
                            f"other=0.0{load_opts})")
-                w.line("c_mean, c_m2, c_n = tl.reduce((p_mean, p_m2, p_n), 0, "
-                       "_welford_combine, keep_dims=True)")
-                w.line(f"{', '.join(fin)} = _welford_combine({', '.join(fin)}, c_mean, c_m2, "
-                       "c_n)")
+                c, p = (", ".join(f"{pre}_{part}" for part in parts) for pre in ("c", "p"))
+                w.line(f"{c} = tl.reduce(({p}), 0, {COMBINE[op]}, keep_dims=True)")
+                w.line(f"{', '.join(fin)} = {COMBINE[op]}({', '.join(fin)}, {c})")
             else:
                 w.line(f"part = tl.load(ws{k} + s * NX + {x}, mask=pmask, "
                        f"other={identity(op, acc_t)}{load_opts})")

@@ -2,8 +2,9 @@
 
 Each one is a thin adapter from nvFuser's C++ signature to a builder of
 ``layoutfuse.ir.ops``; the op's meaning lives there, once. Pointwise ops are
-generated from the op table in :mod:`.pointwise`. Operands with no fusion of
-their own (Python numbers, shapes) go to the fusion of the ``FusionGuard``.
+generated from the op table in :mod:`.pointwise`, reductions here from the rows
+of ``layoutfuse.ir.ops.reductions``. Operands with no fusion of their own (Python
+numbers, shapes) go to the fusion of the ``FusionGuard``.
 
 Several names here (``sum``, ``max``, ``min``, ``set``) shadow Python builtins on
 purpose, as nvFuser's names do; this module does not use those builtins.
@@ -12,7 +13,7 @@ purpose, as nvFuser's names do; this module does not use those builtins.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from ..dtypes import DataType, is_boolean, is_integral
@@ -20,37 +21,33 @@ from ..errors import DefinitionError
 from ..ir import Scalar, TensorView, Val
 from ..ir import ops as ir_ops
 from ..ir.ops.common import static_value
+from ..ir.ops.reductions import ROWS as REDUCTION_ROWS
 
 # --- reductions ------------------------------------------------------------------------------
+# nvFuser's ``max(a, b)`` and ``min(a, b)`` of two Vals are the pointwise maximum and minimum.
+_BINARY_OVERLOADS = {"max": "maximum", "min": "minimum"}
 
 
-def _reduce(name: str, tv: TensorView, axes, keep_dim: bool, dtype: DataType) -> TensorView:
-    return ir_ops.reduction(name, tv, axes, keepdim=keep_dim, dtype=dtype)
+def _reduction_function(name: str) -> Callable:
+    binary = _BINARY_OVERLOADS.get(name)
+
+    def op(tv, axes, keep_dim: bool = False, dtype: DataType = DataType.Null):
+        if binary is not None and isinstance(axes, Val):
+            return ir_ops.pointwise(binary, tv, axes)
+        return ir_ops.reduction(name, tv, axes, keepdim=keep_dim, dtype=dtype)
+
+    op.__name__ = op.__qualname__ = name
+    op.__module__ = __name__
+    op.__doc__ = f"``{name}(tv, reduction_axes, keep_dim, dtype)``" + (
+        f"; with a Val second operand, nvFuser's binary ``{name}``." if binary else ".")
+    return op
 
 
-def sum(tv: TensorView, axes, keep_dim: bool = False,
-        dtype: DataType = DataType.Null) -> TensorView:
-    """``sum(tv, reduction_axes, keep_dim, dtype)``."""
-    return _reduce("sum", tv, axes, keep_dim, dtype)
-
-
-def prod(tv: TensorView, axes, keep_dim: bool = False,
-         dtype: DataType = DataType.Null) -> TensorView:
-    return _reduce("prod", tv, axes, keep_dim, dtype)
-
-
-def max(tv, axes, keep_dim: bool = False, dtype: DataType = DataType.Null):
-    """``max(tv, reduction_axes, ...)``; with a Val second operand, nvFuser's binary ``max``."""
-    if isinstance(axes, Val):
-        return ir_ops.pointwise("maximum", tv, axes)
-    return _reduce("max", tv, axes, keep_dim, dtype)
-
-
-def min(tv, axes, keep_dim: bool = False, dtype: DataType = DataType.Null):
-    """``min(tv, reduction_axes, ...)``; with a Val second operand, nvFuser's binary ``min``."""
-    if isinstance(axes, Val):
-        return ir_ops.pointwise("minimum", tv, axes)
-    return _reduce("min", tv, axes, keep_dim, dtype)
+# One function per reduction row of one result (sum, prod, max, min).
+REDUCTIONS: dict[str, Callable] = {
+    row.name: _reduction_function(row.name) for row in REDUCTION_ROWS if row.n_results == 1
+}
+globals().update(REDUCTIONS)
 
 
 def mean(tv: TensorView, axes, keep_dim: bool = False) -> TensorView:
@@ -58,7 +55,7 @@ def mean(tv: TensorView, axes, keep_dim: bool = False) -> TensorView:
     if is_integral(tv.dtype) or is_boolean(tv.dtype):
         tv = ir_ops.cast(tv, DataType.Float)
     dims = [axes] if isinstance(axes, int) else list(axes)
-    total = sum(tv, dims, keep_dim)
+    total = ir_ops.reduction("sum", tv, dims, keepdim=keep_dim)
     count: Scalar | int = 1
     for d in dims:
         extent = tv.shape_domain[d].extent
@@ -211,8 +208,8 @@ def iota(length, start=None, step=None, dtype: DataType = DataType.Int) -> Tenso
     return ir_ops.iota(length, start, step, dtype)
 
 
-__all__ = [
+__all__ = sorted([
     "VarMeanResult", "WelfordResult", "broadcast", "cast", "cast_op", "expand", "full", "iota",
-    "max", "mean", "min", "ones", "permute", "prod", "reshape", "set", "squeeze", "sum",
-    "var_mean", "variance", "variance_mean", "welford", "zeros",
-]
+    "mean", "ones", "permute", "reshape", "set", "squeeze", "var_mean", "variance",
+    "variance_mean", "welford", "zeros", *REDUCTIONS,
+])

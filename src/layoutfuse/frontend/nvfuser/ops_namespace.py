@@ -3,7 +3,9 @@
 Every call checks its arguments (operands must be handles of this definition),
 builds the IR through ``layoutfuse.ir.ops``, and records the one line nvFuser
 would print for it. Pointwise operators are generated from the rows of
-``layoutfuse.ir.ops.elementwise``; an operator layoutfuse does not have is an
+``layoutfuse.ir.ops.elementwise``, reductions from the rows of one result of
+``layoutfuse.ir.ops.reductions`` (``welford``, ``var`` and ``var_mean`` are
+written out: they take other arguments); an operator layoutfuse does not have is an
 AttributeError, as an unknown attribute of nvFuser's ``Operators`` is.
 """
 
@@ -16,6 +18,7 @@ from ...errors import DefinitionError
 from ...ir import ops as ir_ops
 from ...ir.ops import scalars as ir_scalars
 from ...ir.ops.elementwise import ROW_BY_NAME
+from ...ir.ops.reductions import ROWS as REDUCTION_ROWS
 from .handles import Scalar, Tensor, Vector
 from .printer import format_list
 from .recording import bind_arguments, int_list
@@ -27,7 +30,8 @@ if TYPE_CHECKING:
 # (truncating, like fmod).
 ALIASES = {"mod": "fmod"}
 
-REDUCTIONS = ("sum", "max", "min", "prod")
+# The reductions of one result (sum, prod, max, min), one operator each.
+REDUCTIONS = tuple(r.name for r in REDUCTION_ROWS if r.n_results == 1)
 
 
 def _check_dtype(dtype, op: str, allow_null: bool = False) -> DataType:

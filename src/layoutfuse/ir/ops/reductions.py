@@ -1,4 +1,8 @@
-"""Reductions: sum, max, min, prod (one row each), and Welford statistics.
+"""Reductions: one row each (sum, prod, max, min, and Welford's statistics).
+
+A row defines a reduction once: its torch reference, its identity per dtype class, its
+Triton combine helper (the reduction kernels' prelude is generated from the rows), the
+values an empty reduction fills its outputs with, its accumulator dtype and its results.
 
 A reduction's output keeps the reduced axes in its logical domain as REDUCTION
 axes (nvFuser's convention); ``keepdim`` adds a broadcast after it. Half and
@@ -8,6 +12,7 @@ the ``welford`` row, whose partial results (mean, M2, count) combine stably.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -19,14 +24,74 @@ from ..opdef import OpDef, OpKind, register
 from ..values import TensorView
 from .common import emit, normalize_dims
 
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A reduction's identity in each dtype class: a number, or ``"min"`` / ``"max"`` for the
+    integer dtype's bounds. Floats include the complex dtypes; Bool is its own class."""
+    floating: float
+    signed: int | str
+    unsigned: int | str
+    boolean: bool
+
+    def value(self, dtype: DataType) -> float | int | bool:
+        """The identity in ``dtype`` (the accumulator's), as a Python number."""
+        if is_boolean(dtype):
+            return self.boolean
+        if not is_integral(dtype):
+            return self.floating
+        v = self.unsigned if dtype is DataType.UInt64 else self.signed
+        if isinstance(v, str):
+            info = torch.iinfo(to_torch(dtype))
+            return info.min if v == "min" else info.max
+        return v
+
 
 @dataclass(frozen=True)
 class ReductionRow:
+    """One reduction. ``combine``: the name of the ``@triton.jit`` helper that combines two
+    accumulators (each ``parts`` values), ``combine_source`` its text. ``identity``: the
+    accumulators' start (None: every part starts at 0). ``empty_fill``: the outputs of a
+    reduction over no element, one per part (None: the identity in the output's dtype).
+    ``accumulator``: the accumulator dtype of the reduced values' dtype. ``promote_integers``:
+    integer and Bool inputs are reduced as Int (torch's sum and prod); ``bool_inputs``: Bool
+    inputs are accepted."""
     name: str
-    torch_fn: object
-    identity: str          # Triton expression of the identity, in the accumulator dtype
-    combine: str           # Triton expression combining accumulators a and b
-    triton_reduce: str     # Triton reduction over an axis: "{fn}(x, axis)"
+    torch_fn: Callable
+    identity: Identity | None
+    combine: str
+    combine_source: str
+    accumulator: Callable[[DataType], DataType]
+    parts: tuple[str, ...] = ("res",)
+    empty_fill: tuple[float, ...] | None = None
+    kind: OpKind = OpKind.REDUCTION
+    promote_integers: bool = False
+    bool_inputs: bool = True
+    doc: str = ""
+
+    @property
+    def n_results(self) -> int:
+        return len(self.parts)
+
+
+def float_accumulator(dtype: DataType) -> DataType:
+    """Floats of up to 32 bits accumulate in Float; Double and integers in their own dtype."""
+    if dtype in (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Float8_e4m3fn,
+                 DataType.Float8_e5m2):
+        return DataType.Float
+    return dtype
+
+
+def _welford_accumulator(dtype: DataType) -> DataType:
+    """Welford's statistics: Double for doubles, else Float (integers too)."""
+    return DataType.Double if dtype is DataType.Double else DataType.Float
+
+
+def _jit(signature: str, *body: str) -> str:
+    """The source of a ``@triton.jit`` helper: ``def signature:`` and its body lines."""
+    return "@triton.jit\ndef " + signature + ":\n" + "".join(f"    {b}\n" for b in body)
 
 
 def _sum_ref(x, dims):
@@ -42,24 +107,92 @@ def _amin_ref(x, dims):
 
 
 def _prod_ref(x, dims):
+    if not dims:
+        return x.clone()                  # a copy, as the other rows' references return
     for d in sorted(dims, reverse=True):
         x = torch.prod(x, dim=d)
     return x
 
 
-ROWS = [
-    ReductionRow("sum", _sum_ref, "0", "a + b", "tl.sum"),
-    ReductionRow("max", _amax_ref, "-inf", "tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)",
-                 "_max_nan"),
-    ReductionRow("min", _amin_ref, "inf", "tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)",
-                 "_min_nan"),
-    ReductionRow("prod", _prod_ref, "1", "a * b", "_prod"),
-]
+def _welford_ref(x, dims):
+    xf = x.to(torch.float64) if x.dtype == torch.float64 else x.to(torch.float32)
+    mean = xf.mean(dim=dims) if dims else xf.clone()
+    m2 = ((xf - xf.mean(dim=dims, keepdim=True)) ** 2).sum(dim=dims) if dims else \
+        torch.zeros_like(xf)
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    count = torch.full(mean.shape, n, dtype=torch.int64, device=x.device)
+    return mean, m2, count
+
+
+_NAN_AWARE = "propagate_nan=tl.PropagateNan.ALL"
+
+# In this order the rows' combine helpers make the reduction kernels' prelude.
+ROWS = (
+    ReductionRow("sum", _sum_ref, Identity(0, 0, 0, False), "_add_combine",
+                 _jit("_add_combine(a, b)", "return a + b"), float_accumulator,
+                 promote_integers=True, doc="the sum; integers and Bool sum as Int"),
+    ReductionRow("prod", _prod_ref, Identity(1, 1, 1, True), "_mul_combine",
+                 _jit("_mul_combine(a, b)", "return a * b"), float_accumulator,
+                 promote_integers=True, doc="the product; integers and Bool multiply as Int"),
+    ReductionRow("max", _amax_ref, Identity(-INF, "min", "min", False), "_max_combine",
+                 _jit("_max_combine(a, b)", f"return tl.maximum(a, b, {_NAN_AWARE})"),
+                 float_accumulator, bool_inputs=False,
+                 doc="the maximum, NaN if any value is NaN (torch's amax); over no element "
+                     "-inf for floats, as nvFuser fills it (torch raises), the minimum for "
+                     "integers"),
+    ReductionRow("min", _amin_ref, Identity(INF, "max", "max", True), "_min_combine",
+                 _jit("_min_combine(a, b)", f"return tl.minimum(a, b, {_NAN_AWARE})"),
+                 float_accumulator, bool_inputs=False,
+                 doc="the minimum, NaN if any value is NaN (torch's amin); over no element "
+                     "inf for floats, as nvFuser fills it (torch raises), the maximum for "
+                     "integers"),
+    ReductionRow("welford", _welford_ref, None, "_welford_combine",
+                 _jit("_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b)",
+                      "n = n_a + n_b",
+                      "delta = mean_b - mean_a",
+                      "w = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))",
+                      "return mean_a + delta * w, m2_a + m2_b + delta * delta * n_a * w, n"),
+                 _welford_accumulator, parts=("mean", "m2", "n"),
+                 empty_fill=(float("nan"), 0, 0), kind=OpKind.WELFORD,
+                 doc="(mean, M2, count) over dims, combined with Chan's formula; over no "
+                     "element (NaN, 0, 0)"),
+)
 ROW_BY_NAME = {r.name: r for r in ROWS}
 
 OPDEFS = {
-    r.name: register(OpDef(r.name, OpKind.REDUCTION, reference=r.torch_fn)) for r in ROWS
+    r.name: register(OpDef(r.name, r.kind, reference=r.torch_fn, doc=r.doc)) for r in ROWS
 }
+WELFORD = OPDEFS["welford"]
+
+
+def reduction_row(expr) -> ReductionRow:
+    """The row of reduction (or Welford) expr ``expr``."""
+    return ROW_BY_NAME[expr.op.name]
+
+
+def n_results(expr) -> int:
+    """Results of reduction expr ``expr``, by its row: one, or three for a Welford (mean,
+    M2, n)."""
+    return reduction_row(expr).n_results
+
+
+def accumulator_dtype(expr) -> DataType:
+    """The accumulator of reduction expr ``expr``, by its row: fp32 for 16-bit and fp32
+    values, fp64 for doubles; integers in their own dtype, but a Welford's statistics in
+    fp32."""
+    return reduction_row(expr).accumulator(expr.inputs[0].dtype)
+
+
+def empty_fill_values(expr) -> tuple[float | int | bool, ...]:
+    """What each output of reduction ``expr`` holds when it reduces no element: the row's
+    ``empty_fill``, else its identity in the output's dtype (sum 0, prod 1, max -inf and
+    min inf for floats, as nvFuser fills them; Welford NaN, 0, 0)."""
+    row = reduction_row(expr)
+    if row.empty_fill is not None:
+        return row.empty_fill
+    return tuple(row.identity.value(out.dtype) for out in expr.outputs)
 
 
 def _reduced_domain(x: TensorView, dims: tuple[int, ...]) -> list[IterDomain]:
@@ -82,18 +215,21 @@ def _dims_arg(x: TensorView, dims, op: str) -> tuple[int, ...]:
 
 def reduction(name: str, x: TensorView, dims=None, keepdim: bool = False,
               dtype: DataType = DataType.Null) -> TensorView:
-    """``name`` in {sum, max, min, prod} over ``dims`` (None: all dims)."""
+    """Row ``name`` (one of one result: sum, prod, max, min) over ``dims`` (None: all dims)."""
     from .elementwise import cast
     from .shape import broadcast
 
+    row = ROW_BY_NAME.get(name)
+    if row is None or row.n_results != 1:
+        raise DefinitionError(f"{name!r} is not a reduction of one result")
     if not isinstance(x, TensorView):
         raise DefinitionError(f"{name}: expected a Tensor, got {x!r}")
     nd = _dims_arg(x, dims, name)
     if dtype is not None and dtype is not DataType.Null:
         x = cast(x, dtype)
-    elif name in ("sum", "prod") and (is_integral(x.dtype) or is_boolean(x.dtype)):
+    elif row.promote_integers and (is_integral(x.dtype) or is_boolean(x.dtype)):
         x = cast(x, DataType.Int)
-    if name in ("max", "min") and is_boolean(x.dtype):
+    if not row.bool_inputs and is_boolean(x.dtype):
         raise DefinitionError(f"{name}: Bool inputs are not supported; cast to Int first")
     out = TensorView(x.fusion, _reduced_domain(x, nd), x.dtype)
     emit(x.fusion, OPDEFS[name], [x], [out], dims=nd)
@@ -103,28 +239,12 @@ def reduction(name: str, x: TensorView, dims=None, keepdim: bool = False,
 
 
 # --- Welford -----------------------------------------------------------------------------------
-def _welford_ref(x, dims):
-    xf = x.to(torch.float64) if x.dtype == torch.float64 else x.to(torch.float32)
-    mean = xf.mean(dim=dims) if dims else xf.clone()
-    m2 = ((xf - xf.mean(dim=dims, keepdim=True)) ** 2).sum(dim=dims) if dims else \
-        torch.zeros_like(xf)
-    n = 1
-    for d in dims:
-        n *= x.shape[d]
-    count = torch.full(mean.shape, n, dtype=torch.int64, device=x.device)
-    return mean, m2, count
-
-
-WELFORD = register(OpDef("welford", OpKind.WELFORD, reference=_welford_ref,
-                         doc="(mean, M2, count) over dims, combined with Chan's formula"))
-
-
 def welford(x: TensorView, dims) -> tuple[TensorView, TensorView, TensorView]:
     """(avg, var_sum, n): the mean, the sum of squared deviations and the count."""
     if not isinstance(x, TensorView):
         raise DefinitionError(f"welford: expected a Tensor, got {x!r}")
     nd = _dims_arg(x, dims, "welford")
-    acc = DataType.Double if x.dtype is DataType.Double else DataType.Float
+    acc = ROW_BY_NAME["welford"].accumulator(x.dtype)
     outs = (
         TensorView(x.fusion, _reduced_domain(x, nd), acc),
         TensorView(x.fusion, _reduced_domain(x, nd), acc),
@@ -161,30 +281,3 @@ def var(x: TensorView, dims=None, correction=1, keepdim: bool = False) -> Tensor
 
 def torch_accumulator(dtype: DataType) -> torch.dtype:
     return torch.float64 if dtype is DataType.Double else to_torch(dtype)
-
-
-def n_results(expr) -> int:
-    """Partial results of one reduction expr: one, or three for a Welford (mean, M2, n)."""
-    return len(expr.outputs)
-
-
-def accumulator_dtype(expr) -> DataType:
-    """The accumulator of reduction expr ``expr``: fp32 for 16-bit, 8-bit and fp32 floats,
-    fp64 for doubles (a Welford of doubles too), the output dtype otherwise."""
-    if expr.op.kind is OpKind.WELFORD:
-        return DataType.Double if expr.inputs[0].dtype is DataType.Double else DataType.Float
-    dtype = expr.outputs[0].dtype
-    if dtype in (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Float8_e4m3fn,
-                 DataType.Float8_e5m2):
-        return DataType.Float
-    return dtype
-
-
-_EMPTY_FILL = {"sum": (0,), "prod": (1,), "max": (float("-inf"),), "min": (float("inf"),),
-               "welford": (float("nan"), 0, 0)}
-
-
-def empty_fill_values(expr) -> tuple[float, ...]:
-    """Each result's value over an empty reduced extent: sum 0, prod 1, max -inf and min
-    inf (nvFuser's fill, where torch refuses), a Welford's mean NaN, M2 0 and count 0."""
-    return _EMPTY_FILL[expr.op.name]
