@@ -72,7 +72,8 @@ class LaunchRecord:
         return [self.meta[n] for n in self.loaded.jit.arg_names[len(self.args):]]
 
 
-def argument_values(segment: KernelSpec, problem: Problem, params: Any, env: dict,
+def argument_values(segment: KernelSpec, problem: Problem, params: Any,
+                    env: dict[int, torch.Tensor],
                     extents: dict[int, int], scalars: list[Any],
                     workspaces: dict[str, Any]) -> dict[str, Any]:
     """Every value a kernel of ``segment`` may name, by name (launch-time integers apart)."""

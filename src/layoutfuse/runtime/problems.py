@@ -9,35 +9,47 @@ that access walks its chain per element.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
 from ..analysis.accesses import load_strides, shape_of, store_strides_backward
 from ..analysis.canonical import canonicalize
 from ..analysis.index_walk import local_strides
 from ..dtypes import DataType
+from ..ir import TensorView, Val
 from ..ir.ops.reductions import n_results
 from ..schedulers.problem import Problem, max_offset
 from ..segmenter.segments import KernelSpec
 
 
-def real_strides(spec: KernelSpec, access: int, env) -> tuple[int, ...]:
+Env = Mapping[int, torch.Tensor]
+Extents = dict[int, int]
+
+
+def real_strides(spec: KernelSpec, access: int, env: Env) -> tuple[int, ...]:
     """The memory strides of an access's tensor (an iota's coordinate: its linear index)."""
     if access >= spec.n_loads + spec.n_stores:
         return (1,)
     return tuple(env[id(spec.accesses[access].tv)].stride())
 
 
-def access_strides(spec: KernelSpec, env, extents) -> tuple[list[tuple[int, ...]], list[bool]]:
+def access_strides(spec: KernelSpec, env: Env,
+                   extents: Extents) -> tuple[list[tuple[int, ...]], list[bool]]:
     """Per access: strides over the iteration coordinates, and whether they address it."""
     rank = len(spec.root.shape_domain)
-    strides, affine = [], []
+    strides: list[tuple[int, ...]] = []
+    affine: list[bool] = []
     for i, a in enumerate(spec.accesses):
         real = real_strides(spec, i, env)
         if spec.kind == "reduction" and spec.n_loads <= i < spec.n_loads + spec.n_stores:
-            st = _with_reduced(real, spec.reduction.attrs["dims"], rank)
+            st: tuple[int, ...] | None = _with_reduced(real, reduced_dims(spec), rank)
         elif a.backward:
             # a per-row result of a normalization kernel: its strides over the reduction
             # result's coordinates, with 0 along the reduced dims
             back = store_strides_backward(a.chain, real, extents)
-            st = None if back is None else _with_reduced(back, spec.group.dims, rank)
+            st = None if back is None else _with_reduced(back, reduced_dims(spec), rank)
         else:
             st = load_strides(a, real, extents)
         affine.append(st is not None)
@@ -45,26 +57,32 @@ def access_strides(spec: KernelSpec, env, extents) -> tuple[list[tuple[int, ...]
     return strides, affine
 
 
-def _with_reduced(strides, dims, rank: int) -> tuple[int, ...]:
+def reduced_dims(spec: KernelSpec) -> tuple[int, ...]:
+    """The iteration coordinates a reduction or normalization segment reduces."""
+    if spec.group is not None:
+        return tuple(spec.group.dims)
+    assert spec.reduction is not None, spec.reason
+    return tuple(spec.reduction.attrs["dims"])
+
+
+def _with_reduced(strides: tuple[int, ...], dims: tuple[int, ...],
+                  rank: int) -> tuple[int, ...]:
     it = iter(strides)
     return tuple(0 if d in dims else next(it) for d in range(rank))
 
 
-def build_problem(spec: KernelSpec, env, extents) -> Problem | None:
+def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | None:
     """The segment's problem; None for a normalization group over an empty extent or whose
     reductions' inputs do not all have the root's extents."""
     root_shape = shape_of(spec.root, extents)
     group = spec.group
     if group is not None and (0 in root_shape or any(
-            shape_of(e.inputs[0], extents) != root_shape for e in group.reductions)):
+            shape_of(_tensor(e.inputs[0]), extents) != root_shape for e in group.reductions)):
         return None
     strides, affine = access_strides(spec, env, extents)
     reduced = [False] * len(root_shape)
-    if spec.kind == "reduction":
-        for d in spec.reduction.attrs["dims"]:
-            reduced[d] = True
-    elif spec.kind == "normalization":
-        for d in spec.group.dims:
+    if spec.kind in ("reduction", "normalization"):
+        for d in reduced_dims(spec):
             reduced[d] = True
     generic = not all(affine)
     order_by = None
@@ -83,7 +101,12 @@ def build_problem(spec: KernelSpec, env, extents) -> Problem | None:
                    **_reduction_fields(spec))
 
 
-def _reduction_fields(spec: KernelSpec) -> dict:
+def _tensor(v: Val) -> TensorView:
+    assert isinstance(v, TensorView), v
+    return v
+
+
+def _reduction_fields(spec: KernelSpec) -> dict[str, Any]:
     """What the heuristics need of the segment's reductions: the accumulators per tile
     element; a normalization group's passes, whether it may loop and whether its results
     are used again on the rows."""

@@ -19,7 +19,7 @@ launches go through the JIT (the interpreter).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,14 +31,14 @@ from .launch import LaunchRecord
 _Tensor = torch.Tensor
 
 
-def signature(inputs, device=None) -> tuple | None:
+def signature(inputs: Sequence[Any], device: Any = None) -> tuple[Any, ...] | None:
     """Everything the checks and the plan depend on; None when it cannot be keyed.
 
     Per tensor its shape, strides, dtype, device and pointer alignment (part of the
     compiled kernels' specialization); per int or bool its type and value; per float
     its type. ``device``: execute's device argument, when one was given.
     """
-    key = []
+    key: list[Any] = []
     for x in inputs:
         if isinstance(x, _Tensor):
             key.append((x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15))
@@ -70,7 +70,7 @@ class PlannedLaunch:
 
 @dataclass
 class LaunchPlan:
-    outputs: list[tuple]        # (shape, strides, dtype, device) per returned output
+    outputs: list[tuple[Any, ...]]   # (shape, strides, dtype, device) per returned output
     launches: list[PlannedLaunch]
     tensor_inputs: list[bool]   # per input, whether it is a tensor (a scalar as 0-dim: .item())
     direct: bool = True         # launch compiled CUDA kernels through their launcher
@@ -87,7 +87,7 @@ class LaunchPlan:
         exec(compile(self.source, "<layoutfuse replay>", "exec"), env)
         self.replay = env["replay"]
 
-    def _fall_back(self, inputs) -> list[torch.Tensor]:
+    def _fall_back(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
         """This Triton's launcher takes other arguments: launch through the JIT from now on.
 
         The whole call is replayed again: outputs are fresh, and every kernel rewrites
@@ -148,7 +148,8 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     return "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body), env
 
 
-def _direct_call(k: int, grid, compiled, env: dict[str, Any]) -> str | None:
+def _direct_call(k: int, grid: tuple[int, ...], compiled: Any,
+                 env: dict[str, Any]) -> str | None:
     """The head of launch ``k``'s call through its compiled kernel's launcher (up to the
     kernel arguments), or None when it has none or the grid is not plain integers."""
     if compiled is None or not all(type(g) is int for g in grid) or not 1 <= len(grid) <= 3:
@@ -202,7 +203,7 @@ def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
     launches = []
     for record in log:
         args = record.args
-        spec: list[tuple] = []
+        spec: list[tuple[str, Any]] = []
         for a in args:
             if isinstance(a, torch.Tensor):
                 if id(a) in in_ids:
