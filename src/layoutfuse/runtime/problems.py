@@ -23,7 +23,6 @@ from ..ir.ops.reductions import n_results
 from ..schedulers.problem import Problem, max_offset
 from ..segmenter.segments import KernelSpec
 
-
 Env = Mapping[int, torch.Tensor]
 Extents = dict[int, int]
 
