@@ -244,11 +244,12 @@ _TRITON_CAST = InterpreterBuilder.cast_impl
 
 def fp32_to_bf16_bits(data: np.ndarray) -> np.ndarray:
     """fp32 values as bf16 bit patterns (uint16), rounded to nearest even as torch rounds them;
-    every NaN becomes torch's 0x7FC0. Finite values past bf16's range round to infinity."""
+    every NaN becomes 0xFFFF, as torch's CPU kernels make it. Values past bf16's largest
+    finite one round to infinity."""
     values = np.asarray(data, dtype=np.float32)
     bits = values.view(np.uint32).astype(np.uint64)     # room for the carry
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return np.where(np.isnan(values), 0x7FC0, rounded).astype(np.uint16)
+    return np.where(np.isnan(values), 0xFFFF, rounded).astype(np.uint16)
 
 
 def bf16_bits_to_fp32(bits: np.ndarray) -> np.ndarray:
@@ -257,15 +258,16 @@ def bf16_bits_to_fp32(bits: np.ndarray) -> np.ndarray:
 
 
 def _cast_rounding_to_nearest_even(self, src: TensorHandle, dst_type) -> TensorHandle:
-    """``InterpreterBuilder.cast_impl`` with fp32 <-> bf16 as torch converts them; Triton's
-    truncates fp32 -> bf16. Casts between bf16 and other types go through fp32 (Triton's
-    semantic inserts the step); fp32/fp64 -> fp16 is NumPy's ``astype``, which already rounds
-    to nearest even."""
+    """``InterpreterBuilder.cast_impl`` with bf16 converted as torch converts it: through fp32,
+    rounded to nearest even. Triton's truncates fp32 -> bf16, and reads the uint16 bit patterns
+    as integers in fp64/int -> bf16 (casts its semantic does not route through fp32). Other casts
+    are Triton's: NumPy's ``astype``, which rounds fp32/fp64 -> fp16 to nearest even."""
     src_type, dst_scalar = src.dtype.scalar, dst_type.scalar
-    if src_type == tl.float32 and dst_scalar == tl.bfloat16:
-        return TensorHandle(fp32_to_bf16_bits(src.data), dst_scalar)
-    if src_type == tl.bfloat16 and dst_scalar == tl.float32:
-        return TensorHandle(bf16_bits_to_fp32(src.data), dst_scalar)
+    if src_type == tl.bfloat16 and dst_scalar != tl.bfloat16:
+        data = bf16_bits_to_fp32(src.data).astype(_get_np_dtype(dst_scalar))
+        return TensorHandle(data, dst_scalar)
+    if dst_scalar == tl.bfloat16 and src_type != tl.bfloat16:
+        return TensorHandle(fp32_to_bf16_bits(src.data.astype(np.float32)), dst_scalar)
     return _TRITON_CAST(self, src, dst_type)
 
 
