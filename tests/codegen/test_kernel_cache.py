@@ -7,6 +7,7 @@ a failing ``mkstemp``), and the real one is tested only when not root.
 """
 
 import os
+import shutil
 import stat
 import uuid
 import warnings
@@ -91,6 +92,15 @@ def test_the_key_depends_on_the_generator_version(monkeypatch):
     key = cache_key(source)
     monkeypatch.setattr(kernel_cache, "CACHE_FORMAT", "layoutfuse-kernel-test")
     assert cache_key(source) != key
+
+
+def test_a_cache_directory_removed_meanwhile_is_made_again(cache_dir):
+    _load_quietly(_source())
+    shutil.rmtree(cache_dir)
+    kernel, caught = _load_quietly(_source())
+    assert caught == [] and kernel.path.parent == cache_dir
+    assert stat.S_IMODE(cache_dir.stat().st_mode) == 0o700
+    _check_runs_right(kernel)
 
 
 # --- damaged and foreign entries are regenerated, with a warning naming the file ----------

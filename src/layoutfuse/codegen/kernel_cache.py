@@ -109,26 +109,31 @@ def cache_entry(source: str) -> bytes:
     return (header + source).encode()
 
 
-def _read_entry(path: Path) -> bytes | None:
-    """The file's bytes (None if there is none), refused if others could have written it."""
+_MISSING = "is missing"
+
+
+def _entry_problem(path: Path, entry: bytes, key: str) -> str | None:
+    """None when ``path`` holds exactly ``entry``, :data:`_MISSING` when there is no file,
+    else what is wrong with it; refused when others could have written it."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
-        return None
-    except OSError:                     # a symbolic link (ELOOP), ...: not an entry
-        return b"\0"
+        return _MISSING
+    except OSError as error:            # a symbolic link (ELOOP), ...
+        return f"cannot be opened as a plain file ({error.strerror})"
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            return b"\0"
+            return "is not a regular file"
         problem = _private_problem(info)
         if problem is not None:
             raise _refuse(path, problem)
-        return handle.read()
+        data = handle.read()
+    return None if data == entry else _diagnosis(data, key)
 
 
-def _entry_problem(data: bytes, key: str) -> str:
-    """What is wrong with an entry that is not the expected one (for the warning)."""
+def _diagnosis(data: bytes, key: str) -> str:
+    """What is wrong with bytes that are not the expected entry (for the warning)."""
     if not data:
         return "is empty"
     head, _, body = data.partition(b"\n")
@@ -159,22 +164,26 @@ def stored_entry(source: str) -> tuple[Path, bytes]:
     """The path of ``source``'s entry, checked (and written where missing or wrong), and the
     entry's bytes: what is executed, whatever the file holds by then."""
     entry, key = cache_entry(source), cache_key(source)
-    directory = kernel_cache_dir()
-    path = directory / f"kernel_{key[:24]}.py"
-    found = _read_entry(path)
-    if found == entry:
+    path = kernel_cache_dir() / f"kernel_{key[:24]}.py"
+    problem = _entry_problem(path, entry, key)
+    if problem is None:
         return path, entry
-    if found is not None:
-        warnings.warn(f"kernel cache: {path} {_entry_problem(found, key)}; regenerated it",
-                      KernelCacheWarning, stacklevel=4)
+    if problem != _MISSING:
+        warnings.warn(f"kernel cache: {path} {problem}; regenerated it", KernelCacheWarning,
+                      stacklevel=4)
     try:
         _write_entry(path, entry)
-    except OSError as error:            # read-only file system, disk full, ...
-        with _CACHE_LOCK:
-            configured = os.environ.get("LAYOUTFUSE_CACHE_DIR") or None
-            directory = _fall_back(configured, directory, f"{type(error).__name__}: {error}")
-        path = directory / path.name
+    except OSError as error:            # read-only file system, disk full, directory gone
+        path = _writable_dir(path.parent, error) / path.name
         _write_entry(path, entry)
     return path, entry
 
 
+def _writable_dir(directory: Path, error: OSError) -> Path:
+    """After a failed write into ``directory``: the directory made again if it was removed,
+    else a private temporary one (one warning)."""
+    configured = os.environ.get("LAYOUTFUSE_CACHE_DIR") or None
+    with _CACHE_LOCK:
+        if not directory.exists() and _CACHE_DIRS.get(configured) == directory:
+            return _open_cache_dir(configured)
+        return _fall_back(configured, directory, f"{type(error).__name__}: {error}")
