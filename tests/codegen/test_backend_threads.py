@@ -14,7 +14,7 @@ import torch
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from layoutfuse.codegen.backend import PRELUDE, compile_for_hopper, load_kernel
+from layoutfuse.codegen.backend import PRELUDE, SharedExclusiveLock, compile_for_hopper, load_kernel
 
 HEADER = (
     "import triton\nimport triton.language as tl\n"
@@ -109,6 +109,10 @@ def test_eight_threads_share_two_kernels_and_get_torch_results(tmp_path, monkeyp
     assert _call("sum", 1) and _call("pointwise", 2)       # single-threaded, after
 
 
+def _fresh_row_sum() -> str:
+    return ROW_SUM.replace("    rows = ", f"    # {uuid.uuid4().hex}\n    rows = ", 1)
+
+
 def test_sm90_compiles_while_other_threads_interpret(tmp_path, monkeypatch):
     """The compiler calls the builtins the interpreter patches: it must never see them."""
     monkeypatch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path))
@@ -119,8 +123,8 @@ def test_sm90_compiles_while_other_threads_interpret(tmp_path, monkeypatch):
 
     def work(t: int):
         if t == 0:
-            try:       # a new source each time: neither layoutfuse nor Triton has it cached
-                return [compile_for_hopper(ROW_SUM + f"# {uuid.uuid4().hex}\n", signature,
+            try:       # a new function body each time: neither layoutfuse nor Triton's
+                return [compile_for_hopper(_fresh_row_sum(), signature,     # disk cache has it
                                            {"BLOCK_R": 4, "BLOCK_C": 64}).ptx != ""
                         for _ in range(3)]
             finally:
@@ -145,3 +149,64 @@ def test_a_kernel_loaded_by_many_threads_at_once_is_loaded_once(tmp_path, monkey
     kernels = _in_threads(lambda t: load_kernel(source, name))
     assert all(k is kernels[0] for k in kernels)
     assert [p.name for p in tmp_path.iterdir()] == [kernels[0].path.name]
+
+
+# --- the lock ---------------------------------------------------------------------------------
+
+
+def _holding(lock, mode: str, order: list, release: threading.Event) -> threading.Thread:
+    """A thread that takes ``lock`` in ``mode``, notes it in ``order``, holds until ``release``."""
+    def hold():
+        with getattr(lock, mode)():
+            order.append(mode)
+            release.wait(timeout=5)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    return thread
+
+
+def _wait_for(condition) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError("timed out")
+
+
+def test_the_lock_shares_excludes_and_serves_in_order():
+    lock, order = SharedExclusiveLock(), []
+    first, second, third = threading.Event(), threading.Event(), threading.Event()
+    threads = [_holding(lock, "shared", order, first), _holding(lock, "shared", order, first)]
+    _wait_for(lambda: order == ["shared", "shared"])        # two shared holders at once
+    threads.append(_holding(lock, "exclusive", order, second))
+    _wait_for(lambda: lock._next_ticket == 3)
+    threads.append(_holding(lock, "shared", order, third))  # after the exclusive request
+    _wait_for(lambda: lock._next_ticket == 4)
+    first.set()
+    _wait_for(lambda: len(order) == 3)
+    assert order[2] == "exclusive" and lock._shared == 0    # the late shared one waits
+    second.set()
+    _wait_for(lambda: len(order) == 4)
+    third.set()
+    for thread in threads:
+        thread.join()
+    assert order == ["shared", "shared", "exclusive", "shared"]
+
+
+def test_the_lock_never_lets_exclusive_requests_overtake_a_shared_one():
+    """A CUDA launch (shared) waiting behind an interpreted launch is served before the
+    interpreted launches requested after it."""
+    lock, order = SharedExclusiveLock(), []
+    releases = [threading.Event() for _ in range(3)]
+    threads = [_holding(lock, "exclusive", order, releases[0])]
+    _wait_for(lambda: order == ["exclusive"])
+    threads.append(_holding(lock, "shared", order, releases[1]))
+    _wait_for(lambda: lock._next_ticket == 2)
+    threads.append(_holding(lock, "exclusive", order, releases[2]))
+    _wait_for(lambda: lock._next_ticket == 3)
+    for release in releases:
+        release.set()
+    for thread in threads:
+        thread.join()
+    assert order == ["exclusive", "shared", "exclusive"]

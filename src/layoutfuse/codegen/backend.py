@@ -140,41 +140,52 @@ _patch_interpreter_index()
 
 
 class SharedExclusiveLock:
-    """Shared holders run together; an exclusive holder runs alone. A waiting exclusive
-    holder keeps new shared ones out, so a stream of CUDA launches cannot starve it.
-    Not reentrant."""
+    """Shared holders run together; an exclusive holder runs alone. First come, first
+    served: a request waits for every earlier one, so neither a stream of interpreted launches
+    nor a stream of CUDA launches starves the other kind. Not reentrant."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._shared = 0
+        self._next_ticket = 0       # the ticket the next request draws
+        self._serving = 0           # the ticket allowed to try now
+        self._shared = 0            # holders in shared mode
         self._exclusive = False
-        self._waiting = 0
+
+    def _acquire(self, exclusive: bool) -> None:
+        with self._cond:
+            ticket, self._next_ticket = self._next_ticket, self._next_ticket + 1
+            self._cond.wait_for(lambda: self._serving == ticket and not self._exclusive and
+                                not (exclusive and self._shared))
+            self._serving += 1
+            if exclusive:
+                self._exclusive = True
+            else:
+                self._shared += 1
+            self._cond.notify_all()         # the next ticket may be shared too
+
+    def _release(self, exclusive: bool) -> None:
+        with self._cond:
+            if exclusive:
+                self._exclusive = False
+            else:
+                self._shared -= 1
+            self._cond.notify_all()
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
-        with self._cond:
-            self._cond.wait_for(lambda: not self._exclusive and not self._waiting)
-            self._shared += 1
+        self._acquire(exclusive=False)
         try:
             yield
         finally:
-            with self._cond:
-                self._shared -= 1
-                self._cond.notify_all()
+            self._release(exclusive=False)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        with self._cond:
-            self._waiting += 1
-            self._cond.wait_for(lambda: not self._exclusive and not self._shared)
-            self._waiting -= 1
-            self._exclusive = True
+        self._acquire(exclusive=True)
         try:
             yield
         finally:
-            with self._cond:
-                self._exclusive = False
-                self._cond.notify_all()
+            self._release(exclusive=True)
 
 
 TRITON_STATE = SharedExclusiveLock()
