@@ -48,3 +48,13 @@ class UnsupportedError(LayoutfuseError, NotImplementedError):
 
 class SchedulingError(LayoutfuseError, RuntimeError):
     """No scheduler accepted a segment; the message lists every scheduler's reason."""
+
+
+class KernelCacheError(LayoutfuseError, PermissionError):
+    """The kernel cache directory, or a kernel file in it, is not private to the user: group
+    or others may write it, or another user owns it. Code from it is never run."""
+
+
+class KernelCacheWarning(UserWarning):
+    """A kernel cache entry was damaged or foreign and was rewritten, or the cache directory
+    could not be written and a private temporary directory is used instead."""

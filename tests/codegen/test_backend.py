@@ -27,6 +27,7 @@ from layoutfuse.codegen.backend import (
     ptx_vector_widths,
     signature_from_args,
 )
+from layoutfuse.codegen.kernel_cache import cache_key
 
 HEADER = (
     "import triton\nimport triton.language as tl\n"
@@ -312,7 +313,9 @@ def test_load_kernel_writes_hashed_file_and_caches(tmp_path, monkeypatch):
     source = ADD_SOURCE + f"\n# {tmp_path.name}\n"
     kernel = load_kernel(source, "add_kernel")
     assert isinstance(kernel, LoadedKernel)
-    assert kernel.path.parent == tmp_path and kernel.path.read_text() == source
+    header, body = kernel.path.read_text().split("\n", 1)
+    assert kernel.path.parent == tmp_path and body == source
+    assert header.startswith("# layoutfuse kernel cache entry") and cache_key(source) in header
     assert load_kernel(source, "add_kernel") is kernel  # cached in-process
     assert type(kernel.interpreted.fn).__name__ == "InterpretedFunction"
     with pytest.raises(ValueError, match="no @triton.jit function"):

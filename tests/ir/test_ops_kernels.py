@@ -291,16 +291,7 @@ def test_cast(src, dst):
 
 
 # --- Half and BFloat16 results are rounded to nearest even --------------------------------------------
-BF16_TRUNCATES = ("the CPU interpreter converts fp32 -> bf16 by truncation (Triton's "
-                  "interpreter cast_impl passes no rounding mode); torch and the GPU round to "
-                  "nearest even, so about 1 in 4 bf16 results is 1 ulp low")
-
-
-@pytest.mark.parametrize("dtype", [
-    pytest.param(F16, id="float16"),
-    pytest.param(BF16, id="bfloat16", marks=pytest.mark.xfail(
-        torch.get_default_device().type == "cpu", strict=True, reason=BF16_TRUNCATES)),
-])
+@pytest.mark.parametrize("dtype", [pytest.param(F16, id="float16"), pytest.param(BF16, id="bfloat16")])
 def test_reduced_precision_results_round_to_nearest_even(dtype):
     """The sum of two Half/BF16 values is exact in Float, so the stored result, rounded to
     nearest even as torch rounds it, must be bit-exact."""

@@ -1,27 +1,45 @@
 """Triton plumbing: load generated kernel source, run it, and compile it for Hopper offline.
 
-A generated kernel module is written to a file named by the hash of its source and imported
-twice: once as ordinary ``@triton.jit`` functions (CUDA tensors), once with Triton's interpreter
-switched on while the module executes, so its jit functions, nested helpers included, become
-``InterpretedFunction`` objects that run on CPU tensors in the same process. The interpreter
-cannot run libdevice (``extern_elementwise``), so the interpreted module's ``libdevice`` is
-replaced by :data:`INTERPRETER_LIBDEVICE`, which evaluates the same calls with NumPy.
-Semantics found in Triton 3.6 are recorded in ``TRITON_NOTES.md`` beside this file.
+**Loading.** A generated module is stored in the kernel cache (``kernel_cache.py``: one
+file per source, checked against a digest, rewritten when wrong, written atomically, refused
+when others may write it). The file is there for Triton (``inspect.getsource``) and for people
+reading tracebacks; what is executed is the checked text in memory, and ``linecache`` is
+primed with it, so Triton's source readers see that text too, never later changes to the file.
+
+The text is executed twice, into two modules: one whose jit functions are compiled for CUDA
+tensors, one whose jit functions are run by Triton's interpreter for CPU tensors. The second's
+``libdevice`` is :data:`INTERPRETER_LIBDEVICE`, which evaluates the same calls with NumPy (the
+interpreter cannot run ``extern_elementwise``). Triton's ``interpret`` knob is never touched.
+
+**Threads.** Triton's interpreter runs on process-wide state: a launch rebinds every builtin of
+``triton.language`` to the interpreter's semantic (``_patch_lang``), and the program id lives in
+one module-level ``interpreter_builder``. Two launches at once, or a CUDA compilation during one
+(the compiler calls the same builtins), break each other. So :data:`TRITON_STATE`, one
+process-wide shared/exclusive lock, guards exactly that: an interpreted launch holds it
+exclusively, and only while it holds it are ``triton.language`` and ``triton.language.core``
+patched, ``JITFunction.__call__`` routed to the interpreter (for ``tl.sum`` and the module's
+helpers, which are plain ``JITFunction`` objects) and ``InterpreterBuilder.cast_impl`` rounding
+to nearest even; one scope restores all of it before the lock is released. CUDA launches
+(:meth:`LoadedKernel.for_device`) and :func:`compile_for_hopper` hold it shared: they run
+together, never during an interpreted launch, and flip nothing. NumPy's floating-point warnings
+are silenced in interpreted launches (``np.errstate``, which is thread-local). The one change
+made at import, :func:`_patch_interpreter_index`, is permanent and idempotent. Semantics found
+in Triton 3.6 are recorded in ``TRITON_NOTES.md`` beside this file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import hashlib
-import importlib.util
 import inspect
-import os
+import linecache
 import re
 import subprocess
 import tempfile
+import threading
 import types
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 import triton
+import triton.language as tl
 import triton.language.extra.cuda.libdevice as cuda_libdevice
 import triton.language.extra.libdevice as libdevice_stub
 from triton._C.libtriton import native_specialize_impl
@@ -40,9 +59,13 @@ from triton.runtime.interpreter import (
     InterpreterBuilder,
     TensorHandle,
     _get_np_dtype,
+    _LangPatchScope,
     _patch_lang,
 )
 from triton.runtime.jit import JITFunction
+
+from .kernel_cache import kernel_cache_dir as kernel_cache_dir  # re-exported
+from .kernel_cache import stored_entry
 
 PRELUDE = '''
 @triton.jit
@@ -113,6 +136,62 @@ def _patch_interpreter_index() -> None:
 _patch_interpreter_index()
 
 
+# --- the lock around Triton's process-wide state ------------------------------------------
+
+
+class SharedExclusiveLock:
+    """Shared holders run together; an exclusive holder runs alone. First come, first
+    served: a request waits for every earlier one, so neither a stream of interpreted launches
+    nor a stream of CUDA launches starves the other kind. Not reentrant."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next_ticket = 0       # the ticket the next request draws
+        self._serving = 0           # the ticket allowed to try now
+        self._shared = 0            # holders in shared mode
+        self._exclusive = False
+
+    def _acquire(self, exclusive: bool) -> None:
+        with self._cond:
+            ticket, self._next_ticket = self._next_ticket, self._next_ticket + 1
+            self._cond.wait_for(lambda: self._serving == ticket and not self._exclusive and
+                                not (exclusive and self._shared))
+            self._serving += 1
+            if exclusive:
+                self._exclusive = True
+            else:
+                self._shared += 1
+            self._cond.notify_all()         # the next ticket may be shared too
+
+    def _release(self, exclusive: bool) -> None:
+        with self._cond:
+            if exclusive:
+                self._exclusive = False
+            else:
+                self._shared -= 1
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        self._acquire(exclusive=False)
+        try:
+            yield
+        finally:
+            self._release(exclusive=False)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        self._acquire(exclusive=True)
+        try:
+            yield
+        finally:
+            self._release(exclusive=True)
+
+
+TRITON_STATE = SharedExclusiveLock()
+"""Exclusive: an interpreted launch (it patches ``triton.language``); shared: CUDA launches
+and compilations (they need it unpatched)."""
+
 
 # --- the libdevice stand-in for the interpreter -------------------------------------------
 
@@ -169,32 +248,88 @@ def _make_interpreter_libdevice() -> types.SimpleNamespace:
 INTERPRETER_LIBDEVICE = _make_interpreter_libdevice()
 """Drop-in for ``triton.language.extra.libdevice`` inside interpreted kernels."""
 
+# --- casts the interpreter gets wrong -----------------------------------------------------
 
-# --- Triton's own jit library (tl.sum, tl.max, tl.cdiv, ...) under the interpreter --------
+_TRITON_CAST = InterpreterBuilder.cast_impl
+
+
+def fp32_to_bf16_bits(data: np.ndarray) -> np.ndarray:
+    """fp32 values as bf16 bit patterns (uint16), rounded to nearest even as torch rounds them;
+    every NaN becomes 0xFFFF, as torch's CPU kernels make it. Values past bf16's largest
+    finite one round to infinity."""
+    values = np.asarray(data, dtype=np.float32)
+    bits = values.view(np.uint32).astype(np.uint64)     # room for the carry
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return np.where(np.isnan(values), 0xFFFF, rounded).astype(np.uint16)
+
+
+def bf16_bits_to_fp32(bits: np.ndarray) -> np.ndarray:
+    """bf16 bit patterns (uint16) as fp32 values: exact."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def _cast_rounding_to_nearest_even(self, src: TensorHandle, dst_type) -> TensorHandle:
+    """``InterpreterBuilder.cast_impl`` with bf16 converted as torch converts it: through fp32,
+    rounded to nearest even. Triton's truncates fp32 -> bf16, and reads the uint16 bit patterns
+    as integers in fp64/int -> bf16 (casts its semantic does not route through fp32). Other casts
+    are Triton's: NumPy's ``astype``, which rounds fp32/fp64 -> fp16 to nearest even."""
+    src_type, dst_scalar = src.dtype.scalar, dst_type.scalar
+    if src_type == tl.bfloat16 and dst_scalar != tl.bfloat16:
+        data = bf16_bits_to_fp32(src.data).astype(_get_np_dtype(dst_scalar))
+        return TensorHandle(data, dst_scalar)
+    if dst_scalar == tl.bfloat16 and src_type != tl.bfloat16:
+        return TensorHandle(fp32_to_bf16_bits(src.data.astype(np.float32)), dst_scalar)
+    return _TRITON_CAST(self, src, dst_type)
+
+
+# --- interpreted launches -----------------------------------------------------------------
 
 # Keyed by id: hashing a JITFunction walks its dependencies, which fails mid-interpretation.
-_INTERPRETED_LIBRARY: dict[int, tuple[JITFunction, InterpretedFunction]] = {}
+_INTERPRETED: dict[int, tuple[JITFunction, InterpretedFunction]] = {}
+
+_LANG_MODULES = types.FunctionType((lambda: None).__code__, {"tl": tl, "core": tl.core})
+"""A function that sees ``triton.language`` and ``triton.language.core``: what ``_patch_lang``
+patches is the language modules found in a function's globals, and a generated kernel sees
+``tl`` while the ``tl.standard`` functions it calls see ``core``."""
+
+
+_EXTERN_ELEMENTWISE = tl.core.extern_elementwise
+
+
+def _interpreted(jit_fn: JITFunction) -> InterpretedFunction:
+    """The interpreter's version of ``jit_fn``, its source rewritten once."""
+    entry = _INTERPRETED.get(id(jit_fn))
+    if entry is None:
+        entry = (jit_fn, InterpretedFunction(jit_fn.fn))
+        entry[1].rewrite()
+        _INTERPRETED[id(jit_fn)] = entry
+    return entry[1]
 
 
 def _call_interpreted(jit_fn: JITFunction, *args: Any, **kwargs: Any) -> Any:
-    """``InterpretedFunction.__call__`` minus its leak: it never undoes its ``_patch_lang``."""
-    if id(jit_fn) not in _INTERPRETED_LIBRARY:
-        _INTERPRETED_LIBRARY[id(jit_fn)] = (jit_fn, InterpretedFunction(jit_fn.fn))
-    interpreted = _INTERPRETED_LIBRARY[id(jit_fn)][1]
-    scope = _patch_lang(jit_fn.fn)
-    try:
-        return interpreted.rewrite()(*args, **kwargs)
-    finally:
-        scope.restore()
+    """``JITFunction.__call__`` during an interpreted launch: a device function call
+    (``tl.sum``, a module's helper), run by the interpreter in the launch's patched scope."""
+    return _interpreted(jit_fn).rewrite()(*args, **kwargs)
+
+
+def _interpreter_scope() -> _LangPatchScope:
+    """Patch what an interpreted launch needs patched; the caller holds ``TRITON_STATE``
+    exclusively and restores the returned scope before releasing it."""
+    scope = _patch_lang(_LANG_MODULES)
+    # libdevice's functions pass their own _semantic (INTERPRETER_LIBDEVICE's NumPy builder)
+    # to core.extern_elementwise, which the patch above would drop.
+    scope.set_attr(tl.core, "extern_elementwise", _EXTERN_ELEMENTWISE)
+    scope.set_attr(JITFunction, "__call__", _call_interpreted)
+    scope.set_attr(InterpreterBuilder, "cast_impl", _cast_rounding_to_nearest_even)
+    return scope
 
 
 class InterpretedKernel:
     """A kernel run by Triton's CPU interpreter: ``kernel[grid](*args, **meta)``.
 
-    While it runs, calls of ``JITFunction`` objects go to the interpreter: ``triton.language``
-    was imported without ``TRITON_INTERPRET``, so ``tl.sum`` and friends are ``JITFunction``
-    objects whose ``__call__`` only raises (Triton's own interpreter mode imports them as
-    ``InterpretedFunction`` objects instead).
+    One launch at a time in the process (``TRITON_STATE`` held exclusively), with the
+    interpreter's patches applied for exactly that launch and NumPy's floating-point warnings
+    (NaN, inf, division by zero in masked-out lanes) silenced.
     """
 
     def __init__(self, fn: InterpretedFunction) -> None:
@@ -202,24 +337,35 @@ class InterpretedKernel:
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         def run(*args: Any, **kwargs: Any) -> Any:
-            original, JITFunction.__call__ = JITFunction.__call__, _call_interpreted
-            try:
-                return self.fn[grid](*args, **kwargs)
-            finally:
-                JITFunction.__call__ = original
+            with TRITON_STATE.exclusive(), np.errstate(all="ignore"):
+                scope = _interpreter_scope()
+                try:
+                    return self.fn[grid](*args, **kwargs)
+                finally:
+                    scope.restore()
+
+        return run
+
+
+class CudaKernel:
+    """A compiled kernel: ``kernel[grid](*args, **meta)`` is the jit function's launch, with
+    ``TRITON_STATE`` held shared (no interpreted launch patches ``triton.language`` while
+    Triton compiles or launches it). Returns what the jit launch returns."""
+
+    def __init__(self, jit: JITFunction) -> None:
+        self.jit = jit
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        launcher = self.jit[grid]
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with TRITON_STATE.shared():
+                return launcher(*args, **kwargs)
 
         return run
 
 
 # --- loading generated source -------------------------------------------------------------
-
-
-def kernel_cache_dir() -> Path:
-    """Where generated kernel modules are written: ``$LAYOUTFUSE_CACHE_DIR`` or ~/.cache."""
-    configured = os.environ.get("LAYOUTFUSE_CACHE_DIR")
-    base = Path(configured) if configured else Path.home() / ".cache" / "layoutfuse" / "kernels"
-    base.mkdir(parents=True, exist_ok=True)
-    return base
 
 
 @dataclass(frozen=True)
@@ -232,23 +378,38 @@ class LoadedKernel:
     interpreted: InterpretedKernel
     module: types.ModuleType = field(repr=False, compare=False)
 
-    def for_device(self, device_type: str) -> InterpretedKernel | JITFunction:
+    def for_device(self, device_type: str) -> InterpretedKernel | CudaKernel:
         """The interpreter for ``"cpu"``, the compiled kernel for ``"cuda"``."""
         if device_type == "cpu":
             return self.interpreted
         if device_type == "cuda":
-            return self.jit
+            return CudaKernel(self.jit)
         raise ValueError(f"no Triton execution mode for device type {device_type!r}")
 
 
-def _import_file(path: Path, module_name: str, interpret: bool) -> types.ModuleType:
-    """Execute ``path`` as a fresh module with Triton's interpreter knob set to ``interpret``."""
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    with triton.knobs.runtime.scope():  # restores the knob and TRITON_INTERPRET afterwards
-        triton.knobs.runtime.interpret = interpret
-        spec.loader.exec_module(module)
+@dataclass(frozen=True)
+class _Modules:
+    """A generated source executed twice: for the compiler and for the interpreter."""
+
+    path: Path
+    jit: types.ModuleType
+    interpreted: types.ModuleType
+
+
+_MODULES: dict[str, _Modules] = {}
+_KERNELS: dict[tuple[str, str], LoadedKernel] = {}
+_LOAD_LOCK = threading.RLock()
+
+
+def _execute(code: types.CodeType, name: str, path: Path) -> types.ModuleType:
+    """A fresh module from ``code``, its jit functions ``JITFunction`` objects whatever the
+    interpret knob says (under ``TRITON_INTERPRET=1``, ``@triton.jit`` makes interpreted ones)."""
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    exec(code, module.__dict__)
+    for key, value in list(vars(module).items()):
+        if isinstance(value, InterpretedFunction):
+            setattr(module, key, JITFunction(value.fn))
     return module
 
 
@@ -261,31 +422,44 @@ def _use_interpreter_libdevice(namespace: dict[str, Any]) -> None:
             namespace[key] = getattr(INTERPRETER_LIBDEVICE, value.__name__)
 
 
-@functools.cache
-def _import_source(source: str) -> tuple[Path, types.ModuleType, types.ModuleType]:
-    """Write ``source`` once to a file named by its hash; import it compiled and interpreted."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
-    path = kernel_cache_dir() / f"kernel_{digest}.py"
-    if not path.exists():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(source)
-        os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
-    jit_module = _import_file(path, f"layoutfuse_kernel_{digest}", interpret=False)
-    interp_module = _import_file(path, f"layoutfuse_kernel_{digest}_interp", interpret=True)
+def _import_entry(source: str) -> _Modules:
+    """Store ``source``'s entry, then execute the checked text as two modules."""
+    path, entry = stored_entry(source)
+    text = entry.decode()
+    # What inspect (Triton's JITFunction, the interpreter's rewriter) reads: this text,
+    # never the file (an mtime of None keeps linecache.checkcache from reloading it).
+    linecache.cache[str(path)] = (len(text), None, text.splitlines(keepends=True), str(path))
+    code = compile(text, str(path), "exec")
+    jit_module = _execute(code, f"layoutfuse_{path.stem}", path)
+    interp_module = _execute(code, f"layoutfuse_{path.stem}_interp", path)
     _use_interpreter_libdevice(interp_module.__dict__)
-    return path, jit_module, interp_module
+    for value in list(vars(interp_module).values()):
+        if isinstance(value, JITFunction):
+            _interpreted(value)         # rewritten now, from the text above
+    return _Modules(path, jit_module, interp_module)
 
 
-@functools.cache
+def _import_source(source: str) -> _Modules:
+    """``source``'s modules, stored and executed once per process."""
+    with _LOAD_LOCK:
+        if source not in _MODULES:
+            _MODULES[source] = _import_entry(source)
+        return _MODULES[source]
+
+
 def load_kernel(source: str, name: str) -> LoadedKernel:
-    """Write ``source`` to the kernel cache, import it, and return its jit function ``name``."""
-    path, jit_module, interp_module = _import_source(source)
-    jit_fn = getattr(jit_module, name, None)
-    if not isinstance(jit_fn, JITFunction):
-        raise ValueError(f"{path} defines no @triton.jit function named {name!r}")
-    interpreted = InterpretedKernel(getattr(interp_module, name))
-    return LoadedKernel(name, path, jit_fn, interpreted, jit_module)
+    """Store ``source`` in the kernel cache, import it, and return its jit function ``name``
+    (one object per ``(source, name)`` in a process; safe to call from several threads)."""
+    with _LOAD_LOCK:
+        if (source, name) not in _KERNELS:
+            modules = _import_source(source)
+            jit_fn = getattr(modules.jit, name, None)
+            if not isinstance(jit_fn, JITFunction):
+                raise ValueError(f"{modules.path} defines no @triton.jit function named {name!r}")
+            interpreted = InterpretedKernel(_interpreted(getattr(modules.interpreted, name)))
+            _KERNELS[source, name] = LoadedKernel(name, modules.path, jit_fn, interpreted,
+                                                  modules.jit)
+        return _KERNELS[source, name]
 
 
 def launch(kernel: LoadedKernel, grid: Any, *args: Any, device_type: str, **meta: Any) -> Any:
@@ -370,7 +544,7 @@ def _select_jit_function(kernel_or_source: Any, signature: Mapping[str, str]) ->
         return kernel_or_source.jit
     if isinstance(kernel_or_source, JITFunction):
         return kernel_or_source
-    _, module, _ = _import_source(kernel_or_source)
+    module = _import_source(kernel_or_source).jit
     names = list(signature)
     matches = [f for f in vars(module).values() if getattr(f, "arg_names", None) == names]
     if len(matches) != 1 or not isinstance(matches[0], JITFunction):
@@ -399,7 +573,8 @@ def compile_for_hopper(
     if key not in _COMPILED:
         source = ASTSource(fn=fn, signature=dict(signature), constexprs=constexprs, attrs=attrs)
         options = {"num_warps": num_warps, "num_stages": num_stages}
-        compiled = triton.compile(source, target=HOPPER, options=options)
+        with TRITON_STATE.shared():     # no interpreted launch patches tl meanwhile
+            compiled = triton.compile(source, target=HOPPER, options=options)
         asm = compiled.asm
         _COMPILED[key] = CompiledArtifacts(
             fn.__name__, num_warps, asm["ttir"], asm["ttgir"], asm["ptx"], compiled.metadata.shared,
