@@ -1,9 +1,8 @@
 """``FusionDefinition.execute`` from several threads and several processes at once.
 
-The backend part (interpreted launches, kernel loading, the kernel cache) must be right under
-any interleaving. The runtime still keeps per-run state on the shared compiled fusion
-(``CompiledFusion.replay_log`` and friends, the executor's ``_plans``): the test that forces
-that race deterministically is a strict xfail until the runtime keeps a run's record per call.
+The backend part (interpreted launches, kernel loading, the kernel cache) and the runtime
+(each call's own ``RunRecord``; replay plans that allocate their scratch per call) must be
+right under any interleaving.
 """
 
 import multiprocessing
@@ -137,14 +136,6 @@ def test_threads_finishing_one_definition_share_its_entry_and_executor(monkeypat
     assert FusionCache.get().num_fusions() == 2
 
 
-RUNTIME_RACE = (
-    "runtime race: CompiledFusion.run keeps a run's record on the compiled fusion shared by all "
-    "calls (last_launches, replay_log, last_params, last_code, last_segments), and "
-    "FusionExecutor._plan_and_run builds the signature's LaunchPlan from whatever that list holds "
-    "when its run ends; a run planned while another runs records the other's launches")
-
-
-@pytest.mark.xfail(strict=True, reason=RUNTIME_RACE)
 def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
     """Forced interleaving: thread A pauses before its second kernel's launch while thread B
     runs the same definition, with the same input signature, from start to end. A's later
@@ -190,6 +181,55 @@ def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
     for name, x, out in (("A", a, results["a"]), ("B", b, results["b"]), ("A's replay", a2, later)):
         torch.testing.assert_close(out, torch.exp(x).sum(), rtol=1e-5, atol=1e-4,
                                    msg=lambda m, name=name: f"{name}: {m}")
+
+
+def test_replays_of_one_plan_do_not_share_scratch(monkeypatch):
+    """Forced interleaving of two replays of one two-kernel plan (a row sum into an
+    intermediate buffer, then its sum): thread B replays whole between thread A's two
+    launches. Each replay allocates its own intermediate, so A still reads its own."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(fd.ops.sum(fd.ops.exp(x), dims=[1]), dims=[0]))
+    paused, b_done = threading.Event(), threading.Event()
+    original = backend.InterpretedKernel.__getitem__
+    a_launches = []
+
+    def getitem(self, grid):
+        run = original(self, grid)
+
+        def launch(*args, **kwargs):
+            out = run(*args, **kwargs)
+            if threading.current_thread().name == "A":
+                a_launches.append(grid)
+                if len(a_launches) == 1:
+                    paused.set()
+                    b_done.wait(timeout=5)
+            return out
+
+        return launch
+
+    monkeypatch.setattr(backend.InterpretedKernel, "__getitem__", getitem)
+    fd.execute([torch.randn(8, 16)])      # planned (through the hook): later calls replay
+    assert len(fd.executor()._plans) == 1
+    a, b = (torch.randn(8, 16, generator=torch.Generator().manual_seed(s)) for s in (7, 8))
+    results = {}
+
+    def run_a():
+        results["a"] = fd.execute([a])[0]
+
+    def run_b():
+        paused.wait(timeout=5)
+        results["b"] = fd.execute([b])[0]
+        b_done.set()
+
+    threads = [threading.Thread(target=run_a, name="A"), threading.Thread(target=run_b, name="B")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(a_launches) == 2 and fd.executor().planned_runs == 1, "both replayed"
+    for name, inp in (("a", a), ("b", b)):
+        torch.testing.assert_close(results[name], torch.exp(inp).sum(), rtol=1e-5, atol=1e-4)
 
 
 # --- processes --------------------------------------------------------------------------------

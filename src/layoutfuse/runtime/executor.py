@@ -128,7 +128,8 @@ class FusionExecutor:
         result = [outputs[pos] for pos, spec in enumerate(self.fusion.outputs)
                   if spec.alias_input is None]
         if key is not None and replayable and len(self._plans) < 64:
-            plan = build_plan(self.fusion, inputs, result, record.launches)
+            kept = self._compiled.kept_tensors() if self._compiled is not None else frozenset()
+            plan = build_plan(self.fusion, inputs, result, record.launches, kept)
             if plan is not None:
                 self._plans[key] = plan
         if record is not None:

@@ -217,13 +217,13 @@ class CompiledFusion:
                 timer.stop() if timer is not None else None))
 
     def _workspace(self, spec: KernelSpec, w: Workspace, call: _Call) -> torch.Tensor:
-        """A scratch buffer; a zeroed one (tickets) is kept per segment on the GPU, where
-        every launch leaves it zeroed; on the CPU each call gets its own (calls from
-        several threads interleave in the interpreter)."""
+        """A scratch buffer of this call; a zeroed one (split tickets) is kept per segment
+        and device: every launch leaves it zeroed, and launches that share it do not
+        overlap (one stream on the GPU; one interpreted launch at a time on the CPU,
+        ``backend.TRITON_STATE``). Launches of one segment on several CUDA streams at
+        once would share it: not supported."""
         if not w.zeroed:
             return self._empty(w.shape, w.dtype, call.device)
-        if call.device.type != "cuda":
-            return torch.zeros(w.shape, dtype=to_torch(w.dtype), device=call.device)
         key = (id(spec), w.name, str(call.device))
         with self._lock:
             t = self._tickets.get(key)
@@ -231,6 +231,12 @@ class CompiledFusion:
                 t = self._tickets[key] = torch.zeros(w.shape, dtype=to_torch(w.dtype),
                                                      device=call.device)
         return t
+
+    def kept_tensors(self) -> frozenset[int]:
+        """Ids of the tensors kept across calls (split tickets, left zeroed by every
+        launch); every other scratch tensor belongs to one call."""
+        with self._lock:
+            return frozenset(id(t) for t in self._tickets.values())
 
     @staticmethod
     def _empty(shape, dtype, device) -> torch.Tensor:

@@ -57,7 +57,10 @@ def signature(inputs: Sequence[Any], device: Any = None) -> tuple[Any, ...] | No
 class PlannedLaunch:
     """One launch of a plan: the function it goes through (the JIT or the interpreter), the
     grid, what each argument is (``("in", i)`` input i, ``("out", j)`` output j,
-    ``("val", v)`` a kept value, ``("scalar", (i, kind))`` input i as a Python ``kind``),
+    ``("val", v)`` a kept value (split tickets, which every launch leaves zeroed),
+    ``("scratch", (k, shape, strides, dtype, device))`` scratch buffer ``k``, allocated
+    anew by each replay (intermediates, split partials: concurrent replays of one plan
+    must not share them), ``("scalar", (i, kind))`` input i as a Python ``kind``),
     the keyword arguments, the compiled CUDA kernel (or None) and its constexpr values."""
 
     fn: Any
@@ -125,10 +128,16 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     for j, (shape, stride, dtype, device) in enumerate(plan.outputs):
         body.append(f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
                     f"dtype={name('dtype', dtype)}, device={name('device', device)})")
+    scratch = dict(sorted({v[0]: v[1:] for launch in plan.launches
+                           for kind, v in launch.argspec if kind == "scratch"}.items()))
+    for k, (shape, stride, dtype, device) in scratch.items():
+        body.append(f"scratch{k} = empty_strided({shape!r}, {stride!r}, "
+                    f"dtype={name('dtype', dtype)}, device={name('device', device)})")
     calls, direct_calls = [], 0
     for k, launch in enumerate(plan.launches):
         args = [f"in{v}" if kind == "in" else f"in{v[0]}" if kind == "scalar" else
-                f"out{v}" if kind == "out" else name("v", v) for kind, v in launch.argspec]
+                f"out{v}" if kind == "out" else f"scratch{v[0]}" if kind == "scratch" else
+                name("v", v) for kind, v in launch.argspec]
         direct = _direct_call(k, launch.grid, launch.compiled, env) if plan.direct else None
         if direct is not None:
             calls.append(direct + ", ".join(args + [name("c", c) for c in launch.consts]) + ")")
@@ -186,9 +195,11 @@ def _stream_source(env: dict[str, Any]) -> str:
 
 
 def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
-               log: list[LaunchRecord]) -> LaunchPlan | None:
+               log: list[LaunchRecord], kept: frozenset[int] = frozenset()) -> LaunchPlan | None:
     """A plan that reproduces the launches ``log``, or None when the run cannot be replayed
-    that way."""
+    that way. ``kept``: ids of the tensors the plan keeps (split tickets); the other tensors
+    that are neither inputs nor outputs are scratch, allocated by each replay."""
+    scratch: dict[int, int] = {}
     in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
     out_ids = {}
     for j, t in enumerate(returned):
@@ -211,7 +222,7 @@ def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
                 elif id(a) in out_ids:
                     spec.append(("out", out_ids[id(a)]))
                 else:
-                    spec.append(("val", a))         # scratch: kept alive and reused
+                    spec.append(_scratch_or_kept(a, kept, scratch))
             else:
                 spec.append(("val", a))
         for k, s in record.scalar_slots:
@@ -223,3 +234,12 @@ def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
                                       record.compiled, tuple(record.constexpr_values())))
     outputs = [(tuple(t.shape), t.stride(), t.dtype, t.device) for t in returned]
     return LaunchPlan(outputs, launches, [isinstance(x, torch.Tensor) for x in inputs])
+
+
+def _scratch_or_kept(t: torch.Tensor, kept: frozenset[int],
+                     scratch: dict[int, int]) -> tuple[str, Any]:
+    """A launch's tensor argument that is neither an input nor an output."""
+    if id(t) in kept:
+        return ("val", t)
+    k = scratch.setdefault(id(t), len(scratch))
+    return ("scratch", (k, tuple(t.shape), tuple(t.stride()), t.dtype, t.device))
