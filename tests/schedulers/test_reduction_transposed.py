@@ -34,27 +34,21 @@ from test_reduction_sweep import (  # noqa: F401  (_kernel_cache_in_tmp: autouse
     strided,
 )
 
+from helpers_layout import configured
 from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200, DeviceInfo
 from layoutfuse.bench import registers
 from layoutfuse.bench.cases import SUITES
 from layoutfuse.dtypes import DataType
-from layoutfuse.nvfuser import FusionCache, FusionDefinition
-from layoutfuse.runtime import pipeline
+from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
 
 pytestmark = INTERPRETER_WARNINGS
 
 SHAPE = (40, 36, 33)          # every kept dim spans an fp32 tile edge (32 elements: 128 B)
+# the runs below plan for a device that one resident program fills (two programs: two waves)
 ONE_PROGRAM_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)
-
-
-@pytest.fixture
-def small_device(monkeypatch):
-    """Plans for a device that one resident program fills (two programs: two waves)."""
-    monkeypatch.setattr(pipeline, "device_info", lambda device: ONE_PROGRAM_SM)
-    FusionCache.reset()
 
 
 def run(alloc, reduced, op, dtype, output, shape=SHAPE):
@@ -70,7 +64,7 @@ def run(alloc, reduced, op, dtype, output, shape=SHAPE):
                 else [getattr(fd.ops, op)(t0, dims=list(reduced))])
         for out in outs:
             fd.add_output(out, stride_order=pinned)
-    results = fd.execute([x])
+    results = configured(fd, target=ONE_PROGRAM_SM).execute([x])
     assert_values(op, results, dtype, x.cpu().double(), reduced)
     for out in results:
         assert_layout(out, x, reduced, False, pinned)
@@ -92,8 +86,7 @@ SWEEP = [pytest.param(alloc, (d,), op, output,
 
 
 @pytest.mark.parametrize("alloc, reduced, op, output", SWEEP)
-def test_pinned_outputs_store_along_their_stride_one_dim(alloc, reduced, op, output,
-                                                         small_device):
+def test_pinned_outputs_store_along_their_stride_one_dim(alloc, reduced, op, output):
     x, (out,), fd = run(alloc, reduced, op, torch.float32, output)
     params = reduction_params(fd)
     kept = [d for d in range(3) if d not in reduced]
@@ -112,7 +105,7 @@ def test_pinned_outputs_store_along_their_stride_one_dim(alloc, reduced, op, out
     ("min", torch.bfloat16, (66, 5, 64)),
     ("welford", torch.float32, (32, 3, 32)),
 ])
-def test_transposed_store_of_other_ops_and_dtypes(op, dtype, shape, small_device):
+def test_transposed_store_of_other_ops_and_dtypes(op, dtype, shape):
     rank = len(shape)
     x = exact_values(shape, torch.Generator().manual_seed(3)).to(dtype).to(DEVICE)
     with FusionDefinition() as fd:
@@ -122,7 +115,7 @@ def test_transposed_store_of_other_ops_and_dtypes(op, dtype, shape, small_device
                 else [getattr(fd.ops, op)(t0, dims=[1])])
         for out in outs:
             fd.add_output(out, stride_order=[0, 1])       # dim 0 innermost: transposed
-    results = fd.execute([x])
+    results = configured(fd, target=ONE_PROGRAM_SM).execute([x])
     assert reduction_params(fd).y_group is not None
     data = x.cpu().double()
     if op == "welford":
