@@ -6,6 +6,7 @@ INTERFACE (stable; frontends call only this):
     outs = ex.run(inputs, device=None)   # list in add_output order, aliased outputs omitted
     outs = ex.replay(inputs, device=None)  # the same through a recorded plan, or None
     record = ex.plan(inputs, device=None)  # what run would launch, launching nothing
+    ex.configure(heuristics=, target=, tuning=)  # how later runs choose params (see there)
     ex.last_run                          # the RunRecord of the last planned run
     ex.last_schedule()                   # scheduler params of the last run, one per kernel
     ex.last_triton_code()                # generated Triton source of the last run

@@ -66,7 +66,7 @@ class NormalizationTuning:
     row_bytes: int = 64
     # ... at least this many (one sector), when only that lets the whole column fit
     min_row_bytes: int = 32
-    # outer with only a per-row epilogue: tile elements; beyond, the reduction kernels
+    # an outer reduction with only a per-row epilogue: its tile at most (beyond: reductions)
     epilogue_outer_tile: int = 4096
     # inner looped: elements of a tile at max_warps (one program per SM: re-read rows stay in L2)
     loop_tile: int = 16384

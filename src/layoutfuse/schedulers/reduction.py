@@ -142,7 +142,8 @@ def _warps_and_resident(tile: tiles.Tile, item: int, narrow: bool, accumulators:
     elif tile.unroll > 1 and item >= 4:
         # an unrolled 4-byte outer step (sibling sums) is split as its whole step would be
         # with one accumulator tile per unrolled tile (4 programs per SM for two fp32 sums,
-        # not the 5 that ptxas's 48 registers allow: see bench/NOTES.md)
+        # not the 5 that ptxas's 48 registers allow; see bench/NOTES.md, "Measurements
+        # behind the heuristics")
         registers = tiles.estimated_registers(acc_per_thread * tile.unroll * accumulators,
                                               tuning)
     resident = tiles.resident_programs(device, warps, acc_per_thread * accumulators, tuning,
