@@ -16,9 +16,7 @@ COMMANDS = {
     "suite": ("suite", "run a suite (reduction, pointwise, normalization, seed) against "
                        "eager and torch.compile; write its result JSON"),
     "chart": ("chart", "draw a result JSON as a bar chart (needs matplotlib)"),
-    "tune": ("tune", "time params variants of the heuristics on chosen cases"),
-    "tune-constants": ("tune_constants", "run a suite once per setting of a scheduler "
-                                         "module's constants"),
+    "tune": ("tune", "time params or tuning variants of the heuristics on chosen cases"),
     "profile": ("profile", "each kernel's device time for chosen cases (CUDA)"),
     "overhead": ("overhead", "host time of fd.execute against one eager op"),
 }

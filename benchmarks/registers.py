@@ -8,8 +8,9 @@ the heuristics' params or a variant of them (``--table``: every variant of
 compiled for sm_90 with the launcher's specialization. A line per variant: the tile,
 fp32 accumulators and bytes loaded per thread and step, ptxas's registers and local
 (spill) bytes per thread, programs per SM that the registers allow, and the 16-byte
-vector loads in the PTX. How the tile constants of ``schedulers/reduction_tiles.py``
-were derived; the GPU measures the same variants with ``python -m benchmarks tune``.
+vector loads in the PTX. How the tile knobs of ``schedulers/reduction_tiles.py``
+(``ReductionTuning``) were derived; the GPU measures the same variants with
+``python -m benchmarks tune``.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ for a pointwise case the PointwiseParams of its kind (``transpose``, ``pointwise
 for a normalization (softmax, layer norm) its NormalizationParams (``mode=looped``,
 ``block_x``, ``block_r``, ``num_warps``: no table, give ``--variant``).
 ``--variant block_x=128,block_y=64,num_warps=8`` replaces the table with given variants.
+``--tuning normalization.max_tile=64,reduction.ticket_steps=0`` (repeatable; ``""``: the
+defaults) runs the heuristics with those fields of ``schedulers.tuning.Tuning`` replaced
+instead (each tuning times the ``--variant``s given, else the heuristics' own params):
+how the tuning's defaults are measured, over a suite's cases with ``--filter``.
 
 Each variant's result is checked against the fp32 reference before it is timed. The
 kernel time is the median of ``do_bench`` over ``fd.execute`` (the replay path),
@@ -33,6 +37,7 @@ from benchmarks.reference import check_result, make_inputs, reference
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
+from layoutfuse.schedulers.tuning import DEFAULT, Tuning
 
 REDUCING = ("sum", "var_sums")   # ops whose variants override the reduction scheduler's params
 # kind -> variants (field overrides of the heuristics' params); dict() is the heuristics
@@ -143,13 +148,15 @@ def kernel_resources(fd) -> str:
 
 
 def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None,
-                profiled: bool = False) -> tuple:
-    """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params;
-    the result is checked against ``ref`` (the fp32 reference) first, when given;
-    ``profiled``: the resources also list each kernel's device time (CUDA)."""
+                profiled: bool = False, tuning: Tuning | None = None) -> tuple:
+    """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params,
+    chosen under ``tuning`` (None: the defaults); the result is checked against ``ref``
+    (the fp32 reference) first, when given; ``profiled``: the resources also list each
+    kernel's device time (CUDA)."""
     nvf.FusionCache.reset()            # a fresh executor: no cached plan of another variant
     fd = define_fusion(nvf, case)
-    fd.executor().configure(heuristics=variant_heuristics(scheduler_of(case).NAME, var))
+    fd.executor().configure(heuristics=variant_heuristics(scheduler_of(case).NAME, var),
+                            tuning=tuning)
     out = fd.execute(inputs)[0]
     if ref is not None:
         check_result(case, out, ref)
@@ -168,8 +175,8 @@ def variant_heuristics(name: str, var: dict):
     """Heuristics that override the fields ``var`` of scheduler ``name``'s params (a
     reduction re-derives its split for the problem), and leave the others' params alone."""
 
-    def heuristics(scheduler, problem, device):
-        params = scheduler.heuristics(problem, device)
+    def heuristics(scheduler, problem, device, tuning):
+        params = scheduler.heuristics(problem, device, tuning)
         if scheduler.name != name or not var:
             return params
         if scheduler.name == "reduction":
@@ -206,6 +213,64 @@ def parse_variant(text: str) -> dict:
             for k, v in (item.split("=") for item in text.split(",") if item)}
 
 
+def parse_tuning(text: str) -> Tuning:
+    """``normalization.max_tile=64,reduction.ticket_steps=0`` -> ``DEFAULT`` with those
+    fields replaced: integers, or warps steps as ``4096:8/1024:4/0:2``; ``""``: ``DEFAULT``.
+    An unknown scheduler or field is a ValueError."""
+    fields: dict[str, dict] = {}
+    for item in filter(None, text.split(",")):
+        key, value = item.split("=")
+        scheduler, name = key.strip().split(".")
+        if scheduler not in {f.name for f in dataclasses.fields(Tuning)}:
+            raise ValueError(f"no scheduler {scheduler!r} in {item!r}")
+        if name not in {f.name for f in dataclasses.fields(DEFAULT.of(scheduler))}:
+            raise ValueError(f"{scheduler} has no tuning field {name!r}")
+        steps = tuple(tuple(int(v) for v in step.split(":")) for step in value.split("/"))
+        fields.setdefault(scheduler, {})[name] = steps if ":" in value else int(value)
+    return DEFAULT.with_fields(**fields)
+
+
+def _tunings(ap: argparse.ArgumentParser, texts: list[str]) -> list[tuple[str, Tuning | None]]:
+    """(text, tuning) of each ``--tuning`` (one unnamed default when none is given)."""
+    try:
+        return [(text, parse_tuning(text)) for text in texts] or [("", None)]
+    except ValueError as e:
+        ap.error(f"--tuning: {e}")
+
+
+def time_case(nvf, case: Case, args: argparse.Namespace, ceilings: dict,
+              tunings: list[tuple[str, Tuning | None]]) -> list[dict]:
+    """Time every variant of ``case`` (``--variant``s, else the table of its kind; under each
+    ``--tuning``, the heuristics' own params unless variants are given), a line each."""
+    inputs = make_inputs(case, args.device)
+    ref = reference(case, inputs)
+    ceiling = ceilings["copy_gbps" if scheduler_of(case) is pw else "read_gbps"]
+    nvf.FusionCache.reset()
+    probe = define_fusion(nvf, case)
+    probe.execute(inputs)
+    kind = kind_of(probe.last_schedule())
+    variants = args.variant or ([dict()] if args.tuning else VARIANTS[kind])
+    rows = []
+    for text, tuning in tunings:
+        label = f"[{text or 'defaults'}] " if args.tuning else ""
+        for var in variants:
+            try:
+                params, ms, res = run_variant(nvf, case, inputs, var,
+                                              lambda fn: time_kernel(fn, args.device), ref,
+                                              args.profile and args.device.startswith("cuda"),
+                                              tuning)
+                gbs = case.bytes_moved / ms / 1e6
+                line = (f"{case.name:<40} {label}{describe(params)}: {gbs:6.0f} GB/s "
+                        f"{100 * gbs / ceiling:5.1f}%{res}")
+                rows.append(dict(case=case.name, kind=kind, variant=var, tuning=text,
+                                 gbps=gbs, pct=100 * gbs / ceiling, resources=res.strip(),
+                                 params=str(params)))
+            except Exception as e:  # noqa: BLE001 - a variant that fails is reported, not fatal
+                line = f"{case.name:<40} {label}{var}: failed {e!r}"[:240]
+            print(line, flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     import torch
 
@@ -218,6 +283,9 @@ def main(argv=None) -> int:
                     help="also every case whose name contains this (repeat: all must match)")
     ap.add_argument("--variant", action="append", type=parse_variant, default=[],
                     help="field=value,...: try these instead of the table (repeatable)")
+    ap.add_argument("--tuning", action="append", default=[],
+                    help="scheduler.field=int,...: the heuristics under these tuning fields "
+                         "(repeatable; \"\": the defaults)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--shrink", type=int, default=1, help="divide element counts (smoke runs)")
     ap.add_argument("--out", help="write the rows as JSON")
@@ -227,32 +295,13 @@ def main(argv=None) -> int:
     cases = [c.shrunk(args.shrink) for c in find_cases(args.cases, args.filter)]
     if not cases:
         ap.error("no case given or matched")
+    tunings = _tunings(ap, args.tuning)
     ceilings = measure_ceilings(args.device)
     print(f"read ceiling {ceilings['read_gbps']:.0f} GB/s, copy {ceilings['copy_gbps']:.0f} GB/s",
           flush=True)
     rows = []
     for case in cases:
-        inputs = make_inputs(case, args.device)
-        ref = reference(case, inputs)
-        ceiling = ceilings["copy_gbps" if scheduler_of(case) is pw else "read_gbps"]
-        nvf.FusionCache.reset()
-        probe = define_fusion(nvf, case)
-        probe.execute(inputs)
-        kind = kind_of(probe.last_schedule())
-        for var in args.variant or VARIANTS[kind]:
-            try:
-                params, ms, res = run_variant(nvf, case, inputs, var,
-                                              lambda fn: time_kernel(fn, args.device), ref,
-                                              args.profile and args.device.startswith("cuda"))
-                gbs = case.bytes_moved / ms / 1e6
-                line = (f"{case.name:<40} {describe(params)}: {gbs:6.0f} GB/s "
-                        f"{100 * gbs / ceiling:5.1f}%{res}")
-                rows.append(dict(case=case.name, kind=kind, variant=var, gbps=gbs,
-                                 pct=100 * gbs / ceiling, resources=res.strip(),
-                                 params=str(params)))
-            except Exception as e:  # noqa: BLE001 - a variant that fails is reported, not fatal
-                line = f"{case.name:<40} {var}: failed {e!r}"[:240]
-            print(line, flush=True)
+        rows += time_case(nvf, case, args, ceilings, tunings)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(dict(ceilings=ceilings, device=args.device, rows=rows), f, indent=1)

@@ -12,8 +12,10 @@ from benchmarks.reference import make_inputs, reference
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
+from layoutfuse.schedulers.tuning import DEFAULT
 
 TRANSPOSE = "permute_2d_mem01_to_mem10_bfloat16"
+SOFTMAX = "norm_softmax_colmajor_reduce_outer_float32"
 
 
 def fixed_ms(fn):
@@ -79,6 +81,47 @@ def test_normalization_variant_reaches_the_kernel(var):
     assert all(getattr(params, field) == value for field, value in var.items())
     assert nm.heuristics is heuristics
     assert f"bx={var['block_x']}" in tune.describe(params)
+
+
+def test_parse_tuning():
+    assert tune.parse_tuning("") == DEFAULT
+    assert tune.parse_tuning("normalization.max_tile=64,reduction.ticket_steps=0") == \
+        DEFAULT.with_fields(normalization=dict(max_tile=64), reduction=dict(ticket_steps=0))
+    assert tune.parse_tuning("pointwise.warps=4096:8/0:2").pointwise.warps == \
+        ((4096, 8), (0, 2))
+    for bad in ("nosuch.max_tile=1", "normalization.no_such_knob=1", "normalization.max_tile"):
+        with pytest.raises(ValueError):
+            tune.parse_tuning(bad)
+
+
+def test_a_tuning_variant_reaches_the_kernel():
+    """A softmax over strided columns whose rows no longer fit a tile (max_tile=64): the
+    segmented plan runs (its reduction kernel's params come back), checked against the
+    reference; the defaults keep the persistent normalization kernel."""
+    (case,) = tune.find_cases([SOFTMAX], [])
+    case = case.shrunk(1024)
+    inputs = make_inputs(case, "cpu")
+    ref = reference(case, inputs)
+    params, _, _ = tune.run_variant(nvf, case, inputs, {}, fixed_ms, ref)
+    assert (params.scheduler, params.mode) == ("normalization", "persistent")
+    tuning = tune.parse_tuning("normalization.max_tile=64")
+    params, _, _ = tune.run_variant(nvf, case, inputs, {}, fixed_ms, ref, tuning=tuning)
+    assert params.scheduler == "reduction" and tune.kind_of(params) == "outer", params
+
+
+def test_main_writes_a_row_per_tuning(tmp_path, capsys):
+    out = tmp_path / "tune.json"
+    argv = [SOFTMAX, "--device", "cpu", "--shrink", "1024", "--out", str(out),
+            "--tuning", "", "--tuning", "normalization.max_tile=64"]
+    assert tune.main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert [(r["tuning"], r["variant"]) for r in doc["rows"]] == \
+        [("", {}), ("normalization.max_tile=64", {})]
+    text = capsys.readouterr().out
+    assert "[defaults] inner persistent" in text or "[defaults] outer persistent" in text
+    assert "[normalization.max_tile=64] outer bx=256" in text
+    with pytest.raises(SystemExit):
+        tune.main([SOFTMAX, "--device", "cpu", "--tuning", "normalization.no_such_knob=1"])
 
 
 def test_a_wrong_result_fails_the_variant():

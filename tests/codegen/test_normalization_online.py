@@ -1,7 +1,7 @@
 """Looped normalization kernels: softmax's online max and sum (one reduction pass, then the
 store pass) over rows (inner template) and strided columns (outer template), and layer
-norm looping over strided columns. Small shapes on the interpreter, with the tile limits
-patched so that rows do not fit one tile; values against torch, -inf, NaN and +inf
+norm looping over strided columns. Small shapes on the interpreter, with tuning variants
+of the tile limits so that rows do not fit one tile; values against torch, -inf, NaN and +inf
 entries included; every kernel compiled for sm_90.
 """
 
@@ -13,7 +13,8 @@ import torch
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
-from support.execution import schedules, small_gpu
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import configured, schedules, small_gpu
 
 # masked lanes and the special rows compute inf - inf in the interpreter (as torch does)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -23,14 +24,13 @@ TOL = {torch.float32: dict(atol=2e-5, rtol=2e-5), torch.bfloat16: dict(atol=2e-2
 LOOP = "for r0 in range(0, NR, BLOCK_R):"
 
 
-@pytest.fixture
-def looped(monkeypatch):
-    """Rows of more than 64 elements do not fit a tile; loops take several chunks (the
-    last one partial for the shapes below); one multiprocessor, so any grid fills it."""
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    monkeypatch.setattr(nm, "LOOP_TILE", 16)
-    monkeypatch.setattr(nm, "LOOP_OUTER_TILE", 512)
-    small_gpu(monkeypatch, 1)
+def looped(fd: FusionDefinition) -> FusionDefinition:
+    """``fd`` planned so that rows of more than 64 elements do not fit a tile and loops
+    take several chunks (the last one partial for the shapes below), on one
+    multiprocessor, so any grid fills it."""
+    tuning = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=16,
+                                                    loop_outer_tile=512))
+    return configured(fd, tuning=tuning, target=small_gpu(1))
 
 
 def rows_with_specials(n_rows: int, n: int, dtype, layout: str,
@@ -87,9 +87,9 @@ def compiles(fd) -> None:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("layout,template", [("row", "inner"), ("col", "outer")])
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
-def test_online_softmax_matches_torch_in_two_loops(looped, op, layout, template, dtype):
+def test_online_softmax_matches_torch_in_two_loops(op, layout, template, dtype):
     x = rows_with_specials(40, 150, dtype, layout)
-    fd = softmax_fusion(op, x)
+    fd = looped(softmax_fusion(op, x))
     (y,) = fd.execute([x])
     torch.testing.assert_close(y.float(), reference(op, x).float(), equal_nan=True,
                                **TOL[dtype])
@@ -104,12 +104,12 @@ def test_online_softmax_matches_torch_in_two_loops(looped, op, layout, template,
 
 
 @pytest.mark.parametrize("layout", ["row", "col"])
-def test_online_row_max_and_sum_are_stored_as_torch_computes_them(looped, layout):
+def test_online_row_max_and_sum_are_stored_as_torch_computes_them(layout):
     """The per-row outputs come from the online pass: a row of -inf alone has max -inf and
     a NaN sum (torch sums exp(-inf - -inf)); a NaN gives NaN; a +inf gives an inf max and
     a NaN sum."""
     x = rows_with_specials(40, 150, torch.float32, layout)
-    fd = softmax_fusion("softmax", x, per_row=True)
+    fd = looped(softmax_fusion("softmax", x, per_row=True))
     y, m, s = fd.execute([x])
     rm = x.amax(1)
     rs = torch.exp(x - rm[:, None]).sum(1)
@@ -119,7 +119,7 @@ def test_online_row_max_and_sum_are_stored_as_torch_computes_them(looped, layout
     assert the_schedule(fd).passes == 1
 
 
-def test_online_softmax_through_casts_and_a_non_matching_pair(looped):
+def test_online_softmax_through_casts_and_a_non_matching_pair():
     """exp reached through casts of the difference, the max of a cast input: still one
     pass. A sum of exp(x - max(|x|)) is no softmax: two passes, then the store."""
     x = rows_with_specials(40, 150, torch.bfloat16, "row", specials=False)
@@ -132,7 +132,7 @@ def test_online_softmax_through_casts_and_a_non_matching_pair(looped):
         s = fd.ops.sum(e, dims=[1])
         fd.add_output(fd.ops.div(e, fd.ops.broadcast_in_dim(s, shape=t.shape(),
                                                              broadcast_dims=[0])))
-    (y,) = fd.execute([x])
+    (y,) = looped(fd).execute([x])
     torch.testing.assert_close(y, torch.softmax(x.float(), 1), atol=2e-2, rtol=2e-2)
     assert the_schedule(fd).passes == 1 and fd.last_triton_code().count(LOOP) == 2
 
@@ -144,7 +144,7 @@ def test_online_softmax_through_casts_and_a_non_matching_pair(looped):
         s = fd.ops.sum(fd.ops.exp(z), dims=[1])
         fd.add_output(fd.ops.div(fd.ops.exp(z), fd.ops.broadcast_in_dim(
             s, shape=t.shape(), broadcast_dims=[0])))
-    (y,) = fd.execute([x])
+    (y,) = looped(fd).execute([x])
     ez = torch.exp(x - x.abs().amax(1, keepdim=True))
     torch.testing.assert_close(y, ez / ez.sum(1, keepdim=True))
     params = the_schedule(fd)
@@ -154,7 +154,7 @@ def test_online_softmax_through_casts_and_a_non_matching_pair(looped):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_layer_norm_loops_over_strided_columns(looped, dtype):
+def test_layer_norm_loops_over_strided_columns(dtype):
     """var_mean (one welford pass), then the store pass, one program per column block."""
     x = rows_with_specials(40, 150, dtype, "col", specials=False)
     with FusionDefinition() as fd:
@@ -168,7 +168,7 @@ def test_layer_norm_loops_over_strided_columns(looped, dtype):
         fd.add_output(fd.ops.cast(y, DT[dtype]))
         fd.add_output(mean)
         fd.add_output(rstd)
-    y, mean, rstd = fd.execute([x])
+    y, mean, rstd = looped(fd).execute([x])
     xf = x.float()
     rv, rm = torch.var_mean(xf, 1, correction=0)
     torch.testing.assert_close(mean, rm, atol=1e-5, rtol=1e-5)
@@ -184,17 +184,16 @@ def test_layer_norm_loops_over_strided_columns(looped, dtype):
 
 @pytest.mark.parametrize("few", [False, True], ids=["blocks", "few-blocks"])
 @pytest.mark.parametrize("dtype,block_x", [(torch.float32, 64), (torch.bfloat16, 128)])
-def test_outer_looped_tile_spans_256_bytes_and_compiles_without_spills(monkeypatch, dtype,
-                                                                        block_x, few):
-    """The real outer looped tile (LOOP_OUTER_TILE elements, 256-byte rows, 8 warps), or,
-    with fewer than LOOP_FEW_BLOCKS column blocks per multiprocessor, more warps (bf16:
+def test_outer_looped_tile_spans_256_bytes_and_compiles_without_spills(dtype, block_x, few):
+    """The real outer looped tile (``loop_outer_tile`` elements, 256-byte rows, 8 warps), or,
+    with fewer than ``loop_few_blocks`` column blocks per multiprocessor, more warps (bf16:
     twice the elements at 16 warps; fp32: the same tile at 32 warps): no register spills
     on sm_90 with the online softmax's two accumulators."""
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    small_gpu(monkeypatch, 1)
-    blocks = 1 if few else nm.LOOP_FEW_BLOCKS
+    t = nm.DEFAULT_TUNING
+    blocks = 1 if few else t.loop_few_blocks
     x = rows_with_specials(block_x * blocks, 300, dtype, "col")
-    fd = softmax_fusion("softmax", x)
+    fd = configured(softmax_fusion("softmax", x), target=small_gpu(1),
+                    tuning=DEFAULT.with_fields(normalization=dict(max_tile=64)))
     (y,) = fd.execute([x])
     torch.testing.assert_close(y.float(), reference("softmax", x).float(), equal_nan=True,
                                **TOL[dtype])
@@ -202,8 +201,8 @@ def test_outer_looped_tile_spans_256_bytes_and_compiles_without_spills(monkeypat
     tile, warps = {(False, torch.float32): (1, 1), (False, torch.bfloat16): (1, 1),
                    (True, torch.float32): (1, 4), (True, torch.bfloat16): (2, 2)}[few, dtype]
     assert (params.mode, params.template) == ("looped", "outer")
-    assert params.block_x == block_x == nm.LOOP_ROW_BYTES // x.element_size()
-    assert params.block_x * params.block_r == nm.LOOP_OUTER_TILE * tile
-    assert params.num_warps == nm.LOOP_OUTER_WARPS * warps == 8 * warps
+    assert params.block_x == block_x == t.loop_row_bytes // x.element_size()
+    assert params.block_x * params.block_r == t.loop_outer_tile * tile
+    assert params.num_warps == t.loop_outer_warps * warps == 8 * warps
     (art,) = compile_last_run(fd.executor())
     assert art.local_bytes == 0, art.resources

@@ -18,7 +18,7 @@ import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
-from layoutfuse.schedulers.pointwise import transpose_tile
+from layoutfuse.schedulers.pointwise import DEFAULT_TUNING, transpose_tile
 from support import pointwise_sweep as sweep
 from support.execution import schedules
 
@@ -99,9 +99,9 @@ def test_transpose_is_vectorized_on_both_sides(dtype):
 def test_transpose_tile_is_sized_in_bytes(elem_bytes, tile):
     """Edges of 256 bytes (at most 128 elements), 64 bytes per thread (at most 32
     elements), 4 to 16 warps; small extents shrink the tile, never below 4 warps."""
-    assert transpose_tile(4096, 4096, elem_bytes) == tile
-    assert transpose_tile(4096, 16, elem_bytes)[1] == 16
-    assert transpose_tile(8, 8, elem_bytes) == (8, 8, 4)
+    assert transpose_tile(4096, 4096, elem_bytes, DEFAULT_TUNING) == tile
+    assert transpose_tile(4096, 16, elem_bytes, DEFAULT_TUNING)[1] == 16
+    assert transpose_tile(8, 8, elem_bytes, DEFAULT_TUNING) == (8, 8, 4)
 
 
 def test_double_scalar_is_passed_as_f64():

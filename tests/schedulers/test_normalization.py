@@ -13,9 +13,10 @@ import pytest
 import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
-from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
+from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
-from support.execution import schedules, small_gpu
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import configured, schedules, small_gpu
 from support.tensors import with_order
 
 # masked lanes of a partial tile compute 0/0 and inf/inf in the interpreter (never stored)
@@ -24,6 +25,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 EPS = 1e-5
 DT = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}
 TOL = {torch.float32: dict(atol=2e-5, rtol=2e-5), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
+# rows of more than 64 elements do not fit a tile (the modes for long rows at small sizes)
+SHORT_TILE = DEFAULT.with_fields(normalization=dict(max_tile=64))
 
 
 def define(op: str, x_in: torch.Tensor, dim: int) -> FusionDefinition:
@@ -121,9 +124,13 @@ def expected_family(shape, order, dim) -> str:
     return "outer" if kept_inside and not kept_outside else "mixed"
 
 
-def run_case(op, shape, order, dim, dtype):
+def run_case(op, shape, order, dim, dtype, **settings):
+    """Run ``op`` and check it against torch; ``settings``: the executor's configuration
+    (``tuning``, ``target``), if any."""
     x, extra = inputs_for(op, shape, order, dim, dtype)
     fd = define(op, x, dim)
+    if settings:
+        configured(fd, **settings)
     outs = fd.execute([x, *extra])
     want = expected(op, x, dim, extra)
     for got, ref in zip(outs, want):
@@ -175,15 +182,14 @@ def test_softmax_reads_with_16_byte_vectors_when_rows_are_contiguous():
     assert "ld.global.v4" in art.ptx
 
 
-def test_rows_longer_than_a_tile_loop_in_one_kernel(monkeypatch):
+def test_rows_longer_than_a_tile_loop_in_one_kernel():
     """More than a tile per contiguous row and enough rows to fill the GPU: one kernel,
     one pass per level of dependent reductions (softmax's max and sum share one), then a
     storing pass."""
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    monkeypatch.setattr(nm, "LOOP_TILE", 32)
-    small_gpu(monkeypatch, 4)
+    tuning = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=32))
     for op in ("softmax", "layer_norm", "var_mean"):
-        fd, x, _ = run_case(op, (6, 90), (0, 1), 1, torch.float32)
+        fd, x, _ = run_case(op, (6, 90), (0, 1), 1, torch.float32, tuning=tuning,
+                            target=small_gpu(4))
         (params,) = schedules(fd)
         assert params.mode == "looped" and params.block_r < 90
         assert params.template == "inner"
@@ -191,18 +197,18 @@ def test_rows_longer_than_a_tile_loop_in_one_kernel(monkeypatch):
         compile_last_run(fd.executor())
 
 
-def test_columns_longer_than_a_tile_loop_over_column_blocks(monkeypatch):
+def test_columns_longer_than_a_tile_loop_over_column_blocks():
     """Strided columns that do not fit the tile, one reduction pass and enough column
     blocks: one kernel walks each block twice, with 256-byte tile rows (64 fp32 columns:
     4 blocks of the 256 columns fill 4 multiprocessors)."""
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    small_gpu(monkeypatch, 4)
     for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "var_mean"):
-        fd, x, _ = run_case(op, (40, 256), (0, 1), 0, torch.float32)
+        fd, x, _ = run_case(op, (40, 256), (0, 1), 0, torch.float32, tuning=SHORT_TILE,
+                            target=small_gpu(4))
         (params,) = schedules(fd)
         assert (params.mode, params.template, params.passes) == ("looped", "outer", 1)
-        assert params.block_x * 4 == nm.LOOP_ROW_BYTES
-        assert "columns of 40 elements exceed" in fd.segment([x])[0]["reason"]
+        assert params.block_x * 4 == nm.DEFAULT_TUNING.loop_row_bytes
+        _, extra = inputs_for(op, (40, 256), (0, 1), 0, torch.float32)
+        assert "columns of 40 elements exceed" in fd.segment([x, *extra])[0]["reason"]
         compile_last_run(fd.executor())
 
 
@@ -222,14 +228,12 @@ def _two_pass_variance(x_in: torch.Tensor) -> FusionDefinition:
     return fd
 
 
-def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypatch):
+def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise():
     """Strided columns that do not fit the tile and need two passes (or too few column
     blocks to fill the GPU): the reduction scheduler's outer kernels, then the pointwise
     kernel, and the cut says why."""
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    small_gpu(monkeypatch, 4)
     x = with_order((40, 128), (0, 1), torch.float32)
-    fd = _two_pass_variance(x)
+    fd = configured(_two_pass_variance(x), tuning=SHORT_TILE, target=small_gpu(4))
     (y,) = fd.execute([x])
     xc = x - x.mean(0)
     torch.testing.assert_close(y, xc * torch.rsqrt((xc * xc).mean(0) + EPS))
@@ -239,12 +243,14 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise(monkeypa
     assert all("columns of 40 elements exceed" in s["reason"] and "need 2 passes"
                in s["reason"] for s in segs)
 
-    small_gpu(monkeypatch, 8)     # 2 blocks of 256 bytes, 4 of 128 cannot fill 8: 64-byte rows
-    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
+    # 2 blocks of 256 bytes, 4 of 128 cannot fill 8: 64-byte rows
+    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE,
+                        target=small_gpu(8))
     (params,) = schedules(fd)
     assert (params.mode, params.block_x) == ("looped", 16)
-    small_gpu(monkeypatch, 32)    # 16 column blocks of a sector (32 bytes) cannot fill 32
-    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32)
+    # 16 column blocks of a sector (32 bytes) cannot fill 32
+    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE,
+                        target=small_gpu(32))
     # softmax's max and sum: one reduction kernel (a running pair), then the pointwise one
     assert [p.scheduler for p in schedules(fd)] == ["reduction", "pointwise"]
     assert schedules(fd)[0].family == "outer"
@@ -257,25 +263,21 @@ def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():
     fd, x, _ = run_case("layer_norm", (16, 600), (1, 0), 1, torch.float32)
     (params,) = schedules(fd)
     assert params.mode == "persistent" and params.template == "outer"
-    assert params.block_x * 4 == nm.ROW_BYTES
-    monkeypatch = pytest.MonkeyPatch()
-    with monkeypatch.context() as m:
-        m.setattr(nm, "MAX_TILE", 8 * 1024)
-        FusionCache.reset()                 # a new plan, not the replay of the first one
-        fd, x, _ = run_case("layer_norm", (16, 600), (1, 0), 1, torch.float32)
-        (params,) = schedules(fd)
-        assert params.mode == "persistent" and params.block_x * 4 == nm.MIN_ROW_BYTES
+    assert params.block_x * 4 == nm.DEFAULT_TUNING.row_bytes
+    tuning = DEFAULT.with_fields(normalization=dict(max_tile=8 * 1024))
+    fd, x, _ = run_case("layer_norm", (16, 600), (1, 0), 1, torch.float32, tuning=tuning)
+    (params,) = schedules(fd)
+    assert params.mode == "persistent" and params.block_x * 4 == nm.DEFAULT_TUNING.min_row_bytes
 
 
-def test_few_long_rows_fall_back_to_split_reductions(monkeypatch):
+def test_few_long_rows_fall_back_to_split_reductions():
     """Rows that do not fit a tile and too few of them to fill the GPU: split reduction
     kernels (softmax's max and sum in one, a layer norm's Welford in one), then the
     pointwise kernel; the decision is reported."""
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    small_gpu(monkeypatch, 4)
     for op in ("softmax", "layer_norm"):
         x, extra = inputs_for(op, (2, 40000), (0, 1), 1, torch.float32)
-        fd, x, _ = run_case(op, (2, 40000), (0, 1), 1, torch.float32)
+        fd, x, _ = run_case(op, (2, 40000), (0, 1), 1, torch.float32, tuning=SHORT_TILE,
+                            target=small_gpu(4))
         scheds = schedules(fd)
         kinds = [p.scheduler for p in scheds]      # (layer norm: mean and rstd stored apart)
         assert kinds[0] == "reduction" and set(kinds[1:]) == {"pointwise"}, kinds

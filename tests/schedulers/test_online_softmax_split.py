@@ -16,10 +16,10 @@ import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
-from layoutfuse.runtime import pipeline
-from layoutfuse.schedulers import normalization as nm
+from layoutfuse.runtime.pipeline import default_heuristics
 from layoutfuse.schedulers import reduction as rd
-from support.execution import INTERPRETER_WARNINGS, small_gpu
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import INTERPRETER_WARNINGS, configured, small_gpu
 
 pytestmark = INTERPRETER_WARNINGS + [pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
@@ -27,12 +27,12 @@ DT = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}
 TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
 
 
-@pytest.fixture
-def segmented(monkeypatch):
-    """Rows of more than 64 elements do not fit a tile, and 4096 multiprocessors are more
-    than any grid here: every softmax takes the segmented plan."""
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    small_gpu(monkeypatch, 4096)
+def segmented(fd: FusionDefinition, **settings) -> FusionDefinition:
+    """``fd`` planned so that every softmax takes the segmented plan: rows of more than 64
+    elements do not fit a tile, and 4096 multiprocessors are more than any grid here;
+    ``settings``: more of the executor's configuration (``heuristics``)."""
+    return configured(fd, tuning=DEFAULT.with_fields(normalization=dict(max_tile=64)),
+                      target=small_gpu(4096), **settings)
 
 
 def softmax(x: torch.Tensor, dim: int, log: bool = False) -> FusionDefinition:
@@ -84,9 +84,9 @@ CASES = [(shape, order, dim, dtype)
 @pytest.mark.parametrize("shape, order, dim, dtype", CASES,
                          ids=[f"{'x'.join(map(str, c[0]))}-mem{''.join(map(str, c[1]))}-dim{c[2]}"
                               f"-{str(c[3]).split('.')[-1]}" for c in CASES])
-def test_every_layout(segmented, shape, order, dim, dtype):
+def test_every_layout(shape, order, dim, dtype):
     x = ordered(shape, order, dtype)
-    check(softmax(x, dim), x, dim)
+    check(segmented(softmax(x, dim)), x, dim)
 
 
 def with_specials(dtype) -> torch.Tensor:
@@ -104,18 +104,16 @@ def with_specials(dtype) -> torch.Tensor:
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("finish, split", [("ticket", 3), ("kernel", 6), (None, 1)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_split_pairs_combine_like_torch(segmented, monkeypatch, dtype, finish, split, log):
-    base = pipeline.default_heuristics
+def test_split_pairs_combine_like_torch(dtype, finish, split, log):
     forced = dict(split=split, block_r=256) if finish is None else \
         dict(split=split, finish=finish, block_r=256)
 
-    def heuristics(scheduler, problem, device):
-        params = base(scheduler, problem, device)
+    def heuristics(scheduler, problem, device, tuning):
+        params = default_heuristics(scheduler, problem, device, tuning)
         return rd.override(params, problem.sizes, **forced) if scheduler.name == "reduction" \
             else params
-    monkeypatch.setattr(pipeline, "default_heuristics", heuristics)
     x = with_specials(dtype)
-    fd = softmax(x, 1, log)
+    fd = segmented(softmax(x, 1, log), heuristics=heuristics)
     check(fd, x, 1, log)
     params = fd.last_schedule()[0]
     assert params.split == split and (split == 1 or params.finish == finish), params
@@ -140,9 +138,9 @@ def expanded(dtype) -> torch.Tensor:
                                        (lambda d: sliced(d, first=True), 0),
                                        (expanded, 1), (expanded, 2)],
                          ids=["sliced-last", "sliced-first", "expanded-dim", "expanded-other"])
-def test_sliced_and_expanded_inputs(segmented, make, dim, dtype):
+def test_sliced_and_expanded_inputs(make, dim, dtype):
     """Non-contiguous inputs (a slice with a size-1 dim, an expanded dim) keep their strides
     through the online kernel; an expanded reduced dim repeats one value per row."""
     x = make(dtype)
     assert x.shape[dim] > 64 and not x.is_contiguous()      # rows too long for a tile
-    check(softmax(x, dim), x, dim)
+    check(segmented(softmax(x, dim)), x, dim)

@@ -5,7 +5,7 @@ mean, M2 and count a layer norm's epilogue reads after its reductions) is the sa
 every row of the tile. A [1, 4096] tile re-reads it for every element (a layer norm's
 epilogue read 16 bytes of statistics per 2-byte input element from L2: 911 us where
 softmax's, with 8 bytes, took 549, ``tune-normalization-segmented-fc8c535``); a tile of
-``BROADCAST_ROWS`` rows reads it once per column of the tile.
+``broadcast_rows`` rows reads it once per column of the tile.
 
 Checked: the heuristics' tile for such problems and for ones without a Y broadcast
 (pure); then generated kernels on the CPU (values against torch, output strides, the
@@ -39,10 +39,11 @@ def problem(shape, load_strides, out_strides) -> Problem:
 
 
 ROW_MAJOR = (2048, 1)
+TUNING = pw.DEFAULT_TUNING
 
 
 @pytest.mark.parametrize("bias,block_y", [
-    ((0, 1), pw.BROADCAST_ROWS),      # a bias over the columns: broadcast along Y
+    ((0, 1), TUNING.broadcast_rows),  # a bias over the columns: broadcast along Y
     ((1, 0), 2),                      # a bias over the rows: varies along Y, broadcast along X
 ])
 def test_tile_rows_follow_a_broadcast_along_y(bias, block_y):
@@ -50,20 +51,20 @@ def test_tile_rows_follow_a_broadcast_along_y(bias, block_y):
     params = pw.heuristics(p, H200)
     assert not params.transpose and params.gx == 0 and params.gy == 1
     assert params.block_y == block_y
-    assert params.block_x * params.block_y == pw.TILE_ELEMENTS
+    assert params.block_x * params.block_y == TUNING.tile_elements
 
 
 def test_without_a_broadcast_the_dense_tensor_is_one_group():
     p = problem((512, 2048), [ROW_MAJOR, ROW_MAJOR], ROW_MAJOR)
     params = pw.heuristics(p, H200)
-    assert params.gy is None and (params.block_x, params.block_y) == (pw.TILE_ELEMENTS, 1)
+    assert params.gy is None and (params.block_x, params.block_y) == (TUNING.tile_elements, 1)
 
 
 def test_a_short_y_extent_keeps_its_size():
-    """Fewer rows than BROADCAST_ROWS: the tile spans them all, X takes the rest."""
+    """Fewer rows than ``broadcast_rows``: the tile spans them all, X takes the rest."""
     p = problem((4, 2048), [ROW_MAJOR, (0, 1)], ROW_MAJOR)
     params = pw.heuristics(p, H200)
-    assert (params.block_y, params.block_x) == (4, pw.TILE_ELEMENTS // pw.BROADCAST_ROWS)
+    assert (params.block_y, params.block_x) == (4, TUNING.tile_elements // TUNING.broadcast_rows)
 
 
 def _bias_fusion(x: torch.Tensor, b: torch.Tensor) -> FusionDefinition:
@@ -95,10 +96,10 @@ def test_bias_over_columns_runs_in_tiles_of_rows(dtype, layout):
     if layout == "col":
         # the stride-1 dim is dim 0 (X): the bias varies along Y and is broadcast along X,
         # so X spans its whole extent as without a bias
-        assert (params.block_x, params.block_y) == (64, pw.TILE_ELEMENTS // 64)
+        assert (params.block_x, params.block_y) == (64, TUNING.tile_elements // 64)
         assert y.stride() == (1, rows)
     else:
-        assert params.block_y == pw.BROADCAST_ROWS
+        assert params.block_y == TUNING.broadcast_rows
         assert y.stride() == (cols, 1)
     (art,) = compile_last_run(fd.executor())
     assert art.local_bytes == 0, art.resources

@@ -124,7 +124,7 @@ def test_long_stride1_dims_keep_the_edge_tile(shape, in_order, out_order, dtype)
     params = pw.heuristics(p, H200)
     assert (params.gx2, params.gy2, params.split_x, params.split_y) == (None, None, 1, 1)
     assert (params.block_x, params.block_y, params.num_warps) == \
-        pw.transpose_tile(4096, 4096, dtype.itemsize)
+        pw.transpose_tile(4096, 4096, dtype.itemsize, pw.DEFAULT_TUNING)
 
 
 # small shapes with the benchmark's stride structure: (shape, input order, output order,
@@ -167,7 +167,7 @@ def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, w
     assert params.y_first == (out_order == (3, 2, 1, 0) and in_order == (0, 1, 2, 3))
     assert params.transpose and axes(params, p) == want_axes
     assert (params.block_x, params.block_y, params.num_warps) == \
-        pw.transpose_tile(4096, 4096, dtype.itemsize)
+        pw.transpose_tile(4096, 4096, dtype.itemsize, pw.DEFAULT_TUNING)
 
     (art,) = compile_last_run(fd.executor())
     assert ".target sm_90" in art.ptx and art.num_warps == params.num_warps

@@ -19,9 +19,9 @@ import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
-from layoutfuse.runtime import pipeline
+from layoutfuse.runtime.pipeline import default_heuristics
 from layoutfuse.schedulers import reduction as rd
-from support.execution import INTERPRETER_WARNINGS, schedules
+from support.execution import INTERPRETER_WARNINGS, configured, schedules
 from support.reductions import (
     DEVICE,
     NV_DTYPES,
@@ -136,24 +136,22 @@ def reduction_launches(fd) -> list[str]:
     return [n for n in names if not n.startswith("pointwise")]
 
 
-@pytest.fixture
-def finish_kernel(monkeypatch):
+def finish_kernel(scheduler, problem, device, tuning):
     """The heuristics' params with ``finish="kernel"`` (the two-launch path)."""
-    base = pipeline.default_heuristics
-
-    def heuristics(scheduler, problem, device):
-        params = base(scheduler, problem, device)
-        return dataclasses.replace(params, finish="kernel") if scheduler.name == "reduction" \
-            else params
-    monkeypatch.setattr(pipeline, "default_heuristics", heuristics)
-    FusionCache.reset()
+    params = default_heuristics(scheduler, problem, device, tuning)
+    return dataclasses.replace(params, finish="kernel") if scheduler.name == "reduction" \
+        else params
 
 
-def run_repeatedly(layout: Layout, op: str, dtype: torch.dtype, runs: int = 2):
+def run_repeatedly(layout: Layout, op: str, dtype: torch.dtype, runs: int = 2,
+                   heuristics=None):
     """Fresh data each run (the first plans, the later ones replay); returns the definition
-    and the last run's outputs."""
+    and the last run's outputs. ``heuristics``: the executor's params chooser (None: the
+    schedulers' own)."""
     FusionCache.reset()          # a fresh executor: no plans of another test's inputs
     fd = define(layout, op, dtype)
+    if heuristics is not None:
+        configured(fd, heuristics=heuristics)
     for seed in range(runs):
         x = make_input(layout, op, dtype, seed)
         outs = fd.execute([x])
@@ -179,8 +177,8 @@ def test_one_launch_split_matches_torch_and_resets_its_counters(layout, op, dtyp
 @pytest.mark.parametrize("layout, op", [
     pytest.param(layout, op, id=f"{layout}-{op}", marks=_marks(layout, op))
     for layout in LAYOUTS for op in ("sum", "max", "welford")])
-def test_finishing_kernel_path_is_selectable(layout, op, finish_kernel):
-    fd, _ = run_repeatedly(LAYOUTS[layout], op, torch.float32, runs=2)
+def test_finishing_kernel_path_is_selectable(layout, op):
+    fd, _ = run_repeatedly(LAYOUTS[layout], op, torch.float32, runs=2, heuristics=finish_kernel)
     params = reduction_params(fd)
     assert params.split > 1 and params.finish == "kernel", params
     assert reduction_launches(fd) == ["reduction_kernel", "finish_kernel"]

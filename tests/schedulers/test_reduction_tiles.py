@@ -34,6 +34,7 @@ from support.reductions import (
 )
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
+TUNING = tiles.DEFAULT_TUNING
 
 
 def problem(pattern: str, sizes: tuple[int, ...], dtype: DataType) -> Problem:
@@ -74,7 +75,7 @@ def test_fp32_keeps_the_measured_tiles(family):
     assert (p.unroll, p.num_warps) == (1, 8)
     if p.template == "outer":      # [8, 256]: 32 bytes per thread and step (tune, db75cd4)
         assert (p.block_r, p.block_x) == (8, 256) and p.split == 1
-        assert bytes_per_step(p, 4) == tiles.OUTER_LOAD_BYTES == 32
+        assert bytes_per_step(p, 4) == TUNING.outer_load_bytes == 32
     else:
         assert acc_per_thread(p) == 16 and bytes_per_step(p, 4) == 64
 
@@ -89,13 +90,13 @@ def test_two_byte_inputs_load_fp32_bytes_into_an_fp32_sized_accumulator(family, 
     fp32 = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     assert p.unroll == 2
     if p.template == "outer":
-        assert p.num_warps == tiles.NARROW_OUTER_WARPS == 4
-        assert acc_per_thread(p) == tiles.NARROW_OUTER_ACC
-        assert bytes_per_step(p, 2) == tiles.NARROW_OUTER_LOAD_BYTES
-        assert p.block_x * 2 == fp32.block_x * 4 == tiles.OUTER_ROW_BYTES   # same row bytes
+        assert p.num_warps == TUNING.narrow_outer_warps == 4
+        assert acc_per_thread(p) == TUNING.narrow_outer_acc
+        assert bytes_per_step(p, 2) == TUNING.narrow_outer_load_bytes
+        assert p.block_x * 2 == fp32.block_x * 4 == TUNING.outer_row_bytes   # same row bytes
     else:
-        assert acc_per_thread(p) == acc_per_thread(fp32) == tiles.ACC_ELEMENTS
-        assert bytes_per_step(p, 2) == bytes_per_step(fp32, 4) == tiles.LOAD_BYTES
+        assert acc_per_thread(p) == acc_per_thread(fp32) == TUNING.acc_elements
+        assert bytes_per_step(p, 2) == bytes_per_step(fp32, 4) == TUNING.load_bytes
         assert p.num_warps == fp32.num_warps
 
 
@@ -105,7 +106,7 @@ def test_fp32_outer_tiles_of_a_split_keep_16_rows(pattern, sizes):
     """Split outer sums: [16, 256] ran at 86-87.7% (b252b80), [8, 256] at 84% (eeebe3d)."""
     p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     assert p.split > 1 and (p.block_r, p.block_x, p.num_warps) == (16, 256, 8)
-    assert bytes_per_step(p, 4) == tiles.OUTER_SPLIT_LOAD_BYTES
+    assert bytes_per_step(p, 4) == TUNING.outer_split_load_bytes
 
 
 @pytest.mark.parametrize("nr", [1, 3, 8, 100])
@@ -128,7 +129,7 @@ def test_a_short_r_is_not_unrolled_past_itself():
 
 def waves(p: rd.ReductionParams, sizes, device=H200) -> float:
     programs, split = rd.grid(p, sizes)
-    resident = tiles.resident_programs(device, p.num_warps, acc_per_thread(p))
+    resident = tiles.resident_programs(device, p.num_warps, acc_per_thread(p), TUNING)
     return programs * split / resident
 
 
@@ -152,20 +153,21 @@ def test_a_split_fills_whole_waves(pattern, sizes):
     p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     assert p.split > 1
     w = waves(p, sizes)
-    assert w >= tiles.WAVES - 0.1, (w, p)
+    assert w >= TUNING.waves - 0.1, (w, p)
     assert w / -(-w // 1) >= 0.9, f"the last wave is mostly empty: {w:.2f} waves"
 
 
 def test_enough_programs_are_not_split():
     p = rd.heuristics(problem("XR", (524288, 256), DataType.Float), H200)
-    assert p.split == 1 and waves(p, (524288, 256)) >= tiles.WAVES - 0.1
+    assert p.split == 1 and waves(p, (524288, 256)) >= TUNING.waves - 0.1
 
 
 def test_resident_programs_follow_the_registers():
-    assert tiles.estimated_registers(16) == 40 and tiles.estimated_registers(32) == 56
-    assert tiles.resident_programs(H200, 8, 16) == 132 * 6      # 40 registers, 8 warps
-    assert tiles.resident_programs(H200, 8, 32) == 132 * 4      # 56 registers
-    assert tiles.resident_programs(H200, 8, 8) == 132 * 8       # 32: threads bound
+    assert tiles.estimated_registers(16, TUNING) == 40
+    assert tiles.estimated_registers(32, TUNING) == 56
+    assert tiles.resident_programs(H200, 8, 16, TUNING) == 132 * 6      # 40 registers, 8 warps
+    assert tiles.resident_programs(H200, 8, 32, TUNING) == 132 * 4      # 56 registers
+    assert tiles.resident_programs(H200, 8, 8, TUNING) == 132 * 8       # 32: threads bound
 
 
 @pytest.mark.parametrize("pattern, sizes, finish", [
@@ -179,7 +181,7 @@ def test_the_finish_follows_the_partials_per_x_block(pattern, sizes, finish):
     assert p.split > 1 and p.finish == finish, p
     if finish == "ticket":
         steps = -(-p.split // rd.combine_block(p, p.block_x))
-        assert steps <= tiles.TICKET_STEPS or p.template == "inner"
+        assert steps <= TUNING.ticket_steps or p.template == "inner"
 
 
 @pytest.mark.parametrize("pattern, sizes, split", [
@@ -193,8 +195,8 @@ def test_a_two_byte_outer_sum_splits_into_one_wave(pattern, sizes, split):
     """bf16 outer sums on the H200 (tune-bf16-split-c8a2797): one wave of long
     programs beats the fp32 rule's two waves of short ones (split 4: 88.1%, 13: 70.6%)."""
     p = rd.heuristics(problem(pattern, sizes, DataType.BFloat16), H200)
-    resident = tiles.resident_programs(H200, p.num_warps, acc_per_thread(p),
-                                       tiles.NARROW_OUTER_REGISTERS)
+    resident = tiles.resident_programs(H200, p.num_warps, acc_per_thread(p), TUNING,
+                                       TUNING.narrow_outer_registers)
     assert resident == 132 * 8
     assert p.template == "outer" and p.split == split, p
     programs = rd.grid(p, sizes)[0]
@@ -202,7 +204,7 @@ def test_a_two_byte_outer_sum_splits_into_one_wave(pattern, sizes, split):
     # fp32 keeps its two-wave split on the same problem
     f = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     if f.split > 1:
-        assert waves(f, sizes) >= tiles.WAVES - 0.1
+        assert waves(f, sizes) >= TUNING.waves - 0.1
 
 
 @pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Half])
@@ -212,13 +214,13 @@ def test_a_two_byte_outer_sum_that_splits_reads_256_byte_rows(sizes, dtype):
     256 bytes 64.5-64.8 us, 1 KB 65.7-65.9 us, 512 bytes 68.9-69.9 us, for the same
     one wave of 1024 programs. Unsplit ones keep 1 KB rows; fp32 keeps them when split."""
     p = rd.heuristics(problem("XR", sizes, dtype), H200)
-    assert p.split > 1 and p.block_x * 2 == tiles.NARROW_OUTER_SHORT_ROW_BYTES == 256, p
-    assert bytes_per_step(p, 2) == tiles.NARROW_OUTER_LOAD_BYTES
+    assert p.split > 1 and p.block_x * 2 == TUNING.narrow_outer_short_row_bytes == 256, p
+    assert bytes_per_step(p, 2) == TUNING.narrow_outer_load_bytes
     assert rd.grid(p, sizes)[0] * p.split == 1024          # one wave of 8 programs per SM
     unsplit = rd.heuristics(problem("XR", (524288, 256), dtype), H200)
-    assert unsplit.split == 1 and unsplit.block_x * 2 == tiles.OUTER_ROW_BYTES
+    assert unsplit.split == 1 and unsplit.block_x * 2 == TUNING.outer_row_bytes
     fp32 = rd.heuristics(problem("XR", sizes, DataType.Float), H200)
-    assert fp32.split > 1 and fp32.block_x * 4 == tiles.OUTER_ROW_BYTES
+    assert fp32.split > 1 and fp32.block_x * 4 == TUNING.outer_row_bytes
 
 
 @pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Half])
@@ -229,11 +231,11 @@ def test_a_two_byte_outer_sum_never_reads_512_byte_rows(sizes, split, dtype):
     dim): two blocks of 256-byte rows (tune-bf16-rows512-d1bdc57: 63.5 us, one wave, no
     split, against 70.4 us for one block of 512-byte rows split twice; 67.3 vs 68.8 us)."""
     p = rd.heuristics(problem("XRX", sizes, dtype), H200)
-    assert p.block_x * 2 == tiles.NARROW_OUTER_SHORT_ROW_BYTES and p.split == split, p
-    assert bytes_per_step(p, 2) == tiles.NARROW_OUTER_LOAD_BYTES
+    assert p.block_x * 2 == TUNING.narrow_outer_short_row_bytes and p.split == split, p
+    assert bytes_per_step(p, 2) == TUNING.narrow_outer_load_bytes
     assert p.split == 1 or rd.grid(p, sizes)[0] * p.split <= 132 * 8   # a split: one wave at most
     wide = rd.heuristics(problem("XRX", (1024, 512, 256), dtype), H200)
-    assert wide.block_x * 2 == tiles.OUTER_ROW_BYTES             # 1 KB rows where they fit
+    assert wide.block_x * 2 == TUNING.outer_row_bytes             # 1 KB rows where they fit
 
 
 @pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16])
@@ -242,22 +244,22 @@ def test_accumulators_of_sibling_reductions_size_the_split(dtype):
     programs reside (ptxas, sm_90: 57 registers fp32 at [16, 256], 96 bf16 for the
     var_sums kernels of the normalization suite), and the split makes one wave of them
     (fp32 on the H200: split 16, one wave, 68.0%; 32, two waves, 58.9%). fp32 siblings
-    load the split step as SIBLING_OUTER_UNROLL tiles of [4, 256] (8 accumulators per
+    load the split step as ``multi_acc_split_unroll`` tiles of [4, 256] (8 accumulators per
     thread, 48 registers: 77.7% at split 16) and keep the split of the whole step
     (split 20, 5 programs per SM, read at 72.0%)."""
     prob = problem("XR", (8192, 8192), dtype)
     one = rd.heuristics(prob, H200)
     two = rd.heuristics(dataclasses.replace(prob, accumulators=2), H200)
     if dtype == DataType.Float:
-        assert one.unroll == 1 and two.unroll == tiles.SIBLING_OUTER_UNROLL
+        assert one.unroll == 1 and two.unroll == TUNING.multi_acc_split_unroll
         assert (one.block_x, one.block_r) == (two.block_x, two.block_r * two.unroll)
         assert 1 < two.split < one.split, (one, two)
     else:   # one sum that splits reads 256-byte rows; siblings keep 1 KB (43% vs 58%)
-        assert one.block_x * 2 == tiles.NARROW_OUTER_SHORT_ROW_BYTES
-        assert two.block_x * 2 == tiles.OUTER_ROW_BYTES and two.split > 1, two
+        assert one.block_x * 2 == TUNING.narrow_outer_short_row_bytes
+        assert two.block_x * 2 == TUNING.outer_row_bytes and two.split > 1, two
     acc = acc_per_thread(two) * (two.unroll if dtype == DataType.Float else 1)
-    regs = tiles.NARROW_OUTER_REGISTERS + acc if dtype == DataType.BFloat16 else None
-    resident = tiles.resident_programs(H200, two.num_warps, 2 * acc, regs)
+    regs = TUNING.narrow_outer_registers + acc if dtype == DataType.BFloat16 else None
+    resident = tiles.resident_programs(H200, two.num_warps, 2 * acc, TUNING, regs)
     assert resident // 2 < rd.grid(two, prob.sizes)[0] * two.split <= resident     # about one wave
     if dtype == DataType.Float:
         assert (two.split, two.finish) == (16, "ticket")     # the measured variant
@@ -274,7 +276,7 @@ def test_sibling_unroll_only_for_split_four_byte_steps():
     bf16 = rd.heuristics(dataclasses.replace(problem("XR", (8192, 8192), DataType.BFloat16),
                                              accumulators=2), H200)
     assert bf16.block_r * bf16.unroll * bf16.block_x * 2 == (
-        tiles.NARROW_OUTER_LOAD_BYTES * 32 * tiles.NARROW_OUTER_WARPS)
+        TUNING.narrow_outer_load_bytes * 32 * TUNING.narrow_outer_warps)
 
 
 def test_override_rederives_whole_steps_per_chunk():
@@ -296,12 +298,12 @@ def test_bf16_kernels_use_no_more_registers_than_fp32(tag):
     bf16, bf16_arts = registers.compile_variant(CASES[f"bf16_{tag}"], {})
     fp32, fp32_arts = registers.compile_variant(CASES[f"sweep_{tag}"], {})
     # the outer template's bf16 tile has 32 accumulators at 4 warps: the split of a 2-byte
-    # outer sum counts on NARROW_OUTER_REGISTERS (64: 8 programs per multiprocessor)
-    narrow_outer = tiles.NARROW_OUTER_REGISTERS
+    # outer sum counts on ``narrow_outer_registers`` (64: 8 programs per multiprocessor)
+    narrow_outer = TUNING.narrow_outer_registers
     # (the two may differ in split, so in finishing kernels: compare the reduction kernels)
     regs, ref_regs = bf16_arts[0].resources["REG"], fp32_arts[0].resources["REG"]
     bound = narrow_outer if bf16.template == "outer" else \
-        max(ref_regs, tiles.estimated_registers(tiles.ACC_ELEMENTS))
+        max(ref_regs, tiles.estimated_registers(TUNING.acc_elements, TUNING))
     assert regs <= bound, f"{regs} registers for bf16, {ref_regs} for fp32 ({bf16}, {fp32})"
     for art in bf16_arts:
         assert art.local_bytes == 0, f"{art.name} spills: {art.resources}"

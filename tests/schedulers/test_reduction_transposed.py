@@ -27,11 +27,10 @@ from benchmarks.cases import SUITES
 from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200, DeviceInfo
 from layoutfuse.dtypes import DataType
-from layoutfuse.nvfuser import FusionCache, FusionDefinition
-from layoutfuse.runtime import pipeline
+from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
-from support.execution import INTERPRETER_WARNINGS, schedules
+from support.execution import INTERPRETER_WARNINGS, configured, schedules
 from support.reductions import (
     DEVICE,
     NV_DTYPES,
@@ -46,14 +45,8 @@ from support.reductions import (
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 SHAPE = (40, 36, 33)          # every kept dim spans an fp32 tile edge (32 elements: 128 B)
+# the runs below plan for a device that one resident program fills (two programs: two waves)
 ONE_PROGRAM_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)
-
-
-@pytest.fixture
-def small_device(monkeypatch):
-    """Plans for a device that one resident program fills (two programs: two waves)."""
-    monkeypatch.setattr(pipeline, "device_info", lambda device: ONE_PROGRAM_SM)
-    FusionCache.reset()
 
 
 def run(alloc, reduced, op, dtype, output, shape=SHAPE):
@@ -69,7 +62,7 @@ def run(alloc, reduced, op, dtype, output, shape=SHAPE):
                 else [getattr(fd.ops, op)(t0, dims=list(reduced))])
         for out in outs:
             fd.add_output(out, stride_order=pinned)
-    results = fd.execute([x])
+    results = configured(fd, target=ONE_PROGRAM_SM).execute([x])
     assert_values(op, results, dtype, x.cpu().double(), reduced)
     for out in results:
         assert_layout(out, x, reduced, False, pinned)
@@ -89,8 +82,7 @@ SWEEP = [pytest.param(alloc, (d,), op, output,
 
 
 @pytest.mark.parametrize("alloc, reduced, op, output", SWEEP)
-def test_pinned_outputs_store_along_their_stride_one_dim(alloc, reduced, op, output,
-                                                         small_device):
+def test_pinned_outputs_store_along_their_stride_one_dim(alloc, reduced, op, output):
     x, (out,), fd = run(alloc, reduced, op, torch.float32, output)
     params = reduction_params(fd)
     kept = [d for d in range(3) if d not in reduced]
@@ -109,7 +101,7 @@ def test_pinned_outputs_store_along_their_stride_one_dim(alloc, reduced, op, out
     ("min", torch.bfloat16, (66, 5, 64)),
     ("welford", torch.float32, (32, 3, 32)),
 ])
-def test_transposed_store_of_other_ops_and_dtypes(op, dtype, shape, small_device):
+def test_transposed_store_of_other_ops_and_dtypes(op, dtype, shape):
     rank = len(shape)
     x = exact_values(shape, torch.Generator().manual_seed(3)).to(dtype).to(DEVICE)
     with FusionDefinition() as fd:
@@ -119,7 +111,7 @@ def test_transposed_store_of_other_ops_and_dtypes(op, dtype, shape, small_device
                 else [getattr(fd.ops, op)(t0, dims=[1])])
         for out in outs:
             fd.add_output(out, stride_order=[0, 1])       # dim 0 innermost: transposed
-    results = fd.execute([x])
+    results = configured(fd, target=ONE_PROGRAM_SM).execute([x])
     assert reduction_params(fd).y_group is not None
     data = x.cpu().double()
     if op == "welford":

@@ -12,7 +12,6 @@ result).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import pytest
@@ -20,9 +19,9 @@ import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
-from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import reduction as rd
-from support.execution import schedules, small_gpu
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import configured, schedules, small_gpu
 from support.tensors import with_order
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -137,12 +136,10 @@ def test_what_is_not_a_sibling(case):
     ((0, 1), [0], "split"),         # strided columns, too few blocks for wide steps: one
     ((1, 0), [1], "split"),         # split reduction kernel for all four
 ])
-def test_siblings_longer_than_a_tile_still_read_once(monkeypatch, order, dims, mode):
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    monkeypatch.setattr(nm, "LOOP_TILE", 32)
-    small_gpu(monkeypatch, 2)
+def test_siblings_longer_than_a_tile_still_read_once(order, dims, mode):
     x = with_order((40, 128), order, torch.float32)
-    fd = four_reductions(x, dims)
+    fd = configured(four_reductions(x, dims), target=small_gpu(2),
+                    tuning=DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=32)))
     check(fd.execute([x]), expected(x, dims), torch.float32)
     schedule = schedules(fd)
     segs = fd.segment([x])
@@ -170,24 +167,20 @@ IN_CI = {(2, "ticket"), (1, "kernel")}             # 30-80 s each in the interpr
     pytest.param(*case, finish, id=f"{i}-{finish}",
                  marks=() if (i, finish) in IN_CI else (pytest.mark.full,))
     for i, case in enumerate(SPLIT_SIBLINGS) for finish in ("ticket", "kernel")])
-def test_siblings_too_few_rows_run_as_one_split_reduction_kernel(monkeypatch, finish, shape,
-                                                                  order, dims, dtype):
+def test_siblings_too_few_rows_run_as_one_split_reduction_kernel(finish, shape, order, dims,
+                                                                  dtype):
     """Rows too long for a tile and too few to fill the GPU: the siblings run as one
     reduction kernel, split along R, whose partials (one workspace per result: 1 + 1 + 1
     + 3) are combined by the last program of each X block (ticket) or a finishing
     kernel; var_mean's epilogue (M2 / (n - 1)) follows as a pointwise kernel."""
-    from layoutfuse.runtime import pipeline
-    from layoutfuse.schedulers import reduction_tiles as tiles
-
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    small_gpu(monkeypatch, 64)
+    fields = dict(normalization=dict(max_tile=64))
+    target = small_gpu(64)
     if finish == "kernel":          # no ticket steps, and no L2 to keep the problem in
-        monkeypatch.setattr(tiles, "TICKET_STEPS", 0)
-        real = pipeline.device_info
-        monkeypatch.setattr(pipeline, "device_info",
-                            lambda d: dataclasses.replace(real(d), l2_bytes=0))
+        fields["reduction"] = dict(ticket_steps=0)
+        target = small_gpu(64, l2_bytes=0)
     x = with_order(shape, order, dtype, seed=5)
-    fd = four_reductions(x, dims)
+    fd = configured(four_reductions(x, dims), tuning=DEFAULT.with_fields(**fields),
+                    target=target)
     check(fd.execute([x]), expected(x, dims), dtype)
     red, epilogue = fd.last_schedule()
     assert (red.scheduler, epilogue.scheduler) == ("reduction", "pointwise")
@@ -200,13 +193,11 @@ def test_siblings_too_few_rows_run_as_one_split_reduction_kernel(monkeypatch, fi
 
 @pytest.mark.parametrize("dtype, block_x, block_r", [(torch.float32, 256, 8),
                                                      (torch.bfloat16, 512, 8)])
-def test_outer_siblings_take_the_reduction_schedulers_wide_steps(monkeypatch, dtype, block_x,
-                                                                 block_r):
+def test_outer_siblings_take_the_reduction_schedulers_wide_steps(dtype, block_x, block_r):
     """Reductions only (nothing stored per element) over strided columns, enough column
     blocks: one pass of 1 KB rows, 8 KB steps, no store pass (one loop in the kernel)."""
-    small_gpu(monkeypatch, 2)
     x = with_order((40, 4096), (0, 1), dtype)
-    fd = four_reductions(x, [0])
+    fd = configured(four_reductions(x, [0]), target=small_gpu(2))
     check(fd.execute([x]), expected(x, [0]), dtype)
     (params,) = schedules(fd)
     assert (params.mode, params.template, params.block_x, params.block_r) == \

@@ -6,9 +6,10 @@ import dataclasses
 from typing import Any
 
 import pytest
+import torch
 
-from layoutfuse.nvfuser import FusionCache
-from layoutfuse.runtime import pipeline
+from layoutfuse.analysis.device import DeviceInfo, device_info
+from layoutfuse.nvfuser import FusionCache, FusionDefinition
 
 # Triton's interpreter trips a NumPy deprecation and computes masked-off lanes (0/0): the
 # warnings every reduction test module ignores (``pytestmark = INTERPRETER_WARNINGS``).
@@ -18,12 +19,21 @@ INTERPRETER_WARNINGS = [
 ]
 
 
-def small_gpu(monkeypatch, sm_count: int) -> None:
-    """Heuristics for a device of ``sm_count`` multiprocessors (small shapes fill it)."""
-    FusionCache.reset()         # patched heuristics must plan anew, not replay a cached plan
-    real = pipeline.device_info
-    monkeypatch.setattr(pipeline, "device_info",
-                        lambda d: dataclasses.replace(real(d), sm_count=sm_count))
+def small_gpu(sm_count: int, **fields) -> DeviceInfo:
+    """The tests' device table with ``sm_count`` multiprocessors (small shapes fill it) and
+    ``fields`` replaced (``l2_bytes=0``): a ``target`` for ``configured``."""
+    return dataclasses.replace(device_info(torch.get_default_device()), sm_count=sm_count,
+                               **fields)
+
+
+def configured(fd: FusionDefinition, **settings) -> FusionDefinition:
+    """``fd`` with its executor configured (``FusionExecutor.configure``: ``tuning``,
+    ``target``, ``heuristics``), and its definition taken out of the process-wide cache:
+    a later definition of the same fusion (another test's) gets an executor of its own,
+    with the defaults."""
+    fd.executor().configure(**settings)
+    FusionCache.reset()
+    return fd
 
 
 def as_list(schedule: Any) -> list:

@@ -6,6 +6,7 @@ INTERFACE (stable; frontends call only this):
     outs = ex.run(inputs, device=None)   # list in add_output order, aliased outputs omitted
     outs = ex.replay(inputs, device=None)  # the same through a recorded plan, or None
     record = ex.plan(inputs, device=None)  # what run would launch, launching nothing
+    ex.configure(heuristics=, target=, tuning=)  # how later runs choose params (see there)
     ex.last_run                          # the RunRecord of the last planned run
     ex.last_schedule()                   # scheduler params of the last run, one per kernel
     ex.last_triton_code()                # generated Triton source of the last run
@@ -34,6 +35,7 @@ from ..errors import InputShapeError
 from ..ir import Fusion, Scalar, TensorView
 from ..passes.output_layout import OutputLayout, OutputLayoutPass
 from ..reference import evaluate
+from ..schedulers.tuning import DEFAULT, Tuning
 from .allocate import allocate_output, make_view, view_chain, writable, writable_source
 from .pipeline import CompiledFusion, Heuristics, RunRecord
 from .replay import LaunchPlan, build_plan, signature
@@ -50,6 +52,7 @@ class FusionExecutor:
         self.compute = compute
         self.heuristics: Heuristics | None = None     # see ``configure``
         self.target: DeviceInfo | None = None
+        self.tuning: Tuning = DEFAULT
         self.last_run: RunRecord | None = None
         self._layouts: dict[int, OutputLayout] | None = None
         self._compiled: CompiledFusion | None = None
@@ -88,12 +91,14 @@ class FusionExecutor:
         return record
 
     def configure(self, *, heuristics: Heuristics | None = None,
-                  target: DeviceInfo | None = None) -> None:
-        """Plan later runs with ``heuristics`` (scheduler, problem, device -> params; None:
-        each scheduler's own) for the device ``target`` describes (None: the inputs'
-        device). Forgets the compiled kernels and the replay plans."""
+                  target: DeviceInfo | None = None, tuning: Tuning | None = None) -> None:
+        """Plan later runs with ``heuristics`` (scheduler, problem, device, the scheduler's
+        tuning -> params; None: each scheduler's own) and the schedulers' knobs ``tuning``
+        (None: ``schedulers.tuning.DEFAULT``) for the device ``target`` describes (None: the
+        inputs' device). Forgets the compiled kernels and the replay plans."""
         with self._lock:
             self.heuristics, self.target = heuristics, target
+            self.tuning = DEFAULT if tuning is None else tuning
             self._compiled, self._compiled_outputs = None, []
             self._plans.clear()
 
@@ -207,7 +212,7 @@ class FusionExecutor:
         with self._lock:
             if self._compiled is None or self._compiled_outputs != ids:
                 self._compiled = CompiledFusion(self.fusion, computed_tvs, self.heuristics,
-                                                self.target)
+                                                self.target, tuning=self.tuning)
                 self._compiled_outputs = ids
             return self._compiled
 

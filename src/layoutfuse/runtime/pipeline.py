@@ -10,7 +10,8 @@ layouts (``passes/output_layout.py``) and allocates the destinations; then
 3. **schedule** it: the first scheduler of ``schedule.SCHEDULERS`` that accepts it (every
    rejection recorded); one that none accepts runs its finer plan, each part scheduled
    the same way;
-4. run the scheduler's **heuristics** (a frozen params value);
+4. run the scheduler's **heuristics** (a frozen params value) with its part of the
+   fusion's ``Tuning`` (``schedulers/tuning.py``: the knobs of every rule);
 5. **emit** its kernels (``Kernel`` values) and **load** them, once per (segment, params);
 6. **bind** each kernel's arguments by name and **launch** (``runtime/launch.py``).
 
@@ -43,18 +44,21 @@ from ..ir import Fusion, TensorView
 from ..ir.ops.reductions import empty_fill_values
 from ..schedulers.launch import Workspace
 from ..schedulers.problem import Problem
+from ..schedulers.tuning import DEFAULT, Tuning
 from ..segmenter.segments import KernelSpec, segment
 from .launch import LaunchRecord, argument_values, bind
 from .problems import build_problem
 from .schedule import SCHEDULERS, Scheduler, choose
 
-Heuristics = Callable[[Scheduler, Problem, DeviceInfo], Any]
-"""How params are chosen: the scheduler's heuristics by default; the benchmarks' tuner
-passes another function (a variant of the params) through ``CompiledFusion``."""
+Heuristics = Callable[[Scheduler, Problem, DeviceInfo, Any], Any]
+"""How params are chosen, from the scheduler, the problem, the device and the scheduler's
+part of the tuning: the scheduler's heuristics by default; the benchmarks' tuner passes
+another function (a variant of the params) through ``CompiledFusion``."""
 
 
-def default_heuristics(scheduler: Scheduler, problem: Problem, device: DeviceInfo) -> Any:
-    return scheduler.heuristics(problem, device)
+def default_heuristics(scheduler: Scheduler, problem: Problem, device: DeviceInfo,
+                       tuning: Any) -> Any:
+    return scheduler.heuristics(problem, device, tuning)
 
 
 @dataclass(frozen=True)
@@ -112,11 +116,12 @@ class CompiledFusion:
 
     def __init__(self, fusion: Fusion, computed_outputs: list[TensorView],
                  heuristics: Heuristics | None = None, target: DeviceInfo | None = None,
-                 schedulers: tuple[Scheduler, ...] = SCHEDULERS):
+                 schedulers: tuple[Scheduler, ...] = SCHEDULERS, tuning: Tuning = DEFAULT):
         self.fusion = fusion
         self.specs, self.intermediates = segment(fusion, computed_outputs)
         self.heuristics = heuristics        # None: ``default_heuristics``
         self.target = target                # None: the device the tensors are on
+        self.tuning = tuning                # every scheduler's knobs
         self.schedulers = schedulers
         self._lock = threading.Lock()
         self._kernels: dict[tuple, tuple[tuple[Kernel, Any], ...]] = {}
@@ -145,15 +150,16 @@ class CompiledFusion:
             self._fill_empty(spec, call)
             return
         problem = build_problem(spec, call.env, call.extents)
-        scheduler, rejected = choose(spec, problem, call.info, self.schedulers)
+        scheduler, rejected = choose(spec, problem, call.info, self.schedulers, self.tuning)
         if scheduler is None:
             self._run_parts(spec, call, rejected)
             return
-        params = (self.heuristics or default_heuristics)(scheduler, problem, call.info)
+        tuning = self.tuning.of(scheduler.name)
+        params = (self.heuristics or default_heuristics)(scheduler, problem, call.info, tuning)
         kernels = self._loaded(spec, scheduler, params)
         reason = spec.reason + why_split
         if scheduler.reason is not None:
-            reason = f"{reason} ({scheduler.reason(problem, call.info)})"
+            reason = f"{reason} ({scheduler.reason(problem, call.info, tuning)})"
         call.record.segments.append(SegmentRun(spec, scheduler.name, params, problem,
                                                tuple(k for k, _ in kernels), reason, rejected))
         self._launch_all(spec, scheduler, problem, params, kernels, call)

@@ -6,23 +6,26 @@ stride-1 group; Y is the outputs' stride-1 group when it differs (a transpose:
 loads and stores are then both coalesced, Triton converting the layout through
 shared memory), else the next group. Other groups run along the grid.
 
-A transpose tile is sized in bytes, not elements, from the fp32 tile that runs at
-89-96% of the H200's copy bandwidth (64 x 64, 8 warps): each edge spans
-``TRANSPOSE_EDGE_BYTES`` of the widest dtype the kernel reads or writes (so loads and
-stores both move whole 256-byte segments), and each thread moves ``THREAD_BYTES`` per
-access (four 16-byte vectors). A bf16 transpose thus gets a 128 x 128 tile and 16
-warps, not the fp32 tile's elements with half its bytes.
+A transpose tile is sized in bytes, not elements, from the fp32 tile that runs closest to
+the copy bandwidth (64 x 64, 8 warps): each edge spans ``transpose_edge_bytes`` of the
+widest dtype the kernel reads or writes (so loads and stores both move whole 256-byte
+segments), and each thread moves ``transpose_thread_bytes`` per access (four 16-byte
+vectors). A bf16 transpose thus gets a 128 x 128 tile and 16 warps, not the fp32 tile's
+elements with half its bytes.
 
 A stride-1 group shorter than that edge (the 32 of a [32, 64, 256, 256] tensor whose
-dim 0 is innermost) cannot fill it alone: a tile edge of 32 elements moves 64-128
-contiguous bytes per row and 8 KB per program (67-85% of the copy bandwidth on the
-H200). Its tile axis is then *flattened*: it spans the short group (rounded up to a
-power of two, ``split``) and the group that continues it in that side's memory, index
-``% split`` and ``// split``, so that side still moves an edge of contiguous bytes per
-row and the tile keeps its bytes. When the dominant input and the outputs share a short
-stride-1 group but continue it with different groups (mem1230 -> mem3210), the tile is
-a transpose of those continuations: X spans the short group and the input's next one,
-Y the outputs' next one, so each store writes ``BLOCK_Y x short`` contiguous elements.
+dim 0 is innermost) cannot fill it alone: a tile edge of 32 elements moves only 64-128
+contiguous bytes per row. Its tile axis is then *flattened*: it spans the short group
+(rounded up to a power of two, ``split``) and the group that continues it in that side's
+memory, index ``% split`` and ``// split``, so that side still moves an edge of
+contiguous bytes per row and the tile keeps its bytes. When the dominant input and the
+outputs share a short stride-1 group but continue it with different groups (mem1230 ->
+mem3210), the tile is a transpose of those continuations: X spans the short group and
+the input's next one, Y the outputs' next one, so each store writes ``BLOCK_Y x short``
+contiguous elements.
+
+The knobs are the fields of ``PointwiseTuning``; the measurements behind them: see
+benchmarks/NOTES.md, "Measurements behind the heuristics".
 
 In generic mode (an access that is not affine, see ``analysis.index_walk``) the
 groups are the single coordinates; that access's offset comes from
@@ -39,15 +42,36 @@ from ..intmath import cdiv, next_pow2, prod
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec
 from .problem import Problem, generic_fields, is_affine, stride_flags
+from .warps import THREADS_PER_WARP, WarpSteps, warps_for
 
 NAME = "pointwise"
 
-TRANSPOSE_EDGE_BYTES = 256     # each tile edge: 64 fp32, 128 bf16 (loads and stores alike)
-TRANSPOSE_EDGE_MAX = 128       # elements: bounds a 1-byte tile (and its shared memory)
-THREAD_BYTES = 64              # per thread and access: four 16-byte vectors
-THREAD_ELEMENTS = 32           # per thread at most: the values sit in (fp32) registers
-TILE_ELEMENTS = 4096           # a tile that is not a transpose
-BROADCAST_ROWS = 16            # ... spans this many Y rows where a load is broadcast along Y
+
+@dataclass(frozen=True)
+class PointwiseTuning:
+    """The pointwise scheduler's knobs, one per rule (see the module's docstring)."""
+
+    # a transpose tile's edge, in bytes of the widest dtype: loads and stores move whole segments
+    transpose_edge_bytes: int = 256
+    # ... in at most this many elements (bounds a 1-byte dtype's tile and its shared memory)
+    transpose_edge_max: int = 128
+    # ... bytes per thread and access (four 16-byte vectors): they set the tile's warps
+    transpose_thread_bytes: int = 64
+    # ... at most this many elements per thread (the values sit in fp32 registers)
+    transpose_thread_elements: int = 32
+    # ... and at least this many warps (enough loads in flight for a small tile)
+    transpose_min_warps: int = 4
+    # ... and at most this many
+    transpose_max_warps: int = 16
+    # elements of a tile that is not a transpose (16 per thread at 8 warps)
+    tile_elements: int = 4096
+    # ... spanning this many Y rows where a load is broadcast along Y (read once per column)
+    broadcast_rows: int = 16
+    # ... its warps by its elements, (least elements, warps) steps (``warps.warps_for``)
+    warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
+
+
+DEFAULT_TUNING = PointwiseTuning()
 
 
 @dataclass(frozen=True)
@@ -79,7 +103,8 @@ class PointwiseParams:
         return "X" * self.n_groups
 
 
-def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo) -> str | None:
+def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo,
+                 tuning: PointwiseTuning = DEFAULT_TUNING) -> str | None:
     """Any segment without a reduction."""
     if segment.reductions or segment.group is not None:
         return "the segment has a reduction"
@@ -88,12 +113,13 @@ def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo) -> 
     return None
 
 
-def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
+def heuristics(p: Problem, device: DeviceInfo,
+               tuning: PointwiseTuning = DEFAULT_TUNING) -> PointwiseParams:
     groups = p.groups
     n = len(groups)
     gx, gy, gx2, gy2, split_x, split_y = 0, None, None, None, 1, 1
     transpose = False
-    edge = edge_elements(widest_itemsize(p))
+    edge = edge_elements(widest_itemsize(p), tuning)
     for a in p.stores():
         inner = p.innermost_group(a)
         if inner is not None and inner != gx and n > 1:
@@ -111,7 +137,7 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
         groups[gy].size if gy is not None else 1
     rest_first = y_first = False
     if transpose:
-        bx, by, warps = transpose_tile(size_x, size_y, widest_itemsize(p))
+        bx, by, warps = transpose_tile(size_x, size_y, widest_itemsize(p), tuning)
         rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(
             p, gy, {gx, gx2, gy})
         # a flattened Y spans the stores' contiguous run across its tiles: neighbouring
@@ -121,10 +147,11 @@ def heuristics(p: Problem, device: DeviceInfo) -> PointwiseParams:
         # a load broadcast along Y (zero stride there: per-column statistics of a
         # normalization's epilogue, a bias) is read once per tile column and reused by
         # the tile's rows, not once per element
-        rows = BROADCAST_ROWS if gy is not None and _broadcast_along(p, gx, gy) else 1
-        bx = min(next_pow2(size_x), max(1, TILE_ELEMENTS // rows))
-        by = min(next_pow2(size_y), max(1, TILE_ELEMENTS // bx))
-        warps = 8 if bx * by >= 4096 else 4 if bx * by >= 512 else 2
+        broadcast = gy is not None and _broadcast_along(p, gx, gy)
+        rows = tuning.broadcast_rows if broadcast else 1
+        bx = min(next_pow2(size_x), max(1, tuning.tile_elements // rows))
+        by = min(next_pow2(size_y), max(1, tuning.tile_elements // bx))
+        warps = warps_for(bx * by, tuning.warps)
     zero, unit = stride_flags(p)
     return PointwiseParams(NAME, gx, gy, n, bx, by, warps, transpose, p.needs_int64, zero, unit,
                            gx2, split_x, gy2, split_y, rest_first, y_first,
@@ -189,20 +216,24 @@ def widest_itemsize(p: Problem) -> int:
     return max((itemsize(p.dtypes[a]) for a in range(p.n_loads + p.n_stores)), default=4)
 
 
-def edge_elements(elem_bytes: int) -> int:
-    """Elements of a transpose tile's edge: ``TRANSPOSE_EDGE_BYTES`` (at most
-    ``TRANSPOSE_EDGE_MAX``)."""
-    return min(TRANSPOSE_EDGE_MAX, max(1, TRANSPOSE_EDGE_BYTES // elem_bytes))
+def edge_elements(elem_bytes: int, tuning: PointwiseTuning) -> int:
+    """Elements of a transpose tile's edge: ``transpose_edge_bytes`` (at most
+    ``transpose_edge_max``)."""
+    return min(tuning.transpose_edge_max, max(1, tuning.transpose_edge_bytes // elem_bytes))
 
 
-def transpose_tile(size_x: int, size_y: int, elem_bytes: int) -> tuple[int, int, int]:
-    """(BLOCK_X, BLOCK_Y, num_warps) of a transpose: edges of ``TRANSPOSE_EDGE_BYTES``
-    (capped by the extents), warps for ``THREAD_BYTES`` per thread, 4 to 16."""
-    edge = edge_elements(elem_bytes)
+def transpose_tile(size_x: int, size_y: int, elem_bytes: int,
+                   tuning: PointwiseTuning) -> tuple[int, int, int]:
+    """(BLOCK_X, BLOCK_Y, num_warps) of a transpose: edges of ``transpose_edge_bytes``
+    (capped by the extents), warps for ``transpose_thread_bytes`` per thread, clamped to
+    ``transpose_min_warps`` .. ``transpose_max_warps``."""
+    edge = edge_elements(elem_bytes, tuning)
     bx = min(next_pow2(size_x), edge)
     by = min(next_pow2(size_y), edge)
-    per_thread = min(THREAD_ELEMENTS, max(1, THREAD_BYTES // elem_bytes))
-    warps = min(16, max(4, bx * by // (per_thread * 32)))
+    per_thread = min(tuning.transpose_thread_elements,
+                     max(1, tuning.transpose_thread_bytes // elem_bytes))
+    warps = bx * by // (per_thread * THREADS_PER_WARP)
+    warps = min(tuning.transpose_max_warps, max(tuning.transpose_min_warps, warps))
     return bx, by, warps
 
 

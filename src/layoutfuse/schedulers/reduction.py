@@ -37,6 +37,7 @@ from ..segmenter.segments import KernelSpec
 from . import reduction_tiles as tiles
 from .launch import LaunchSpec, Workspace
 from .problem import Problem, generic_fields, stride_flags
+from .warps import THREADS_PER_WARP, warps_for
 
 NAME = "reduction"
 
@@ -65,6 +66,7 @@ class ReductionParams:
     unroll: int = 1               # R tiles loaded per loop step, all before accumulating
     y_group: int | None = None    # outer: the output's stride-1 kept group, tiled as rows
     block_y: int = 1              #   (BLOCK_Y of them), so the store is coalesced along it
+    combine_elements: int = 8     # ticket finish: partials per thread per combine step
 
     @property
     def pattern(self) -> str:
@@ -73,7 +75,8 @@ class ReductionParams:
         return "".join("R" if k in reduced else "X" for k in range(self.n_groups))
 
 
-def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo) -> str | None:
+def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo,
+                 tuning: tiles.ReductionTuning = tiles.DEFAULT_TUNING) -> str | None:
     """Segments of reductions (one, or siblings of the same rows) whose results are only
     stored: a normalization group's results are used again on its rows."""
     if segment.group is not None:
@@ -85,7 +88,8 @@ def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo) -> 
     return None
 
 
-def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
+def heuristics(p: Problem, device: DeviceInfo,
+               tuning: tiles.ReductionTuning = tiles.DEFAULT_TUNING) -> ReductionParams:
     """``p.accumulators`` (the partial results each program keeps per tile element: one per
     reduction, three for a Welford) sets the registers and so the resident programs that
     the split is sized from."""
@@ -97,41 +101,54 @@ def heuristics(p: Problem, device: DeviceInfo) -> ReductionParams:
     r_nest = template == "inner" and len(rg) >= 2
     n_r0 = groups[rg[0]].size if rg else 1
     tile = tiles.choose_tile(template, item, nx, nr, groups[0].size if groups else 1, n_r0,
-                             r_nest, device.sm_count, short_rows=accumulators == 1)
+                             r_nest, device.sm_count, tuning, short_rows=accumulators == 1)
     if template == "outer":
         programs = -(-groups[0].size // tile.block_x) * (nx // groups[0].size)
     else:
         programs = -(-nx // tile.block_x)
-    acc_elements = tile.block_x * tile.block_r
-    warps = tile.warps or tiles.warps_for(acc_elements)
-    narrow = template == "outer" and item < 4      # _outer_tile's NARROW_OUTER_* tile
-    acc_per_thread = acc_elements // (32 * warps)
-    registers = None
-    if narrow:
-        registers = tiles.NARROW_OUTER_REGISTERS + (accumulators - 1) * acc_per_thread
-    elif tile.unroll > 1 and item >= 4:
-        # an unrolled 4-byte outer step (sibling sums) is split as its whole step would be
-        # with one accumulator tile per unrolled tile (4 programs per SM for two fp32 sums,
-        # not the 5 that ptxas's 48 registers allow): the column-major [8192, 8192] var_sums
-        # read at 77.7% with split 16, at 72.0% with split 20 (``tune-varsums-unroll-*``)
-        registers = tiles.estimated_registers(acc_per_thread * tile.unroll * accumulators)
-    resident = tiles.resident_programs(device, warps, acc_per_thread * accumulators, registers)
+    narrow = template == "outer" and item < 4      # _outer_tile's narrow_outer_* tile
+    warps, resident = _warps_and_resident(tile, item, narrow, accumulators, device, tuning)
     zero, unit = stride_flags(p)
     params = ReductionParams(NAME, p.family, template, xg, rg, tile.block_x, tile.block_r,
                              warps, 1, p.needs_int64, zero, unit, max(1, 16 // item), r_nest,
-                             **generic_fields(p), n_groups=len(groups), unroll=tile.unroll)
-    transposed = _transposed(p, params, item, nr, device)
+                             **generic_fields(p), n_groups=len(groups), unroll=tile.unroll,
+                             combine_elements=tuning.combine_elements)
+    transposed = _transposed(p, params, item, nr, device, tuning)
     if transposed is not None:
         return transposed
     sizes = p.sizes
     units, min_units = _split_units(params, sizes)
     if template == "outer" and (narrow or accumulators > 1):
-        split = tiles.one_wave_split(programs, resident, units, min_units)
+        split = tiles.one_wave_split(programs, resident, units, min_units, tuning)
     else:
-        split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count)
+        split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count,
+                                      tuning)
     split = with_split(params, split, sizes).split         # whole loop steps per chunk
-    finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device)
+    finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device,
+                                     tuning)
     return with_split(replace(params, finish=finish), split, sizes)
+
+
+def _warps_and_resident(tile: tiles.Tile, item: int, narrow: bool, accumulators: int,
+                        device: DeviceInfo, tuning: tiles.ReductionTuning) -> tuple[int, int]:
+    """The tile's warps, and how many of its programs the device holds at once (from the
+    registers of ``accumulators`` accumulator tiles per program)."""
+    acc_elements = tile.block_x * tile.block_r
+    warps = tile.warps or warps_for(acc_elements, tuning.warps)
+    acc_per_thread = acc_elements // (THREADS_PER_WARP * warps)
+    registers = None
+    if narrow:
+        registers = tuning.narrow_outer_registers + (accumulators - 1) * acc_per_thread
+    elif tile.unroll > 1 and item >= 4:
+        # an unrolled 4-byte outer step (sibling sums) is split as its whole step would be
+        # with one accumulator tile per unrolled tile (4 programs per SM for two fp32 sums,
+        # not the 5 that ptxas's 48 registers allow; see benchmarks/NOTES.md, "Measurements
+        # behind the heuristics")
+        registers = tiles.estimated_registers(acc_per_thread * tile.unroll * accumulators,
+                                              tuning)
+    resident = tiles.resident_programs(device, warps, acc_per_thread * accumulators, tuning,
+                                       registers)
+    return warps, resident
 
 
 def store_group(p: Problem) -> int | None:
@@ -141,27 +158,28 @@ def store_group(p: Problem) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _transposed(p: Problem, params: ReductionParams, item: int, nr: int,
-                device: DeviceInfo) -> ReductionParams | None:
+def _transposed(p: Problem, params: ReductionParams, item: int, nr: int, device: DeviceInfo,
+                tuning: tiles.ReductionTuning) -> ReductionParams | None:
     """The outer template with a transposed store, when the stores' stride-1 kept group is
     not the input's, both span a whole tile edge (a store sector, an input line), no store
-    is expanded along them, and the tiles fill ``WAVES`` waves without a split."""
+    is expanded along them, and the tiles fill ``waves`` waves without a split."""
     y = store_group(p)
     if params.template != "outer" or p.generic or y is None or y == 0:
         return None
     n0, n_y = p.groups[0].size, p.groups[y].size
     out_item = min(p.vector_bytes(a) for a in p.stores())
-    tile = tiles.transposed_tile(item, out_item, n0, n_y, nr)
+    tile = tiles.transposed_tile(item, out_item, n0, n_y, nr, tuning)
     if n_y < tile.block_y or n0 < tile.block_x or any(
             params.zero_strides[a][k] for a in p.stores() for k in (0, y)):
         return None
     acc_elements = tile.block_x * tile.block_r * tile.block_y
-    warps = tiles.warps_for(acc_elements)
-    resident = tiles.resident_programs(device, warps, acc_elements // (32 * warps))
+    warps = warps_for(acc_elements, tuning.warps)
+    resident = tiles.resident_programs(device, warps,
+                                       acc_elements // (THREADS_PER_WARP * warps), tuning)
     transposed = replace(params, block_x=tile.block_x, block_r=tile.block_r,
                          block_y=tile.block_y, y_group=y, unroll=tile.unroll, num_warps=warps,
                          split=1)
-    return transposed if grid(transposed, p.sizes)[0] >= tiles.WAVES * resident else None
+    return transposed if grid(transposed, p.sizes)[0] >= tuning.waves * resident else None
 
 
 def _split_units(params: ReductionParams, sizes) -> tuple[int, int]:
@@ -204,9 +222,9 @@ def override(params: ReductionParams, sizes, **fields) -> ReductionParams:
 
 def combine_block(params: ReductionParams, block_x: int) -> int:
     """Partials combined per step of a ticket finish (a power of two): up to ``split``, at
-    most ``tiles.COMBINE_ELEMENTS`` per thread, so the combine adds no registers to the
-    kernel (ptxas, sm_90: 4096-element steps took an fp32 [16, 256] kernel from 40 to 48)."""
-    limit = tiles.COMBINE_ELEMENTS * 32 * params.num_warps
+    most ``params.combine_elements`` per thread, so the combine adds no registers to the
+    kernel (``ReductionTuning.combine_elements``)."""
+    limit = params.combine_elements * THREADS_PER_WARP * params.num_warps
     block_s = 1
     while block_s < params.split and block_s * block_x < limit:
         block_s *= 2
