@@ -78,9 +78,9 @@ DEFINITION_ERRORS = [
      lambda fd, t: fd.add_output(fd.define_scalar(1), stride_order=[0]),
      r"add_output: a Scalar output"),
     # ops
-    ("reduction dim range", lambda fd, t: fd.ops.sum(t[0], [2]), r"sum: dim 2 is out of range"),
-    ("reduction dims repeat", lambda fd, t: fd.ops.max(t[0], [0, -2]), r"max: dims"),
-    ("var dims range", lambda fd, t: fd.ops.var(t[0], [5], 1), r"var_mean: dim 5"),
+    ("reduction dim range", lambda fd, t: fd.ops.sum(t[0], [2]), r"sum: dims \[2\]: dim 2 is out of range for an input of rank 2"),
+    ("reduction dims repeat", lambda fd, t: fd.ops.max(t[0], [0, -2]), r"max: dims \[0, -2\] repeat a dim"),
+    ("var dims range", lambda fd, t: fd.ops.var(t[0], [5], 1), r"var: dims \[5\]: dim 5 is out of range"),
     ("permute not a permutation", lambda fd, t: fd.ops.permute(t[0], [0, 0]),
      r"permute: dims \[0, 0\]"),
     ("permute length", lambda fd, t: fd.ops.permute(t[0], [0]), r"permute: dims \[0\]"),
@@ -110,7 +110,7 @@ DEFINITION_ERRORS = [
     ("bitwise op on floats", lambda fd, t: fd.ops.bitwise_and(t[0], t[0]),
      r"bitwise_and: operands must be integers"),
     ("full negative extent", lambda fd, t: fd.ops.full([-1], fd.define_scalar(1.0),
-                                                       DataType.Float), r"full: negative extent"),
+                                                       DataType.Float), r"full: shape \[-1\] has the extent -1 at index 0"),
 ]
 
 
