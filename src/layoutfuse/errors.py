@@ -74,7 +74,7 @@ def describe(x: object) -> str:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         return _describe_tensor(x)
-    if _is_array(x):
+    if _is_array(x) and x.shape != ():                  # numpy scalars print as numbers
         strides = getattr(x, "strides", None)
         text = f"shape={list(x.shape)}, dtype={x.dtype}"
         return f"{type(x).__module__}.{type(x).__name__}({text}" + (
@@ -84,7 +84,12 @@ def describe(x: object) -> str:
         body = ", ".join(items) + ("," if isinstance(x, tuple) and len(x) == 1 else "")
         return f"{type(x).__name__} " + ("[{}]" if isinstance(x, list) else "({})").format(body)
     text = _short_repr(x)
-    return text if text.startswith(type(x).__name__) else f"{type(x).__name__} {text}"
+    if text.startswith(type(x).__name__):
+        return text                                     # Scalar(index=3), DataType.Float
+    module = type(x).__module__
+    own = module == "builtins" or module.split(".")[0] == "layoutfuse"
+    name = type(x).__name__ if own else f"{module}.{type(x).__qualname__}"
+    return f"{name} {text}"                             # int 1, str 'yes', torch.dtype ...
 
 
 def _describe_tensor(x) -> str:

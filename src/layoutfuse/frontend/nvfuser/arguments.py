@@ -1,7 +1,8 @@
 """The frontend's argument checks, in one place.
 
 Every ``fd.ops`` operator, ``define_*`` and ``add_output`` checks its plain arguments
-(ints, bools, dtypes, lists) here and its handles through the ``Recorder``; a wrong type
+(ints, bools, dtypes, lists; ``int_list`` is the IR builders' own check, shared with the test
+API) here and its handles through the ``Recorder``; a wrong type
 is an :class:`~layoutfuse.errors.ArgumentTypeError` (a ``DefinitionError`` and a
 ``TypeError``) whose message names the call, the argument, what it takes and what it got,
 described by :func:`~layoutfuse.errors.describe` (a tensor by shape, dtype, strides and

@@ -162,6 +162,7 @@ class Operators:
 
     # --- Welford family -------------------------------------------------------------------
     def var(self, arg, dims, correction, keepdim=False):
+        """The variance over ``dims`` with ``correction`` (required, as in nvFuser)."""
         rec = self._fd._recorder_for("var")
         x = rec.tensor(arg, "var")
         dims, correction, keepdim = self._norm_args("var", dims, correction, keepdim)
@@ -311,3 +312,5 @@ for _alias, _target in ALIASES.items():
     setattr(Operators, _alias, _pointwise_op(_alias, _target, ROW_BY_NAME[_target].arity))
 for _name, _doc in REDUCTIONS.items():
     setattr(Operators, _name, _reduction_op(_name, _doc))
+for _method in (Operators.var, Operators.var_mean, Operators.welford):
+    _method.__doc__ = f"{_method.__doc__}\n\n{REDUCTION_DIMS_RULE}"

@@ -58,7 +58,7 @@ def stride_order_to_allocation(ids: Sequence[IterDomain], stride_order: Sequence
                                op: str) -> list[IterDomain]:
     """nvFuser's rule: ``alloc[rank-1-stride_order[i]] = logical[i]`` (0 = innermost)."""
     r = len(ids)
-    so = [s % r if r else s for s in stride_order] if stride_order else []
+    so = [s % r if -r <= s < r else s for s in stride_order]
     if len(so) != r or sorted(so) != list(range(r)):
         raise DefinitionError(f"{op}: stride_order {list(stride_order)} is not a permutation of "
                               f"range({r})")
