@@ -1,9 +1,11 @@
 """Every definition error: a DefinitionError (a LayoutfuseError and a ValueError) that
-names the op or argument at fault; wrong argument types are TypeErrors."""
+names the op or argument at fault; wrong argument types are ArgumentTypeErrors (a
+DefinitionError and a TypeError)."""
 
 import pytest
+import torch
 
-from layoutfuse.errors import DefinitionError, LayoutfuseError
+from layoutfuse.errors import ArgumentTypeError, DefinitionError, InputListError, LayoutfuseError
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
 
@@ -78,9 +80,9 @@ DEFINITION_ERRORS = [
      lambda fd, t: fd.add_output(fd.define_scalar(1), stride_order=[0]),
      r"add_output: a Scalar output"),
     # ops
-    ("reduction dim range", lambda fd, t: fd.ops.sum(t[0], [2]), r"sum: dim 2 is out of range"),
-    ("reduction dims repeat", lambda fd, t: fd.ops.max(t[0], [0, -2]), r"max: dims"),
-    ("var dims range", lambda fd, t: fd.ops.var(t[0], [5], 1), r"var_mean: dim 5"),
+    ("reduction dim range", lambda fd, t: fd.ops.sum(t[0], [2]), r"sum: dims \[2\]: dim 2 is out of range for an input of rank 2"),
+    ("reduction dims repeat", lambda fd, t: fd.ops.max(t[0], [0, -2]), r"max: dims \[0, -2\] repeat a dim"),
+    ("var dims range", lambda fd, t: fd.ops.var(t[0], [5], 1), r"var: dims \[5\]: dim 5 is out of range"),
     ("permute not a permutation", lambda fd, t: fd.ops.permute(t[0], [0, 0]),
      r"permute: dims \[0, 0\]"),
     ("permute length", lambda fd, t: fd.ops.permute(t[0], [0]), r"permute: dims \[0\]"),
@@ -110,7 +112,7 @@ DEFINITION_ERRORS = [
     ("bitwise op on floats", lambda fd, t: fd.ops.bitwise_and(t[0], t[0]),
      r"bitwise_and: operands must be integers"),
     ("full negative extent", lambda fd, t: fd.ops.full([-1], fd.define_scalar(1.0),
-                                                       DataType.Float), r"full: negative extent"),
+                                                       DataType.Float), r"full: shape \[-1\] has the extent -1 at index 0"),
 ]
 
 
@@ -146,7 +148,7 @@ TYPE_ERRORS = [
 
 @pytest.mark.parametrize("name, call", TYPE_ERRORS, ids=[e[0] for e in TYPE_ERRORS])
 def test_type_error(name, call):
-    with pytest.raises(TypeError):
+    with pytest.raises(ArgumentTypeError):
         with FusionDefinition() as fd:
             call(fd, _tensors(fd))
 
@@ -178,3 +180,88 @@ def test_ops_after_completion_and_outside_definition():
 def test_unknown_fusion_id():
     with pytest.raises(DefinitionError, match="no fusion with this id"):
         FusionDefinition(7)
+
+
+# --- the messages of the reliability issue ---------------------------------------------------
+EVERY_REDUCTION = {
+    "sum": lambda fd, t, dims: fd.ops.sum(t, dims=dims),
+    "prod": lambda fd, t, dims: fd.ops.prod(t, dims),
+    "max": lambda fd, t, dims: fd.ops.max(t, dims, True),
+    "min": lambda fd, t, dims: fd.ops.min(t, dims=dims, dtype=DataType.Null),
+    "var": lambda fd, t, dims: fd.ops.var(t, dims, 1),
+    "var_mean": lambda fd, t, dims: fd.ops.var_mean(t, dims),
+    "welford": lambda fd, t, dims: fd.ops.welford(t, dims),
+}
+
+
+@pytest.mark.parametrize("op", sorted(EVERY_REDUCTION))
+def test_every_reduction_refuses_empty_dims_as_nvfuser_does(op):
+    """nvFuser: "No reduction axis specified" (torch would reduce every dim)."""
+    with pytest.raises(DefinitionError) as info:
+        with FusionDefinition() as fd:
+            EVERY_REDUCTION[op](fd, fd.define_tensor(shape=[-1, -1], contiguity=True), [])
+    assert str(info.value).startswith(f"{op}: dims is empty: no reduction axis specified")
+    assert "No reduction axis specified" in getattr(fd.ops, op).__doc__
+
+
+def test_reducing_every_dim_of_a_0_dim_tensor_is_refused():
+    with pytest.raises(DefinitionError, match=r"sum: the input has rank 0.*no reduction axis"):
+        with FusionDefinition() as fd:
+            fd.ops.sum(fd.define_tensor(shape=[], contiguity=[]))
+
+
+def test_dims_takes_a_list_as_in_nvfuser():
+    """nvFuser's bindings take ``dim: int`` or ``dims: list``; ``dims=1`` matches neither."""
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=True)
+        with pytest.raises(ArgumentTypeError) as info:
+            fd.ops.sum(t, dims=1)
+        assert str(info.value) == ("sum: dims must be a list of ints, got int 1; for one dim "
+                                   "pass dims=[1] or dim=1")
+        with pytest.raises(ArgumentTypeError, match=r"sum\(\) got both dim and dims"):
+            fd.ops.sum(t, dim=0, dims=[1])
+        with pytest.raises(ArgumentTypeError, match=r"max\(\) got an unexpected keyword "
+                                                    r"argument 'axis'; it takes dims"):
+            fd.ops.max(t, axis=[0])
+        assert fd.ops.sum(t, dim=1).ndim == fd.ops.sum(t, dims=[1]).ndim == 1
+        fd.add_output(t)
+
+
+def test_a_shape_extent_below_minus_one_names_the_op_and_argument():
+    """Before: ``extent must be >= 0, got -1`` from ir/domain.py, naming nothing (-1 now
+    keeps the input's extent, as in nvFuser: test_nvfuser_ops)."""
+    with pytest.raises(DefinitionError) as info:
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1, -1], contiguity=True)
+            fd.ops.broadcast_in_dim(t, shape=[-5, 6, 3], broadcast_dims=[0, 2])
+    assert str(info.value) == ("broadcast_in_dim: the value -5 at index 0 of shape was neither "
+                               "symbolic(-1), zero_element(0), broadcast(1), or static(>1)")
+
+
+def test_execute_takes_a_list_not_a_tensor():
+    """Before: a tensor was read as a list of its rows (one input per row)."""
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.neg(fd.define_tensor(shape=[-1, -1], contiguity=True)))
+    x = torch.arange(6.0).reshape(2, 3)
+    with pytest.raises(InputListError) as info:
+        fd.execute(x)
+    assert str(info.value) == (
+        "execute: inputs must be a list or tuple of the fusion's inputs (tensors and Python "
+        "scalars, in definition order), got torch.Tensor(shape=[2, 3], dtype=torch.float32, "
+        f"strides=[3, 1], device={x.device}); for one input pass [x]")
+
+
+@pytest.mark.parametrize("call", [
+    lambda fd, t, x: fd.ops.add(t, x),
+    lambda fd, t, x: fd.ops.permute(t, x),
+    lambda fd, t, x: fd.ops.reshape(t, [x]),
+    lambda fd, t, x: fd.ops.sum(t, [0], False, x),
+])
+def test_messages_describe_a_tensor_never_its_values(call):
+    x = torch.full((1000,), 12345.0)
+    with pytest.raises(ArgumentTypeError) as info:
+        with FusionDefinition() as fd:
+            call(fd, fd.define_tensor(shape=[-1, -1], contiguity=True), x)
+    message = str(info.value)
+    assert "torch.Tensor(shape=[1000], dtype=torch.float32, strides=[1]" in message
+    assert "12345" not in message and "tensor(" not in message

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from layoutfuse.ir.ops.elementwise import ROW_BY_NAME
 from layoutfuse.nvfuser import DataType, FusionDefinition, Tensor
+from support.execution import assert_ran_kernels
 
 INTEGRAL_OPS = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"}
 TORCH_FN = {
@@ -222,6 +223,23 @@ def test_shape_ops(reference_executor):
     assert "T13 = fd.ops.expand(T9, shape=[2, -1])" in text
     assert "fd.ops.squeeze(T9, dims=[0], squeeze_expanded=False)" in text
     assert "fd.ops.cast(T0, dtype=DataType.Half)" in text
+
+
+def test_broadcast_in_dim_minus_one_keeps_the_input_extent():
+    """nvFuser's broadcast_in_dim is broadcast then expand, whose -1 keeps the extent: the
+    input's on a mapped dim (symbolic here), 1 on a new dim. Run through the kernels."""
+    x = torch.randn(2, 3)
+
+    def body(fd):
+        t = fd.define_tensor(shape=[-1, -1], contiguity=True)
+        return (fd.ops.neg(fd.ops.broadcast_in_dim(t, shape=[-1, 4, 3], broadcast_dims=[0, 2])),
+                fd.ops.neg(fd.ops.broadcast_in_dim(t, shape=[2, -1, -1], broadcast_dims=[0, 2])))
+
+    fd, (a, b) = _run(body, [x])
+    assert torch.equal(a, -x[:, None, :].expand(2, 4, 3))
+    assert torch.equal(b, -x[:, None, :]) and b.shape == (2, 1, 3)
+    assert "fd.ops.broadcast_in_dim(T0, shape=[-1, 4, 3], broadcast_dims=[0, 2])" in repr(fd)
+    assert_ran_kernels(fd)
 
 
 def test_creation_and_size_queries(reference_executor):

@@ -13,7 +13,7 @@ import torch
 import layoutfuse.testing_api as api
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.dtypes import DataType, to_torch
-from layoutfuse.errors import DefinitionError, InputLayoutError
+from layoutfuse.errors import ArgumentTypeError, DefinitionError, InputLayoutError, LayoutfuseError
 from layoutfuse.ir.ops.elementwise import ROW_BY_NAME, DtypeRule
 from layoutfuse.reference import evaluate
 from layoutfuse.testing_api import Fusion, FusionExecutorCache, FusionGuard, IrBuilder, testing
@@ -102,6 +102,56 @@ def test_allocation_domain_accepts_reduction_axes():
         x = api.make_contig_concrete_tensor([2, 3])
         with pytest.raises(DefinitionError):
             x.set_allocation_domain([x.axis(1)], True)
+
+
+def test_allocation_domain_takes_axes_not_positions():
+    """Before: ``AttributeError: 'int' object has no attribute 'uid'``."""
+    with FusionGuard(Fusion()):
+        tv = api.make_contig_concrete_tensor([2, 3, 4, 5])
+        with pytest.raises(ArgumentTypeError) as info:
+            tv.set_allocation_domain([0, 2, 1, 3], True)
+    assert str(info.value) == (f"set_allocation_domain on T{tv.index}: ids[0] must be an "
+                               f"IterDomain (tv.axis(i)), got int 0; pass the axes, "
+                               f"[tv.axis(0), ...], not their positions")
+
+
+@pytest.mark.parametrize("contiguity, where", [
+    ("yes", "contiguity must be a bool or a list of bools and Nones (in allocation order), "
+            "got str 'yes'"),
+    ([True, "yes", True], "contiguity[1] must be a bool or None, got str 'yes'"),
+    ([True, 1, True], "contiguity[1] must be a bool or None, got int 1"),
+])
+def test_allocation_domain_contiguity_is_bools(contiguity, where):
+    """Before: ``'yes'`` was read as three characters at rank 3 and accepted."""
+    with FusionGuard(Fusion()):
+        tv = api.make_contig_concrete_tensor([2, 3, 4])
+        with pytest.raises(ArgumentTypeError) as info:
+            tv.set_allocation_domain([tv.axis(0), tv.axis(1), tv.axis(2)], contiguity)
+    assert str(info.value) == f"set_allocation_domain on T{tv.index}: {where}"
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda tv: api.sum(tv, []), "sum: dims is empty: no reduction axis specified"),
+    (lambda tv: api.welford(tv, []), "welford: dims is empty: no reduction axis specified"),
+    (lambda tv: api.variance(tv, [], 1), "var: dims is empty: no reduction axis specified"),
+    (lambda tv: api.mean(tv, 1.5), "sum: dims must be an int or a list of ints, got float 1.5"),
+    (lambda tv: api.permute(tv, 1), "permute: dims must be a list of ints, got int 1; for one "
+                                    "dim pass [1]"),
+    (lambda tv: api.expand(tv, [-5, 3]), "expand: shape [-5, 3] has the extent -5 at index 0; "
+                                         "extents are >= 0 or -1 (keep the input's extent)"),
+    (lambda tv: api.expand(tv, [2.5, 3]), "expand: shape[0] must be an int or an integer "
+                                          "Scalar, got float 2.5"),
+    (lambda tv: api.squeeze(tv, [5]), "squeeze: dims [5]: dim 5 is out of range for an input "
+                                      "of rank 2"),
+    (lambda tv: api.add(tv, torch.ones(7)), "add: cannot use torch.Tensor(shape=[7], "
+                                            "dtype=torch.float32, strides=[1]"),
+])
+def test_op_argument_errors_name_the_op_and_argument(call, message):
+    with FusionGuard(Fusion()):
+        tv = api.make_contig_tensor(2)
+        with pytest.raises(LayoutfuseError) as info:
+            call(tv)
+    assert str(info.value).startswith(message)
 
 
 # --- ops ------------------------------------------------------------------------------------------

@@ -6,11 +6,11 @@ Every value belongs to one Fusion and is produced by at most one Expr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..dtypes import DataType
-from ..errors import DefinitionError
+from ..errors import ArgumentTypeError, DefinitionError, describe
 from .domain import AllocationDomain, IterDomain
 
 if TYPE_CHECKING:
@@ -85,6 +85,8 @@ class TensorView(Val):
     def axis(self, i: int) -> IterDomain:
         """Axis ``i`` of the logical domain, reduction axes included (nvFuser's ``axis``)."""
         n = len(self.logical)
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise ArgumentTypeError(f"axis of T{self.index}: i must be an int, got {describe(i)}")
         if not -n <= i < n:
             raise DefinitionError(f"axis {i} is out of range for a tensor of {n} logical axes")
         return self.logical[i % n]
@@ -94,7 +96,7 @@ class TensorView(Val):
         return tuple(d.extent for d in self.shape_domain)
 
     # --- layout ----------------------------------------------------------------
-    def set_allocation_domain(self, ids: Iterable[IterDomain],
+    def set_allocation_domain(self, ids: Sequence[IterDomain],
                               contiguity: bool | Sequence[bool | None] = True) -> None:
         """Declare the memory order (outermost first) and contiguity of this tensor.
 
@@ -102,7 +104,7 @@ class TensorView(Val):
         included, or left out, in which case they are appended). ``contiguity`` is a
         bool for every allocated axis, or a list in allocation order.
         """
-        ids = list(ids)
+        ids = self._allocation_ids(ids)
         logical_set = {d.uid for d in self.logical}
         if any(d.uid not in logical_set for d in ids) or len({d.uid for d in ids}) != len(ids):
             raise DefinitionError(
@@ -121,13 +123,39 @@ class TensorView(Val):
                 None if (d.is_broadcast or d.is_reduction) else contiguity for d in ids
             )
         else:
-            contig = tuple(contiguity) + (None,) * len(missing)
+            contig = self._contiguity_list(contiguity) + (None,) * len(missing)
             if len(contig) != len(ids):
                 raise DefinitionError(
                     f"set_allocation_domain on T{self.index}: contiguity has {len(contiguity)} "
                     f"entries, expected {len(ids) - len(missing)}"
                 )
         self.allocation = AllocationDomain(tuple(ids), contig)
+
+    def _allocation_ids(self, ids: object) -> list[IterDomain]:
+        """The ids argument of ``set_allocation_domain``: a list of this tensor's axes."""
+        where = f"set_allocation_domain on T{self.index}"
+        if not isinstance(ids, list | tuple):
+            raise ArgumentTypeError(f"{where}: ids must be a list of IterDomains (tv.axis(i)), "
+                                    f"got {describe(ids)}")
+        for k, d in enumerate(ids):
+            if not isinstance(d, IterDomain):
+                hint = (f"; pass the axes, [tv.axis({d}), ...], not their positions"
+                        if isinstance(d, int) and not isinstance(d, bool) else "")
+                raise ArgumentTypeError(f"{where}: ids[{k}] must be an IterDomain (tv.axis(i)), "
+                                        f"got {describe(d)}{hint}")
+        return list(ids)
+
+    def _contiguity_list(self, contiguity: object) -> tuple[bool | None, ...]:
+        """The contiguity argument of ``set_allocation_domain`` when it is not one bool."""
+        where = f"set_allocation_domain on T{self.index}"
+        if not isinstance(contiguity, list | tuple):
+            raise ArgumentTypeError(f"{where}: contiguity must be a bool or a list of bools and "
+                                    f"Nones (in allocation order), got {describe(contiguity)}")
+        for k, c in enumerate(contiguity):
+            if c is not None and not isinstance(c, bool):
+                raise ArgumentTypeError(f"{where}: contiguity[{k}] must be a bool or None, got "
+                                        f"{describe(c)}")
+        return tuple(contiguity)
 
     @property
     def allocation_order(self) -> tuple[int, ...]:

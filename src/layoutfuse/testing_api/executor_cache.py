@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ..errors import DefinitionError
+from ..errors import ArgumentTypeError, describe
 from ..ir import Fusion
 from ..runtime.executor import FusionExecutor
 
@@ -21,7 +21,8 @@ class FusionExecutorCache:
 
     def __init__(self, fusion: Fusion):
         if not isinstance(fusion, Fusion):
-            raise DefinitionError(f"FusionExecutorCache: expected a Fusion, got {fusion!r}")
+            raise ArgumentTypeError(f"FusionExecutorCache: fusion must be a Fusion, got "
+                                    f"{describe(fusion)}")
         self._fusion = fusion
         self._executor = FusionExecutor(fusion)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dtypes import COMPLEX, DataType, is_boolean, is_floating, is_integral
-from ..errors import DefinitionError
+from ..errors import ArgumentTypeError, DefinitionError, describe
 from ..ir import Scalar, current_fusion
 
 
@@ -18,8 +18,7 @@ def _dtype_of(value: Any) -> DataType:
         return DataType.Double
     if isinstance(value, complex):
         return DataType.ComplexDouble
-    raise DefinitionError(f"IrBuilder.create_val: cannot make a scalar of "
-                          f"{type(value).__name__} {value!r}")
+    raise ArgumentTypeError(f"IrBuilder.create_val: cannot make a scalar of {describe(value)}")
 
 
 def _convert(value: Any, dtype: DataType) -> Any:

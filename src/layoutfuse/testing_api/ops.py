@@ -21,6 +21,7 @@ from ..errors import DefinitionError
 from ..ir import Scalar, TensorView, Val
 from ..ir import ops as ir_ops
 from ..ir.ops.common import static_value
+from ..ir.ops.reductions import REDUCTION_DIMS_RULE
 from ..ir.ops.reductions import ROWS as REDUCTION_ROWS
 
 # --- reductions ------------------------------------------------------------------------------
@@ -39,7 +40,8 @@ def _reduction_function(name: str) -> Callable:
     op.__name__ = op.__qualname__ = name
     op.__module__ = __name__
     op.__doc__ = f"``{name}(tv, reduction_axes, keep_dim, dtype)``" + (
-        f"; with a Val second operand, nvFuser's binary ``{name}``." if binary else ".")
+        f"; with a Val second operand, nvFuser's binary ``{name}``." if binary else ".") + \
+        f"\n\n{REDUCTION_DIMS_RULE}"
     return op
 
 
@@ -54,8 +56,8 @@ def mean(tv: TensorView, axes, keep_dim: bool = False) -> TensorView:
     """``mean(tv, dims, keepdim)``: the sum divided by the number of reduced elements."""
     if is_integral(tv.dtype) or is_boolean(tv.dtype):
         tv = ir_ops.cast(tv, DataType.Float)
+    total = ir_ops.reduction("sum", tv, axes, keepdim=keep_dim)   # checks axes
     dims = [axes] if isinstance(axes, int) else list(axes)
-    total = ir_ops.reduction("sum", tv, dims, keepdim=keep_dim)
     count: Scalar | int = 1
     for d in dims:
         extent = tv.shape_domain[d].extent
@@ -93,6 +95,8 @@ def var_mean(tv: TensorView, dims, correction: int | bool = 1,
 
 
 variance_mean = var_mean
+for _statistic in (mean, welford, variance, var_mean):
+    _statistic.__doc__ = f"{_statistic.__doc__}\n\n{REDUCTION_DIMS_RULE}"
 
 
 # --- casts ------------------------------------------------------------------------------------
@@ -126,7 +130,7 @@ def permute(tv: TensorView, new2old) -> TensorView:
     """
     if isinstance(new2old, Mapping):
         new2old = _old2new_to_new2old(dict(new2old), tv.ndim)
-    return ir_ops.permute(tv, list(new2old))
+    return ir_ops.permute(tv, new2old)
 
 
 def _old2new_to_new2old(old2new: dict[int, int], ndim: int) -> list[int]:

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..dtypes import DataType
-from ..errors import DefinitionError
+from ..errors import DefinitionError, describe
 from ..ir import IterDomain, TensorView, current_fusion
 
 
 def _axis(extent: int, maker: str) -> IterDomain:
     if not isinstance(extent, int) or isinstance(extent, bool) or extent < -1:
-        raise DefinitionError(f"{maker}: shape entries must be ints >= -1, got {extent!r}")
+        raise DefinitionError(f"{maker}: shape entries must be ints >= -1, got {describe(extent)}")
     if extent == 1:
         return IterDomain.broadcast(1)
     return IterDomain.iteration(None if extent == -1 else extent)
@@ -34,7 +34,7 @@ def _make(shape: Sequence[int], dtype: DataType, contiguous: bool, maker: str) -
 
 def _rank(ndims: int, maker: str) -> int:
     if not isinstance(ndims, int) or isinstance(ndims, bool) or ndims < 0:
-        raise DefinitionError(f"{maker}: ndims must be an int >= 0, got {ndims!r}")
+        raise DefinitionError(f"{maker}: ndims must be an int >= 0, got {describe(ndims)}")
     return ndims
 
 

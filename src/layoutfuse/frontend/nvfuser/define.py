@@ -9,15 +9,16 @@ import warnings
 import torch
 
 from ...dtypes import COMPLEX, FLOATING, INTEGRAL, DataType, from_torch
-from ...errors import DefinitionError
+from ...errors import DefinitionError, UnsupportedError, describe
 from ...ir import Scalar as IrScalar
 from ...ir import TensorView
 from ...ir import ops as ir_ops
 from ...ir.ops.shape import stride_order_to_allocation
 from . import descriptors as desc
+from .arguments import bind_arguments, bool_arg, dtype_arg, int_list, type_error
 from .handles import Scalar, Tensor, Vector
 from .printer import format_list, format_value
-from .recording import _MISSING, bind_arguments, int_list
+from .recording import _MISSING
 
 _CANONICAL = ("shape", "contiguity", "dtype", "is_cpu", "stride_order")
 _FROM_STRIDES = ("sizes", "strides", "dtype", "static_sizes", "is_cpu")
@@ -45,8 +46,7 @@ def constant_value(value, dtype: DataType | None):
     elif isinstance(value, numbers.Complex):
         inferred = DataType.ComplexDouble
     else:
-        raise TypeError(f"define_scalar: value must be a bool, int, float or complex, got "
-                        f"{type(value).__name__} {value!r}")
+        raise type_error("define_scalar", "value", "a bool, int, float or complex", value)
     dtype = inferred if dtype is None else dtype
     if dtype is DataType.Bool:
         return bool(value), dtype
@@ -84,7 +84,7 @@ class DefineMixin:
                                {"contiguity": False, "dtype": DataType.Float, "is_cpu": False,
                                 "stride_order": ()})
             if not isinstance(b["shape"], list | tuple):
-                raise TypeError(f"define_tensor: shape must be a list, got {b['shape']!r}")
+                raise type_error("define_tensor", "shape", "a list of ints", b["shape"])
             shape = list(b["shape"])
             contiguity = b["contiguity"]
             stride_order = int_list(b["stride_order"], "define_tensor", "stride_order")
@@ -93,15 +93,12 @@ class DefineMixin:
         if isinstance(contiguity, bool):
             contiguity = desc.contiguity_from_bool(shape, so, contiguity)
         elif not isinstance(contiguity, list | tuple):
-            raise TypeError(f"define_tensor: contiguity must be a list or a bool, got "
-                            f"{contiguity!r}")
+            raise type_error("define_tensor", "contiguity", "a list or a bool", contiguity)
         contiguity = desc.check_contiguity(contiguity, shape, so)
-        dtype = b["dtype"]
-        if not isinstance(dtype, DataType):
-            raise TypeError(f"define_tensor: dtype must be a DataType, got {dtype!r}")
+        dtype = dtype_arg(b["dtype"], "define_tensor")
         if dtype is DataType.Null:
             raise DefinitionError("define_tensor: dtype DataType.Null is not a tensor dtype")
-        is_cpu = bool(b["is_cpu"])
+        is_cpu = bool_arg(b["is_cpu"], "define_tensor", "is_cpu")
         if is_cpu and shape:
             raise DefinitionError("define_tensor: CPU non-scalar tensor is not supported! "
                                   f"(is_cpu=True with shape {shape})")
@@ -123,10 +120,15 @@ class DefineMixin:
         only a 0-dim CPU tensor is defined with ``is_cpu=True``.
         """
         if not isinstance(tensor, torch.Tensor):
-            raise TypeError(f"from_pytorch: expected a torch.Tensor, got {type(tensor).__name__}")
+            raise type_error("from_pytorch", "tensor", "a torch.Tensor", tensor)
+        try:
+            dtype = from_torch(tensor.dtype)
+        except ValueError:
+            raise UnsupportedError(f"from_pytorch: tensor has dtype {tensor.dtype}, which has "
+                                   f"no DataType ({describe(tensor)})") from None
         return self.define_tensor(
             sizes=tuple(tensor.size()), strides=tuple(tensor.stride()),
-            dtype=from_torch(tensor.dtype), static_sizes=static_sizes,
+            dtype=dtype, static_sizes=static_sizes,
             is_cpu=tensor.is_cpu and tensor.dim() == 0,
         )
 
@@ -140,8 +142,8 @@ class DefineMixin:
         value, dtype = b["value"], b["dtype"]
         if isinstance(value, DataType) and dtype is None:
             value, dtype = _MISSING, value
-        if dtype is not None and not isinstance(dtype, DataType):
-            raise TypeError(f"define_scalar: dtype must be a DataType, got {dtype!r}")
+        if dtype is not None:
+            dtype = dtype_arg(dtype, "define_scalar")
         if value is _MISSING or value is None:
             dtype = DataType.Double if dtype is None else dtype
             if dtype is DataType.Null:

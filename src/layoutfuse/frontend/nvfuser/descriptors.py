@@ -14,7 +14,7 @@ Conventions (from nvFuser's ``python_utils.cpp`` and ``TensorDomain``):
 from __future__ import annotations
 
 from ...dtypes import DataType
-from ...errors import DefinitionError
+from ...errors import ArgumentTypeError, DefinitionError, describe
 from ...ir import Fusion, IterDomain, TensorView
 from ...ir.ops.shape import stride_order_to_allocation
 from ...runtime.allocate import dense_strides as _dense_in_order
@@ -99,7 +99,7 @@ def check_shape(shape, op: str = "define_tensor") -> list[int]:
     shape = list(shape)
     for i, s in enumerate(shape):
         if not isinstance(s, int) or isinstance(s, bool):
-            raise DefinitionError(f"{op}: shape[{i}] = {s!r} is not an int")
+            raise ArgumentTypeError(f"{op}: shape[{i}] must be an int, got {describe(s)}")
         if s < -1:
             raise DefinitionError(f"{op}: the value {s} at index {i} of shape was neither "
                                   f"symbolic(-1), zero_element(0), broadcast(1), or static(>1)")
@@ -115,8 +115,10 @@ def normalize_stride_order(stride_order, rank: int, op: str = "define_tensor") -
         raise DefinitionError(f"{op}: stride_order {so} has {len(so)} entries but the tensor has "
                               f"rank {rank}")
     for v in so:
-        if not isinstance(v, int) or isinstance(v, bool) or not -rank <= v < rank:
-            raise DefinitionError(f"{op}: stride_order entry {v!r} is out of range "
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ArgumentTypeError(f"{op}: stride_order entries must be ints, got {describe(v)}")
+        if not -rank <= v < rank:
+            raise DefinitionError(f"{op}: stride_order entry {v} is out of range "
                                   f"[{-rank}, {rank})")
     wrapped = [v % rank for v in so]
     if len(set(wrapped)) != rank:
@@ -147,7 +149,8 @@ def check_contiguity(contiguity, shape: list[int], stride_order: list[int],
                               f"shape ({rank})")
     for k, c in enumerate(contiguity):
         if c is not None and not isinstance(c, bool):
-            raise DefinitionError(f"{op}: contiguity[{k}] = {c!r}; expected True, False or None")
+            raise ArgumentTypeError(f"{op}: contiguity[{k}] must be True, False or None, got "
+                                    f"{describe(c)}")
     for i, s in enumerate(shape):
         pos = allocation_position(rank, stride_order, i)
         if s == 1 and contiguity[pos] is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ...errors import DefinitionError, UnsupportedError
+from ...errors import DefinitionError, InputListError, UnsupportedError, describe
 from .cache import CacheEntry, FusionCache
 from .define import DefineMixin
 from .ops_namespace import Operators
@@ -230,6 +230,7 @@ class FusionDefinition(DefineMixin):
                 self.profiled = False
                 self._debug_output = None
                 return outputs
+        _check_input_list(inputs)
         self.profiled = profile
         if self._entry is None:
             self._define_from_subclass()
@@ -263,6 +264,16 @@ class FusionDefinition(DefineMixin):
             self._abandon_definition()
             raise
         self._finalize_definition()
+
+
+def _check_input_list(inputs) -> None:
+    """``execute`` takes its inputs as one list or tuple (a tensor is not a list of its rows)."""
+    if isinstance(inputs, list | tuple):
+        return
+    hint = "; for one input pass [x]" if isinstance(inputs, torch.Tensor) else ""
+    raise InputListError(f"execute: inputs must be a list or tuple of the fusion's inputs "
+                         f"(tensors and Python scalars, in definition order), got "
+                         f"{describe(inputs)}{hint}")
 
 
 def _profile_of(fusion_id: int, record, host_ms: float) -> FusionProfile:

@@ -4,7 +4,7 @@ A handle names one recorded state (``T3``, ``S5``, ``V10``: one counter for all
 kinds, as in nvFuser) and wraps the IR value it stands for. Operators on handles
 record ``fd.ops`` calls. As in nvFuser:
 
-* operands must be handles: Python numbers raise TypeError (define them with
+* operands must be handles: Python numbers raise ArgumentTypeError (a TypeError) (define them with
   ``fd.define_scalar``); there are no reflected operators, so ``1.0 + t`` fails;
 * ``/`` is ``div`` (truncating for integers), ``%`` is ``mod``;
 * ``==`` and ``!=`` between two handles of the same kind compare identity and
@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...dtypes import DataType
+from ...errors import ArgumentTypeError, describe
 
 if TYPE_CHECKING:
     from ...ir import Val
@@ -53,9 +54,9 @@ class _Handle:
 def _binary_operator(op_name: str, symbol: str):
     def method(self, other):
         if not isinstance(other, Tensor | Scalar):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"unsupported operand type for {symbol} (fd.ops.{op_name}): {type(self).__name__} "
-                f"and {type(other).__name__}; operands must be Tensor or Scalar handles "
+                f"and {describe(other)}; operands must be Tensor or Scalar handles "
                 f"(define Python numbers with fd.define_scalar)")
         return getattr(self._fd.ops, op_name)(self, other)
 

@@ -11,17 +11,28 @@ AttributeError, as an unknown attribute of nvFuser's ``Operators`` is.
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING
 
 from ...dtypes import DataType
-from ...errors import DefinitionError
+from ...errors import ArgumentTypeError, DefinitionError
 from ...ir import ops as ir_ops
 from ...ir.ops import scalars as ir_scalars
 from ...ir.ops.elementwise import ROW_BY_NAME
+from ...ir.ops.reductions import REDUCTION_DIMS_RULE
 from ...ir.ops.reductions import ROWS as REDUCTION_ROWS
+from .arguments import (
+    bind_arguments,
+    bool_arg,
+    bool_list,
+    dtype_arg,
+    int_arg,
+    int_list,
+    is_int,
+    type_error,
+)
 from .handles import Scalar, Tensor, Vector
 from .printer import format_list
-from .recording import bind_arguments, int_list
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
@@ -30,67 +41,92 @@ if TYPE_CHECKING:
 # (truncating, like fmod).
 ALIASES = {"mod": "fmod"}
 
-# The reductions of one result (sum, prod, max, min), one operator each.
-REDUCTIONS = tuple(r.name for r in REDUCTION_ROWS if r.n_results == 1)
+# The reductions of one result (sum, prod, max, min), one operator each, and their rows' docs.
+REDUCTIONS = {r.name: r.doc for r in REDUCTION_ROWS if r.n_results == 1}
 
 
-def _check_dtype(dtype, op: str, allow_null: bool = False) -> DataType:
-    if not isinstance(dtype, DataType):
-        raise TypeError(f"{op}: dtype must be a DataType, got {dtype!r}")
+def _dtype(dtype, op: str, allow_null: bool = False) -> DataType:
+    dtype = dtype_arg(dtype, op)
     if dtype is DataType.Null and not allow_null:
         raise DefinitionError(f"{op}: dtype DataType.Null is not a valid dtype here")
     return dtype
 
 
-def _check_bool(x, op: str, arg: str) -> bool:
-    if not isinstance(x, bool):
-        raise TypeError(f"{op}: {arg} must be a bool, got {x!r}")
-    return x
+def _operand_names(arity: int) -> tuple[str, ...]:
+    return ("arg",) if arity == 1 else tuple(f"arg{k + 1}" for k in range(arity))
 
 
 def _pointwise_op(name: str, row_name: str, arity: int):
+    names = _operand_names(arity)
+
     def op(self, *args):
         if len(args) != arity:
-            raise TypeError(f"fd.ops.{name}() takes {arity} operands ({len(args)} given)")
+            raise ArgumentTypeError(f"fd.ops.{name}() takes {arity} operands "
+                                    f"({', '.join(names)}), {len(args)} given")
         rec = self._fd._recorder_for(name)
-        vals = [rec.operand(a, name, f"operand {k + 1}") for k, a in enumerate(args)]
+        vals = [rec.operand(a, name, n) for a, n in zip(args, names)]
         out = ir_ops.pointwise(row_name, *vals)
         return rec.emit(out, f"fd.ops.{name}({', '.join(a.name for a in args)})")
 
     op.__name__ = name
     op.__doc__ = f"nvFuser's ``{name}``: {arity} Tensor or Scalar operands."
+    op.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+        + [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names])
     return op
 
 
-def _reduction_arguments(op: str, ndim: int, args: tuple, kwargs: dict):
-    """nvFuser's three forms: (dtype), (dim: int, keepdim, dtype), (dims: list, keepdim, dtype)."""
-    if (args and isinstance(args[0], DataType)) or (
-        not args and "dim" not in kwargs and "dims" not in kwargs
-    ):
-        b = bind_arguments(op, ("dtype",), args, kwargs, {"dtype": DataType.Null})
-        dims, keepdim = list(range(ndim)), False
-    else:
-        first = args[0] if args else kwargs.get("dim", kwargs.get("dims"))
-        form = "dim" if isinstance(first, int) and not isinstance(first, bool) else "dims"
-        b = bind_arguments(op, (form, "keepdim", "dtype"), args, kwargs,
+def _reduction_arguments(op: str, args: tuple, kwargs: dict):
+    """nvFuser's three forms: (dtype), (dim: int, keepdim, dtype), (dims: list, keepdim, dtype).
+
+    As in nvFuser's bindings, the form is chosen by the keyword (``dim=`` or ``dims=``) or by
+    the type of the second argument; ``dims`` takes a list only (``dims=1`` is refused with
+    the two spellings that work). Returns (dims or None for every dim, keepdim, dtype).
+    """
+    unknown = sorted(set(kwargs) - {"dim", "dims", "keepdim", "dtype"})
+    if unknown or {"dim", "dims"} <= set(kwargs):
+        got = f"an unexpected keyword argument {unknown[0]!r}" if unknown else "both dim and dims"
+        raise ArgumentTypeError(f"{op}() got {got}; it takes dims (a list of ints) or dim (an "
+                                f"int), then keepdim and dtype")
+    first = args[0] if args else None
+    if "dims" in kwargs or (args and not is_int(first) and not isinstance(first, DataType)):
+        b = bind_arguments(op, ("dims", "keepdim", "dtype"), args, kwargs,
                            {"keepdim": False, "dtype": DataType.Null})
-        dims = [b["dim"]] if form == "dim" else int_list(b["dims"], op, "dims")
-        keepdim = _check_bool(b["keepdim"], op, "keepdim")
-    return dims, keepdim, _check_dtype(b["dtype"], op, allow_null=True)
+        if is_int(b["dims"]):
+            raise type_error(op, "dims", "a list of ints", b["dims"],
+                             f"; for one dim pass dims=[{b['dims']}] or dim={b['dims']}")
+        dims = int_list(b["dims"], op, "dims")
+    elif "dim" in kwargs or is_int(first):
+        b = bind_arguments(op, ("dim", "keepdim", "dtype"), args, kwargs,
+                           {"keepdim": False, "dtype": DataType.Null})
+        dims = [int_arg(b["dim"], op, "dim")]
+    else:
+        b = bind_arguments(op, ("dtype",), args, kwargs, {"dtype": DataType.Null})
+        b["keepdim"], dims = False, None
+    return dims, bool_arg(b["keepdim"], op, "keepdim"), _dtype(b["dtype"], op, allow_null=True)
 
 
-def _reduction_op(name: str):
+def _reduction_op(name: str, doc: str):
     def op(self, arg, *args, **kwargs):
         rec = self._fd._recorder_for(name)
         x = rec.tensor(arg, name)
-        dims, keepdim, dtype = _reduction_arguments(name, x.ndim, args, kwargs)
+        dims, keepdim, dtype = _reduction_arguments(name, args, kwargs)
         out = ir_ops.reduction(name, x, dims, keepdim, dtype)
+        dims = list(range(x.ndim)) if dims is None else dims
         return rec.emit(out, f"fd.ops.{name}({arg.name}, dims={format_list(dims)}, "
                              f"keepdim={keepdim}, dtype={dtype!r})")
 
     op.__name__ = name
-    op.__doc__ = (f"``{name}(arg, dtype=Null)``, ``{name}(arg, dim: int, keepdim=False, "
-                  f"dtype=Null)`` or ``{name}(arg, dims: list, keepdim=False, dtype=Null)``.")
+    op.__doc__ = (f"``{name}(arg, dtype=Null)`` (every dim), ``{name}(arg, dim: int, "
+                  f"keepdim=False, dtype=Null)`` or ``{name}(arg, dims: list, keepdim=False, "
+                  f"dtype=Null)``: {doc}.\n\n{REDUCTION_DIMS_RULE}")
+    op.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("arg", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("dims", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("keepdim", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False),
+        inspect.Parameter("dtype", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          default=DataType.Null)])
     return op
 
 
@@ -107,7 +143,7 @@ class Operators:
     def cast(self, arg, dtype):
         rec = self._fd._recorder_for("cast")
         x = rec.operand(arg, "cast", "arg")
-        dtype = _check_dtype(dtype, "cast")
+        dtype = _dtype(dtype, "cast")
         same = isinstance(arg, Tensor) and x.dtype is dtype
         out = ir_ops.set_(x) if same else ir_ops.cast(x, dtype)  # nvFuser: castOp -> set
         return rec.emit(out, f"fd.ops.cast({arg.name}, dtype={dtype!r})")
@@ -126,6 +162,7 @@ class Operators:
 
     # --- Welford family -------------------------------------------------------------------
     def var(self, arg, dims, correction, keepdim=False):
+        """The variance over ``dims`` with ``correction`` (required, as in nvFuser)."""
         rec = self._fd._recorder_for("var")
         x = rec.tensor(arg, "var")
         dims, correction, keepdim = self._norm_args("var", dims, correction, keepdim)
@@ -155,10 +192,8 @@ class Operators:
 
     @staticmethod
     def _norm_args(op, dims, correction, keepdim):
-        dims = int_list(dims, op, "dims")
-        if not isinstance(correction, int) or isinstance(correction, bool):
-            raise TypeError(f"{op}: correction must be an int, got {correction!r}")
-        return dims, correction, _check_bool(keepdim, op, "keepdim")
+        return (int_list(dims, op, "dims"), int_arg(correction, op, "correction"),
+                bool_arg(keepdim, op, "keepdim"))
 
     # --- shape ops --------------------------------------------------------------------------
     def permute(self, arg, dims):
@@ -200,12 +235,7 @@ class Operators:
     def broadcast(self, arg, is_broadcast_dim):
         rec = self._fd._recorder_for("broadcast")
         x = rec.tensor(arg, "broadcast")
-        if not isinstance(is_broadcast_dim, list | tuple) or any(
-            not isinstance(b, bool) for b in is_broadcast_dim
-        ):
-            raise TypeError(f"broadcast: is_broadcast_dim must be a list of bools, got "
-                            f"{is_broadcast_dim!r}")
-        flags = list(is_broadcast_dim)
+        flags = bool_list(is_broadcast_dim, "broadcast", "is_broadcast_dim")
         out = ir_ops.broadcast(x, flags)
         return rec.emit(out, f"fd.ops.broadcast({arg.name}, is_broadcast_dim={format_list(flags)})")
 
@@ -220,7 +250,7 @@ class Operators:
         rec = self._fd._recorder_for("squeeze")
         x = rec.tensor(arg, "squeeze")
         dims = int_list(dims, "squeeze", "dims")
-        squeeze_expanded = _check_bool(squeeze_expanded, "squeeze", "squeeze_expanded")
+        squeeze_expanded = bool_arg(squeeze_expanded, "squeeze", "squeeze_expanded")
         out = ir_ops.squeeze(x, dims, squeeze_expanded)
         return rec.emit(out, f"fd.ops.squeeze({arg.name}, dims={format_list(dims)}, "
                              f"squeeze_expanded={squeeze_expanded})")
@@ -229,7 +259,7 @@ class Operators:
     def full(self, shape, fill_value, dtype):
         rec = self._fd._recorder_for("full")
         fill = rec.scalar(fill_value, "full", "fill_value")
-        dtype = _check_dtype(dtype, "full")
+        dtype = _dtype(dtype, "full")
         vec, text = rec.shape(shape, "full")
         out = ir_ops.full(vec, fill, dtype)
         return rec.emit(out, f"fd.ops.full(shape={text}, fill_value={fill_value.name}, "
@@ -240,7 +270,7 @@ class Operators:
         n = rec.scalar(length, "iota", "length")
         st = None if start is None else rec.scalar(start, "iota", "start")
         sp = None if step is None else rec.scalar(step, "iota", "step")
-        dtype = _check_dtype(dtype, "iota")
+        dtype = _dtype(dtype, "iota")
         out = ir_ops.iota(n, st, sp, dtype)
         names = [h.name if h is not None else "None" for h in (length, start, step)]
         return rec.emit(out, f"fd.ops.iota({', '.join(names)}, dtype={dtype!r})")
@@ -256,21 +286,17 @@ class Operators:
     def size(self, arg, dim) -> Scalar:
         rec = self._fd._recorder_for("size")
         x = rec.tensor(arg, "size")
-        if not isinstance(dim, int) or isinstance(dim, bool):
-            raise TypeError(f"size: dim must be an int, got {dim!r}")
+        dim = int_arg(dim, "size", "dim")
         return rec.emit(ir_scalars.size(x, dim), f"fd.ops.size({arg.name}, dim={dim})")
 
     def at(self, arg, index) -> Scalar:
         rec = self._fd._recorder_for("at")
-        if not isinstance(arg, Vector):
-            raise TypeError(f"at: arg must be a Vector, got {type(arg).__name__} {arg!r}")
-        rec._own(arg, "at", "arg")
-        if not isinstance(index, int) or isinstance(index, bool):
-            raise TypeError(f"at: index must be an int, got {index!r}")
-        n = arg.size
+        vec = rec.vector(arg, "at", "arg")
+        index = int_arg(index, "at", "index")
+        n = vec.size
         if not -n <= index < n:
             raise DefinitionError(f"at: index {index} is out of range for a Vector of size {n}")
-        return rec.emit(arg._val.elements[index], f"fd.ops.at({arg.name}, index={index})")
+        return rec.emit(vec.elements[index], f"fd.ops.at({arg.name}, index={index})")
 
     def tensor_sizes(self, arg) -> list[Scalar]:
         rec = self._fd._recorder_for("tensor_sizes")
@@ -284,5 +310,7 @@ for _name, _row in ROW_BY_NAME.items():
     setattr(Operators, _name, _pointwise_op(_name, _name, _row.arity))
 for _alias, _target in ALIASES.items():
     setattr(Operators, _alias, _pointwise_op(_alias, _target, ROW_BY_NAME[_target].arity))
-for _name in REDUCTIONS:
-    setattr(Operators, _name, _reduction_op(_name))
+for _name, _doc in REDUCTIONS.items():
+    setattr(Operators, _name, _reduction_op(_name, _doc))
+for _method in (Operators.var, Operators.var_mean, Operators.welford):
+    _method.__doc__ = f"{_method.__doc__}\n\n{REDUCTION_DIMS_RULE}"

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ...dtypes import DataType
 from ...errors import DefinitionError
 from ...ir import Fusion, FusionGuard, TensorView
 from ...ir import Scalar as IrScalar
 from ...ir import Vector as IrVector
+from .arguments import is_int, type_error
 from .handles import Scalar, Tensor, Vector, _Handle
 from .printer import format_list, record_line
 
@@ -24,32 +27,15 @@ if TYPE_CHECKING:
 _MISSING = object()
 
 
-def bind_arguments(op: str, names: tuple[str, ...], args: tuple, kwargs: dict,
-                   defaults: dict[str, Any]) -> dict[str, Any]:
-    """Python's argument binding for an overload given as parameter names and defaults."""
-    if len(args) > len(names):
-        raise TypeError(f"{op}() takes at most {len(names)} arguments ({len(args)} given)")
-    bound = dict(zip(names, args))
-    for k, v in kwargs.items():
-        if k not in names:
-            raise TypeError(f"{op}() got an unexpected keyword argument {k!r}")
-        if k in bound:
-            raise TypeError(f"{op}() got multiple values for argument {k!r}")
-        bound[k] = v
-    for k in names:
-        if k not in bound:
-            if k not in defaults:
-                raise TypeError(f"{op}() missing required argument {k!r}")
-            bound[k] = defaults[k]
-    return bound
-
-
-def int_list(x, op: str, arg: str) -> list[int]:
-    if not isinstance(x, list | tuple) or any(
-        not isinstance(v, int) or isinstance(v, bool) for v in x
-    ):
-        raise TypeError(f"{op}: {arg} must be a list of ints, got {x!r}")
-    return list(x)
+def _hint(x) -> str:
+    """What to do instead, for the usual mistakes: a torch tensor or a Python number where a
+    handle goes."""
+    if isinstance(x, torch.Tensor):
+        return ("; define a fusion input with fd.define_tensor or fd.from_pytorch and pass "
+                "the torch tensor to execute")
+    if isinstance(x, bool | int | float | complex):
+        return "; Python numbers are not accepted, define them with fd.define_scalar"
+    return ""
 
 
 class Recorder:
@@ -84,22 +70,25 @@ class Recorder:
 
     def tensor(self, x, op: str, arg: str = "arg") -> TensorView:
         if not isinstance(x, Tensor):
-            raise TypeError(f"{op}: {arg} must be a Tensor, got {type(x).__name__} {x!r}")
+            raise type_error(op, arg, "a Tensor", x, _hint(x))
         self._own(x, op, arg)
         return x._val
 
     def scalar(self, x, op: str, arg: str) -> IrScalar:
         if not isinstance(x, Scalar):
-            raise TypeError(f"{op}: {arg} must be a Scalar (define Python numbers with "
-                            f"fd.define_scalar), got {type(x).__name__} {x!r}")
+            raise type_error(op, arg, "a Scalar", x, _hint(x))
         self._own(x, op, arg)
         return x._val
 
     def operand(self, x, op: str, arg: str):
         if not isinstance(x, Tensor | Scalar):
-            raise TypeError(f"{op}: {arg} must be a Tensor or Scalar, got {type(x).__name__} "
-                            f"{x!r}; Python numbers are not accepted, define them with "
-                            f"fd.define_scalar")
+            raise type_error(op, arg, "a Tensor or Scalar", x, _hint(x))
+        self._own(x, op, arg)
+        return x._val
+
+    def vector(self, x, op: str, arg: str) -> IrVector:
+        if not isinstance(x, Vector):
+            raise type_error(op, arg, "a Vector", x)
         self._own(x, op, arg)
         return x._val
 
@@ -109,15 +98,14 @@ class Recorder:
         Each int becomes an inline constant state (numbered, printed in place).
         """
         if not isinstance(values, list | tuple):
-            raise TypeError(f"{op}: {arg} must be a Vector, list or tuple, got "
-                            f"{type(values).__name__} {values!r}")
+            raise type_error(op, arg, "a Vector, list or tuple of ints and Scalars", values)
         elements, printed = [], []
         for k, v in enumerate(values):
             if isinstance(v, Scalar):
                 self._own(v, op, arg)
                 elements.append(v._val)
                 printed.append(v)
-            elif isinstance(v, int) and not isinstance(v, bool):
+            elif is_int(v):
                 if v < -1:
                     raise DefinitionError(
                         f"{op}: the value {v} at index {k} of {arg} was neither symbolic(-1), "
@@ -127,8 +115,7 @@ class Recorder:
                 elements.append(const)
                 printed.append(v)
             else:
-                raise TypeError(f"{op}: {arg}[{k}] must be an int or a Scalar, got "
-                                f"{type(v).__name__} {v!r}")
+                raise type_error(op, f"{arg}[{k}]", "an int or a Scalar", v)
         vec = self.new(Vector, IrVector(self.fusion, elements))
         return vec, format_list(printed)
 

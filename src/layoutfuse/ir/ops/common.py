@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from ...dtypes import DataType
-from ...errors import DefinitionError
+from ...dtypes import DataType, is_integral
+from ...errors import ArgumentTypeError, DefinitionError, describe
 from ..domain import IterDomain, IterType
 from ..fusion import Expr, Fusion, current_fusion
 from ..opdef import OpDef
@@ -30,6 +30,13 @@ def fusion_of(*operands: object) -> Fusion:
     return current_fusion()
 
 
+def check_tensor(x: object, op: str, arg: str = "arg") -> TensorView:
+    """``x``, which must be a TensorView (an input of op ``op``)."""
+    if not isinstance(x, TensorView):
+        raise ArgumentTypeError(f"{op}: {arg} must be a TensorView, got {describe(x)}")
+    return x
+
+
 def as_val(fusion: Fusion, x: object, op: str) -> Val:
     """A Val for ``x``; Python numbers become constant Scalars."""
     if isinstance(x, Val):
@@ -42,22 +49,37 @@ def as_val(fusion: Fusion, x: object, op: str) -> Val:
         return Scalar(fusion, DataType.Double, x)
     if isinstance(x, complex):
         return Scalar(fusion, DataType.ComplexDouble, x)
-    raise DefinitionError(f"{op}: cannot use {type(x).__name__} {x!r} as an operand")
+    raise ArgumentTypeError(f"{op}: cannot use {describe(x)} as an operand")
 
 
-def as_shape(fusion: Fusion, shape: object, op: str) -> list[Scalar]:
-    """A shape argument (Vector, or list/tuple of ints and Scalars) as a list of Scalars."""
+def as_shape(fusion: Fusion, shape: object, op: str, arg: str = "shape",
+             minus_one: str | None = None) -> list[Scalar]:
+    """A shape argument (Vector, or list/tuple of ints and Scalars) as a list of Scalars.
+
+    Static extents must be >= 0; -1 too where ``minus_one`` says what it means for op
+    ``op`` (reshape: inferred; expand, broadcast_in_dim: the input's extent is kept).
+    """
     if isinstance(shape, Vector):
-        return list(shape.elements)
-    if isinstance(shape, list | tuple):
-        out: list[Scalar] = []
-        for s in shape:
-            v = as_val(fusion, s, op)
-            if not isinstance(v, Scalar):
-                raise DefinitionError(f"{op}: shape entries must be ints or Scalars, got {v!r}")
-            out.append(v)
-        return out
-    raise DefinitionError(f"{op}: shape must be a Vector, list or tuple, got {type(shape).__name__}")
+        out = list(shape.elements)
+    elif isinstance(shape, list | tuple):
+        out = []
+        for k, s in enumerate(shape):
+            v = s if isinstance(s, Scalar) and is_integral(s.dtype) else None
+            if v is None and (not isinstance(s, int) or isinstance(s, bool)):
+                raise ArgumentTypeError(f"{op}: {arg}[{k}] must be an int or an integer "
+                                        f"Scalar, got {describe(s)}")
+            out.append(v if v is not None else Scalar(fusion, DataType.Int, s))
+    else:
+        raise ArgumentTypeError(f"{op}: {arg} must be a Vector, list or tuple of ints and "
+                                f"Scalars, got {describe(shape)}")
+    values = [static_value(s) for s in out]
+    for k, v in enumerate(values):
+        if v is None or v >= 0 or (v == -1 and minus_one is not None):
+            continue
+        allowed = f"or -1 ({minus_one})" if minus_one else "(-1 has no meaning here)"
+        raise DefinitionError(f"{op}: {arg} {values} has the extent {v} at index {k}; extents "
+                              f"are >= 0 {allowed}")
+    return out
 
 
 def static_value(s: Scalar) -> int | None:
@@ -65,18 +87,33 @@ def static_value(s: Scalar) -> int | None:
     return s.value if s.is_constant else None
 
 
-def normalize_dim(dim: int, ndim: int, op: str) -> int:
+def int_sequence(x: object, op: str, arg: str) -> list[int]:
+    """``x``, a list or tuple of ints (dims, a permutation, a stride order), as a list."""
+    if not isinstance(x, list | tuple):
+        hint = f"; for one dim pass [{x}]" if isinstance(x, int) and not isinstance(x, bool) \
+            else ""
+        raise ArgumentTypeError(f"{op}: {arg} must be a list of ints, got {describe(x)}{hint}")
+    for k, v in enumerate(x):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ArgumentTypeError(f"{op}: {arg}[{k}] must be an int, got {describe(v)}")
+    return list(x)
+
+
+def normalize_dim(dim: int, ndim: int, op: str, arg: str = "dim") -> int:
+    """``dim`` in ``range(ndim)`` (negative dims count from the end); ``arg`` names it in
+    errors (``dim``, or ``dims [..]`` when it is an entry of a list)."""
     if not isinstance(dim, int) or isinstance(dim, bool):
-        raise DefinitionError(f"{op}: dim must be an int, got {dim!r}")
+        raise ArgumentTypeError(f"{op}: {arg} must be an int, got {describe(dim)}")
     if not -ndim <= dim < max(ndim, 1):
-        raise DefinitionError(f"{op}: dim {dim} is out of range for a tensor of rank {ndim}")
+        raise DefinitionError(f"{op}: {arg} {dim} is out of range for an input of rank {ndim}")
     return dim % ndim if ndim else 0
 
 
-def normalize_dims(dims: Sequence[int], ndim: int, op: str) -> tuple[int, ...]:
-    out = [normalize_dim(d, ndim, op) for d in dims]
+def normalize_dims(dims: Sequence[int], ndim: int, op: str, arg: str = "dims") -> tuple[int, ...]:
+    """``dims`` normalized and sorted; out of range or repeated dims are errors naming ``arg``."""
+    out = [normalize_dim(d, ndim, op, f"{arg} {list(dims)}: dim") for d in dims]
     if len(set(out)) != len(out):
-        raise DefinitionError(f"{op}: dims {list(dims)} repeat a dim")
+        raise DefinitionError(f"{op}: {arg} {list(dims)} repeat a dim")
     return tuple(sorted(out))
 
 

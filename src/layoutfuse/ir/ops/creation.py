@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ...dtypes import DataType, to_torch
-from ...errors import DefinitionError
+from ...dtypes import DataType, is_integral, to_torch
+from ...errors import ArgumentTypeError, DefinitionError, describe
 from ..domain import IterDomain
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView
@@ -32,13 +32,8 @@ def full(shape: Shape, fill_value: Operand, dtype: DataType) -> TensorView:
     shape_s = as_shape(f, shape, "full")
     fill = as_val(f, fill_value, "full")
     if not isinstance(fill, Scalar):
-        raise DefinitionError(f"full: fill_value must be a scalar, got {fill!r}")
-    ids: list[IterDomain] = []
-    for s in shape_s:
-        v = static_value(s)
-        if v is not None and v < 0:
-            raise DefinitionError(f"full: negative extent {v}")
-        ids.append(IterDomain(v))
+        raise ArgumentTypeError(f"full: fill_value must be a Scalar, got {describe(fill)}")
+    ids = [IterDomain(static_value(s)) for s in shape_s]
     out = TensorView(f, ids, dtype)
     emit(f, FULL, [fill, *shape_s], [out], dtype=dtype)
     return out
@@ -52,7 +47,10 @@ def iota(length: Operand, start: Operand | None = None, step: Operand | None = N
                                         DataType.BFloat16) else (0, 1)
     st = as_val(f, zero if start is None else start, "iota")
     sp = as_val(f, one if step is None else step, "iota")
-    assert isinstance(n, Scalar)  # a length is a Scalar (static_value reads its value)
+    if not isinstance(n, Scalar) or not is_integral(n.dtype):
+        raise ArgumentTypeError(f"iota: length must be an integer Scalar, got {describe(n)}")
+    if static_value(n) is not None and static_value(n) < 0:
+        raise DefinitionError(f"iota: length {static_value(n)} must be >= 0")
     out = TensorView(f, [IterDomain(static_value(n))], dtype)
     emit(f, IOTA, [n, st, sp], [out], dtype=dtype)
     return out

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import torch
 
 from ...dtypes import DataType, is_boolean, is_integral, to_torch
-from ...errors import DefinitionError
+from ...errors import ArgumentTypeError, DefinitionError, describe
 from ..domain import IterDomain, IterType
 from ..opdef import OpDef, OpKind, register
 from ..values import TensorView
-from .common import emit, normalize_dims
+from .common import check_tensor, emit, normalize_dims
 
 INF = float("inf")
 
@@ -205,11 +205,30 @@ def _reduced_domain(x: TensorView, dims: tuple[int, ...]) -> list[IterDomain]:
     return out
 
 
+REDUCTION_DIMS_RULE = (
+    "Dims: every dim when none are given; an empty dims list (or every dim of a 0-dim "
+    "tensor) is refused, as nvFuser refuses it (\"No reduction axis specified\"; torch "
+    "would reduce every dim). A reduction over a zero extent fills its output (sum 0, prod "
+    "1, max -inf and min inf for floats, Welford NaN, 0, 0), as nvFuser does.")
+
+
 def _dims_arg(x: TensorView, dims, op: str) -> tuple[int, ...]:
+    """The reduced dims, sorted: ``dims`` (an int or a list of ints), or None for every dim.
+    No dims at all is refused (:data:`REDUCTION_DIMS_RULE`)."""
     if dims is None:
+        if x.ndim == 0:
+            raise DefinitionError(f"{op}: the input has rank 0, so reducing every dim reduces "
+                                  f"none: no reduction axis specified (nvFuser refuses it)")
         return tuple(range(x.ndim))
-    if isinstance(dims, int):
+    if isinstance(dims, int) and not isinstance(dims, bool):
         dims = [dims]
+    if not isinstance(dims, list | tuple):
+        raise ArgumentTypeError(f"{op}: dims must be an int or a list of ints, got "
+                                f"{describe(dims)}")
+    if not dims:
+        raise DefinitionError(f"{op}: dims is empty: no reduction axis specified (nvFuser "
+                              f"refuses a reduction over no dims); omit dims to reduce every "
+                              f"dim")
     return normalize_dims(list(dims), x.ndim, op)
 
 
@@ -222,8 +241,7 @@ def reduction(name: str, x: TensorView, dims=None, keepdim: bool = False,
     row = ROW_BY_NAME.get(name)
     if row is None or row.n_results != 1:
         raise DefinitionError(f"{name!r} is not a reduction of one result")
-    if not isinstance(x, TensorView):
-        raise DefinitionError(f"{name}: expected a Tensor, got {x!r}")
+    x = check_tensor(x, name)
     nd = _dims_arg(x, dims, name)
     if dtype is not None and dtype is not DataType.Null:
         x = cast(x, dtype)
@@ -240,9 +258,9 @@ def reduction(name: str, x: TensorView, dims=None, keepdim: bool = False,
 
 # --- Welford -----------------------------------------------------------------------------------
 def welford(x: TensorView, dims) -> tuple[TensorView, TensorView, TensorView]:
-    """(avg, var_sum, n): the mean, the sum of squared deviations and the count."""
-    if not isinstance(x, TensorView):
-        raise DefinitionError(f"welford: expected a Tensor, got {x!r}")
+    """(avg, var_sum, n): the mean, the sum of squared deviations and the count.
+    ``dims`` as for every reduction (:data:`REDUCTION_DIMS_RULE`)."""
+    x = check_tensor(x, "welford")
     nd = _dims_arg(x, dims, "welford")
     acc = ROW_BY_NAME["welford"].accumulator(x.dtype)
     outs = (
@@ -254,16 +272,18 @@ def welford(x: TensorView, dims) -> tuple[TensorView, TensorView, TensorView]:
     return outs
 
 
-def var_mean(x: TensorView, dims=None, correction=1, keepdim: bool = False):
-    """(var, mean) with Bessel-style ``correction``, in the input's dtype (Float for integers)."""
+def var_mean(x: TensorView, dims=None, correction=1, keepdim: bool = False,
+             op: str = "var_mean"):
+    """(var, mean) with Bessel-style ``correction``, in the input's dtype (Float for integers).
+    ``dims`` as for every reduction (:data:`REDUCTION_DIMS_RULE`); ``op`` names the call in
+    errors."""
     from .elementwise import cast, pointwise
     from .shape import broadcast
 
-    if not isinstance(x, TensorView):
-        raise DefinitionError(f"var_mean: expected a Tensor, got {x!r}")
+    x = check_tensor(x, op)
     out_dtype = x.dtype if x.dtype in (DataType.Double, DataType.Float, DataType.Half,
                                        DataType.BFloat16) else DataType.Float
-    nd = _dims_arg(x, dims, "var_mean")
+    nd = _dims_arg(x, dims, op)
     mean, m2, n = welford(x, nd)
     denom = pointwise("sub", cast(n, mean.dtype), float(correction))
     denom = pointwise("maximum", denom, 0.0)
@@ -276,7 +296,8 @@ def var_mean(x: TensorView, dims=None, correction=1, keepdim: bool = False):
 
 
 def var(x: TensorView, dims=None, correction=1, keepdim: bool = False) -> TensorView:
-    return var_mean(x, dims, correction, keepdim)[0]
+    """The variance of :func:`var_mean`."""
+    return var_mean(x, dims, correction, keepdim, op="var")[0]
 
 
 def torch_accumulator(dtype: DataType) -> torch.dtype:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from ...dtypes import DataType
-from ...errors import DefinitionError
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView, Vector
-from .common import emit, normalize_dim
+from .common import check_tensor, emit, normalize_dim
 
 SIZE = register(OpDef("size", OpKind.SCALAR, reference=lambda x, dim: x.shape[dim],
                       doc="the extent of one dim of a tensor, known at run time"))
 
 
 def size(x: TensorView, dim: int) -> Scalar:
-    if not isinstance(x, TensorView):
-        raise DefinitionError(f"size: expected a Tensor, got {x!r}")
+    x = check_tensor(x, "size")
     d = normalize_dim(dim, x.ndim, "size")
     ext = x.shape_domain[d].extent
     if ext is not None:

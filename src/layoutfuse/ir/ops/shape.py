@@ -15,23 +15,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ...errors import DefinitionError
+from ...dtypes import DataType
+from ...errors import ArgumentTypeError, DefinitionError, describe
 from ..domain import AllocationDomain, IterDomain, IterType
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView
-from .common import Shape, as_shape, clone_id, emit, normalize_dims, static_value
+from .common import (
+    Shape,
+    as_shape,
+    check_tensor,
+    clone_id,
+    emit,
+    int_sequence,
+    normalize_dims,
+    static_value,
+)
 
 if TYPE_CHECKING:
     import torch
 
     from ..fusion import Expr
     from ..opdef import IndexAlgebra
-
-
-def _check_tensor(x: object, op: str) -> TensorView:
-    if not isinstance(x, TensorView):
-        raise DefinitionError(f"{op}: expected a Tensor, got {x!r}")
-    return x
 
 
 # --- set -----------------------------------------------------------------------------------
@@ -43,7 +47,7 @@ SET = register(OpDef("set", OpKind.SHAPE, reference=lambda x: x, index_map=_iden
 
 
 def set_(x: TensorView) -> TensorView:
-    x = _check_tensor(x, "set")
+    x = check_tensor(x, "set")
     out = TensorView(x.fusion, [clone_id(d) for d in x.shape_domain], x.dtype)
     emit(x.fusion, SET, [x], [out])
     return out
@@ -54,7 +58,7 @@ def stride_order_to_allocation(ids: Sequence[IterDomain], stride_order: Sequence
                                op: str) -> list[IterDomain]:
     """nvFuser's rule: ``alloc[rank-1-stride_order[i]] = logical[i]`` (0 = innermost)."""
     r = len(ids)
-    so = [s % r if r else s for s in stride_order] if stride_order else []
+    so = [s % r if -r <= s < r else s for s in stride_order]
     if len(so) != r or sorted(so) != list(range(r)):
         raise DefinitionError(f"{op}: stride_order {list(stride_order)} is not a permutation of "
                               f"range({r})")
@@ -66,8 +70,9 @@ def stride_order_to_allocation(ids: Sequence[IterDomain], stride_order: Sequence
 
 def stride_order(x: TensorView, order: Sequence[int]) -> TensorView:
     """A copy of ``x`` that is dense in the memory order given by nvFuser's ``stride_order``."""
+    order = int_sequence(order, "stride_order", "stride_order")
     out = set_(x)
-    alloc = stride_order_to_allocation(out.shape_domain, list(order), "stride_order")
+    alloc = stride_order_to_allocation(out.shape_domain, order, "stride_order")
     out.allocation = AllocationDomain(
         tuple(alloc), tuple(None if d.is_broadcast else True for d in alloc)
     )
@@ -88,12 +93,14 @@ PERMUTE = register(OpDef("permute", OpKind.SHAPE, reference=lambda x, dims: x.pe
 
 
 def permute(x: TensorView, dims: Sequence[int]) -> TensorView:
-    x = _check_tensor(x, "permute")
+    x = check_tensor(x, "permute")
+    dims = int_sequence(dims, "permute", "dims")
     n = x.ndim
     norm = [d % n if n and -n <= d < n else None for d in dims]
     # ``sorted`` runs (and the cast holds) only when ``norm`` has no None
     if len(dims) != n or None in norm or sorted(cast(list[int], norm)) != list(range(n)):
-        raise DefinitionError(f"permute: dims {list(dims)} is not a permutation of range({n})")
+        raise DefinitionError(f"permute: dims {list(dims)} is not a permutation of range({n}) "
+                              f"(the input has rank {n})")
     perm = cast(list[int], norm)
     src = x.shape_domain
     out = TensorView(x.fusion, [clone_id(src[d]) for d in perm], x.dtype)
@@ -127,17 +134,23 @@ def _out_extent(s: Scalar) -> int | None:
 
 
 def broadcast_in_dim(x: TensorView, shape: Shape, broadcast_dims: Sequence[int]) -> TensorView:
-    x = _check_tensor(x, "broadcast_in_dim")
+    """Input dim i becomes output dim ``broadcast_dims[i]``; the other output dims are new
+    broadcasts, expanded where their extent is not 1. A -1 extent keeps the input's extent
+    (1 for a new dim), as nvFuser's broadcast_in_dim (broadcast, then expand) does."""
+    x = check_tensor(x, "broadcast_in_dim")
     f = x.fusion
-    shape_s = as_shape(f, shape, "broadcast_in_dim")
+    shape_s = as_shape(f, shape, "broadcast_in_dim",
+                       minus_one="keep the input's extent, 1 for a new dim")
     r = len(shape_s)
-    bdims = list(broadcast_dims)
+    bdims = int_sequence(broadcast_dims, "broadcast_in_dim", "broadcast_dims")
     if len(bdims) != x.ndim:
         raise DefinitionError(f"broadcast_in_dim: broadcast_dims has {len(bdims)} entries but the "
                               f"input has rank {x.ndim}")
     if any(not 0 <= d < r for d in bdims) or bdims != sorted(set(bdims)):
         raise DefinitionError(f"broadcast_in_dim: broadcast_dims {bdims} must be strictly "
-                              f"increasing and within range({r})")
+                              f"increasing and within range({r}) (shape has {r} entries)")
+    shape_s = [_kept_extent(f, x, bdims, j) if static_value(s) == -1 else s
+               for j, s in enumerate(shape_s)]
     out_ids: list[IterDomain] = []
     for j, s in enumerate(shape_s):
         ext = _out_extent(s)
@@ -159,13 +172,27 @@ def broadcast_in_dim(x: TensorView, shape: Shape, broadcast_dims: Sequence[int])
     return out
 
 
+def _kept_extent(f, x: TensorView, bdims: list[int], j: int) -> Scalar:
+    """What -1 at output dim ``j`` of broadcast_in_dim stands for: the extent of the input dim
+    mapped there (its size at run time where it is symbolic), or 1 for a new dim."""
+    if j not in bdims:
+        return Scalar(f, DataType.Int, 1)
+    i = bdims.index(j)
+    ext = x.shape_domain[i].extent
+    return Scalar(f, DataType.Int, ext) if ext is not None else _size_scalar(x, i)
+
+
 def broadcast(x: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
     """Insert size-1 broadcast dims where ``is_broadcast_dim`` is True."""
-    x = _check_tensor(x, "broadcast")
+    x = check_tensor(x, "broadcast")
+    if not isinstance(is_broadcast_dim, list | tuple) or any(
+            not isinstance(b, bool) for b in is_broadcast_dim):
+        raise ArgumentTypeError(f"broadcast: is_broadcast_dim must be a list of bools, got "
+                                f"{describe(is_broadcast_dim)}")
     flags = list(is_broadcast_dim)
     if len(flags) - sum(bool(b) for b in flags) != x.ndim:
-        raise DefinitionError(f"broadcast: {flags} has {len(flags) - sum(flags)} kept dims but the "
-                              f"input has rank {x.ndim}")
+        raise DefinitionError(f"broadcast: is_broadcast_dim {flags} has {len(flags) - sum(flags)} "
+                              f"kept dims but the input has rank {x.ndim}")
     shape: list[int | Scalar] = []
     bdims, k = [], 0
     for j, b in enumerate(flags):
@@ -187,8 +214,8 @@ def _size_scalar(x: TensorView, dim: int) -> Scalar:
 
 def expand(x: TensorView, shape: Shape) -> TensorView:
     """Expand broadcast dims to ``shape``; -1 keeps the input extent."""
-    x = _check_tensor(x, "expand")
-    shape_s = as_shape(x.fusion, shape, "expand")
+    x = check_tensor(x, "expand")
+    shape_s = as_shape(x.fusion, shape, "expand", minus_one="keep the input's extent")
     if len(shape_s) != x.ndim:
         raise DefinitionError(f"expand: shape has {len(shape_s)} entries, input rank is {x.ndim}")
     full: list[int | Scalar] = []
@@ -223,8 +250,8 @@ SQUEEZE = register(OpDef("squeeze", OpKind.SHAPE, reference=_squeeze_ref,
 
 
 def squeeze(x: TensorView, dims: Sequence[int], squeeze_expanded: bool = False) -> TensorView:
-    x = _check_tensor(x, "squeeze")
-    nd = normalize_dims(dims, x.ndim, "squeeze")
+    x = check_tensor(x, "squeeze")
+    nd = normalize_dims(int_sequence(dims, "squeeze", "dims"), x.ndim, "squeeze")
     for d in nd:
         dom = x.shape_domain[d]
         if dom.is_broadcast and dom.expanded and not squeeze_expanded:
@@ -306,23 +333,23 @@ def reshape_groups(in_shape: Sequence[int | None], out_shape: Sequence[int | Non
 
 
 def reshape(x: TensorView, new_shape: Shape) -> TensorView:
-    x = _check_tensor(x, "reshape")
+    x = check_tensor(x, "reshape")
     f = x.fusion
-    shape_s = as_shape(f, new_shape, "reshape")
+    shape_s = as_shape(f, new_shape, "reshape", "new_shape", minus_one="inferred, at most one")
     vals = [static_value(s) for s in shape_s]
     if sum(1 for v in vals if v == -1) > 1:
-        raise DefinitionError(f"reshape: at most one -1 is allowed in {vals}")
-    if any(v is not None and v < -1 for v in vals):
-        raise DefinitionError(f"reshape: invalid extent in {vals}")
+        raise DefinitionError(f"reshape: at most one -1 is allowed in new_shape {vals}")
     in_static = [d.extent for d in x.shape_domain]
     numel = None if None in in_static else _prod(in_static)
     if -1 in vals:
         known = [v for v in vals if v != -1]
         if None in known or numel is None:
-            raise DefinitionError("reshape: -1 needs the input and the other extents to be static")
+            raise DefinitionError(f"reshape: the -1 in new_shape {vals} needs the input's and the "
+                                  f"other extents to be static")
         rest = _prod(known)
         if rest == 0 or numel % rest:
-            raise DefinitionError(f"reshape: cannot infer -1 in {vals} for {numel} elements")
+            raise DefinitionError(f"reshape: cannot infer -1 in new_shape {vals} for {numel} "
+                                  f"elements")
         k = vals.index(-1)
         vals[k] = numel // rest
         shape_s[k] = Scalar(f, shape_s[k].dtype, vals[k])
