@@ -70,3 +70,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "full" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def on_cpu():
+    """CPU tensors by default, also under ``--device cuda``: for tests of Triton's CPU
+    interpreter itself (its casts, its launches from several threads)."""
+    with torch.device("cpu"):
+        yield

@@ -107,9 +107,10 @@ def evaluate(fusion: Fusion, inputs: list[Any], device=None) -> dict[int, Any]:
     return env
 
 
-def run_reference(fusion: Fusion, inputs: list[Any]) -> list[Any]:
-    """The fusion's outputs, in ``add_output`` order (aliased outputs included)."""
-    env = evaluate(fusion, inputs)
+def run_reference(fusion: Fusion, inputs: list[Any], device: Any = None) -> list[Any]:
+    """The fusion's outputs, in ``add_output`` order (aliased outputs included);
+    ``device``: where tensors that no input places are created (see ``evaluate``)."""
+    env = evaluate(fusion, inputs, device)
     outs = []
     for spec in fusion.outputs:
         v = env[id(spec.value)]

@@ -14,9 +14,10 @@ from triton.runtime.jit import JITFunction
 from layoutfuse.codegen.backend import bf16_bits_to_fp32, fp32_to_bf16_bits, load_kernel
 from layoutfuse.nvfuser import FusionDefinition
 
+pytestmark = pytest.mark.usefixtures("on_cpu")     # the interpreter's own behaviour
+
 CAST = """import triton
 import triton.language as tl
-
 
 @triton.jit
 def cast_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):

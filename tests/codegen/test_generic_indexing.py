@@ -80,7 +80,7 @@ def run_case(case: Case, dtype=torch.float32, static=False):
     for art in compile_last_run(fd.executor()):
         assert ".entry" in art.ptx, f"{art.name}: no kernel entry in its PTX"
         assert art.vector_widths, f"{art.name}: no global memory access in its PTX"
-    return outs, schedules, fd.last_triton_code()
+    return outs, found, fd.last_triton_code()
 
 
 # --- pointwise kernels through reshapes that are not views ----------------------------------------

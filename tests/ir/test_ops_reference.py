@@ -66,7 +66,7 @@ def run(build: Callable, tensors: list[torch.Tensor]):
     with FusionGuard(f):
         out = build(*[declare(f, t) for t in tensors])
         f.add_output(out)
-    (res,) = run_reference(f, tensors)
+    (res,) = run_reference(f, tensors, torch.get_default_device())
     return out, res
 
 

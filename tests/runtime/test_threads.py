@@ -136,6 +136,7 @@ def test_threads_finishing_one_definition_share_its_entry_and_executor(monkeypat
     assert FusionCache.get().num_fusions() == 2
 
 
+@pytest.mark.usefixtures("on_cpu")     # the interleaving is forced in the interpreter
 def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
     """Forced interleaving: thread A pauses before its second kernel's launch while thread B
     runs the same definition, with the same input signature, from start to end. A's later
@@ -183,6 +184,7 @@ def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
                                    msg=lambda m, name=name: f"{name}: {m}")
 
 
+@pytest.mark.usefixtures("on_cpu")     # the interleaving is forced in the interpreter
 def test_replays_of_one_plan_do_not_share_scratch(monkeypatch):
     """Forced interleaving of two replays of one two-kernel plan (a row sum into an
     intermediate buffer, then its sum): thread B replays whole between thread A's two
