@@ -59,6 +59,14 @@ class _Kernel:
     def stride(self, a: int, k: int, index: str) -> tuple[str, int | str]:
         return (index, 1 if self.p.unit_strides[a][k] else f"s{a}_{k}")
 
+    def r_term(self, a: int, k: int, index: str) -> tuple[str, int | str]:
+        """Reduced group ``k``'s offset term of access ``a``. The R index is 32-bit; with
+        64-bit indexing it is widened before a stride multiplies it (a column of an outer
+        template, its stride times the R index, can pass 2**31)."""
+        if self.p.index64 and not self.p.unit_strides[a][k]:
+            index = f"{index}.to(tl.int64)"
+        return self.stride(a, k, index)
+
     def rows(self) -> None:
         """Row indices, their mask and every access's row offset."""
         w, p, xg = self.w, self.p, self.p.x_groups
@@ -89,7 +97,7 @@ class _Kernel:
             if acc.backward:
                 out.append(None)
                 continue
-            terms = [(self.xoff[a], 1)] + [self.stride(a, k, ridx[k]) for k in p.r_groups
+            terms = [(self.xoff[a], 1)] + [self.r_term(a, k, ridx[k]) for k in p.r_groups
                                            if not p.zero_strides[a][k]]
             if len(terms) == 1:
                 terms.append((f"tl.zeros({self.tile}, tl.int32)", 1))

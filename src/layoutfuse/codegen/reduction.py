@@ -205,7 +205,10 @@ class _ReductionEmitter:
             outer = dict(zip(rg[1:], decompose(w, "ro", [f"n{k}" for k in rg[1:]], "ro_g")))
             w.line(f"for r0 in range(0, n{g0}, {self.step_r}):")
             with w.indent():
-                self._step(self._r_tiles("r0", f"n{g0}", lambda r: {g0: r, **outer}))
+                # 64-bit indexing: another access's stride along g0 times the index can pass
+                # 2**31 (``ro`` is 64-bit already, from ``pid_s``)
+                start = w.assign("r0w", "tl.cast(r0, tl.int64)") if self.params.index64 else "r0"
+                self._step(self._r_tiles(start, f"n{g0}", lambda r: {g0: r, **outer}))
 
     def _r_tiles(self, r0: str, bound: str, r_index, counted: bool = False) -> list[tuple]:
         """The ``unroll`` R tiles of the step at ``r0``: (index per group, mask, count)

@@ -62,7 +62,7 @@ def emit_ticket_finish(w: Writer, spec, params: ReductionParams, out_ptr) -> Non
             w.line("fx0 = px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
             w.line(f"fmask = fx0 < n{g0}")
             w.line(f"fx = fx0 + n{g0} * rest")
-        results = _emit_combine(w, spec, "fx", "fmask", "SPLIT_N", "BLOCK_S", ".cg")
+        results = _emit_combine(w, spec, params, "fx", "fmask", "SPLIT_N", "BLOCK_S", ".cg")
         _emit_output_stores(w, spec, params, results, "fx", "fmask", out_ptr)
         w.line("tl.atomic_xchg(tickets + pid, 0, sem='relaxed', scope='gpu')")   # next launch
 
@@ -89,18 +89,19 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
         pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
         w.line(f"x = {pid} * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
         w.line("xmask = x < NX")
-        results = _emit_combine(w, spec, "x", "xmask", "SPLIT", "BLOCK_S", "")
+        results = _emit_combine(w, spec, params, "x", "xmask", "SPLIT", "BLOCK_S", "")
         out_names = {id(out): f"o{k}" for k, out in enumerate(outputs)}
         _emit_output_stores(w, spec, params, results, "x", "xmask",
                             lambda tv: out_names[id(tv)])
     return HEADER + prelude() + "\n\n" + w.text(), args
 
 
-def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: str,
-                  cache: str) -> list[str]:
+def _emit_combine(w: Writer, spec, params: ReductionParams, x: str, xmask: str, n_split: str,
+                  block_s: str, cache: str) -> list[str]:
     """Combine the partials of columns ``x`` ([1, BLOCK_X]) over the splits, in split order,
     ``block_s`` at a time, for every reduction of the kernel. Returns the names of the
-    combined results, reduction after reduction."""
+    combined results, reduction after reduction. With ``index64`` the split index is
+    64-bit too, so no partial's offset ``s * NX`` is a 32-bit product."""
     load_opts = f", cache_modifier='{cache}'" if cache else ""
     reds = spec.reductions
     online = spec.online                        # softmax's id(sum) -> max
@@ -121,7 +122,8 @@ def _emit_combine(w: Writer, spec, x: str, xmask: str, n_split: str, block_s: st
             w.line(f"{names[-1][0]} = tl.full([1, BLOCK_X], {identity(op, acc_t)}, {ct})")
     w.line(f"for s0 in range(0, {n_split}, {block_s}):")
     with w.indent():
-        w.line(f"s = s0 + tl.arange(0, {block_s})[:, None]")
+        s = f"s0 + tl.arange(0, {block_s})[:, None]"
+        w.line(f"s = ({s}).to(tl.int64)" if params.index64 else f"s = {s}")
         w.line(f"pmask = {xmask} & (s < {n_split})")
         for i, (red, fin) in enumerate(zip(reds, names)):
             op = red.op.name
