@@ -24,12 +24,11 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from layoutfuse.analysis.device import device_info
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
-from layoutfuse.runtime import pipeline
-from layoutfuse.schedulers import normalization as nm
-from layoutfuse.schedulers import reduction_tiles as tiles
 from layoutfuse.schedulers.problem import Problem
+from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import INTERPRETER_WARNINGS, small_gpu
 
 pytestmark = INTERPRETER_WARNINGS + [pytest.mark.filterwarnings("ignore::RuntimeWarning")]
@@ -132,14 +131,15 @@ def rows_of(rows: int, cols: int, row_stride: int) -> torch.Tensor:
 class Case:
     """A fusion, its inputs in each regime, and what must schedule it: the scheduler of
     every segment, in order, and a condition on the params of its first segment; ``patch``
-    (given pytest's monkeypatch) steers the heuristics there."""
+    gives the executor settings (``FusionExecutor.configure``) that steer the heuristics
+    there."""
 
     name: str
     build: Callable[..., FusionDefinition]
     inputs: dict[str, Callable[[], tuple[torch.Tensor, ...]]]
     schedulers: tuple[str, ...]
     chosen: Callable[[object], bool]
-    patch: Callable[[pytest.MonkeyPatch], None] | None = None
+    patch: Callable[[], dict] | None = None
 
 
 def _family(family: str, split: bool | None = False) -> Callable[[object], bool]:
@@ -155,10 +155,10 @@ def _split_finished_by_a_kernel(p) -> bool:
     return p.family == "inner" and p.split > 1 and p.finish == "kernel"
 
 
-def _no_ticket_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_ticket_steps() -> dict:
     """No partials combined by the last program: a split input larger than the L2 gets a
     finishing kernel."""
-    monkeypatch.setattr(tiles, "TICKET_STEPS", 0)
+    return {"tuning": DEFAULT.with_fields(reduction=dict(ticket_steps=0))}
 
 
 def _mode(mode: str, template: str = "inner") -> Callable[[object], bool]:
@@ -264,13 +264,13 @@ PARAMS = [pytest.param(case, regime,
           for case in CASES for regime in REGIMES]
 
 
-def plan(case: Case, regime: str, monkeypatch: pytest.MonkeyPatch):
+def plan(case: Case, regime: str):
     """The planned run of ``case`` on its meta inputs in ``regime``, and its executor."""
-    if case.patch is not None:
-        case.patch(monkeypatch)
-        FusionCache.reset()             # an executor that planned unpatched plans anew
+    FusionCache.reset()                 # an executor of its own, configured or not
     xs = case.inputs[regime]()
     executor = case.build(*xs).executor()
+    if case.patch is not None:
+        executor.configure(**case.patch())
     return executor.plan(list(xs)), executor
 
 
@@ -284,7 +284,7 @@ def assert_regime(problem, regime: str) -> None:
 
 @pytest.mark.parametrize("case,regime", PARAMS)
 def test_index64_exactly_where_an_offset_passes_int32(case, regime, monkeypatch):
-    record, _ = plan(case, regime, monkeypatch)
+    record, _ = plan(case, regime)
     assert tuple(s.scheduler for s in record.segments) == case.schedulers, record.segments
     assert case.chosen(record.segments[0].params), record.segments[0].params
     wide = regime != "small"
@@ -339,7 +339,7 @@ def is_i32(result_type: str) -> bool:
 @pytest.mark.parametrize("case,regime", PARAMS)
 def test_planned_kernels_compile_for_sm90_with_addresses_as_wide_as_needed(case, regime,
                                                                            monkeypatch):
-    record, executor = plan(case, regime, monkeypatch)
+    record, executor = plan(case, regime)
     arts = compile_last_run(executor)
     assert [a.name for a in arts] == [r.kernel.name for r in record.launches]
     for art in arts:
@@ -363,17 +363,15 @@ def random_view(shape: tuple[int, ...], strides: tuple[int, ...], seed: int) -> 
     return torch.randn(last + 1, generator=g).to(BF16).as_strided(shape, strides)
 
 
-def _split_finishing_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+def _split_finishing_kernel() -> dict:
     """No ticket steps, and no L2 to keep the input in: any split gets a finishing kernel."""
-    _no_ticket_steps(monkeypatch)
-    real = pipeline.device_info
-    monkeypatch.setattr(pipeline, "device_info",
-                        lambda d: dataclasses.replace(real(d), l2_bytes=0))
+    device = device_info(torch.get_default_device())
+    return {**_no_ticket_steps(), "target": dataclasses.replace(device, l2_bytes=0)}
 
 
-def _columns_looped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nm, "MAX_TILE", 64)
-    small_gpu(monkeypatch, 4)
+def _columns_looped() -> dict:
+    return {"tuning": DEFAULT.with_fields(normalization=dict(max_tile=64)),
+            "target": small_gpu(4)}
 
 
 def _softmax_reference(dim: int):
@@ -405,12 +403,12 @@ def test_forced_64_bit_kernels_match_torch(name, monkeypatch):
     nested loop's R index, the outer template's R terms), forced to 64-bit indexing on
     small inputs (the interpreter on the CPU): the values stay torch's."""
     build, inputs, reference, chosen, patch = FORCED[name]
-    if patch is not None:
-        patch(monkeypatch)
     monkeypatch.setattr(Problem, "needs_int64", property(lambda self: True))
     FusionCache.reset()
     xs = inputs()
     fd = build(*xs)
+    if patch is not None:
+        fd.executor().configure(**patch())
     outs = fd.execute(list(xs))
     (first, *_) = fd.last_schedule()
     assert chosen(first) and all(p.index64 for p in fd.last_schedule()), fd.last_schedule()
