@@ -13,8 +13,11 @@ import sys
 PROG = "python -m benchmarks"
 # command -> (module, what it does)
 COMMANDS = {
-    "suite": ("suite", "run a suite (reduction, pointwise, normalization, seed) against "
-                       "eager and torch.compile; write its result JSON"),
+    "suite": (
+        "suite",
+        "run a suite (reduction, pointwise, normalization, seed) against "
+        "eager and torch.compile; write its result JSON",
+    ),
     "chart": ("chart", "draw a result JSON as a bar chart (needs matplotlib)"),
     "tune": ("tune", "time params or tuning variants of the heuristics on chosen cases"),
     "profile": ("profile", "each kernel's device time for chosen cases (CUDA)"),
@@ -22,8 +25,10 @@ COMMANDS = {
 }
 PROBES = {
     "outer": ("probe_outer", "hand-written outer reduction kernels with every knob (CUDA)"),
-    "cluster": ("probe_cluster", "whether Triton compiles a reduction shared by a "
-                                 "cluster's CTAs (sm_90, no GPU)"),
+    "cluster": (
+        "probe_cluster",
+        "whether Triton compiles a reduction shared by a cluster's CTAs (sm_90, no GPU)",
+    ),
     "registers": ("registers", "registers and spills of reduction variants (sm_90, no GPU)"),
 }
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 OPS = ("sum", "softmax", "layernorm", "var_sums", "copy", "add")
-REDUCING_OPS = ("sum", "var_sums")          # the output drops ``dims``
+REDUCING_OPS = ("sum", "var_sums")  # the output drops ``dims``
 TIMINGS = ("device", "host")
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -200,10 +200,19 @@ def normalization_cases() -> list[Case]:
             for op in ("softmax", "layernorm"):
                 name = f"norm_{op}_{tag}_{dtype}"
                 cases.append(Case(name, op, op, shape, order, dtype, (dim,)))
-    for dtype in ("float32", "bfloat16"):      # sibling reductions: sum and sum of squares
+    for dtype in ("float32", "bfloat16"):  # sibling reductions: sum and sum of squares
         for shape, order, dim, tag in NORM_LAYOUTS[:4]:
-            cases.append(Case(f"norm_varsums_{tag}_{dtype}", "var_sums", "var_sums", shape,
-                              order, dtype, (dim,)))
+            cases.append(
+                Case(
+                    f"norm_varsums_{tag}_{dtype}",
+                    "var_sums",
+                    "var_sums",
+                    shape,
+                    order,
+                    dtype,
+                    (dim,),
+                )
+            )
     return cases
 
 

@@ -91,7 +91,7 @@ def time_loop(
     return statistics.median(per_call) * 1e3
 
 
-FLUSH_ENV = "LAYOUTFUSE_BENCH_FLUSH"   # "read" (default) or "write": how L2 is emptied
+FLUSH_ENV = "LAYOUTFUSE_BENCH_FLUSH"  # "read" (default) or "write": how L2 is emptied
 FLUSH_MODES = ("read", "write")
 _flush_buffers: dict[str, torch.Tensor] = {}
 
@@ -139,8 +139,10 @@ def time_kernel(fn: Callable[[], object], device: str, flush: str | None = None)
     for _ in range(max(1, int(10 / est))):
         fn()
     reps = max(5, min(1000, int(50 / est)))
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(reps)]
+    events = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(reps)
+    ]
     for start, end in events:
         flush_read(device)
         start.record()
@@ -201,8 +203,9 @@ def gbps(nbytes: int, ms: float) -> float:
 
 def _git(*args: str) -> str | None:
     try:
-        done = subprocess.run(["git", "-C", str(CHECKOUT), *args], capture_output=True,
-                              text=True, timeout=10)
+        done = subprocess.run(
+            ["git", "-C", str(CHECKOUT), *args], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

@@ -59,8 +59,9 @@ def stub_launches(executor) -> None:
     from layoutfuse.runtime.replay import LaunchPlan
 
     for key, plan in executor._plans.items():
-        launches = [dataclasses.replace(launch, fn=_NoLaunch(), compiled=None)
-                    for launch in plan.launches]
+        launches = [
+            dataclasses.replace(launch, fn=_NoLaunch(), compiled=None) for launch in plan.launches
+        ]
         executor._plans[key] = LaunchPlan(plan.outputs, launches, plan.tensor_inputs)
 
 
@@ -77,12 +78,18 @@ def breakdown(fd, inputs: list, n: int, sync, rounds: int) -> dict[str, float]:
         executor=_best_us(lambda: executor.replay(inputs), n, sync, rounds),
         key=_best_us(lambda: plans.get(signature(inputs)), n, sync, rounds),
         plan=_best_us(lambda: plan.replay(inputs), n, sync, rounds),
-        alloc=_best_us(lambda: torch.empty_strided(shape, stride, dtype=dtype, device=device),
-                       n, sync, rounds) * len(plan.outputs),
+        alloc=_best_us(
+            lambda: torch.empty_strided(shape, stride, dtype=dtype, device=device), n, sync, rounds
+        )
+        * len(plan.outputs),
     )
-    return dict(execute=times["execute"], frontend=times["execute"] - times["executor"],
-                key=times["key"], alloc=times["alloc"],
-                launch=times["plan"] - times["alloc"])
+    return dict(
+        execute=times["execute"],
+        frontend=times["execute"] - times["executor"],
+        key=times["key"],
+        alloc=times["alloc"],
+        launch=times["plan"] - times["alloc"],
+    )
 
 
 def main(argv=None) -> int:
@@ -92,8 +99,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out")
     ap.add_argument("-n", type=int, default=None, help="calls per timed loop")
     ap.add_argument("--rounds", type=int, default=5, help="loops per stage (the least counts)")
-    ap.add_argument("--stub-launch", action="store_true",
-                    help="replace the replayed launches by no-op calls (host work only)")
+    ap.add_argument(
+        "--stub-launch",
+        action="store_true",
+        help="replace the replayed launches by no-op calls (host work only)",
+    )
     args = ap.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
@@ -128,9 +138,12 @@ def main(argv=None) -> int:
             stages_us=breakdown(fd, [x], n, sync, args.rounds),
         )
         stages = ", ".join(f"{k} {v:.2f}" for k, v in rows[kind]["stages_us"].items())
-        print(f"{kind}: eager {rows[kind]['eager_us']:.1f} us/call, layoutfuse "
-              f"{rows[kind]['layoutfuse_us']:.1f} us/call, first execute {first_ms:.0f} ms; "
-              f"least of {args.rounds} loops per stage (us): {stages}", flush=True)
+        print(
+            f"{kind}: eager {rows[kind]['eager_us']:.1f} us/call, layoutfuse "
+            f"{rows[kind]['layoutfuse_us']:.1f} us/call, first execute {first_ms:.0f} ms; "
+            f"least of {args.rounds} loops per stage (us): {stages}",
+            flush=True,
+        )
     if args.out:
         with open(args.out, "w") as f:
             json.dump(dict(device=device, stub_launch=args.stub_launch, rows=rows), f, indent=1)

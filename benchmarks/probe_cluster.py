@@ -32,7 +32,7 @@ import sys
 import tempfile
 import textwrap
 
-SOURCE = '''
+SOURCE = """
 import re
 import sys
 import triton
@@ -89,7 +89,7 @@ compiled = triton.compile(GluonASTSource(fn=fn, signature=sig, constexprs=consts
 ptx = compiled.asm["ptx"]
 print("compiled:", {p: len(re.findall(re.escape(p), ptx))
                     for p in ("mapa", "shared::cluster", "barrier.cluster")})
-'''
+"""
 
 MODES = ("reduce", "convert", "partials")
 
@@ -97,25 +97,30 @@ MODES = ("reduce", "convert", "partials")
 def run(mode: str) -> str:
     """One line: the PTX's cluster instructions, or the compiler's first error line (the
     compiler may abort the process, so each mode runs in its own)."""
-    with tempfile.TemporaryDirectory() as tmp:       # @gluon.jit needs a source file
+    with tempfile.TemporaryDirectory() as tmp:  # @gluon.jit needs a source file
         path = os.path.join(tmp, "cluster_probe.py")
         with open(path, "w") as f:
             f.write(SOURCE)
-        proc = subprocess.run([sys.executable, path, mode], capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run(
+            [sys.executable, path, mode], capture_output=True, text=True, timeout=300
+        )
     text = proc.stdout + proc.stderr
     if proc.returncode == 0:
         return text.strip().splitlines()[-1]
-    errors = [ln.strip() for ln in text.splitlines()
-              if re.search(r"error|Assertion|LLVM ERROR", ln) and "pipeline" not in ln]
+    errors = [
+        ln.strip()
+        for ln in text.splitlines()
+        if re.search(r"error|Assertion|LLVM ERROR", ln) and "pipeline" not in ln
+    ]
     return "failed: " + (errors[0] if errors else text.strip().splitlines()[-1])[:300]
 
 
 def main(argv=None) -> int:
     import triton
 
-    argparse.ArgumentParser(prog="python -m benchmarks probe cluster",
-                            description=__doc__.split("\n\n")[0]).parse_args(argv)
+    argparse.ArgumentParser(
+        prog="python -m benchmarks probe cluster", description=__doc__.split("\n\n")[0]
+    ).parse_args(argv)
 
     print(f"triton {triton.__version__}: a tile's reduced axis split across 2 CTAs (sm_90)")
     for mode in MODES:

@@ -33,8 +33,9 @@ from benchmarks.harness import measure_ceilings, time_kernel
 
 
 @triton.jit
-def _outer_sum(a, y, R, X, CHUNK, BLOCK_R: tl.constexpr, BLOCK_X: tl.constexpr,
-               ATOMIC: tl.constexpr):
+def _outer_sum(
+    a, y, R, X, CHUNK, BLOCK_R: tl.constexpr, BLOCK_X: tl.constexpr, ATOMIC: tl.constexpr
+):
     px = tl.program_id(0)
     ps = tl.program_id(1)
     cols = px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]
@@ -83,8 +84,7 @@ def _softmax_persistent(a, o, B, R, X, BLOCK_R: tl.constexpr, BLOCK_X: tl.conste
         base = (blk // nxb).to(tl.int64) * R * X
         cols = px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]
         rows = tl.arange(0, BLOCK_R)[:, None]
-        v = tl.load(a + base + rows * X + cols, mask=rows < R,
-                    other=float("-inf")).to(tl.float32)
+        v = tl.load(a + base + rows * X + cols, mask=rows < R, other=float("-inf")).to(tl.float32)
         mc = tl.max(v, 0)[None, :]
         e = tl.exp(v - mc)
         inv = 1.0 / tl.sum(e, 0)[None, :]
@@ -98,7 +98,7 @@ def _arrive(ws, cnt, blk, part, m, ls, S: tl.constexpr, BLOCK_X: tl.constexpr):
     wsb = ws + (blk * S + part) * (2 * BLOCK_X) + lx
     tl.store(wsb, m)
     tl.store(wsb + BLOCK_X, ls)
-    tl.debug_barrier()                  # every thread's partial precedes the count
+    tl.debug_barrier()  # every thread's partial precedes the count
     tl.atomic_add(cnt + 2 * blk, 1, sem="release", scope="gpu")
 
 
@@ -127,8 +127,20 @@ def _depart(cnt, blk, S: tl.constexpr):
 
 
 @triton.jit
-def _softmax_coop(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, BLOCK_R: tl.constexpr,
-                  BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):
+def _softmax_coop(
+    a,
+    o,
+    ws,
+    cnt,
+    B,
+    R,
+    X,
+    RC,
+    S: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_X: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+):
     """S programs share a column block: each holds RC rows of it in registers, stores its
     partial (max, sum of exp) per column, waits at the block's counter until all S have
     stored, combines the S partials and stores its rows. Every program of the grid must be
@@ -157,8 +169,21 @@ def _softmax_coop(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, BLOCK_R: tl.const
 
 
 @triton.jit
-def _softmax_lag(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, LAG: tl.constexpr,
-                 BLOCK_R: tl.constexpr, BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):
+def _softmax_lag(
+    a,
+    o,
+    ws,
+    cnt,
+    B,
+    R,
+    X,
+    RC,
+    S: tl.constexpr,
+    LAG: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_X: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+):
     """As ``_softmax_coop``, S programs share a column block, RC rows each, but nothing is
     held across the wait: in round t a program reads its chunk of block t and stores the
     partial (running max and sum over the chunk), then finishes block t - LAG: waits for
@@ -196,8 +221,11 @@ def _softmax_lag(a, o, ws, cnt, B, R, X, RC, S: tl.constexpr, LAG: tl.constexpr,
             for r in range(r0, r0 + RC, BLOCK_R):
                 rows = r + lr
                 v = tl.load(a + base + rows * X, mask=rows < R, other=0.0).to(tl.float32)
-                tl.store(o + base + rows * X, (tl.exp(v - mm) * inv).to(o.dtype.element_ty),
-                         mask=rows < R)
+                tl.store(
+                    o + base + rows * X,
+                    (tl.exp(v - mm) * inv).to(o.dtype.element_ty),
+                    mask=rows < R,
+                )
             _depart(cnt, blk, S)
 
 
@@ -252,7 +280,8 @@ def probe_shared(args, ceiling: float, sms: int) -> None:
     kernel = _softmax_lag if lagged else _softmax_coop
     B, R, X, a, o, ref, nbytes = _softmax_problem(args)
     for tile, split, lag, warps, per in itertools.product(
-            args.tile, args.split, args.lag if lagged else [0], args.warps, args.per_sm):
+        args.tile, args.split, args.lag if lagged else [0], args.warps, args.per_sm
+    ):
         rc = -(-R // split)
         if lagged:
             br, bx = (int(v) for v in tile.split("x"))
@@ -262,12 +291,18 @@ def probe_shared(args, ceiling: float, sms: int) -> None:
         blocks = B * (X // bx)
         ws = torch.empty(blocks * split * 2 * bx, device="cuda")
         cnt = torch.zeros(2 * blocks, dtype=torch.int32, device="cuda")
-        meta = dict(S=split, BLOCK_R=br, BLOCK_X=bx, BLOCK_S=triton.next_power_of_2(split),
-                    num_warps=warps, **({"LAG": lag} if lagged else {}))
+        meta = dict(
+            S=split,
+            BLOCK_R=br,
+            BLOCK_X=bx,
+            BLOCK_S=triton.next_power_of_2(split),
+            num_warps=warps,
+            **({"LAG": lag} if lagged else {}),
+        )
         label = f"{args.kind} {tile} split {split} w{warps}"
         try:
             kern = kernel.warmup(a, o, ws, cnt, B, R, X, rc, grid=(split,), **meta)
-            kern._init_handles()                  # loads the binary: n_regs, n_spills
+            kern._init_handles()  # loads the binary: n_regs, n_spills
         except Exception as e:  # noqa: BLE001 - a probe: report and go on
             print(f"{label}: {type(e).__name__} {str(e)[:200]}")
             continue
@@ -278,16 +313,20 @@ def probe_shared(args, ceiling: float, sms: int) -> None:
 
         def run(progs=progs, ws=ws, cnt=cnt, rc=rc, meta=meta):
             return kernel[(progs,)](a, o, ws, cnt, B, R, X, rc, **meta)
+
         o.zero_()
         run()
         torch.cuda.synchronize()
         ok = torch.allclose(o.float(), ref, rtol=2e-2, atol=1e-5) and int(cnt.abs().sum()) == 0
         per_round = progs * rc * bx * a.element_size() / 2**20
-        print(f"{args.kind} {args.dtype} [{B},{R},{X}] tile {br}x{bx} chunk {rc} split {split}"
-              f"{f' lag {lag}' if lagged else ''} w{warps} per-SM {per or '-'}: regs "
-              f"{kern.n_regs} spills {kern.n_spills} smem {kern.metadata.shared} {per_sm}/SM "
-              f"programs {progs} rounds {blocks * split / progs:.1f} round {per_round:.1f} MiB "
-              f"{_both(run, nbytes, ceiling)} {'ok' if ok else 'WRONG'}", flush=True)
+        print(
+            f"{args.kind} {args.dtype} [{B},{R},{X}] tile {br}x{bx} chunk {rc} split {split}"
+            f"{f' lag {lag}' if lagged else ''} w{warps} per-SM {per or '-'}: regs "
+            f"{kern.n_regs} spills {kern.n_spills} smem {kern.metadata.shared} {per_sm}/SM "
+            f"programs {progs} rounds {blocks * split / progs:.1f} round {per_round:.1f} MiB "
+            f"{_both(run, nbytes, ceiling)} {'ok' if ok else 'WRONG'}",
+            flush=True,
+        )
 
 
 def probe_sum(args, ceiling: float, sms: int) -> None:
@@ -297,7 +336,8 @@ def probe_sum(args, ceiling: float, sms: int) -> None:
     ref = a.float().sum(0)
     nbytes = a.numel() * a.element_size() + X * 4
     for tile, warps, maxnreg, split in itertools.product(
-            args.tile, args.warps, args.maxnreg, args.split):
+        args.tile, args.warps, args.maxnreg, args.split
+    ):
         br, bx = (int(v) for v in tile.split("x"))
         chunk = -(-R // split)
         chunk = -(-chunk // br) * br
@@ -310,23 +350,29 @@ def probe_sum(args, ceiling: float, sms: int) -> None:
         def run(y=y, grid=grid, chunk=chunk, br=br, bx=bx, atomic=split > 1, opts=opts):
             if atomic:
                 y.zero_()
-            return _outer_sum[grid](a, y, R, X, chunk, BLOCK_R=br, BLOCK_X=bx, ATOMIC=atomic,
-                                    **opts)
+            return _outer_sum[grid](
+                a, y, R, X, chunk, BLOCK_R=br, BLOCK_X=bx, ATOMIC=atomic, **opts
+            )
+
         kern = run()
         torch.cuda.synchronize()
         ok = torch.allclose(y, ref, rtol=1e-3, atol=1e-2)
         regs, per_sm = occupancy(kern, warps)
         progs = grid[0] * grid[1]
         waves = progs / max(1, per_sm * sms)
-        print(f"sum {args.dtype} [{R},{X}] tile {br}x{bx} w{warps} maxnreg {maxnreg or '-'} "
-              f"split {grid[1]}: regs {regs} {per_sm}/SM programs {progs} waves {waves:.2f} "
-              f"{_both(run, nbytes, ceiling)} {'ok' if ok else 'WRONG'}", flush=True)
+        print(
+            f"sum {args.dtype} [{R},{X}] tile {br}x{bx} w{warps} maxnreg {maxnreg or '-'} "
+            f"split {grid[1]}: regs {regs} {per_sm}/SM programs {progs} waves {waves:.2f} "
+            f"{_both(run, nbytes, ceiling)} {'ok' if ok else 'WRONG'}",
+            flush=True,
+        )
 
 
 def probe_softmax(args, ceiling: float, sms: int) -> None:
     B, R, X, a, o, ref, nbytes = _softmax_problem(args)
     for mode, tile, warps, maxnreg, per in itertools.product(
-            args.mode, args.tile, args.warps, args.maxnreg, args.per_sm):
+        args.mode, args.tile, args.warps, args.maxnreg, args.per_sm
+    ):
         br, bx = (int(v) for v in tile.split("x"))
         if mode == "persistent":
             br = triton.next_power_of_2(R)
@@ -339,6 +385,7 @@ def probe_softmax(args, ceiling: float, sms: int) -> None:
 
         def run(fn=fn, grid=grid, br=br, bx=bx, opts=opts):
             return fn[grid](a, o, B, R, X, BLOCK_R=br, BLOCK_X=bx, **opts)
+
         try:
             kern = run()
             torch.cuda.synchronize()
@@ -352,28 +399,44 @@ def probe_softmax(args, ceiling: float, sms: int) -> None:
         progs = grid[0]
         waves = progs / max(1, per_sm * sms)
         l2 = min(progs, per_sm * sms) * R * bx * a.element_size() / 2**20
-        print(f"softmax {mode} {args.dtype} [{B},{R},{X}] tile {br}x{bx} w{warps} per-SM {per} maxnreg "
-              f"{maxnreg or '-'}: regs {regs} {per_sm}/SM programs {progs} waves {waves:.2f} "
-              f"resident blocks {l2:.0f} MiB {gb:7.0f} GB/s {100 * gb / ceiling:5.1f}% "
-              f"{'ok' if ok else 'WRONG'}", flush=True)
+        print(
+            f"softmax {mode} {args.dtype} [{B},{R},{X}] tile {br}x{bx} w{warps} per-SM {per} maxnreg "
+            f"{maxnreg or '-'}: regs {regs} {per_sm}/SM programs {progs} waves {waves:.2f} "
+            f"resident blocks {l2:.0f} MiB {gb:7.0f} GB/s {100 * gb / ceiling:5.1f}% "
+            f"{'ok' if ok else 'WRONG'}",
+            flush=True,
+        )
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks probe outer",
-                                 description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks probe outer", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("kind", choices=["sum", "softmax", "coop", "lag"])
-    ap.add_argument("--lag", type=lambda s: [int(v) for v in s.split(",")], default=[1],
-                    help="lag: rounds between a block's partials and its store pass")
+    ap.add_argument(
+        "--lag",
+        type=lambda s: [int(v) for v in s.split(",")],
+        default=[1],
+        help="lag: rounds between a block's partials and its store pass",
+    )
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--shape", required=True, help="sum: R,X; softmax: B,R,X")
-    ap.add_argument("--tile", type=lambda s: s.split(","), default=["16x256"],
-                    help="BLOCK_RxBLOCK_X, comma-separated")
+    ap.add_argument(
+        "--tile",
+        type=lambda s: s.split(","),
+        default=["16x256"],
+        help="BLOCK_RxBLOCK_X, comma-separated",
+    )
     ap.add_argument("--warps", type=lambda s: [int(v) for v in s.split(",")], default=[8])
     ap.add_argument("--maxnreg", type=lambda s: [int(v) for v in s.split(",")], default=[0])
     ap.add_argument("--split", type=lambda s: [int(v) for v in s.split(",")], default=[1])
-    ap.add_argument("--per-sm", type=lambda s: [int(v) for v in s.split(",")], default=[0],
-                    help="softmax: programs per multiprocessor, looping over column blocks "
-                         "(0: one program per block)")
+    ap.add_argument(
+        "--per-sm",
+        type=lambda s: [int(v) for v in s.split(",")],
+        default=[0],
+        help="softmax: programs per multiprocessor, looping over column blocks "
+        "(0: one program per block)",
+    )
     ap.add_argument("--mode", type=lambda s: s.split(","), default=["online"])
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -382,8 +445,7 @@ def main(argv=None) -> int:
     ceil = measure_ceilings("cuda")["read_gbps"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"read ceiling {ceil:.0f} GB/s, {sms} SMs", flush=True)
-    probes = {"sum": probe_sum, "softmax": probe_softmax, "coop": probe_shared,
-              "lag": probe_shared}
+    probes = {"sum": probe_sum, "softmax": probe_softmax, "coop": probe_shared, "lag": probe_shared}
     probes[args.kind](args, ceil, sms)
     return 0
 

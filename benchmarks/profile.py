@@ -23,11 +23,18 @@ from benchmarks.tune import kernel_times
 def main(argv=None) -> int:
     import layoutfuse.nvfuser as nvf
 
-    ap = argparse.ArgumentParser(prog="python -m benchmarks profile", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks profile",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("suite", choices=sorted(SUITES))
-    ap.add_argument("--filter", action="append", default=[],
-                    help="only cases whose name contains this (repeat: all must match)")
+    ap.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        help="only cases whose name contains this (repeat: all must match)",
+    )
     args = ap.parse_args(argv)
     cases = [c for c in SUITES[args.suite]() if all(f in c.name for f in args.filter)]
     if not cases:
@@ -42,8 +49,11 @@ def main(argv=None) -> int:
         run = functools.partial(fd.execute, inputs)
         ms = time_kernel(run, "cuda")
         gbs = case.bytes_moved / ms / 1e6
-        print(f"{case.name:<46} {1000 * ms:8.1f} us {100 * gbs / ceiling:5.1f}% | "
-              f"{kernel_times(run, 'cuda')}", flush=True)
+        print(
+            f"{case.name:<46} {1000 * ms:8.1f} us {100 * gbs / ceiling:5.1f}% | "
+            f"{kernel_times(run, 'cuda')}",
+            flush=True,
+        )
     return 0
 
 

@@ -93,7 +93,7 @@ def tolerance(case: Case) -> tuple[float, float]:
     reduced = math.prod(case.operand_shape[d] for d in case.dims)
     if case.op == "sum":
         atol *= math.sqrt(reduced)
-    elif case.op == "var_sums":       # E[x^2] - E[x]^2 of standard normals: about 1
+    elif case.op == "var_sums":  # E[x^2] - E[x]^2 of standard normals: about 1
         atol *= 4
     elif case.op == "softmax":
         atol /= reduced

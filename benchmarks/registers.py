@@ -34,8 +34,10 @@ THREADS_PER_SM = 2048
 def meta_inputs(case: Case) -> list[torch.Tensor]:
     physical = [case.shape[d] for d in case.order]
     inverse = [case.order.index(d) for d in range(len(case.order))]
-    return [torch.empty(physical, dtype=case.torch_dtype, device="meta").permute(*inverse)
-            for _ in range(case.n_inputs)]
+    return [
+        torch.empty(physical, dtype=case.torch_dtype, device="meta").permute(*inverse)
+        for _ in range(case.n_inputs)
+    ]
 
 
 def compile_variant(case: Case, var: dict):
@@ -60,20 +62,29 @@ def describe(case: Case, params, arts) -> str:
         regs = res.get("REG", 0)
         per_sm = min(THREADS_PER_SM // threads, REGISTERS_PER_SM // max(1, threads * regs))
         v4 = art.vector_widths.get("ld.global.v4", 0)
-        parts.append(f"{art.name}: {regs} regs, {art.local_bytes} B spilled, "
-                     f"{per_sm} programs/SM, {v4} v4 loads")
-    rows = (f"{params.block_y} of group {params.y_group}, {params.block_r}"
-            if params.y_group is not None else params.block_r)
-    return (f"{case.name:<26} {params.template} [{rows}, {params.block_x}] "
-            f"u={params.unroll} w={params.num_warps} "
-            f"split={params.split} {params.finish}: {acc} acc/thread, {loaded} B/thread/step; "
-            + "; ".join(parts))
+        parts.append(
+            f"{art.name}: {regs} regs, {art.local_bytes} B spilled, "
+            f"{per_sm} programs/SM, {v4} v4 loads"
+        )
+    rows = (
+        f"{params.block_y} of group {params.y_group}, {params.block_r}"
+        if params.y_group is not None
+        else params.block_r
+    )
+    return (
+        f"{case.name:<26} {params.template} [{rows}, {params.block_x}] "
+        f"u={params.unroll} w={params.num_warps} "
+        f"split={params.split} {params.finish}: {acc} acc/thread, {loaded} B/thread/step; "
+        + "; ".join(parts)
+    )
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks probe registers",
-                                 description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks probe registers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--filter", action="append", default=[])
     ap.add_argument("--variant", action="append", type=tune.parse_variant, default=[])

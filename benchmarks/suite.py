@@ -48,7 +48,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def select_cases(suite: str, device: str, quick: bool, substr: str) -> list[Case]:
-    parts = [s for s in substr.split(",") if s]            # every part must match
+    parts = [s for s in substr.split(",") if s]  # every part must match
     cases = [c for c in SUITES[suite]() if all(s in c.name for s in parts)]
     if quick:
         factor = QUICK_SHRINK["cuda" if device.startswith("cuda") else "cpu"]

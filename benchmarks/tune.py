@@ -39,39 +39,61 @@ from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.tuning import DEFAULT, Tuning
 
-REDUCING = ("sum", "var_sums")   # ops whose variants override the reduction scheduler's params
+REDUCING = ("sum", "var_sums")  # ops whose variants override the reduction scheduler's params
 # kind -> variants (field overrides of the heuristics' params); dict() is the heuristics
 VARIANTS = {
     # reductions (schedulers/reduction_tiles.py): the heuristics; the tiles before the
     # 2-byte rule ([16, 512] / [8, 1024] bf16: 32 fp32 accumulators per thread, ptxas 54-64
     # registers, 4 programs per SM); narrower accumulators (unroll 2: 40 registers and 6
     # programs; unroll 4: 32 registers and 8 programs), for bf16 and fp32; the finishing kernel
-    "outer": [dict(), dict(block_x=512, block_r=16, unroll=1),
-              dict(block_x=512, block_r=8, unroll=2), dict(block_x=256, block_r=16, unroll=2),
-              dict(block_x=256, block_r=8, unroll=4), dict(block_x=256, block_r=16, unroll=1),
-              dict(block_x=256, block_r=8, unroll=2), dict(block_x=256, block_r=4, unroll=4),
-              dict(block_x=256, block_r=32, unroll=1),
-              dict(block_x=128, block_r=32, unroll=1, num_warps=4), dict(finish="kernel")],
-    "inner": [dict(), dict(block_x=8, block_r=1024, unroll=1),
-              dict(block_x=4, block_r=1024, unroll=2), dict(block_x=2, block_r=1024, unroll=4),
-              dict(block_x=4, block_r=1024, unroll=1), dict(block_x=2, block_r=1024, unroll=2),
-              dict(block_x=2, block_r=512, unroll=4), dict(block_x=16, block_r=256, unroll=1),
-              dict(block_x=32, block_r=256, unroll=1, num_warps=16),
-              dict(block_x=8, block_r=512, unroll=2), dict(finish="kernel")],
+    "outer": [
+        dict(),
+        dict(block_x=512, block_r=16, unroll=1),
+        dict(block_x=512, block_r=8, unroll=2),
+        dict(block_x=256, block_r=16, unroll=2),
+        dict(block_x=256, block_r=8, unroll=4),
+        dict(block_x=256, block_r=16, unroll=1),
+        dict(block_x=256, block_r=8, unroll=2),
+        dict(block_x=256, block_r=4, unroll=4),
+        dict(block_x=256, block_r=32, unroll=1),
+        dict(block_x=128, block_r=32, unroll=1, num_warps=4),
+        dict(finish="kernel"),
+    ],
+    "inner": [
+        dict(),
+        dict(block_x=8, block_r=1024, unroll=1),
+        dict(block_x=4, block_r=1024, unroll=2),
+        dict(block_x=2, block_r=1024, unroll=4),
+        dict(block_x=4, block_r=1024, unroll=1),
+        dict(block_x=2, block_r=1024, unroll=2),
+        dict(block_x=2, block_r=512, unroll=4),
+        dict(block_x=16, block_r=256, unroll=1),
+        dict(block_x=32, block_r=256, unroll=1, num_warps=16),
+        dict(block_x=8, block_r=512, unroll=2),
+        dict(finish="kernel"),
+    ],
     # the outer template storing along the output's stride-1 group ([BLOCK_Y, BLOCK_R,
     # BLOCK_X]): sector x line (the heuristics), wider rows or columns, and the strided store
-    "transposed": [dict(), dict(block_x=64, block_r=8), dict(block_x=128, block_r=4),
-                   dict(block_y=16, block_r=8), dict(block_y=32, block_x=64, block_r=2),
-                   dict(y_group=None, block_y=1, block_x=256, block_r=16, unroll=1)],
+    "transposed": [
+        dict(),
+        dict(block_x=64, block_r=8),
+        dict(block_x=128, block_r=4),
+        dict(block_y=16, block_r=8),
+        dict(block_y=32, block_x=64, block_r=2),
+        dict(y_group=None, block_y=1, block_x=256, block_r=16, unroll=1),
+    ],
     # transpose tiles: the fp32 tile (64x64, 8 warps); for 2-byte dtypes its tile bytes
     # (128x64, 64x128), its edge bytes (128x128), each at 64 or 32 bytes per thread
-    "transpose": [dict(), dict(block_x=64, block_y=64, num_warps=8),
-                  dict(block_x=128, block_y=64, num_warps=8),
-                  dict(block_x=64, block_y=128, num_warps=8),
-                  dict(block_x=128, block_y=64, num_warps=16),
-                  dict(block_x=128, block_y=128, num_warps=8),
-                  dict(block_x=128, block_y=128, num_warps=16),
-                  dict(block_x=128, block_y=128, num_warps=32)],
+    "transpose": [
+        dict(),
+        dict(block_x=64, block_y=64, num_warps=8),
+        dict(block_x=128, block_y=64, num_warps=8),
+        dict(block_x=64, block_y=128, num_warps=8),
+        dict(block_x=128, block_y=64, num_warps=16),
+        dict(block_x=128, block_y=128, num_warps=8),
+        dict(block_x=128, block_y=128, num_warps=16),
+        dict(block_x=128, block_y=128, num_warps=32),
+    ],
     "pointwise": [dict(), dict(num_warps=4), dict(num_warps=16)],
     "normalization": [dict()],
 }
@@ -84,12 +106,15 @@ def find_cases(names: list[str], filters: list[str]) -> list[Case]:
     known = {c.name: c for suite in SCHEDULERS for c in SUITES[suite]()}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SystemExit(f"unknown cases {unknown}: see python -m benchmarks suite "
-                         "reduction|pointwise|normalization --list")
+        raise SystemExit(
+            f"unknown cases {unknown}: see python -m benchmarks suite "
+            "reduction|pointwise|normalization --list"
+        )
     chosen = [known[n] for n in names]
     if filters:
-        chosen += [c for c in known.values()
-                   if all(f in c.name for f in filters) and c not in chosen]
+        chosen += [
+            c for c in known.values() if all(f in c.name for f in filters) and c not in chosen
+        ]
     return chosen
 
 
@@ -101,8 +126,10 @@ def tuned(schedule):
     if isinstance(schedule, list):
         (schedule,) = schedule
     if schedule.scheduler not in SCHEDULERS:
-        raise SystemExit(f"a {schedule.scheduler} kernel ran (no reduction or pointwise "
-                         f"params to override): {schedule}")
+        raise SystemExit(
+            f"a {schedule.scheduler} kernel ran (no reduction or pointwise "
+            f"params to override): {schedule}"
+        )
     return schedule
 
 
@@ -127,13 +154,16 @@ def kind_of(params) -> str:
 def describe(params) -> str:
     params = tuned(params)
     if params.scheduler == "normalization":
-        return (f"{params.template} {params.mode} bx={params.block_x} br={params.block_r} "
-                f"w={params.num_warps}")
+        return (
+            f"{params.template} {params.mode} bx={params.block_x} br={params.block_r} "
+            f"w={params.num_warps}"
+        )
     if params.scheduler == "pointwise":
-        return (f"{kind_of(params)} bx={params.block_x} by={params.block_y} "
-                f"w={params.num_warps}")
-    return (f"{params.template} bx={params.block_x} br={params.block_r} u={params.unroll} "
-            f"w={params.num_warps} split={params.split} {params.finish}")
+        return f"{kind_of(params)} bx={params.block_x} by={params.block_y} w={params.num_warps}"
+    return (
+        f"{params.template} bx={params.block_x} br={params.block_r} u={params.unroll} "
+        f"w={params.num_warps} split={params.split} {params.finish}"
+    )
 
 
 def kernel_resources(fd) -> str:
@@ -143,20 +173,31 @@ def kernel_resources(fd) -> str:
     kernels = [r.compiled for r in launches if getattr(r.compiled, "n_regs", None) is not None]
     if not kernels:
         return ""
-    return (f" regs={'/'.join(str(k.n_regs) for k in kernels)}"
-            f" spills={'/'.join(str(k.n_spills) for k in kernels)}")
+    return (
+        f" regs={'/'.join(str(k.n_regs) for k in kernels)}"
+        f" spills={'/'.join(str(k.n_spills) for k in kernels)}"
+    )
 
 
-def run_variant(nvf, case: Case, inputs, var: dict, timer: Callable, ref=None,
-                profiled: bool = False, tuning: Tuning | None = None) -> tuple:
+def run_variant(
+    nvf,
+    case: Case,
+    inputs,
+    var: dict,
+    timer: Callable,
+    ref=None,
+    profiled: bool = False,
+    tuning: Tuning | None = None,
+) -> tuple:
     """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params,
     chosen under ``tuning`` (None: the defaults); the result is checked against ``ref``
     (the fp32 reference) first, when given; ``profiled``: the resources also list each
     kernel's device time (CUDA)."""
-    nvf.FusionCache.reset()            # a fresh executor: no cached plan of another variant
+    nvf.FusionCache.reset()  # a fresh executor: no cached plan of another variant
     fd = define_fusion(nvf, case)
-    fd.executor().configure(heuristics=variant_heuristics(scheduler_of(case).NAME, var),
-                            tuning=tuning)
+    fd.executor().configure(
+        heuristics=variant_heuristics(scheduler_of(case).NAME, var), tuning=tuning
+    )
     out = fd.execute(inputs)[0]
     if ref is not None:
         check_result(case, out, ref)
@@ -199,18 +240,26 @@ def kernel_times(fn: Callable[[], object], device: str, calls: int = 20) -> str:
             flush_read(device)
             fn()
         torch.cuda.synchronize()
-    rows = [(e.key, e.device_time_total / calls, e.count // calls)
-            for e in prof.key_averages() if e.device_time_total > 0 and e.count >= calls]
-    return " | ".join(f"{k[:28]} x{n} {us:.1f}us" for k, us, n in rows
-                      if "flush" not in k and not k.startswith("void at::native::reduce"))
+    rows = [
+        (e.key, e.device_time_total / calls, e.count // calls)
+        for e in prof.key_averages()
+        if e.device_time_total > 0 and e.count >= calls
+    ]
+    return " | ".join(
+        f"{k[:28]} x{n} {us:.1f}us"
+        for k, us, n in rows
+        if "flush" not in k and not k.startswith("void at::native::reduce")
+    )
 
 
 def parse_variant(text: str) -> dict:
     """``block_x=128,block_y=64,num_warps=8`` -> a dict of fields: ints, true/false/none,
     or words (``finish=kernel``)."""
     words = {"true": True, "false": False, "none": None}
-    return {k: int(v) if v.lstrip("-").isdigit() else words.get(v.lower(), v)
-            for k, v in (item.split("=") for item in text.split(",") if item)}
+    return {
+        k: int(v) if v.lstrip("-").isdigit() else words.get(v.lower(), v)
+        for k, v in (item.split("=") for item in text.split(",") if item)
+    }
 
 
 def parse_tuning(text: str) -> Tuning:
@@ -238,8 +287,13 @@ def _tunings(ap: argparse.ArgumentParser, texts: list[str]) -> list[tuple[str, T
         ap.error(f"--tuning: {e}")
 
 
-def time_case(nvf, case: Case, args: argparse.Namespace, ceilings: dict,
-              tunings: list[tuple[str, Tuning | None]]) -> list[dict]:
+def time_case(
+    nvf,
+    case: Case,
+    args: argparse.Namespace,
+    ceilings: dict,
+    tunings: list[tuple[str, Tuning | None]],
+) -> list[dict]:
     """Time every variant of ``case`` (``--variant``s, else the table of its kind; under each
     ``--tuning``, the heuristics' own params unless variants are given), a line each."""
     inputs = make_inputs(case, args.device)
@@ -255,16 +309,33 @@ def time_case(nvf, case: Case, args: argparse.Namespace, ceilings: dict,
         label = f"[{text or 'defaults'}] " if args.tuning else ""
         for var in variants:
             try:
-                params, ms, res = run_variant(nvf, case, inputs, var,
-                                              lambda fn: time_kernel(fn, args.device), ref,
-                                              args.profile and args.device.startswith("cuda"),
-                                              tuning)
+                params, ms, res = run_variant(
+                    nvf,
+                    case,
+                    inputs,
+                    var,
+                    lambda fn: time_kernel(fn, args.device),
+                    ref,
+                    args.profile and args.device.startswith("cuda"),
+                    tuning,
+                )
                 gbs = case.bytes_moved / ms / 1e6
-                line = (f"{case.name:<40} {label}{describe(params)}: {gbs:6.0f} GB/s "
-                        f"{100 * gbs / ceiling:5.1f}%{res}")
-                rows.append(dict(case=case.name, kind=kind, variant=var, tuning=text,
-                                 gbps=gbs, pct=100 * gbs / ceiling, resources=res.strip(),
-                                 params=str(params)))
+                line = (
+                    f"{case.name:<40} {label}{describe(params)}: {gbs:6.0f} GB/s "
+                    f"{100 * gbs / ceiling:5.1f}%{res}"
+                )
+                rows.append(
+                    dict(
+                        case=case.name,
+                        kind=kind,
+                        variant=var,
+                        tuning=text,
+                        gbps=gbs,
+                        pct=100 * gbs / ceiling,
+                        resources=res.strip(),
+                        params=str(params),
+                    )
+                )
             except Exception as e:  # noqa: BLE001 - a variant that fails is reported, not fatal
                 line = f"{case.name:<40} {label}{var}: failed {e!r}"[:240]
             print(line, flush=True)
@@ -276,29 +347,50 @@ def main(argv=None) -> int:
 
     import layoutfuse.nvfuser as nvf
 
-    ap = argparse.ArgumentParser(prog="python -m benchmarks tune", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks tune",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("cases", nargs="*", help="case names (python -m benchmarks suite SUITE --list)")
-    ap.add_argument("--filter", action="append", default=[],
-                    help="also every case whose name contains this (repeat: all must match)")
-    ap.add_argument("--variant", action="append", type=parse_variant, default=[],
-                    help="field=value,...: try these instead of the table (repeatable)")
-    ap.add_argument("--tuning", action="append", default=[],
-                    help="scheduler.field=int,...: the heuristics under these tuning fields "
-                         "(repeatable; \"\": the defaults)")
+    ap.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        help="also every case whose name contains this (repeat: all must match)",
+    )
+    ap.add_argument(
+        "--variant",
+        action="append",
+        type=parse_variant,
+        default=[],
+        help="field=value,...: try these instead of the table (repeatable)",
+    )
+    ap.add_argument(
+        "--tuning",
+        action="append",
+        default=[],
+        help="scheduler.field=int,...: the heuristics under these tuning fields "
+        '(repeatable; "": the defaults)',
+    )
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--shrink", type=int, default=1, help="divide element counts (smoke runs)")
     ap.add_argument("--out", help="write the rows as JSON")
-    ap.add_argument("--profile", action="store_true",
-                    help="also each kernel's device time (torch.profiler; CUDA)")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="also each kernel's device time (torch.profiler; CUDA)",
+    )
     args = ap.parse_args(argv)
     cases = [c.shrunk(args.shrink) for c in find_cases(args.cases, args.filter)]
     if not cases:
         ap.error("no case given or matched")
     tunings = _tunings(ap, args.tuning)
     ceilings = measure_ceilings(args.device)
-    print(f"read ceiling {ceilings['read_gbps']:.0f} GB/s, copy {ceilings['copy_gbps']:.0f} GB/s",
-          flush=True)
+    print(
+        f"read ceiling {ceilings['read_gbps']:.0f} GB/s, copy {ceilings['copy_gbps']:.0f} GB/s",
+        flush=True,
+    )
     rows = []
     for case in cases:
         rows += time_case(nvf, case, args, ceilings, tunings)

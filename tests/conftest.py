@@ -24,8 +24,12 @@ class _SeededOnCpu(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         gen = kwargs.get("generator")
-        if (gen is not None and gen.device.type == "cpu" and kwargs.get("device") is None
-                and func in _device_constructors()):
+        if (
+            gen is not None
+            and gen.device.type == "cpu"
+            and kwargs.get("device") is None
+            and func in _device_constructors()
+        ):
             kwargs["device"] = "cpu"
             return func(*args, **kwargs).to(torch.get_default_device())
         return func(*args, **kwargs)
@@ -41,12 +45,23 @@ def kernel_cache_in_tmp(tmp_path_factory):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--full", action="store_true", default=False,
-                     help="run the tests marked full (seed sizes, whole sweeps)")
-    parser.addoption("--device", default="cpu", choices=("cpu", "cuda"),
-                     help="default device of the tensors tests build (cuda: compiled kernels)")
-    parser.addoption("--shard", default="",
-                     help="I/N: run only every N-th collected test, starting at I (parallel runs)")
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="run the tests marked full (seed sizes, whole sweeps)",
+    )
+    parser.addoption(
+        "--device",
+        default="cpu",
+        choices=("cpu", "cuda"),
+        help="default device of the tensors tests build (cuda: compiled kernels)",
+    )
+    parser.addoption(
+        "--shard",
+        default="",
+        help="I/N: run only every N-th collected test, starting at I (parallel runs)",
+    )
 
 
 def pytest_configure(config):

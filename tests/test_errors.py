@@ -16,18 +16,22 @@ from layoutfuse.errors import (
 )
 
 
-@pytest.mark.parametrize("cls, bases", [
-    (ArgumentTypeError, (DefinitionError, LayoutfuseError, ValueError, TypeError)),
-    (InputListError, (InputError, LayoutfuseError, ValueError, TypeError)),
-])
+@pytest.mark.parametrize(
+    "cls, bases",
+    [
+        (ArgumentTypeError, (DefinitionError, LayoutfuseError, ValueError, TypeError)),
+        (InputListError, (InputError, LayoutfuseError, ValueError, TypeError)),
+    ],
+)
 def test_hierarchy(cls, bases):
     assert all(issubclass(cls, b) for b in bases)
 
 
 def test_a_tensor_is_described_not_printed():
     x = torch.arange(12.0).reshape(3, 4).t()
-    assert describe(x) == ("torch.Tensor(shape=[4, 3], dtype=torch.float32, strides=[1, 4], "
-                           f"device={x.device})")
+    assert describe(x) == (
+        f"torch.Tensor(shape=[4, 3], dtype=torch.float32, strides=[1, 4], device={x.device})"
+    )
 
 
 def test_an_array_is_described_not_printed():
@@ -36,22 +40,26 @@ def test_an_array_is_described_not_printed():
     assert describe(np.float32(1.5)) == "numpy.float32 np.float32(1.5)"
 
 
-@pytest.mark.parametrize("value, text", [
-    (1, "int 1"),
-    ("yes", "str 'yes'"),
-    (None, "NoneType None"),
-    (DataType.Float, "DataType.Float"),
-    (torch.float16, "torch.dtype torch.float16"),
-    ([0, 2.5, "a"], "list [0, 2.5, 'a']"),
-    ((1,), "tuple (1,)"),
-    (list(range(20)), "list [0, 1, 2, 3, 4, 5, 6, 7, ...]"),
-    ("x" * 100, "str '" + "x" * 56 + "..."),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (1, "int 1"),
+        ("yes", "str 'yes'"),
+        (None, "NoneType None"),
+        (DataType.Float, "DataType.Float"),
+        (torch.float16, "torch.dtype torch.float16"),
+        ([0, 2.5, "a"], "list [0, 2.5, 'a']"),
+        ((1,), "tuple (1,)"),
+        (list(range(20)), "list [0, 1, 2, 3, 4, 5, 6, 7, ...]"),
+        ("x" * 100, "str '" + "x" * 56 + "..."),
+    ],
+)
 def test_other_values(value, text):
     assert describe(value) == text
 
 
 def test_a_list_holding_a_tensor_describes_the_tensor():
     x = torch.ones(500)
-    assert describe([1, x]) == ("list [1, torch.Tensor(shape=[500], dtype=torch.float32, "
-                                f"strides=[1], device={x.device})]")
+    assert describe([1, x]) == (
+        f"list [1, torch.Tensor(shape=[500], dtype=torch.float32, strides=[1], device={x.device})]"
+    )

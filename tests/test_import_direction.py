@@ -22,15 +22,22 @@ PACKAGE = "layoutfuse"
 
 # Module prefixes by layer, lowest first. ``layoutfuse`` itself is its __init__.py alone.
 LAYERS: dict[str, int] = {
-    "layoutfuse.dtypes": 0, "layoutfuse.errors": 0, "layoutfuse.intmath": 0,
+    "layoutfuse.dtypes": 0,
+    "layoutfuse.errors": 0,
+    "layoutfuse.intmath": 0,
     "layoutfuse.ir": 1,
-    "layoutfuse.analysis": 2, "layoutfuse.segmenter": 2, "layoutfuse.passes": 2,
+    "layoutfuse.analysis": 2,
+    "layoutfuse.segmenter": 2,
+    "layoutfuse.passes": 2,
     "layoutfuse.reference": 2,
     "layoutfuse.schedulers": 3,
     "layoutfuse.codegen": 4,
     "layoutfuse.runtime": 5,
-    "layoutfuse.frontend": 6, "layoutfuse.nvfuser": 6, "layoutfuse.testing_api": 6,
-    "layoutfuse.demo": 6, "layoutfuse": 6,
+    "layoutfuse.frontend": 6,
+    "layoutfuse.nvfuser": 6,
+    "layoutfuse.testing_api": 6,
+    "layoutfuse.demo": 6,
+    "layoutfuse": 6,
 }
 
 # (importer, imported module) pairs tolerated against the direction: none since the
@@ -41,7 +48,7 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = set()
 
 @dataclass(frozen=True)
 class Import:
-    target: str         # the absolute module name imported
+    target: str  # the absolute module name imported
     line: int
 
 
@@ -52,11 +59,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-MODULES: dict[str, Path] = {
-    module_name(p): p for p in sorted((SRC / PACKAGE).rglob("*.py"))
-}
-
-
+MODULES: dict[str, Path] = {module_name(p): p for p in sorted((SRC / PACKAGE).rglob("*.py"))}
 
 
 def layer_of(name: str) -> int | None:
@@ -99,7 +102,7 @@ def imports_of(importer: str) -> list[Import]:
                 sub = f"{base}.{a.name}"
                 found.append(Import(sub if sub in MODULES else base, node.lineno))
     ours = [i for i in found if i.target == PACKAGE or i.target.startswith(PACKAGE + ".")]
-    return list(dict.fromkeys(ours))        # ``from m import a, b``: once
+    return list(dict.fromkeys(ours))  # ``from m import a, b``: once
 
 
 def violations(importer: str) -> list[str]:
@@ -114,8 +117,10 @@ def violations(importer: str) -> list[str]:
         if theirs is None:
             problems.append(f"{where}:{imp.line}: {importer} imports {imp.target}, in no layer")
         elif theirs > mine and (importer, imp.target) not in KNOWN_VIOLATIONS:
-            problems.append(f"{where}:{imp.line}: {importer} (layer {mine}) imports "
-                            f"{imp.target} (layer {theirs}), a higher layer")
+            problems.append(
+                f"{where}:{imp.line}: {importer} (layer {mine}) imports "
+                f"{imp.target} (layer {theirs}), a higher layer"
+            )
     return problems
 
 
@@ -126,15 +131,19 @@ def test_imports_go_one_way(importer):
 
 
 def test_known_violations_still_occur():
-    stale = [(a, b) for a, b in sorted(KNOWN_VIOLATIONS)
-             if a not in MODULES or all(i.target != b for i in imports_of(a))]
+    stale = [
+        (a, b)
+        for a, b in sorted(KNOWN_VIOLATIONS)
+        if a not in MODULES or all(i.target != b for i in imports_of(a))
+    ]
     assert not stale, f"KNOWN_VIOLATIONS entries that no longer occur, remove them: {stale}"
 
 
 def test_known_violations_are_violations():
     """An entry must go upward; one that does not would tolerate nothing."""
-    wrong = [(a, b) for a, b in sorted(KNOWN_VIOLATIONS)
-             if not (layer_of(b) or 0) > (layer_of(a) or 0)]
+    wrong = [
+        (a, b) for a, b in sorted(KNOWN_VIOLATIONS) if not (layer_of(b) or 0) > (layer_of(a) or 0)
+    ]
     assert not wrong, f"KNOWN_VIOLATIONS entries that do not go to a higher layer: {wrong}"
 
 
@@ -153,7 +162,8 @@ def made_up(tmp_path, monkeypatch):
         "from ..dtypes import DataType\n"
         "def f():\n"
         "    from .. import runtime\n"
-        "    import layoutfuse.bench.x\n")
+        "    import layoutfuse.bench.x\n"
+    )
     monkeypatch.setitem(globals(), "SRC", tmp_path)
     monkeypatch.setitem(globals(), "MODULES", {module_name(p): p for p in pkg.rglob("*.py")})
 
@@ -163,8 +173,9 @@ def test_the_walk_finds_lazy_and_relative_imports(made_up):
     assert targets == ["layoutfuse.bench.x", "layoutfuse.dtypes", "layoutfuse.runtime"]
     problems = violations("layoutfuse.ir.fusion")
     assert len(problems) == 2, problems
-    assert any("layoutfuse.ir.fusion (layer 1) imports layoutfuse.runtime (layer 5)" in p
-               for p in problems), problems
+    assert any(
+        "layoutfuse.ir.fusion (layer 1) imports layoutfuse.runtime (layer 5)" in p for p in problems
+    ), problems
     assert any("imports layoutfuse.bench.x, in no layer" in p for p in problems), problems
 
 
@@ -179,7 +190,13 @@ def test_research_lives_outside_the_package():
     assert (SRC.parent / "benchmarks" / "__main__.py").exists()
     for name, path in MODULES.items():
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
-            assert not any(n.split(".")[0] == "benchmarks" for n in names), \
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            assert not any(n.split(".")[0] == "benchmarks" for n in names), (
                 f"{name} imports the benchmarks package"
+            )

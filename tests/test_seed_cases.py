@@ -27,13 +27,16 @@ from layoutfuse.testing_api import (
 from support.execution import schedules
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-GPU_ONLY = pytest.mark.skipif(not torch.cuda.is_available(),
-                              reason="2.4 GB input: the GPU benchmark's size")
+GPU_ONLY = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="2.4 GB input: the GPU benchmark's size"
+)
 
 
 def small_and_full(small, full, *full_marks):
-    return [pytest.param(small, id="small"),
-            pytest.param(full, marks=(pytest.mark.full, *full_marks), id="full")]
+    return [
+        pytest.param(small, id="small"),
+        pytest.param(full, marks=(pytest.mark.full, *full_marks), id="full"),
+    ]
 
 
 def assert_close_to_exact_sum(out: torch.Tensor, exact: torch.Tensor, n: int) -> None:
@@ -63,19 +66,20 @@ def test_reduction_on_permuted_reshape(shape, pin_output):
     with FusionGuard(fusion):
         tv_in = make_contig_concrete_tensor([b, h, s, d])
         tv_in.set_allocation_domain(
-            [tv_in.axis(0), tv_in.axis(2), tv_in.axis(1), tv_in.axis(3)], True)
+            [tv_in.axis(0), tv_in.axis(2), tv_in.axis(1), tv_in.axis(3)], True
+        )
         dqkv = permute(tv_in, [0, 2, 1, 3])
         dqkv = reshape(dqkv, [b, s, h, d], [b, s, h * d])
         sum_out = sum(dqkv, [0, 1])
         if pin_output:
-            sum_out.set_allocation_domain(
-                [sum_out.axis(2), sum_out.axis(0), sum_out.axis(1)], True)
+            sum_out.set_allocation_domain([sum_out.axis(2), sum_out.axis(0), sum_out.axis(1)], True)
         fusion.add_input(tv_in)
         fusion.add_output(sum_out)
 
     fec = FusionExecutorCache(fusion)
     in_tensor = torch.randn(b * h * s * d, device=DEVICE).as_strided(
-        (b, h, s, d), (s * h * d, d, h * d, 1))
+        (b, h, s, d), (s * h * d, d, h * d, 1)
+    )
     out_tensors = fec.run_fusion_with_inputs([in_tensor])
     testing.validate(fec.fusion(), out_tensors, [in_tensor])
 

@@ -25,8 +25,11 @@ from .testing_api import (
 
 
 def _schedule_summary(params: list) -> str:
-    return "; ".join(f"{p.scheduler}:{getattr(p, 'family', '')} pattern={p.pattern} "
-                     f"split={getattr(p, 'split', 1)}" for p in params)
+    return "; ".join(
+        f"{p.scheduler}:{getattr(p, 'family', '')} pattern={p.pattern} "
+        f"split={getattr(p, 'split', 1)}"
+        for p in params
+    )
 
 
 def permuted_reshape(scale: int, pin_output: bool):
@@ -66,10 +69,14 @@ def cases(gpu: bool):
     s = 1 if gpu else 8
     yield "ReductionOnPermutedReshape (output alloc [i2, r0, r1])", *permuted_reshape(s, True)
     yield "ReductionOnPermutedReshape (no output alloc)", *permuted_reshape(s, False)
-    yield "PlayGround [16,1024,1024] sum{0,1}", *playground((16, 1024 // s, 1024 // s), None,
-                                                            (0, 1))
-    yield "PlayGround alloc [2,0,1] sum{0,1}", *playground((16, 1024 // s, 1024 // s), [2, 0, 1],
-                                                           (0, 1))
+    yield (
+        "PlayGround [16,1024,1024] sum{0,1}",
+        *playground((16, 1024 // s, 1024 // s), None, (0, 1)),
+    )
+    yield (
+        "PlayGround alloc [2,0,1] sum{0,1}",
+        *playground((16, 1024 // s, 1024 // s), [2, 0, 1], (0, 1)),
+    )
     m, n = (16 * 1024, 1024 * 36) if gpu else (256, 576)
     yield f"PlayGround column-major [{m},{n}] sum{{1}}", *playground((m, n), [1, 0], (1,))
     yield f"PlayGround_ref row-major [{n},{m}] sum{{0}}", *playground((n, m), None, (0,))

@@ -73,8 +73,8 @@ class KernelCacheWarning(UserWarning):
     could not be written and a private temporary directory is used instead."""
 
 
-_MAX_REPR = 60      # characters of a value's repr that a message shows
-_MAX_ITEMS = 8      # elements of a list or tuple that a message shows
+_MAX_REPR = 60  # characters of a value's repr that a message shows
+_MAX_ITEMS = 8  # elements of a list or tuple that a message shows
 
 
 def describe(x: object) -> str:
@@ -84,31 +84,34 @@ def describe(x: object) -> str:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         return _describe_tensor(x)
-    if _is_array(x) and x.shape != ():                  # numpy scalars print as numbers
+    if _is_array(x) and x.shape != ():  # numpy scalars print as numbers
         strides = getattr(x, "strides", None)
         text = f"shape={list(x.shape)}, dtype={x.dtype}"
         return f"{type(x).__module__}.{type(x).__name__}({text}" + (
-            f", strides={list(strides)} bytes)" if strides is not None else ")")
+            f", strides={list(strides)} bytes)" if strides is not None else ")"
+        )
     if isinstance(x, list | tuple):
         items = [_item(v) for v in x[:_MAX_ITEMS]] + (["..."] if len(x) > _MAX_ITEMS else [])
         body = ", ".join(items) + ("," if isinstance(x, tuple) and len(x) == 1 else "")
         return f"{type(x).__name__} " + ("[{}]" if isinstance(x, list) else "({})").format(body)
     text = _short_repr(x)
     if text.startswith(type(x).__name__):
-        return text                                     # Scalar(index=3), DataType.Float
+        return text  # Scalar(index=3), DataType.Float
     module = type(x).__module__
     own = module == "builtins" or module.split(".")[0] == "layoutfuse"
     name = type(x).__name__ if own else f"{module}.{type(x).__qualname__}"
-    return f"{name} {text}"                             # int 1, str 'yes', torch.dtype ...
+    return f"{name} {text}"  # int 1, str 'yes', torch.dtype ...
 
 
 def _describe_tensor(x) -> str:
     try:
         strides = list(x.stride())
-    except RuntimeError:          # sparse and other layouts without strides
+    except RuntimeError:  # sparse and other layouts without strides
         strides = None
-    return (f"torch.Tensor(shape={list(x.shape)}, dtype={x.dtype}, strides={strides}, "
-            f"device={x.device})")
+    return (
+        f"torch.Tensor(shape={list(x.shape)}, dtype={x.dtype}, strides={strides}, "
+        f"device={x.device})"
+    )
 
 
 def _is_array(x: object) -> bool:
@@ -125,4 +128,4 @@ def _item(x: object) -> str:
 
 def _short_repr(x: object) -> str:
     text = repr(x)
-    return text if len(text) <= _MAX_REPR else text[:_MAX_REPR - 3] + "..."
+    return text if len(text) <= _MAX_REPR else text[: _MAX_REPR - 3] + "..."

@@ -20,8 +20,10 @@ from .ir.ops.elementwise import DtypeRule
 
 
 def _compute(v: Any) -> Any:
-    if torch.is_tensor(v) and v.dtype in (torch.float16, torch.bfloat16) or (
-        torch.is_tensor(v) and v.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+    if (
+        torch.is_tensor(v)
+        and v.dtype in (torch.float16, torch.bfloat16)
+        or (torch.is_tensor(v) and v.dtype in (torch.float8_e4m3fn, torch.float8_e5m2))
     ):
         return v.to(torch.float32)
     return v
@@ -45,8 +47,10 @@ def evaluate_expr(expr: Expr, args: list[Any], device) -> list[Any]:
             ts = [_scalar_to_tensor(a, v) for a, v in zip(args, expr.inputs)]
             r = op.reference(*ts)
             return [_to_python(r.to(to_torch(out.dtype)).item())]
-        cargs = [_compute(a) if torch.is_tensor(a) else
-                 _scalar_to_tensor(a, v).to(device) for a, v in zip(args, expr.inputs)]
+        cargs = [
+            _compute(a) if torch.is_tensor(a) else _scalar_to_tensor(a, v).to(device)
+            for a, v in zip(args, expr.inputs)
+        ]
         row = POINTWISE_ROWS.get(op.name)
         if row is not None and row.rule is DtypeRule.FLOAT:
             # integer and bool operands of a float op compute in the output's dtype
@@ -86,7 +90,7 @@ def evaluate(fusion: Fusion, inputs: list[Any], device=None) -> dict[int, Any]:
     env: dict[int, Any] = {}
     for v, x in zip(fusion.inputs, inputs):
         env[id(v)] = x
-        if isinstance(v, Vector):       # a vector input binds its elements
+        if isinstance(v, Vector):  # a vector input binds its elements
             for e, xe in zip(v.elements, x):
                 env[id(e)] = xe
     for v in fusion.vals:
@@ -115,7 +119,10 @@ def run_reference(fusion: Fusion, inputs: list[Any], device: Any = None) -> list
     for spec in fusion.outputs:
         v = env[id(spec.value)]
         if isinstance(spec.value, TensorView) and torch.is_tensor(v):
-            v = v.contiguous() if v.data_ptr() in {x.data_ptr() for x in inputs
-                                                   if torch.is_tensor(x)} else v
+            v = (
+                v.contiguous()
+                if v.data_ptr() in {x.data_ptr() for x in inputs if torch.is_tensor(x)}
+                else v
+            )
         outs.append(v)
     return outs

@@ -181,7 +181,7 @@ def test_cli_writes_the_result_file(tmp_path, no_frontend, capsys):
     doc = json.loads(out.read_text())
     assert doc["schema"] == report.SCHEMA and doc["partial"] is False
     assert doc["systems"] == ["layoutfuse", "eager"]
-    assert doc["env"]["flush"] == "read"             # how L2 is emptied before a timed call
+    assert doc["env"]["flush"] == "read"  # how L2 is emptied before a timed call
     assert doc["ceilings"]["read_gbps"] > 0 and doc["ceilings"]["copy_gbps"] > 0
     (row,) = doc["rows"]
     assert row["case"] == "seed_playground_sum01" and row["timing"] == "host"
@@ -205,8 +205,18 @@ def test_the_result_file_records_how_it_was_made(tmp_path, no_frontend, monkeypa
 
     monkeypatch.setenv(harness.COMMIT_ENV, "c0ffee1")
     out = tmp_path / "the result.json"
-    args = ["seed", "--quick", "--device", "cpu", "--filter", "playground", "--systems",
-            "eager", "--out", str(out)]
+    args = [
+        "seed",
+        "--quick",
+        "--device",
+        "cpu",
+        "--filter",
+        "playground",
+        "--systems",
+        "eager",
+        "--out",
+        str(out),
+    ]
     before = datetime.datetime.now(datetime.UTC)
     assert main(["suite", *args]) == 0
     env = json.loads(out.read_text())["env"]
@@ -227,11 +237,15 @@ def test_the_result_file_records_how_it_was_made(tmp_path, no_frontend, monkeypa
 def test_the_commit_comes_from_the_checkout_without_the_variable(monkeypatch, tmp_path):
     """``git rev-parse HEAD`` of the checkout that holds the code, wherever it runs from."""
     monkeypatch.delenv(harness.COMMIT_ENV, raising=False)
-    monkeypatch.chdir(tmp_path)                      # not a git checkout
+    monkeypatch.chdir(tmp_path)  # not a git checkout
     checkout = Path(harness.__file__).resolve().parents[1]
     try:
-        done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except OSError:
         pytest.skip("no git")
     head = done.stdout.strip() if done.returncode == 0 else None

@@ -28,8 +28,11 @@ def test_help_lists_every_command(capsys):
     assert all(f"  {name} " in probes for name in cli.PROBES)
 
 
-@pytest.mark.parametrize("argv", [[], ["bench"], ["probe"], ["probe", "inner"]],
-                         ids=["nothing", "unknown", "probe-nothing", "probe-unknown"])
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["bench"], ["probe"], ["probe", "inner"]],
+    ids=["nothing", "unknown", "probe-nothing", "probe-unknown"],
+)
 def test_no_command_or_an_unknown_one_is_an_error(argv, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
@@ -56,7 +59,12 @@ def test_each_commands_help_names_the_command(words, module, capsys):
 
 
 def test_python_dash_m_benchmarks_from_the_checkout():
-    done = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "tune" in done.stdout and "probe" in done.stdout

@@ -25,22 +25,27 @@ def fixed_ms(fn):
 
 def test_cases_by_name_and_filter():
     cases = tune.find_cases([TRANSPOSE], ["permute_3d_mem012_to_mem120"])
-    assert [c.name for c in cases] == [TRANSPOSE, "permute_3d_mem012_to_mem120_float32",
-                                       "permute_3d_mem012_to_mem120_bfloat16"]
+    assert [c.name for c in cases] == [
+        TRANSPOSE,
+        "permute_3d_mem012_to_mem120_float32",
+        "permute_3d_mem012_to_mem120_bfloat16",
+    ]
     assert tune.find_cases(["sweep_mem012_sum0"], [])[0].op == "sum"
     # sibling sums of the normalization suite: their reduction kernel takes the variants
-    assert tune.find_cases(["norm_varsums_colmajor_reduce_outer_float32"], [])[0].op == \
-        "var_sums"
+    assert tune.find_cases(["norm_varsums_colmajor_reduce_outer_float32"], [])[0].op == "var_sums"
     # softmax and layer norm: their NormalizationParams take the variants
-    assert tune.scheduler_of(tune.find_cases(["norm_softmax_colmajor_reduce_outer_float32"],
-                                             [])[0]) is nm
+    assert (
+        tune.scheduler_of(tune.find_cases(["norm_softmax_colmajor_reduce_outer_float32"], [])[0])
+        is nm
+    )
     with pytest.raises(SystemExit, match="unknown cases"):
         tune.find_cases(["no_such_case"], [])
 
 
 def test_parse_variant():
-    assert tune.parse_variant("block_x=128,block_y=64,num_warps=8") == \
-        dict(block_x=128, block_y=64, num_warps=8)
+    assert tune.parse_variant("block_x=128,block_y=64,num_warps=8") == dict(
+        block_x=128, block_y=64, num_warps=8
+    )
     assert tune.parse_variant("") == {}
 
 
@@ -53,7 +58,7 @@ def test_transpose_variants_reach_the_kernel(var):
     params, ms, _ = tune.run_variant(nvf, case, inputs, var, fixed_ms, reference(case, inputs))
     assert ms == 1.0 and tune.kind_of(params) == "transpose"
     assert all(getattr(params, field) == value for field, value in var.items())
-    assert pw.heuristics is heuristics                       # restored
+    assert pw.heuristics is heuristics  # restored
 
 
 def test_reduction_variant_reaches_the_kernel():
@@ -67,8 +72,9 @@ def test_reduction_variant_reaches_the_kernel():
     assert rd.heuristics is heuristics
 
 
-@pytest.mark.parametrize("var", [dict(mode="looped", block_x=16, block_r=32, num_warps=4),
-                                 dict(block_x=8, num_warps=2)])
+@pytest.mark.parametrize(
+    "var", [dict(mode="looped", block_x=16, block_r=32, num_warps=4), dict(block_x=8, num_warps=2)]
+)
 def test_normalization_variant_reaches_the_kernel(var):
     """A variant of a softmax over strided columns overrides its NormalizationParams: the
     looped kernel or a narrower persistent tile runs, and its result is checked."""
@@ -85,10 +91,10 @@ def test_normalization_variant_reaches_the_kernel(var):
 
 def test_parse_tuning():
     assert tune.parse_tuning("") == DEFAULT
-    assert tune.parse_tuning("normalization.max_tile=64,reduction.ticket_steps=0") == \
-        DEFAULT.with_fields(normalization=dict(max_tile=64), reduction=dict(ticket_steps=0))
-    assert tune.parse_tuning("pointwise.warps=4096:8/0:2").pointwise.warps == \
-        ((4096, 8), (0, 2))
+    assert tune.parse_tuning(
+        "normalization.max_tile=64,reduction.ticket_steps=0"
+    ) == DEFAULT.with_fields(normalization=dict(max_tile=64), reduction=dict(ticket_steps=0))
+    assert tune.parse_tuning("pointwise.warps=4096:8/0:2").pointwise.warps == ((4096, 8), (0, 2))
     for bad in ("nosuch.max_tile=1", "normalization.no_such_knob=1", "normalization.max_tile"):
         with pytest.raises(ValueError):
             tune.parse_tuning(bad)
@@ -111,12 +117,25 @@ def test_a_tuning_variant_reaches_the_kernel():
 
 def test_main_writes_a_row_per_tuning(tmp_path, capsys):
     out = tmp_path / "tune.json"
-    argv = [SOFTMAX, "--device", "cpu", "--shrink", "1024", "--out", str(out),
-            "--tuning", "", "--tuning", "normalization.max_tile=64"]
+    argv = [
+        SOFTMAX,
+        "--device",
+        "cpu",
+        "--shrink",
+        "1024",
+        "--out",
+        str(out),
+        "--tuning",
+        "",
+        "--tuning",
+        "normalization.max_tile=64",
+    ]
     assert tune.main(argv) == 0
     doc = json.loads(out.read_text())
-    assert [(r["tuning"], r["variant"]) for r in doc["rows"]] == \
-        [("", {}), ("normalization.max_tile=64", {})]
+    assert [(r["tuning"], r["variant"]) for r in doc["rows"]] == [
+        ("", {}),
+        ("normalization.max_tile=64", {}),
+    ]
     text = capsys.readouterr().out
     assert "[defaults] inner persistent" in text or "[defaults] outer persistent" in text
     assert "[normalization.max_tile=64] outer bx=256" in text
@@ -134,13 +153,24 @@ def test_a_wrong_result_fails_the_variant():
 
 def test_main_writes_a_row_per_variant(tmp_path, capsys):
     out = tmp_path / "tune.json"
-    argv = [TRANSPOSE, "--device", "cpu", "--shrink", "4096", "--out", str(out),
-            "--variant", "block_x=64,block_y=64,num_warps=8", "--variant", "num_warps=99,x=1"]
+    argv = [
+        TRANSPOSE,
+        "--device",
+        "cpu",
+        "--shrink",
+        "4096",
+        "--out",
+        str(out),
+        "--variant",
+        "block_x=64,block_y=64,num_warps=8",
+        "--variant",
+        "num_warps=99,x=1",
+    ]
     assert tune.main(argv) == 0
     doc = json.loads(out.read_text())
     assert [r["variant"] for r in doc["rows"]] == [dict(block_x=64, block_y=64, num_warps=8)]
     text = capsys.readouterr().out
-    assert "transpose bx=64 by=64 w=8" in text and "failed" in text   # a bad variant is reported
+    assert "transpose bx=64 by=64 w=8" in text and "failed" in text  # a bad variant is reported
 
 
 def test_profile_is_asked_only_on_cuda(monkeypatch, capsys):

@@ -187,8 +187,9 @@ def _inputs(row: Row, dtype) -> list[torch.Tensor]:
 def test_float_templates_match_torch(row: Row, dtype, device):
     inputs = _inputs(row, dtype)
     out = run_elementwise(row.expr, inputs, dtype, device)
-    torch.testing.assert_close(out, expected_on(out, row.reference(*inputs)), equal_nan=True,
-                               **TOLERANCE[dtype])
+    torch.testing.assert_close(
+        out, expected_on(out, row.reference(*inputs)), equal_nan=True, **TOLERANCE[dtype]
+    )
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # masked lanes read 0
@@ -273,8 +274,9 @@ def test_reductions_match_torch(name, dtype, device):
     kernel = load_kernel(reduction_source(expr, fill), "row_reduce_kernel")
     out = torch.empty(ROWS, dtype=dtype, device=device)
     launch(kernel, (ROWS,), x.to(device), out, COLS, device_type=device, BLOCK_C=BLOCK_C)
-    torch.testing.assert_close(out, expected_on(out, reference(x)), equal_nan=True,
-                               **TOLERANCE[dtype])
+    torch.testing.assert_close(
+        out, expected_on(out, reference(x)), equal_nan=True, **TOLERANCE[dtype]
+    )
 
 
 # --- loading and launching -------------------------------------------------------------------
@@ -435,6 +437,7 @@ def test_spills_show_as_local_bytes():
     sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "BLOCK": "constexpr"}
     big = compile_for_hopper(_scale_by_sum, sig, {"BLOCK": 8192}, num_warps=1)
     small = compile_for_hopper(_scale_by_sum, sig, {"BLOCK": 256}, num_warps=4)
-    assert big.local_bytes > 0 and big.local_bytes == (big.resources.get("LOCAL", 0)
-                                                       + big.resources.get("STACK", 0))
+    assert big.local_bytes > 0 and big.local_bytes == (
+        big.resources.get("LOCAL", 0) + big.resources.get("STACK", 0)
+    )
     assert small.local_bytes == 0

@@ -14,7 +14,7 @@ from triton.runtime.jit import JITFunction
 from layoutfuse.codegen.backend import bf16_bits_to_fp32, fp32_to_bf16_bits, load_kernel
 from layoutfuse.nvfuser import FusionDefinition
 
-pytestmark = pytest.mark.usefixtures("on_cpu")     # the interpreter's own behaviour
+pytestmark = pytest.mark.usefixtures("on_cpu")  # the interpreter's own behaviour
 
 CAST = """import triton
 import triton.language as tl
@@ -39,10 +39,22 @@ def _bits(x: torch.Tensor) -> np.ndarray:
 
 def _random_fp32(n: int, seed: int) -> torch.Tensor:
     """Every kind of fp32 bit pattern: normals, subnormals, ties, inf, NaN."""
-    bits = torch.randint(-(2**31), 2**31, (n,), generator=torch.Generator().manual_seed(seed),
-                         dtype=torch.int64).to(torch.int32)
-    bits[:8] = torch.tensor([0x3F808000, 0x3F818000, 0x7F7FFFFF, 0x7F7F8000, 0x00008000,
-                             0x80018000, 0x7F800000, 0x7FC00000], dtype=torch.int64).to(torch.int32)
+    bits = torch.randint(
+        -(2**31), 2**31, (n,), generator=torch.Generator().manual_seed(seed), dtype=torch.int64
+    ).to(torch.int32)
+    bits[:8] = torch.tensor(
+        [
+            0x3F808000,
+            0x3F818000,
+            0x7F7FFFFF,
+            0x7F7F8000,
+            0x00008000,
+            0x80018000,
+            0x7F800000,
+            0x7FC00000,
+        ],
+        dtype=torch.int64,
+    ).to(torch.int32)
     return bits.view(torch.float32)
 
 
@@ -57,18 +69,21 @@ def test_fp32_to_bf16_bits_is_torchs_conversion():
 def test_bf16_bits_to_fp32_is_exact():
     bits = np.arange(1 << 16, dtype=np.uint16)
     expected = torch.from_numpy(bits.view(np.int16).copy()).view(torch.bfloat16).float()
-    assert np.array_equal(bf16_bits_to_fp32(bits).view(np.uint32),
-                          expected.numpy().view(np.uint32))
+    assert np.array_equal(bf16_bits_to_fp32(bits).view(np.uint32), expected.numpy().view(np.uint32))
 
 
-@pytest.mark.parametrize("src", [torch.float32, torch.float64, torch.int32, torch.int64,
-                                 torch.float16], ids=str)
+@pytest.mark.parametrize(
+    "src", [torch.float32, torch.float64, torch.int32, torch.int64, torch.float16], ids=str
+)
 def test_interpreted_casts_to_bf16_match_torch(src):
     """fp64 and integers reach the interpreter's cast directly (Triton routes only casts from
     bf16 through fp32), fp32 through its truncating conversion: all must be torch's."""
     x = _random_fp32(4096, seed=2)
-    x = x[torch.isfinite(x)][:2048] if src.is_floating_point else \
-        torch.randint(-(2**40), 2**40, (2048,), generator=torch.Generator().manual_seed(3))
+    x = (
+        x[torch.isfinite(x)][:2048]
+        if src.is_floating_point
+        else torch.randint(-(2**40), 2**40, (2048,), generator=torch.Generator().manual_seed(3))
+    )
     x = x.to(src) if src != torch.float16 else x.clamp(-6e4, 6e4).to(src)
     out = torch.empty(x.shape, dtype=torch.bfloat16)
     kernel = load_kernel(CAST + f"# {uuid.uuid4().hex}\n", "cast_kernel")
@@ -95,8 +110,9 @@ def test_bf16_results_of_execute_equal_torchs(op):
     x, y = (torch.randn(64, 64, generator=g, device="cpu").to(torch.bfloat16) for _ in range(2))
     with FusionDefinition() as fd:
         tx = fd.from_pytorch(x)
-        fd.add_output(fd.ops.add(tx, fd.from_pytorch(y)) if op == "add" else
-                      fd.ops.sum(tx, dims=[1]))
+        fd.add_output(
+            fd.ops.add(tx, fd.from_pytorch(y)) if op == "add" else fd.ops.sum(tx, dims=[1])
+        )
     (res,) = fd.execute([x, y] if op == "add" else [x])
     expected = x + y if op == "add" else x.sum(1)
     assert torch.equal(res, expected), f"{(res != expected).sum()} of {res.numel()} differ"
@@ -109,11 +125,15 @@ DIVISORS = torch.tensor([[0.0, 0.0, float("inf"), 0.0, 0.0, float("nan"), -0.0, 
 CASES = {
     "div": (lambda fd, a, b: fd.ops.div(a, b), torch.div),
     "fmod": (lambda fd, a, b: fd.ops.fmod(a, b), torch.fmod),
-    "exp": (lambda fd, a, b: fd.ops.exp(fd.ops.mul(a, fd.define_scalar(100.0))),
-            lambda a, b: torch.exp(a * 100.0)),
+    "exp": (
+        lambda fd, a, b: fd.ops.exp(fd.ops.mul(a, fd.define_scalar(100.0))),
+        lambda a, b: torch.exp(a * 100.0),
+    ),
     "log": (lambda fd, a, b: fd.ops.log(fd.ops.sub(a, b)), lambda a, b: torch.log(a - b)),
-    "sum of div": (lambda fd, a, b: fd.ops.sum(fd.ops.div(a, b), dims=[1]),
-                   lambda a, b: torch.div(a, b).sum(1)),
+    "sum of div": (
+        lambda fd, a, b: fd.ops.sum(fd.ops.div(a, b), dims=[1]),
+        lambda a, b: torch.div(a, b).sum(1),
+    ),
 }
 
 

@@ -20,7 +20,9 @@ HEADER = (
     "import triton\nimport triton.language as tl\n"
     "from triton.language.extra import libdevice as lib\n" + PRELUDE
 )
-ROW_SUM = HEADER + '''
+ROW_SUM = (
+    HEADER
+    + """
 
 @triton.jit
 def row_sum_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_r, stride_c,
@@ -30,8 +32,11 @@ def row_sum_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_r, stride_c,
     mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
     x = tl.load(x_ptr + rows[:, None] * stride_r + cols[None, :] * stride_c, mask=mask, other=0.0)
     tl.store(out_ptr + rows, tl.sum(x, 1), mask=rows < n_rows)
-'''
-POINTWISE = HEADER + '''
+"""
+)
+POINTWISE = (
+    HEADER
+    + """
 
 @triton.jit
 def pointwise_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_r, stride_c,
@@ -41,7 +46,8 @@ def pointwise_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_r, stride_c,
     mask = (rows < n_rows) & (cols < n_cols)
     x = tl.load(x_ptr + rows * stride_r + cols * stride_c, mask=mask)
     tl.store(out_ptr + rows * n_cols + cols, _exp(x) * lib.tanh(x), mask=mask)
-'''
+"""
+)
 SHAPES = [(8, 16), (12, 20), (5, 33)]
 BLOCK_R, BLOCK_C = 4, 64
 
@@ -54,8 +60,7 @@ def _input(k: int) -> torch.Tensor:
 
 def _launch(kernel, x: torch.Tensor, out: torch.Tensor) -> None:
     grid = (-(-x.shape[0] // BLOCK_R),)
-    kernel.for_device("cpu")[grid](x, out, *x.shape, *x.stride(), BLOCK_R=BLOCK_R,
-                                   BLOCK_C=BLOCK_C)
+    kernel.for_device("cpu")[grid](x, out, *x.shape, *x.stride(), BLOCK_R=BLOCK_R, BLOCK_C=BLOCK_C)
 
 
 def _call(kind: str, k: int) -> bool:
@@ -78,7 +83,7 @@ def _in_threads(work, n_threads: int = 8) -> list:
         start.wait()
         try:
             results[t] = work(t)
-        except Exception as error:       # noqa: BLE001 -- reported by the test
+        except Exception as error:  # noqa: BLE001 -- reported by the test
             results[t] = error
 
     threads = [threading.Thread(target=run, args=(t,)) for t in range(n_threads)]
@@ -91,22 +96,28 @@ def _in_threads(work, n_threads: int = 8) -> list:
 
 def _language_state() -> dict:
     """What an interpreted launch patches, as it is outside one."""
-    return {"call": JITFunction.__call__, "program_id": tl.program_id,
-            "core_program_id": tl.core.program_id, "reduce": tl.core.reduce,
-            "load": tl.load, "add": tl.tensor.__add__, "to": tl.tensor.to}
+    return {
+        "call": JITFunction.__call__,
+        "program_id": tl.program_id,
+        "core_program_id": tl.core.program_id,
+        "reduce": tl.core.reduce,
+        "load": tl.load,
+        "add": tl.tensor.__add__,
+        "to": tl.tensor.to,
+    }
 
 
 def test_eight_threads_share_two_kernels_and_get_torch_results(tmp_path, monkeypatch):
     monkeypatch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path))
     before = _language_state()
 
-    def work(t: int) -> list[int]:      # calls that came out wrong
+    def work(t: int) -> list[int]:  # calls that came out wrong
         ks = range(t * 50, t * 50 + 50)
         return [k for k in ks if not _call("sum" if k % 4 < 2 else "pointwise", k)]
 
     assert _in_threads(work) == [[]] * 8
     assert _language_state() == before
-    assert _call("sum", 1) and _call("pointwise", 2)       # single-threaded, after
+    assert _call("sum", 1) and _call("pointwise", 2)  # single-threaded, after
 
 
 def _fresh_row_sum() -> str:
@@ -116,17 +127,30 @@ def _fresh_row_sum() -> str:
 def test_sm90_compiles_while_other_threads_interpret(tmp_path, monkeypatch):
     """The compiler calls the builtins the interpreter patches: it must never see them."""
     monkeypatch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path))
-    signature = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32",
-                 "stride_r": "i32", "stride_c": "i32", "BLOCK_R": "constexpr",
-                 "BLOCK_C": "constexpr"}
+    signature = {
+        "x_ptr": "*fp32",
+        "out_ptr": "*fp32",
+        "n_rows": "i32",
+        "n_cols": "i32",
+        "stride_r": "i32",
+        "stride_c": "i32",
+        "BLOCK_R": "constexpr",
+        "BLOCK_C": "constexpr",
+    }
     done = threading.Event()
 
     def work(t: int):
         if t == 0:
-            try:       # a new function body each time: neither layoutfuse nor Triton's
-                return [compile_for_hopper(_fresh_row_sum(), signature,     # disk cache has it
-                                           {"BLOCK_R": 4, "BLOCK_C": 64}).ptx != ""
-                        for _ in range(3)]
+            try:  # a new function body each time: neither layoutfuse nor Triton's
+                return [
+                    compile_for_hopper(
+                        _fresh_row_sum(),
+                        signature,  # disk cache has it
+                        {"BLOCK_R": 4, "BLOCK_C": 64},
+                    ).ptx
+                    != ""
+                    for _ in range(3)
+                ]
             finally:
                 done.set()
         k, wrong = t, []
@@ -143,8 +167,7 @@ def test_sm90_compiles_while_other_threads_interpret(tmp_path, monkeypatch):
 @pytest.mark.parametrize("kind", ["sum", "pointwise"])
 def test_a_kernel_loaded_by_many_threads_at_once_is_loaded_once(tmp_path, monkeypatch, kind):
     monkeypatch.setenv("LAYOUTFUSE_CACHE_DIR", str(tmp_path))
-    source, name = (ROW_SUM, "row_sum_kernel") if kind == "sum" else \
-        (POINTWISE, "pointwise_kernel")
+    source, name = (ROW_SUM, "row_sum_kernel") if kind == "sum" else (POINTWISE, "pointwise_kernel")
     source += f"# {uuid.uuid4().hex}\n"
     kernels = _in_threads(lambda t: load_kernel(source, name))
     assert all(k is kernels[0] for k in kernels)
@@ -156,6 +179,7 @@ def test_a_kernel_loaded_by_many_threads_at_once_is_loaded_once(tmp_path, monkey
 
 def _holding(lock, mode: str, order: list, release: threading.Event) -> threading.Thread:
     """A thread that takes ``lock`` in ``mode``, notes it in ``order``, holds until ``release``."""
+
     def hold():
         with getattr(lock, mode)():
             order.append(mode)
@@ -178,14 +202,14 @@ def test_the_lock_shares_excludes_and_serves_in_order():
     lock, order = SharedExclusiveLock(), []
     first, second, third = threading.Event(), threading.Event(), threading.Event()
     threads = [_holding(lock, "shared", order, first), _holding(lock, "shared", order, first)]
-    _wait_for(lambda: order == ["shared", "shared"])        # two shared holders at once
+    _wait_for(lambda: order == ["shared", "shared"])  # two shared holders at once
     threads.append(_holding(lock, "exclusive", order, second))
     _wait_for(lambda: lock._next_ticket == 3)
     threads.append(_holding(lock, "shared", order, third))  # after the exclusive request
     _wait_for(lambda: lock._next_ticket == 4)
     first.set()
     _wait_for(lambda: len(order) == 3)
-    assert order[2] == "exclusive" and lock._shared == 0    # the late shared one waits
+    assert order[2] == "exclusive" and lock._shared == 0  # the late shared one waits
     second.set()
     _wait_for(lambda: len(order) == 4)
     third.set()

@@ -24,8 +24,12 @@ from layoutfuse.ir import Fusion, FusionGuard, IterDomain, TensorView, ops
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from support.execution import schedules
 
-NV = {torch.float32: DataType.Float, torch.float16: DataType.Half,
-      torch.bfloat16: DataType.BFloat16, torch.float64: DataType.Double}
+NV = {
+    torch.float32: DataType.Float,
+    torch.float16: DataType.Half,
+    torch.bfloat16: DataType.BFloat16,
+    torch.float64: DataType.Double,
+}
 
 
 # each module's kernels are cached in a fresh directory (tests/conftest.py)
@@ -43,8 +47,9 @@ def col_major(*shape, dtype=torch.float32) -> torch.Tensor:
 
 def define(fd: FusionDefinition, x: torch.Tensor, static: bool = False):
     """An input with ``x``'s layout (symbolic extents unless ``static``)."""
-    return fd.define_tensor(sizes=list(x.shape), strides=list(x.stride()), dtype=NV[x.dtype],
-                            static_sizes=static)
+    return fd.define_tensor(
+        sizes=list(x.shape), strides=list(x.stride()), dtype=NV[x.dtype], static_sizes=static
+    )
 
 
 def scalar(fd, v):
@@ -58,7 +63,7 @@ class Case:
     inputs: Callable[[torch.dtype], list[torch.Tensor]]
     body: Callable
     reference: Callable
-    generic: bool = True              # some kernel of the run is in generic mode
+    generic: bool = True  # some kernel of the run is in generic mode
 
 
 def run_case(case: Case, dtype=torch.float32, static=False):
@@ -92,39 +97,59 @@ POINTWISE = {
     "colmajor-merge": Case(
         lambda dt: [col_major(6, 4, dtype=dt)],
         lambda fd, t: [fd.ops.add(fd.ops.reshape(t, [24]), scalar(fd, 1.0))],
-        lambda x: [x.reshape(24) + 1]),
+        lambda x: [x.reshape(24) + 1],
+    ),
     "colmajor-split-merge": Case(
         lambda dt: [col_major(4, 6, dtype=dt)],
         lambda fd, t: [fd.ops.mul(fd.ops.reshape(t, [8, 3]), scalar(fd, 2.0))],
-        lambda x: [x.reshape(8, 3) * 2]),
+        lambda x: [x.reshape(8, 3) * 2],
+    ),
     "permute-reshape": Case(
         lambda dt: [torch.randn(4, 6, 8).to(dt)],
-        lambda fd, t: [fd.ops.mul(fd.ops.reshape(fd.ops.permute(t, [0, 2, 1]), [4, 48]),
-                                  scalar(fd, 2.0))],
-        lambda x: [x.permute(0, 2, 1).reshape(4, 48) * 2]),
+        lambda fd, t: [
+            fd.ops.mul(fd.ops.reshape(fd.ops.permute(t, [0, 2, 1]), [4, 48]), scalar(fd, 2.0))
+        ],
+        lambda x: [x.permute(0, 2, 1).reshape(4, 48) * 2],
+    ),
     "channels-last": Case(
         lambda dt: [torch.randn(2, 3, 4, 5).to(dt).to(memory_format=torch.channels_last)],
         lambda fd, t: [fd.ops.neg(fd.ops.reshape(t, [2, 60]))],
-        lambda x: [-x.reshape(2, 60)]),
+        lambda x: [-x.reshape(2, 60)],
+    ),
     "sliced-rows": Case(
         lambda dt: [torch.randn(6, 10).to(dt)[:, :8]],
         lambda fd, t: [fd.ops.abs(fd.ops.reshape(t, [48]))],
-        lambda x: [x.reshape(48).abs()]),
+        lambda x: [x.reshape(48).abs()],
+    ),
     "with-affine-broadcast": Case(
         lambda dt: [col_major(6, 4, dtype=dt), torch.randn(6).to(dt)],
         lambda fd, t, b: [fd.ops.add(fd.ops.reshape(t, [4, 6]), _bcast_row(fd, b, [4, 6]))],
-        lambda x, b: [x.reshape(4, 6) + b]),
-    "intermediate-store": Case(      # y is stored by z's kernel, through the reshape
+        lambda x, b: [x.reshape(4, 6) + b],
+    ),
+    "intermediate-store": Case(  # y is stored by z's kernel, through the reshape
         lambda dt: [col_major(6, 4, dtype=dt)],
         lambda fd, t: (lambda y: [fd.ops.add(fd.ops.reshape(y, [4, 6]), scalar(fd, 1.0)), y])(
-            fd.ops.mul(t, scalar(fd, 2.0))),
-        lambda x: [(x * 2).reshape(4, 6) + 1, x * 2]),
-    "iota-coordinate": Case(         # a coordinate read through a reshape of a broadcast
+            fd.ops.mul(t, scalar(fd, 2.0))
+        ),
+        lambda x: [(x * 2).reshape(4, 6) + 1, x * 2],
+    ),
+    "iota-coordinate": Case(  # a coordinate read through a reshape of a broadcast
         lambda dt: [torch.randn(12).to(dt)],
-        lambda fd, x: [fd.ops.add(fd.ops.reshape(fd.ops.broadcast_in_dim(
-            fd.ops.iota(fd.define_scalar(3), dtype=DataType.Float), shape=[4, 3],
-            broadcast_dims=[1]), [12]), x)],
-        lambda x: [torch.arange(3.0).double().expand(4, 3).reshape(12) + x]),
+        lambda fd, x: [
+            fd.ops.add(
+                fd.ops.reshape(
+                    fd.ops.broadcast_in_dim(
+                        fd.ops.iota(fd.define_scalar(3), dtype=DataType.Float),
+                        shape=[4, 3],
+                        broadcast_dims=[1],
+                    ),
+                    [12],
+                ),
+                x,
+            )
+        ],
+        lambda x: [torch.arange(3.0).double().expand(4, 3).reshape(12) + x],
+    ),
 }
 
 
@@ -144,7 +169,7 @@ def test_generic_mode_keeps_every_coordinate_its_own_group():
     _, (params,), code = run_case(POINTWISE["permute-reshape"])
     assert params.generic and params.affine == (False, True)
     assert sorted(params.group_dims) == [0, 1] and params.n_groups == 2
-    assert "ext0" in code                       # the input's symbolic extents are arguments
+    assert "ext0" in code  # the input's symbolic extents are arguments
 
 
 def test_static_extents_are_literals():
@@ -165,27 +190,33 @@ REDUCTIONS = {
     "sum-inner": Case(
         lambda dt: [torch.randn(4, 6, 8).to(dt)],
         lambda fd, t: [fd.ops.sum(_permuted(fd, t, [4, 48]), dims=[1])],
-        lambda x: [x.permute(0, 2, 1).reshape(4, 48).sum(1)]),
+        lambda x: [x.permute(0, 2, 1).reshape(4, 48).sum(1)],
+    ),
     "sum-outer": Case(
         lambda dt: [torch.randn(4, 6, 8).to(dt)],
         lambda fd, t: [fd.ops.sum(_permuted(fd, t, [4, 48]), dims=[0])],
-        lambda x: [x.permute(0, 2, 1).reshape(4, 48).sum(0)]),
+        lambda x: [x.permute(0, 2, 1).reshape(4, 48).sum(0)],
+    ),
     "sum-two-reduced-dims": Case(
         lambda dt: [torch.randn(4, 6, 8).to(dt)],
         lambda fd, t: [fd.ops.sum(_permuted(fd, t, [4, 6, 8]), dims=[1, 2])],
-        lambda x: [x.permute(0, 2, 1).reshape(4, 6, 8).sum([1, 2])]),
+        lambda x: [x.permute(0, 2, 1).reshape(4, 6, 8).sum([1, 2])],
+    ),
     "max-colmajor": Case(
         lambda dt: [col_major(8, 6, dtype=dt)],
         lambda fd, t: [fd.ops.max(fd.ops.reshape(t, [6, 8]), dims=[1])],
-        lambda x: [x.reshape(6, 8).amax(1)]),
+        lambda x: [x.reshape(6, 8).amax(1)],
+    ),
     "var-mean": Case(
         lambda dt: [torch.randn(4, 6, 8).to(dt)],
         _var_mean,
-        lambda x: list(torch.var_mean(x.permute(0, 2, 1).reshape(4, 48), [1], correction=1))),
+        lambda x: list(torch.var_mean(x.permute(0, 2, 1).reshape(4, 48), [1], correction=1)),
+    ),
     "prologue-mixed-loads": Case(
         lambda dt: [col_major(8, 6, dtype=dt), torch.randn(6, 8).to(dt)],
         lambda fd, t, y: [fd.ops.sum(fd.ops.mul(fd.ops.reshape(t, [6, 8]), y), dims=[1])],
-        lambda x, y: [(x.reshape(6, 8) * y).sum(1)]),
+        lambda x, y: [(x.reshape(6, 8) * y).sum(1)],
+    ),
 }
 
 
@@ -209,15 +240,18 @@ def test_the_reshaped_input_decides_the_template():
 
 
 def test_split_generic_reduction():
-    case = Case(lambda dt: [torch.randn(2, 64, 128).to(dt)],
-                lambda fd, t: [fd.ops.sum(_permuted(fd, t, [2, 8192]), dims=[1])],
-                lambda x: [x.permute(0, 2, 1).reshape(2, 8192).sum(1)])
+    case = Case(
+        lambda dt: [torch.randn(2, 64, 128).to(dt)],
+        lambda fd, t: [fd.ops.sum(_permuted(fd, t, [2, 8192]), dims=[1])],
+        lambda x: [x.permute(0, 2, 1).reshape(2, 8192).sum(1)],
+    )
     _, schedules, _ = run_case(case)
     assert schedules[0].generic and schedules[0].split > 1
 
 
-@pytest.mark.parametrize("name", ["pointwise:permute-reshape", "reduction:sum-two-reduced-dims",
-                                  "reduction:sum-outer"])
+@pytest.mark.parametrize(
+    "name", ["pointwise:permute-reshape", "reduction:sum-two-reduced-dims", "reduction:sum-outer"]
+)
 def test_generic_kernels_with_64_bit_indices(name, monkeypatch):
     """Forced 64-bit indexing (the real trigger is 2**31 elements): values and sm_90. In
     float64, so that no cached fusion of the other tests replays instead."""
@@ -225,8 +259,9 @@ def test_generic_kernels_with_64_bit_indices(name, monkeypatch):
 
     monkeypatch.setattr(Problem, "needs_int64", property(lambda self: True))
     table, key = name.split(":")
-    _, schedules, code = run_case((POINTWISE if table == "pointwise" else REDUCTIONS)[key],
-                                  dtype=torch.float64)
+    _, schedules, code = run_case(
+        (POINTWISE if table == "pointwise" else REDUCTIONS)[key], dtype=torch.float64
+    )
     assert all(p.index64 for p in schedules) and "tl.int64" in code
 
 
@@ -235,28 +270,53 @@ def _expand(fd, t, flags, shape):
     return fd.ops.expand(fd.ops.broadcast(t, flags), shape)
 
 
-EXPANDED = {     # case, strides of the expanded output
-    "outer-dim": (Case(
-        lambda dt: [torch.randn(3).to(dt)],
-        lambda fd, t: [_expand(fd, fd.ops.add(t, scalar(fd, 1.0)), [True, False], [4, 3])],
-        lambda x: [(x + 1).expand(4, 3)], generic=False), (0, 1)),
-    "inner-dim": (Case(
-        lambda dt: [torch.randn(3).to(dt)],
-        lambda fd, t: [_expand(fd, fd.ops.exp(t), [False, True], [3, 4])],
-        lambda x: [x.exp()[:, None].expand(3, 4)], generic=False), (1, 0)),
-    "grid-dim": (Case(       # three groups: the expanded one runs along the grid
-        lambda dt: [torch.randn(5, 4).to(dt)[:, :3]],
-        lambda fd, t: [_expand(fd, fd.ops.neg(t), [True, False, False], [2, 5, 3])],
-        lambda x: [(-x).expand(2, 5, 3)], generic=False), (0, 3, 1)),
-    "reduction-output": (Case(
-        lambda dt: [torch.randn(3).to(dt)],
-        lambda fd, t: [fd.ops.sum(_expand(fd, t, [True, False], [4, 3]), dims=[1])],
-        lambda x: [x.expand(4, 3).sum(1)], generic=False), (0,)),
-    "generic-intermediate": (Case(   # y expanded, stored through a reshape of it
-        lambda dt: [torch.randn(3).to(dt)],
-        lambda fd, t: (lambda y: [y, fd.ops.mul(fd.ops.reshape(y, [3, 4]), scalar(fd, 2.0))])(
-            _expand(fd, fd.ops.add(t, scalar(fd, 1.0)), [True, False], [4, 3])),
-        lambda x: [(x + 1).expand(4, 3), (x + 1).expand(4, 3).reshape(3, 4) * 2]), (0, 1)),
+EXPANDED = {  # case, strides of the expanded output
+    "outer-dim": (
+        Case(
+            lambda dt: [torch.randn(3).to(dt)],
+            lambda fd, t: [_expand(fd, fd.ops.add(t, scalar(fd, 1.0)), [True, False], [4, 3])],
+            lambda x: [(x + 1).expand(4, 3)],
+            generic=False,
+        ),
+        (0, 1),
+    ),
+    "inner-dim": (
+        Case(
+            lambda dt: [torch.randn(3).to(dt)],
+            lambda fd, t: [_expand(fd, fd.ops.exp(t), [False, True], [3, 4])],
+            lambda x: [x.exp()[:, None].expand(3, 4)],
+            generic=False,
+        ),
+        (1, 0),
+    ),
+    "grid-dim": (
+        Case(  # three groups: the expanded one runs along the grid
+            lambda dt: [torch.randn(5, 4).to(dt)[:, :3]],
+            lambda fd, t: [_expand(fd, fd.ops.neg(t), [True, False, False], [2, 5, 3])],
+            lambda x: [(-x).expand(2, 5, 3)],
+            generic=False,
+        ),
+        (0, 3, 1),
+    ),
+    "reduction-output": (
+        Case(
+            lambda dt: [torch.randn(3).to(dt)],
+            lambda fd, t: [fd.ops.sum(_expand(fd, t, [True, False], [4, 3]), dims=[1])],
+            lambda x: [x.expand(4, 3).sum(1)],
+            generic=False,
+        ),
+        (0,),
+    ),
+    "generic-intermediate": (
+        Case(  # y expanded, stored through a reshape of it
+            lambda dt: [torch.randn(3).to(dt)],
+            lambda fd, t: (lambda y: [y, fd.ops.mul(fd.ops.reshape(y, [3, 4]), scalar(fd, 2.0))])(
+                _expand(fd, fd.ops.add(t, scalar(fd, 1.0)), [True, False], [4, 3])
+            ),
+            lambda x: [(x + 1).expand(4, 3), (x + 1).expand(4, 3).reshape(3, 4) * 2],
+        ),
+        (0, 1),
+    ),
 }
 
 
@@ -272,10 +332,14 @@ def test_expanded_output_is_written_once_per_element(name):
 def test_broadcast_operand_on_grid_groups_only():
     """An operand whose only non-zero stride is on a group along the grid: its pointer is
     made a tile so the tile's mask applies."""
-    case = Case(lambda dt: [torch.randn(5, 6, 8).to(dt)[:, :, :7], torch.randn(5).to(dt)],
-                lambda fd, y, x: [fd.ops.add(y, fd.ops.broadcast_in_dim(
-                    x, shape=[5, 6, 7], broadcast_dims=[0]))],
-                lambda y, x: [y + x[:, None, None]], generic=False)
+    case = Case(
+        lambda dt: [torch.randn(5, 6, 8).to(dt)[:, :, :7], torch.randn(5).to(dt)],
+        lambda fd, y, x: [
+            fd.ops.add(y, fd.ops.broadcast_in_dim(x, shape=[5, 6, 7], broadcast_dims=[0]))
+        ],
+        lambda y, x: [y + x[:, None, None]],
+        generic=False,
+    )
     run_case(case)
 
 

@@ -83,7 +83,7 @@ def test_a_new_entry_is_private_atomic_and_carries_its_digests(cache_dir):
     assert kernel.path.read_bytes() == cache_entry(source)
     header = kernel.path.read_text().split("\n", 1)[0]
     assert cache_key(source) in header and kernel_cache.CACHE_FORMAT in header
-    assert [p.name for p in cache_dir.iterdir()] == [kernel.path.name]    # no temporary left
+    assert [p.name for p in cache_dir.iterdir()] == [kernel.path.name]  # no temporary left
     _check_runs_right(kernel)
 
 
@@ -142,7 +142,7 @@ def test_a_bad_entry_is_regenerated_with_a_warning(cache_dir, damage):
     path = _entry_path(cache_dir, source)
     _plant(path, make(source))
     if damage == "truncated":
-        compile(path.read_bytes(), str(path), "exec")       # still valid Python
+        compile(path.read_bytes(), str(path), "exec")  # still valid Python
         assert b"tl.store" not in path.read_bytes()
     kernel, caught = _load_quietly(source)
     assert len(caught) == 1
@@ -185,7 +185,7 @@ def _check_fell_back(configured, source, caught) -> None:
     assert kernel.path.parent != configured and str(kernel.path.parent) in message
     assert stat.S_IMODE(kernel.path.parent.stat().st_mode) == 0o700
     _check_runs_right(kernel)
-    again, more = _load_quietly(_source())              # the next kernel: no second warning
+    again, more = _load_quietly(_source())  # the next kernel: no second warning
     assert more == [] and again.path.parent == kernel.path.parent
 
 
@@ -211,8 +211,11 @@ def test_a_directory_without_write_permission_falls_back(cache_dir, monkeypatch)
     """Simulated: as root, ``os.access`` is what tells (the mode bits do not stop root)."""
     cache_dir.mkdir(mode=0o700)
     real_access = os.access
-    monkeypatch.setattr(kernel_cache.os, "access",
-                        lambda p, mode: False if str(p) == str(cache_dir) else real_access(p, mode))
+    monkeypatch.setattr(
+        kernel_cache.os,
+        "access",
+        lambda p, mode: False if str(p) == str(cache_dir) else real_access(p, mode),
+    )
     source = _source()
     _, caught = _load_quietly(source)
     _check_fell_back(cache_dir, source, caught)

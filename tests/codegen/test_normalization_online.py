@@ -28,13 +28,13 @@ def looped(fd: FusionDefinition) -> FusionDefinition:
     """``fd`` planned so that rows of more than 64 elements do not fit a tile and loops
     take several chunks (the last one partial for the shapes below), on one
     multiprocessor, so any grid fills it."""
-    tuning = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=16,
-                                                    loop_outer_tile=512))
+    tuning = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=16, loop_outer_tile=512))
     return configured(fd, tuning=tuning, target=small_gpu(1))
 
 
-def rows_with_specials(n_rows: int, n: int, dtype, layout: str,
-                       specials: bool = True) -> torch.Tensor:
+def rows_with_specials(
+    n_rows: int, n: int, dtype, layout: str, specials: bool = True
+) -> torch.Tensor:
     """``[n_rows, n]``: row 0 starts with -inf entries (the running max starts at -inf),
     row 1 is all -inf, row 2 holds a NaN, row 3 a +inf, row 4 -inf at its end; the
     rest random. ``layout``: "row" (row-major) or "col" (column-major)."""
@@ -91,8 +91,7 @@ def test_online_softmax_matches_torch_in_two_loops(op, layout, template, dtype):
     x = rows_with_specials(40, 150, dtype, layout)
     fd = looped(softmax_fusion(op, x))
     (y,) = fd.execute([x])
-    torch.testing.assert_close(y.float(), reference(op, x).float(), equal_nan=True,
-                               **TOL[dtype])
+    torch.testing.assert_close(y.float(), reference(op, x).float(), equal_nan=True, **TOL[dtype])
     assert y[1].isnan().all() and y[2].isnan().all() and y[3].isnan().all()
     assert not y[[0, 4, 5]].isnan().any()
     params = the_schedule(fd)
@@ -125,13 +124,14 @@ def test_online_softmax_through_casts_and_a_non_matching_pair():
     x = rows_with_specials(40, 150, torch.bfloat16, "row", specials=False)
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
-        m = fd.ops.max(t, dims=[1])                           # max of the bf16 input
+        m = fd.ops.max(t, dims=[1])  # max of the bf16 input
         xf = fd.ops.cast(t, DataType.Float)
         z = fd.ops.sub(xf, fd.ops.broadcast_in_dim(m, shape=t.shape(), broadcast_dims=[0]))
         e = fd.ops.exp(fd.ops.cast(fd.ops.cast(z, DataType.BFloat16), DataType.Float))
         s = fd.ops.sum(e, dims=[1])
-        fd.add_output(fd.ops.div(e, fd.ops.broadcast_in_dim(s, shape=t.shape(),
-                                                             broadcast_dims=[0])))
+        fd.add_output(
+            fd.ops.div(e, fd.ops.broadcast_in_dim(s, shape=t.shape(), broadcast_dims=[0]))
+        )
     (y,) = looped(fd).execute([x])
     torch.testing.assert_close(y, torch.softmax(x.float(), 1), atol=2e-2, rtol=2e-2)
     assert the_schedule(fd).passes == 1 and fd.last_triton_code().count(LOOP) == 2
@@ -142,8 +142,11 @@ def test_online_softmax_through_casts_and_a_non_matching_pair():
         m = fd.ops.max(fd.ops.abs(t), dims=[1])
         z = fd.ops.sub(t, fd.ops.broadcast_in_dim(m, shape=t.shape(), broadcast_dims=[0]))
         s = fd.ops.sum(fd.ops.exp(z), dims=[1])
-        fd.add_output(fd.ops.div(fd.ops.exp(z), fd.ops.broadcast_in_dim(
-            s, shape=t.shape(), broadcast_dims=[0])))
+        fd.add_output(
+            fd.ops.div(
+                fd.ops.exp(z), fd.ops.broadcast_in_dim(s, shape=t.shape(), broadcast_dims=[0])
+            )
+        )
     (y,) = looped(fd).execute([x])
     ez = torch.exp(x - x.abs().amax(1, keepdim=True))
     torch.testing.assert_close(y, ez / ez.sum(1, keepdim=True))
@@ -162,9 +165,10 @@ def test_layer_norm_loops_over_strided_columns(dtype):
         xf = fd.ops.cast(t, DataType.Float)
         var, mean = fd.ops.var_mean(xf, dims=[1], correction=0)
         rstd = fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-5, dtype=DataType.Double)))
-        y = fd.ops.mul(fd.ops.sub(xf, fd.ops.broadcast_in_dim(mean, shape=t.shape(),
-                                                                broadcast_dims=[0])),
-                       fd.ops.broadcast_in_dim(rstd, shape=t.shape(), broadcast_dims=[0]))
+        y = fd.ops.mul(
+            fd.ops.sub(xf, fd.ops.broadcast_in_dim(mean, shape=t.shape(), broadcast_dims=[0])),
+            fd.ops.broadcast_in_dim(rstd, shape=t.shape(), broadcast_dims=[0]),
+        )
         fd.add_output(fd.ops.cast(y, DT[dtype]))
         fd.add_output(mean)
         fd.add_output(rstd)
@@ -192,14 +196,22 @@ def test_outer_looped_tile_spans_256_bytes_and_compiles_without_spills(dtype, bl
     t = nm.DEFAULT_TUNING
     blocks = 1 if few else t.loop_few_blocks
     x = rows_with_specials(block_x * blocks, 300, dtype, "col")
-    fd = configured(softmax_fusion("softmax", x), target=small_gpu(1),
-                    tuning=DEFAULT.with_fields(normalization=dict(max_tile=64)))
+    fd = configured(
+        softmax_fusion("softmax", x),
+        target=small_gpu(1),
+        tuning=DEFAULT.with_fields(normalization=dict(max_tile=64)),
+    )
     (y,) = fd.execute([x])
-    torch.testing.assert_close(y.float(), reference("softmax", x).float(), equal_nan=True,
-                               **TOL[dtype])
+    torch.testing.assert_close(
+        y.float(), reference("softmax", x).float(), equal_nan=True, **TOL[dtype]
+    )
     params = the_schedule(fd)
-    tile, warps = {(False, torch.float32): (1, 1), (False, torch.bfloat16): (1, 1),
-                   (True, torch.float32): (1, 4), (True, torch.bfloat16): (2, 2)}[few, dtype]
+    tile, warps = {
+        (False, torch.float32): (1, 1),
+        (False, torch.bfloat16): (1, 1),
+        (True, torch.float32): (1, 4),
+        (True, torch.bfloat16): (2, 2),
+    }[few, dtype]
     assert (params.mode, params.template) == ("looped", "outer")
     assert params.block_x == block_x == t.loop_row_bytes // x.element_size()
     assert params.block_x * params.block_r == t.loop_outer_tile * tile

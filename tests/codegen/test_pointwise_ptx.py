@@ -32,8 +32,7 @@ pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 def run_add(x: torch.Tensor, y: torch.Tensor, stride_order=None):
     """(fd, out) of ``x + y`` run through kernels, the output pinned to ``stride_order``."""
     with FusionDefinition() as fd:
-        fd.add_output(fd.ops.add(fd.from_pytorch(x), fd.from_pytorch(y)),
-                      stride_order=stride_order)
+        fd.add_output(fd.ops.add(fd.from_pytorch(x), fd.from_pytorch(y)), stride_order=stride_order)
     (out,) = fd.execute([x, y])
     torch.testing.assert_close(out, (x.float() + y.float()).to(x.dtype))
     return fd, out
@@ -63,8 +62,11 @@ def test_contiguous_add_is_vectorized(dtype):
 
 
 # dtype -> (BLOCK_X, BLOCK_Y, num_warps): edges of 256 bytes, 64 bytes per thread and access
-TRANSPOSE_TILES = {torch.float32: (64, 64, 8), torch.bfloat16: (128, 128, 16),
-                   torch.float16: (128, 128, 16)}
+TRANSPOSE_TILES = {
+    torch.float32: (64, 64, 8),
+    torch.bfloat16: (128, 128, 16),
+    torch.float16: (128, 128, 16),
+}
 
 
 @pytest.mark.parametrize("dtype", list(TRANSPOSE_TILES), ids=str)
@@ -93,9 +95,15 @@ def test_transpose_is_vectorized_on_both_sides(dtype):
     assert usage["REG"] <= 40, f"{usage['REG']} registers/thread"
 
 
-@pytest.mark.parametrize("elem_bytes,tile", [
-    (1, (128, 128, 16)), (2, (128, 128, 16)), (4, (64, 64, 8)), (8, (32, 32, 4)),
-])
+@pytest.mark.parametrize(
+    "elem_bytes,tile",
+    [
+        (1, (128, 128, 16)),
+        (2, (128, 128, 16)),
+        (4, (64, 64, 8)),
+        (8, (32, 32, 4)),
+    ],
+)
 def test_transpose_tile_is_sized_in_bytes(elem_bytes, tile):
     """Edges of 256 bytes (at most 128 elements), 64 bytes per thread (at most 32
     elements), 4 to 16 warps; small extents shrink the tile, never below 4 warps."""
@@ -116,8 +124,9 @@ def test_double_scalar_is_passed_as_f64():
 
 
 # --- a sample of the layout sweep ----------------------------------------------------------
-PTX_SAMPLE = sorted(random.Random(90).sample(sorted(sweep.SAMPLE, key=lambda c: c.id), 16),
-                    key=lambda c: c.id)
+PTX_SAMPLE = sorted(
+    random.Random(90).sample(sorted(sweep.SAMPLE, key=lambda c: c.id), 16), key=lambda c: c.id
+)
 
 
 @pytest.mark.parametrize("case", [sweep.case_param(c) for c in PTX_SAMPLE])
@@ -126,8 +135,9 @@ def test_sweep_sample_compiles_for_sm90(case):
     torch.testing.assert_close(run.out, run.tensors.expected)
     arts = compile_last_run(run.fd.executor())
     if not arts:
-        assert run.tensors.view_of is not None and sweep.pin(case) is None, \
+        assert run.tensors.view_of is not None and sweep.pin(case) is None, (
             "only a view of an input launches no kernel"
+        )
     for art in arts:
         assert ".target sm_90" in art.ptx and art.vector_widths, art.name
 
@@ -147,18 +157,24 @@ def test_row_statistics_are_loaded_and_computed_once_per_row(dtype, rows_major):
     with FusionDefinition() as fd:
         t, m, v = fd.from_pytorch(x), fd.from_pytorch(mean), fd.from_pytorch(var)
         rstd = fd.ops.rsqrt(fd.ops.add(v, fd.define_scalar(1e-5, dtype=DataType.Double)))
-        centered = fd.ops.sub(fd.ops.cast(t, DataType.Float),
-                              fd.ops.broadcast_in_dim(m, shape=t.shape(), broadcast_dims=[0]))
-        y = fd.ops.mul(centered, fd.ops.broadcast_in_dim(rstd, shape=t.shape(),
-                                                         broadcast_dims=[0]))
-        fd.add_output(fd.ops.cast(y, DataType.Float if dtype == torch.float32
-                                  else DataType.BFloat16))
+        centered = fd.ops.sub(
+            fd.ops.cast(t, DataType.Float),
+            fd.ops.broadcast_in_dim(m, shape=t.shape(), broadcast_dims=[0]),
+        )
+        y = fd.ops.mul(centered, fd.ops.broadcast_in_dim(rstd, shape=t.shape(), broadcast_dims=[0]))
+        fd.add_output(
+            fd.ops.cast(y, DataType.Float if dtype == torch.float32 else DataType.BFloat16)
+        )
     (out,) = fd.execute([x, mean, var])
     want = (x.float() - mean[:, None]) * torch.rsqrt(var[:, None] + 1e-5)
-    torch.testing.assert_close(out.float(), want, atol=2e-2 if dtype != torch.float32 else 1e-5,
-                               rtol=2e-2 if dtype != torch.float32 else 1e-5)
+    torch.testing.assert_close(
+        out.float(),
+        want,
+        atol=2e-2 if dtype != torch.float32 else 1e-5,
+        rtol=2e-2 if dtype != torch.float32 else 1e-5,
+    )
     loads = [line for line in fd.last_triton_code().splitlines() if "tl.load(" in line]
     axis_masked = [line for line in loads if "mask=mask_x" in line or "mask=mask_y" in line]
-    assert len(loads) == 3 and len(axis_masked) == 2, loads      # mean and var, not x
+    assert len(loads) == 3 and len(axis_masked) == 2, loads  # mean and var, not x
     art = only_artifact(fd)
     assert art.local_bytes == 0, art.resources

@@ -24,39 +24,51 @@ from support.execution import INTERPRETER_WARNINGS, schedules
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-NV_DTYPES = {torch.float32: DataType.Float, torch.float16: DataType.Half,
-             torch.bfloat16: DataType.BFloat16}
+NV_DTYPES = {
+    torch.float32: DataType.Float,
+    torch.float16: DataType.Half,
+    torch.bfloat16: DataType.BFloat16,
+}
 
 
 def laid_out(shape, stride_order, dtype=torch.float32, seed=0) -> torch.Tensor:
     """A dense tensor of ``shape`` in nvFuser's ``stride_order`` (0 = innermost)."""
     rank = len(shape)
-    alloc = sorted(range(rank), key=lambda d: -stride_order[d])      # outermost first
+    alloc = sorted(range(rank), key=lambda d: -stride_order[d])  # outermost first
     gen = torch.Generator().manual_seed(seed)
     base = torch.randn([shape[d] for d in alloc], generator=gen).to(dtype)
     return base.permute(*[alloc.index(d) for d in range(rank)]).to(DEVICE)
 
 
 def define_input(fd: FusionDefinition, x: torch.Tensor, stride_order):
-    return fd.define_tensor(shape=[-1] * x.dim(), contiguity=[True] * x.dim(),
-                            dtype=NV_DTYPES[x.dtype], stride_order=list(stride_order))
+    return fd.define_tensor(
+        shape=[-1] * x.dim(),
+        contiguity=[True] * x.dim(),
+        dtype=NV_DTYPES[x.dtype],
+        stride_order=list(stride_order),
+    )
 
 
-def reduce_and_compile(shape, stride_order, op: str, dims, dtype=torch.float32,
-                       out_order=None):
+def reduce_and_compile(shape, stride_order, op: str, dims, dtype=torch.float32, out_order=None):
     """Run ``op(x, dims)`` on a ``stride_order`` input, check its values, and compile the
     run's kernels for sm_90. Returns (artifacts, the params of every kernel)."""
     x = laid_out(shape, stride_order, dtype)
     with FusionDefinition() as fd:
         t0 = define_input(fd, x, stride_order)
-        outs = (fd.ops.var_mean(t0, dims=dims, correction=1) if op == "var_mean"
-                else [getattr(fd.ops, op)(t0, dims=dims)])
+        outs = (
+            fd.ops.var_mean(t0, dims=dims, correction=1)
+            if op == "var_mean"
+            else [getattr(fd.ops, op)(t0, dims=dims)]
+        )
         for out in outs:
             fd.add_output(out, stride_order=out_order)
     results = fd.execute([x])
     x64 = x.cpu().double()
-    refs = (torch.var_mean(x64, dims, correction=1) if op == "var_mean"
-            else [{"sum": torch.sum, "max": torch.amax}[op](x64, dims)])
+    refs = (
+        torch.var_mean(x64, dims, correction=1)
+        if op == "var_mean"
+        else [{"sum": torch.sum, "max": torch.amax}[op](x64, dims)]
+    )
     for got, ref in zip(results, refs):
         torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-2, atol=1e-2)
     return compile_last_run(fd.executor()), schedules(fd)
@@ -84,7 +96,7 @@ def test_stride_one_axis_is_read_with_16_byte_vectors(shape, stride_order, dims,
         widths = art.vector_widths
         assert widths.get("ld.global.v4", 0) > 0, f"{art.name}: loads {widths}"
         assert widths.get("ld.global.v1", 0) == 0, f"{art.name}: scalar loads {widths}"
-        if dtype == torch.bfloat16:      # 8 x bf16 = 16 bytes, moved as 4 x b32
+        if dtype == torch.bfloat16:  # 8 x bf16 = 16 bytes, moved as 4 x b32
             assert "ld.global.v4.b32" in art.ptx
 
 
@@ -95,7 +107,7 @@ class Fusion:
 
     build: Callable[[FusionDefinition], list[torch.Tensor]]
     reference: Callable[[list[torch.Tensor]], list[torch.Tensor]]
-    split: bool = False               # the reduction must be split (partials, then combined)
+    split: bool = False  # the reduction must be split (partials, then combined)
 
 
 def _split_inner(fd):
@@ -150,7 +162,7 @@ def _pinned_transposed(fd):
 def _seed_permuted_reshape(fd):
     """The seed's ReductionOnPermutedReshape, smaller: input allocated (0, 2, 1, 3),
     permuted to that order, reshaped and reduced over dims 0 and 1."""
-    x = torch.randn(4, 16, 3, 32).permute(0, 2, 1, 3).to(DEVICE)      # [4, 3, 16, 32]
+    x = torch.randn(4, 16, 3, 32).permute(0, 2, 1, 3).to(DEVICE)  # [4, 3, 16, 32]
     t = fd.ops.permute(define_input(fd, x, [3, 1, 2, 0]), dims=[0, 2, 1, 3])
     t = fd.ops.reshape(t, new_shape=[4, 16, 96])
     fd.add_output(fd.ops.sum(t, dims=[0, 1]), stride_order=[0])
@@ -176,17 +188,19 @@ FUSIONS = {
     "split-outer-sum": Fusion(_split_outer, lambda xs: [xs[0].cpu().double().sum(0)], True),
     "welford-var-mean": Fusion(_welford, _var),
     "welford-split-outer": Fusion(
-        _welford_split, lambda xs: list(torch.var_mean(xs[0].cpu().double(), [0])), True),
+        _welford_split, lambda xs: list(torch.var_mean(xs[0].cpu().double(), [0])), True
+    ),
     "max-nan-fp16": Fusion(_nan_max, lambda xs: [xs[0].cpu().double().amax(1)]),
     "min-nan-bf16-outer": Fusion(_nan_min_outer, lambda xs: [xs[0].cpu().double().amin(0)]),
-    "pinned-transposed-bf16": Fusion(
-        _pinned_transposed, lambda xs: [xs[0].cpu().double().sum(1)]),
+    "pinned-transposed-bf16": Fusion(_pinned_transposed, lambda xs: [xs[0].cpu().double().sum(1)]),
     "seed-permuted-reshape": Fusion(
         _seed_permuted_reshape,
-        lambda xs: [xs[0].cpu().double().permute(0, 2, 1, 3).reshape(4, 16, 96).sum([0, 1])]),
+        lambda xs: [xs[0].cpu().double().permute(0, 2, 1, 3).reshape(4, 16, 96).sum([0, 1])],
+    ),
     "exp-mul-mixed": Fusion(
         _exp_prologue_mixed,
-        lambda xs: [(xs[0].cpu().double().exp() * xs[1].cpu().double()).sum([0, 1])]),
+        lambda xs: [(xs[0].cpu().double().exp() * xs[1].cpu().double()).sum([0, 1])],
+    ),
 }
 
 
@@ -197,8 +211,7 @@ def test_every_kernel_compiles_for_sm90(name):
         inputs = fusion.build(fd)
     outs = fd.execute(inputs)
     for got, ref in zip(outs, fusion.reference(inputs), strict=True):
-        torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-2, atol=1e-2,
-                                   equal_nan=True)
+        torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-2, atol=1e-2, equal_nan=True)
     params = schedules(fd)
     if fusion.split:
         assert any(getattr(p, "split", 1) > 1 for p in params), f"not split: {params}"

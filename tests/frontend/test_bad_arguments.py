@@ -26,8 +26,7 @@ POINTWISE = set(ROW_BY_NAME) | set(ALIASES)
 INTEGER_OPERANDS = {"bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor"}
 
 # Parameter kinds.
-TENSOR, OPERAND, SCALAR, LENGTH, VECTOR = "Tensor", "Tensor or Scalar", "Scalar", "length", \
-    "Vector"
+TENSOR, OPERAND, SCALAR, LENGTH, VECTOR = "Tensor", "Tensor or Scalar", "Scalar", "length", "Vector"
 DIMS, PERMUTATION, BROADCAST_DIMS = "dims", "permutation", "broadcast dims"
 DIM, INDEX, INT, BOOL, BOOL_LIST, DTYPE = "dim", "index", "int", "bool", "bools", "DataType"
 SHAPE, INPUT_SHAPE = "shape", "shape of the input's rank"
@@ -36,15 +35,31 @@ DIM_LISTS = {DIMS, PERMUTATION, BROADCAST_DIMS}
 RANK_BOUND = DIM_LISTS | {DIM, BOOL_LIST, INPUT_SHAPE}
 
 PARAM_KINDS = {
-    "arg": TENSOR, "dims": DIMS, "keepdim": BOOL, "dtype": DTYPE, "correction": INT,
-    "stride_order": PERMUTATION, "new_shape": SHAPE, "shape": SHAPE,
-    "broadcast_dims": BROADCAST_DIMS, "is_broadcast_dim": BOOL_LIST, "squeeze_expanded": BOOL,
-    "fill_value": SCALAR, "length": LENGTH, "start": SCALAR, "step": SCALAR, "dim": DIM,
+    "arg": TENSOR,
+    "dims": DIMS,
+    "keepdim": BOOL,
+    "dtype": DTYPE,
+    "correction": INT,
+    "stride_order": PERMUTATION,
+    "new_shape": SHAPE,
+    "shape": SHAPE,
+    "broadcast_dims": BROADCAST_DIMS,
+    "is_broadcast_dim": BOOL_LIST,
+    "squeeze_expanded": BOOL,
+    "fill_value": SCALAR,
+    "length": LENGTH,
+    "start": SCALAR,
+    "step": SCALAR,
+    "dim": DIM,
     "index": INDEX,
 }
 KIND_OVERRIDES = {
-    ("cast", "arg"): OPERAND, ("set", "arg"): OPERAND, ("segment_set", "arg"): OPERAND,
-    ("at", "arg"): VECTOR, ("permute", "dims"): PERMUTATION, ("expand", "shape"): INPUT_SHAPE,
+    ("cast", "arg"): OPERAND,
+    ("set", "arg"): OPERAND,
+    ("segment_set", "arg"): OPERAND,
+    ("at", "arg"): VECTOR,
+    ("permute", "dims"): PERMUTATION,
+    ("expand", "shape"): INPUT_SHAPE,
 }
 GOOD_SHAPES = {"full": [2, 3], "reshape": [2], "broadcast_in_dim": [2, 1, 3], "expand": [2, 3]}
 # Where nvFuser gives a -1 extent a meaning, the result's static shape for the -1 row.
@@ -79,11 +94,17 @@ def good_value(op: str, param: str, env: Env):
         SCALAR: lambda: env.s_float if param == "fill_value" else env.s_int,
         LENGTH: lambda: env.s_int,
         VECTOR: lambda: env.vec,
-        DIMS: lambda: [1], PERMUTATION: lambda: [1, 0], BROADCAST_DIMS: lambda: [0, 1],
-        DIM: lambda: 1, INDEX: lambda: 0, INT: lambda: 1, BOOL: lambda: False,
+        DIMS: lambda: [1],
+        PERMUTATION: lambda: [1, 0],
+        BROADCAST_DIMS: lambda: [0, 1],
+        DIM: lambda: 1,
+        INDEX: lambda: 0,
+        INT: lambda: 1,
+        BOOL: lambda: False,
         BOOL_LIST: lambda: [False, False, True],
         DTYPE: lambda: DataType.Int if op == "iota" else DataType.Float,
-        SHAPE: lambda: list(GOOD_SHAPES[op]), INPUT_SHAPE: lambda: list(GOOD_SHAPES[op]),
+        SHAPE: lambda: list(GOOD_SHAPES[op]),
+        INPUT_SHAPE: lambda: list(GOOD_SHAPES[op]),
     }[kind]()
 
 
@@ -100,6 +121,7 @@ def _first(good, value):
 class Row:
     """One kind of bad argument: the parameter kinds it applies to and its value, made from
     the definition's handles and the parameter's good value."""
+
     label: str
     kinds: frozenset[str]
     make: Callable[[Env, object], object]
@@ -110,19 +132,25 @@ SHAPES = frozenset({SHAPE, INPUT_SHAPE})
 ROWS = [
     Row("a string", ALL, lambda env, good: "1"),
     Row("a Python float", ALL, lambda env, good: 1.5),
-    Row("a torch tensor", frozenset({TENSOR, OPERAND, SCALAR, VECTOR, *DIM_LISTS, *SHAPES}),
-        lambda env, good: torch.ones(2, 1)),
+    Row(
+        "a torch tensor",
+        frozenset({TENSOR, OPERAND, SCALAR, VECTOR, *DIM_LISTS, *SHAPES}),
+        lambda env, good: torch.ones(2, 1),
+    ),
     Row("a Tensor handle", ALL - {TENSOR, OPERAND}, lambda env, good: env.t),
     Row("a Scalar handle", frozenset({TENSOR, VECTOR}), lambda env, good: env.s_float),
     Row("a Vector handle", frozenset({OPERAND}), lambda env, good: env.vec),
-    Row("an int for a list", frozenset({*DIM_LISTS, BOOL_LIST, *SHAPES}),
-        lambda env, good: 1),
+    Row("an int for a list", frozenset({*DIM_LISTS, BOOL_LIST, *SHAPES}), lambda env, good: 1),
     Row("a float entry", frozenset({*DIM_LISTS, *SHAPES}), lambda env, good: _first(good, 1.5)),
     Row("an int entry for a bool", frozenset({BOOL_LIST}), lambda env, good: _first(good, 0)),
-    Row("a dim out of range", frozenset({*DIM_LISTS, DIM, INDEX}),
-        lambda env, good: _first(good, 7)),
-    Row("a negative dim out of range", frozenset({*DIM_LISTS, DIM, INDEX}),
-        lambda env, good: _first(good, -7)),
+    Row(
+        "a dim out of range", frozenset({*DIM_LISTS, DIM, INDEX}), lambda env, good: _first(good, 7)
+    ),
+    Row(
+        "a negative dim out of range",
+        frozenset({*DIM_LISTS, DIM, INDEX}),
+        lambda env, good: _first(good, -7),
+    ),
     Row("a repeated dim", frozenset(DIM_LISTS), lambda env, good: _repeated(good)),
     Row("a wrong count", frozenset({BOOL_LIST, INPUT_SHAPE}), lambda env, good: good[:1]),
     Row("an extent below -1", SHAPES, lambda env, good: _first(good, -2)),
@@ -170,7 +198,7 @@ ROW_BY_LABEL = {r.label: r for r in ROWS}
 
 def test_every_operator_is_swept():
     swept = {op for op, _, _ in CASES}
-    assert swept == set(OPS) and len(OPS) > 70   # every pointwise row and alias too
+    assert swept == set(OPS) and len(OPS) > 70  # every pointwise row and alias too
     assert {"sum", "var_mean", "welford", "broadcast_in_dim", "iota", "at"} <= swept
 
 
@@ -203,4 +231,4 @@ def test_bad_argument(op, param, label):
     message = str(info.value)
     assert op in message
     assert ("rank" if label == WRONG_RANK else param) in message, message
-    assert "tensor(" not in message      # a torch tensor is described, never printed
+    assert "tensor(" not in message  # a torch tensor is described, never printed

@@ -38,10 +38,11 @@ def test_reductions_to_different_shapes_combined(layout, dtype):
     FusionCache.reset()
     x = LAYOUTS[layout]().to(DTYPES[dtype])
     fd = define(x)
-    for _ in range(2):                                   # planned, then replayed
+    for _ in range(2):  # planned, then replayed
         combined, col_squares = fd.execute([x])
         xf = x.float()
-        torch.testing.assert_close(combined, xf.amax(1) + xf.amin(0).sum() + xf.prod(1),
-                                   rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            combined, xf.amax(1) + xf.amin(0).sum() + xf.prod(1), rtol=1e-5, atol=1e-5
+        )
         torch.testing.assert_close(col_squares, (xf * xf).sum(0), rtol=1e-5, atol=1e-5)
     assert len(fd.segment([x])) >= 2

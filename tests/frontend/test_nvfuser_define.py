@@ -12,18 +12,25 @@ def body(fd) -> list[str]:
     return [line.strip() for line in repr(fd).splitlines()[2:] if line.strip()]
 
 
-@pytest.mark.parametrize("value, dtype, printed", [
-    (1, None, "fd.define_scalar(1, dtype=DataType.Int)"),
-    (1.0, None, "fd.define_scalar(1.00000, dtype=DataType.Double)"),
-    (True, None, "fd.define_scalar(True, dtype=DataType.Bool)"),
-    (complex(3.0, 0.5), None, "fd.define_scalar(3.00000+0.500000j, dtype=DataType.ComplexDouble)"),
-    (1, DataType.Double, "fd.define_scalar(1.00000, dtype=DataType.Double)"),
-    (2.7, DataType.Int, "fd.define_scalar(2, dtype=DataType.Int)"),
-    (0.1, DataType.Float, "fd.define_scalar(0.100000, dtype=DataType.Float)"),
-    (1 / 3, None, "fd.define_scalar(0.3333333333333333, dtype=DataType.Double)"),
-    (float("nan"), None, 'fd.define_scalar(float("nan"), dtype=DataType.Double)'),
-    (float("-inf"), None, 'fd.define_scalar(float("-inf"), dtype=DataType.Double)'),
-])
+@pytest.mark.parametrize(
+    "value, dtype, printed",
+    [
+        (1, None, "fd.define_scalar(1, dtype=DataType.Int)"),
+        (1.0, None, "fd.define_scalar(1.00000, dtype=DataType.Double)"),
+        (True, None, "fd.define_scalar(True, dtype=DataType.Bool)"),
+        (
+            complex(3.0, 0.5),
+            None,
+            "fd.define_scalar(3.00000+0.500000j, dtype=DataType.ComplexDouble)",
+        ),
+        (1, DataType.Double, "fd.define_scalar(1.00000, dtype=DataType.Double)"),
+        (2.7, DataType.Int, "fd.define_scalar(2, dtype=DataType.Int)"),
+        (0.1, DataType.Float, "fd.define_scalar(0.100000, dtype=DataType.Float)"),
+        (1 / 3, None, "fd.define_scalar(0.3333333333333333, dtype=DataType.Double)"),
+        (float("nan"), None, 'fd.define_scalar(float("nan"), dtype=DataType.Double)'),
+        (float("-inf"), None, 'fd.define_scalar(float("-inf"), dtype=DataType.Double)'),
+    ],
+)
 def test_define_scalar_constant(value, dtype, printed):
     with FusionDefinition() as fd:
         s = fd.define_scalar(value, dtype=dtype) if dtype else fd.define_scalar(value)
@@ -33,12 +40,15 @@ def test_define_scalar_constant(value, dtype, printed):
     assert s._val.is_constant
 
 
-@pytest.mark.parametrize("call", [
-    lambda fd: fd.define_scalar(),
-    lambda fd: fd.define_scalar(DataType.Double),
-    lambda fd: fd.define_scalar(dtype=DataType.Double),
-    lambda fd: fd.define_scalar(None, dtype=DataType.Double),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda fd: fd.define_scalar(),
+        lambda fd: fd.define_scalar(DataType.Double),
+        lambda fd: fd.define_scalar(dtype=DataType.Double),
+        lambda fd: fd.define_scalar(None, dtype=DataType.Double),
+    ],
+)
 def test_define_scalar_input_forms(call):
     with FusionDefinition() as fd:
         s = call(fd)
@@ -68,7 +78,7 @@ def test_define_vector_input_and_constant():
         "S1 = fd.define_scalar(None, dtype=DataType.Int)",
         "V2 = fd.define_vector([S0, S1], dtype=DataType.Int)",
         "S3 = fd.define_scalar(None, dtype=DataType.Int)",
-        "V5 = fd.define_vector([3, S3], dtype=DataType.Int)",   # S4 is the inline 3
+        "V5 = fd.define_vector([3, S3], dtype=DataType.Int)",  # S4 is the inline 3
     ]
     assert isinstance(v, Vector) and v.size == 2 and w.size == 2 and v.index == 2
     assert fd.inputs() == [0, 1, 3]
@@ -89,8 +99,10 @@ def test_inline_shape_list_prints_in_place():
         t1 = fd.ops.reshape(t0, [2, 1, t0.size(1)])
         fd.add_output(t1)
     # S1 = size; the inline 2, 1 and the vector take S2, S3, V4; the output is T5
-    assert body(fd)[1:3] == ["S1 = fd.ops.size(T0, dim=1)",
-                             "T5 = fd.ops.reshape(T0, new_shape=[2, 1, S1])"]
+    assert body(fd)[1:3] == [
+        "S1 = fd.ops.size(T0, dim=1)",
+        "T5 = fd.ops.reshape(T0, new_shape=[2, 1, S1])",
+    ]
 
 
 def test_add_output_scalar_and_outputs_list(reference_executor):
@@ -123,8 +135,8 @@ def test_add_output_stride_order_sets_allocation_not_a_copy():
         t1 = fd.ops.exp(t0)
         fd.add_output(t1, stride_order=[0, 2, 1])
     tv = t1._val
-    assert fd._entry.fusion.output_vals == [tv]           # the same TensorView, no copy
-    assert tv.allocation_order == (1, 2, 0)              # alloc[2 - so[i]] = logical[i]
+    assert fd._entry.fusion.output_vals == [tv]  # the same TensorView, no copy
+    assert tv.allocation_order == (1, 2, 0)  # alloc[2 - so[i]] = logical[i]
     assert body(fd)[-1] == "fd.add_output(T1, stride_order=[0, 2, 1])"
 
 

@@ -14,13 +14,25 @@ from layoutfuse.nvfuser import (
 
 # nvFuser's reference cases (test_compute_tensor_descriptor), then channels-last NCHW.
 DESCRIPTOR_CASES = [
-    ([2, 1, 3, 1, 4, 3], [12, 4, 4, 4, 1, 0],
-     [True, None, True, None, True, None], [5, 4, 3, 2, 1, 0]),
+    (
+        [2, 1, 3, 1, 4, 3],
+        [12, 4, 4, 4, 1, 0],
+        [True, None, True, None, True, None],
+        [5, 4, 3, 2, 1, 0],
+    ),
     ([2, 3, 1, 5, 4], [28, 4, 14, 0, 1], [False, None, True, None, True], [4, 2, 3, 1, 0]),
-    ([2, 2, 1, 1, 2, 2, 2], [8, 4, 3, 9, 2, 0, 1],
-     [None, True, True, None, True, None, True], [5, 4, 3, 6, 2, 1, 0]),
-    ([2, 2, 1, 2, 4, 2], [2, 32, 1, 8, 0, 4],
-     [False, True, True, False, None, None], [2, 5, 0, 4, 1, 3]),
+    (
+        [2, 2, 1, 1, 2, 2, 2],
+        [8, 4, 3, 9, 2, 0, 1],
+        [None, True, True, None, True, None, True],
+        [5, 4, 3, 6, 2, 1, 0],
+    ),
+    (
+        [2, 2, 1, 2, 4, 2],
+        [2, 32, 1, 8, 0, 4],
+        [False, True, True, False, None, None],
+        [2, 5, 0, 4, 1, 3],
+    ),
     ([2, 2, 2, 2], [8, 4, 2, 1], [True, True, True, True], [3, 2, 1, 0]),
     ([2, 1, 3, 1, 4], [24, 4, 8, 4, 2], [True, True, None, None, False], [4, 2, 3, 1, 0]),
     ([2, 2, 2, 2], [8, 4, 0, 2], [True, True, None, False], [3, 2, 1, 0]),
@@ -33,14 +45,17 @@ def test_compute_tensor_descriptor(sizes, strides, contiguity, stride_order):
     assert compute_tensor_descriptor(sizes, strides) == (contiguity, stride_order)
 
 
-@pytest.mark.parametrize("sizes, strides, expected", [
-    ([2, 3], [3, 1], [True, True]),
-    ([2, 3], [6, 2], [True, False]),
-    ([2, 3], [7, 2], [False, False]),
-    ([2, 1, 3], [3, 3, 1], [True, None, True]),
-    ([4, 5], [0, 1], [None, True]),
-    ([], [], []),
-])
+@pytest.mark.parametrize(
+    "sizes, strides, expected",
+    [
+        ([2, 3], [3, 1], [True, True]),
+        ([2, 3], [6, 2], [True, False]),
+        ([2, 3], [7, 2], [False, False]),
+        ([2, 1, 3], [3, 3, 1], [True, None, True]),
+        ([4, 5], [0, 1], [None, True]),
+        ([], [], []),
+    ],
+)
 def test_compute_contiguity(sizes, strides, expected):
     assert compute_contiguity(sizes, strides) == expected
 
@@ -74,7 +89,7 @@ def test_channels_last_from_pytorch_gives_nhwc_allocation():
         t = fd.from_pytorch(x)
         fd.add_output(t)
     tv = t._val
-    assert tv.allocation_order == (0, 2, 3, 1)          # N, H, W, C
+    assert tv.allocation_order == (0, 2, 3, 1)  # N, H, W, C
     assert tv.contiguity == (True, True, True, True)
     assert _alloc_strides(tv, x.shape) == x.stride()
     assert "contiguity=[True, True, True, True]" in repr(fd)
@@ -135,15 +150,17 @@ def test_sizes_strides_overload():
         fd.add_output(t0)
         fd.add_output(t1)
     lines = repr(fd).splitlines()
-    assert lines[2].strip() == ("T0 = fd.define_tensor(shape=[-1, 1, -1], contiguity=[True, None, "
-                                "True], dtype=DataType.Half, is_cpu=False, stride_order=[2, 1, 0])")
+    assert lines[2].strip() == (
+        "T0 = fd.define_tensor(shape=[-1, 1, -1], contiguity=[True, None, "
+        "True], dtype=DataType.Half, is_cpu=False, stride_order=[2, 1, 0])"
+    )
     assert "shape=[2, 1, 3]" in lines[3]
     assert t1._val.static_shape == (2, 1, 3)
 
 
 def test_from_pytorch_expanded_and_scalar_cpu():
     x = torch.randn(3, 1).expand(3, 4)
-    s = torch.tensor(2.0, dtype=torch.float64, device="cpu")   # a CPU scalar on any default
+    s = torch.tensor(2.0, dtype=torch.float64, device="cpu")  # a CPU scalar on any default
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
         c = fd.from_pytorch(s)
@@ -151,6 +168,7 @@ def test_from_pytorch_expanded_and_scalar_cpu():
         fd.add_output(c)
     text = repr(fd)
     assert "shape=[-1, -1], contiguity=[True, None]" in text
-    assert "T1 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Double, is_cpu=True)" \
-        in text
+    assert (
+        "T1 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Double, is_cpu=True)" in text
+    )
     assert t._val.logical[1].expanded

@@ -31,8 +31,11 @@ class Spy:
 @pytest.fixture
 def spy(monkeypatch):
     s = Spy()
-    monkeypatch.setattr(FusionExecutor, "run", lambda self, inputs, device=None, profile=False:
-                        s.run(self, inputs, device))
+    monkeypatch.setattr(
+        FusionExecutor,
+        "run",
+        lambda self, inputs, device=None, profile=False: s.run(self, inputs, device),
+    )
     monkeypatch.setattr(FusionExecutor, "last_schedule", lambda self: ("schedule", id(self)))
     monkeypatch.setattr(FusionExecutor, "last_triton_code", lambda self: "triton code")
     return s
@@ -70,9 +73,17 @@ def test_execute_accepts_nvfuser_options(spy, capsys):
     with FusionDefinition() as fd:
         add_mul(fd)
     fd._selected_device = None  # Thunder sets arbitrary attributes
-    fd.execute([torch.ones(2, 3), (2, 3), 1.0], device=fd._selected_device,
-               override_user_schedule=True, capture_debug_output=True, print_repro=True,
-               profile=True, save_repro_inputs=True, _enable_options=["x"], _disable_options=[])
+    fd.execute(
+        [torch.ones(2, 3), (2, 3), 1.0],
+        device=fd._selected_device,
+        override_user_schedule=True,
+        capture_debug_output=True,
+        print_repro=True,
+        profile=True,
+        save_repro_inputs=True,
+        _enable_options=["x"],
+        _disable_options=[],
+    )
     assert "from layoutfuse.nvfuser import FusionDefinition, DataType" in capsys.readouterr().out
     assert fd.debug_output() == ""
     prof = fd.profile()
@@ -88,7 +99,7 @@ def test_profile_reports_what_ran():
         fd.add_output(fd.ops.sum(t, dims=[1]))
         fd.add_output(fd.ops.sum(t, dims=[0]))
     x = torch.randn(8, 16)
-    fd.execute([x])                              # plans; the next call could replay
+    fd.execute([x])  # plans; the next call could replay
     rows, cols = fd.execute([x], profile=True)
     torch.testing.assert_close(rows, x.sum(1))
     torch.testing.assert_close(cols, x.sum(0))
@@ -163,8 +174,9 @@ def test_repro_script_runs(reference_executor):
         add_mul(fd)
     x = torch.randn(4, 6)[:, ::2]
     script = fd.repro_script_for([x, (4, 3), 0.5])
-    assert (f"torch.randn((23,), dtype=torch.float32, device='{x.device}')"
-            ".as_strided((4, 3), (6, 2))") in script
+    assert (
+        f"torch.randn((23,), dtype=torch.float32, device='{x.device}').as_strided((4, 3), (6, 2))"
+    ) in script
     namespace = {}
     exec(script, namespace)
     assert namespace["fd"].id() == fd.id()

@@ -11,7 +11,9 @@ from support.execution import assert_ran_kernels
 
 INTEGRAL_OPS = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"}
 TORCH_FN = {
-    "truediv": torch.true_divide, "silu": F.silu, "relu": torch.relu,
+    "truediv": torch.true_divide,
+    "silu": F.silu,
+    "relu": torch.relu,
     "addcmul": lambda a, b, c, v: torch.addcmul(a, b, c, value=v),
     "clamp": lambda x, lo, hi: torch.clamp(x, lo, hi),
 }
@@ -73,13 +75,48 @@ def test_operators_on_handles(reference_executor):
         a, b = fd.from_pytorch(x), fd.from_pytorch(y)
         p, q = fd.from_pytorch(i), fd.from_pytorch(j)
         s = fd.define_scalar(2.0)
-        return (a + b, a - s, s * a, a / b, a ** s, a % b, a < b, a <= b, a > b, a >= b,
-                p & q, p | q, p ^ q, -a, abs(a), p / q, a == s, a != s)
+        return (
+            a + b,
+            a - s,
+            s * a,
+            a / b,
+            a**s,
+            a % b,
+            a < b,
+            a <= b,
+            a > b,
+            a >= b,
+            p & q,
+            p | q,
+            p ^ q,
+            -a,
+            abs(a),
+            p / q,
+            a == s,
+            a != s,
+        )
 
     fd, outs = _run(body, [x, y, i, j])
-    expected = (x + y, x - 2, 2 * x, x / y, x ** 2, torch.fmod(x, y), x < y, x <= y, x > y,
-                x >= y, i & j, i | j, i ^ j, -x, x.abs(), torch.div(i, j, rounding_mode="trunc"),
-                x == 2, x != 2)
+    expected = (
+        x + y,
+        x - 2,
+        2 * x,
+        x / y,
+        x**2,
+        torch.fmod(x, y),
+        x < y,
+        x <= y,
+        x > y,
+        x >= y,
+        i & j,
+        i | j,
+        i ^ j,
+        -x,
+        x.abs(),
+        torch.div(i, j, rounding_mode="trunc"),
+        x == 2,
+        x != 2,
+    )
     for o, e in zip(outs, expected):
         torch.testing.assert_close(o, e, check_dtype=False)
     assert "fd.ops.div(T0, T1)" in repr(fd) and "fd.ops.mod(T0, T1)" in repr(fd)
@@ -94,14 +131,17 @@ def test_same_kind_equality_is_identity():
         fd.add_output(a)
 
 
-@pytest.mark.parametrize("call", [
-    lambda fd, t: fd.ops.add(t, 1.0),
-    lambda fd, t: fd.ops.mul(2, t),
-    lambda fd, t: fd.ops.where(t > t, t, 0.0),
-    lambda fd, t: t + 1,
-    lambda fd, t: 1.0 + t,
-    lambda fd, t: t * 2.5,
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda fd, t: fd.ops.add(t, 1.0),
+        lambda fd, t: fd.ops.mul(2, t),
+        lambda fd, t: fd.ops.where(t > t, t, 0.0),
+        lambda fd, t: t + 1,
+        lambda fd, t: 1.0 + t,
+        lambda fd, t: t * 2.5,
+    ],
+)
 def test_python_numbers_are_rejected(call):
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1], contiguity=True)
@@ -135,20 +175,39 @@ def test_reduction_forms(name, reference_executor):
     def body(fd):
         t = fd.from_pytorch(x)
         op = getattr(fd.ops, name)
-        return (op(t, DataType.Float), op(t), op(t, 1, True, DataType.Float), op(t, -1),
-                op(t, [0, 2], False, DataType.Double), op(t, dims=[1], keepdim=True),
-                op(t, dim=2, dtype=DataType.Double))
+        return (
+            op(t, DataType.Float),
+            op(t),
+            op(t, 1, True, DataType.Float),
+            op(t, -1),
+            op(t, [0, 2], False, DataType.Double),
+            op(t, dims=[1], keepdim=True),
+            op(t, dim=2, dtype=DataType.Double),
+        )
 
     fd, outs = _run(body, [x])
-    ref = {"sum": torch.sum, "max": torch.amax, "min": torch.amin,
-           "prod": lambda t, d, keepdim=False: _prod(t, d, keepdim)}[name]
-    expected = (ref(x, (0, 1, 2)), ref(x, (0, 1, 2)), ref(x, (1,), keepdim=True), ref(x, (2,)),
-                ref(x, (0, 2)).double(), ref(x, (1,), keepdim=True), ref(x, (2,)).double())
+    ref = {
+        "sum": torch.sum,
+        "max": torch.amax,
+        "min": torch.amin,
+        "prod": lambda t, d, keepdim=False: _prod(t, d, keepdim),
+    }[name]
+    expected = (
+        ref(x, (0, 1, 2)),
+        ref(x, (0, 1, 2)),
+        ref(x, (1,), keepdim=True),
+        ref(x, (2,)),
+        ref(x, (0, 2)).double(),
+        ref(x, (1,), keepdim=True),
+        ref(x, (2,)).double(),
+    )
     for o, e in zip(outs, expected):
         torch.testing.assert_close(o, e, check_dtype=False, rtol=1e-5, atol=1e-5)
     assert outs[4].dtype == torch.float64
     lines = repr(fd).splitlines()
-    assert f"T1 = fd.ops.{name}(T0, dims=[0, 1, 2], keepdim=False, dtype=DataType.Float)" in lines[3]
+    assert (
+        f"T1 = fd.ops.{name}(T0, dims=[0, 1, 2], keepdim=False, dtype=DataType.Float)" in lines[3]
+    )
     assert f"fd.ops.{name}(T0, dims=[1], keepdim=True, dtype=DataType.Float)" in lines[5]
     assert f"fd.ops.{name}(T0, dims=[-1], keepdim=False, dtype=DataType.Null)" in lines[6]
 
@@ -232,8 +291,10 @@ def test_broadcast_in_dim_minus_one_keeps_the_input_extent():
 
     def body(fd):
         t = fd.define_tensor(shape=[-1, -1], contiguity=True)
-        return (fd.ops.neg(fd.ops.broadcast_in_dim(t, shape=[-1, 4, 3], broadcast_dims=[0, 2])),
-                fd.ops.neg(fd.ops.broadcast_in_dim(t, shape=[2, -1, -1], broadcast_dims=[0, 2])))
+        return (
+            fd.ops.neg(fd.ops.broadcast_in_dim(t, shape=[-1, 4, 3], broadcast_dims=[0, 2])),
+            fd.ops.neg(fd.ops.broadcast_in_dim(t, shape=[2, -1, -1], broadcast_dims=[0, 2])),
+        )
 
     fd, (a, b) = _run(body, [x])
     assert torch.equal(a, -x[:, None, :].expand(2, 4, 3))
@@ -271,10 +332,13 @@ def test_creation_and_size_queries(reference_executor):
 
 def test_handle_attributes():
     with FusionDefinition() as fd:
-        t = fd.define_tensor(shape=[-1, 1, -1], contiguity=[True, None, True],
-                             dtype=DataType.BFloat16)
+        t = fd.define_tensor(
+            shape=[-1, 1, -1], contiguity=[True, None, True], dtype=DataType.BFloat16
+        )
         v = t.shape()
-        assert isinstance(t, Tensor) and t.ndim == 3 and t.index == 0 and t.dtype is DataType.BFloat16
+        assert (
+            isinstance(t, Tensor) and t.ndim == 3 and t.index == 0 and t.dtype is DataType.BFloat16
+        )
         assert repr(t) == "Tensor(index=0, ndim=3)" and repr(v) == "Vector(index=1, size=3)"
         assert repr(v[2]) == "Scalar(index=2)" and t._get_fusion_definition() is fd
         with pytest.raises(IndexError):

@@ -49,7 +49,7 @@ def shapes_and_vectors(fd):
 
 def aliasing(fd):
     t0 = fd.define_tensor(shape=[4, 5], contiguity=[True, True], stride_order=[1, 0])
-    t1 = fd.define_tensor(shape=[5], contiguity=[None])     # expanded broadcast
+    t1 = fd.define_tensor(shape=[5], contiguity=[None])  # expanded broadcast
     t2 = fd.ops.add(t0, t1)
     fd.add_output(fd.ops.set(t2), alias_input=t0)
     fd.add_output(fd.ops.stride_order(fd.ops.neg(t2), [0, 1]))
@@ -138,6 +138,7 @@ def test_constants_that_differ_past_six_digits_are_different_fusions():
         def f(fd):
             t = fd.define_tensor(shape=[-1], contiguity=True)
             fd.add_output(fd.ops.mul(t, fd.define_scalar(value)))
+
         return f
 
     assert define(body(0.1234567)).id() != define(body(0.1234568)).id()

@@ -13,7 +13,7 @@ def test_seed_definition_prints_like_nvfuser():
     assert fd.inputs() == [0, 1, 2] and fd.outputs() == [79, 63, 98]
     source = inspect.getsource(seed)
     start = source.index("def nvfuser_fusion_id33")
-    expected = source[start:source.index("fd.add_output(T98)", start) + len("fd.add_output(T98)")]
+    expected = source[start : source.index("fd.add_output(T98)", start) + len("fd.add_output(T98)")]
     assert repr(fd) == "\n" + expected.replace("id33", "id0") + "\n\n"
 
 

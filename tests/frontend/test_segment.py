@@ -22,11 +22,13 @@ def test_softmax_segments_and_values():
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
         m = fd.ops.max(t0, dims=[1])
-        e = fd.ops.exp(fd.ops.sub(t0, fd.ops.broadcast_in_dim(m, shape=t0.shape(),
-                                                               broadcast_dims=[0])))
+        e = fd.ops.exp(
+            fd.ops.sub(t0, fd.ops.broadcast_in_dim(m, shape=t0.shape(), broadcast_dims=[0]))
+        )
         s = fd.ops.sum(e, dims=[1])
-        fd.add_output(fd.ops.div(e, fd.ops.broadcast_in_dim(s, shape=t0.shape(),
-                                                            broadcast_dims=[0])))
+        fd.add_output(
+            fd.ops.div(e, fd.ops.broadcast_in_dim(s, shape=t0.shape(), broadcast_dims=[0]))
+        )
     x = torch.randn(33, 70)
     segments = fd.segment([x])
     # max and sum are used again on their own rows: one normalization kernel

@@ -31,8 +31,11 @@ def run_unary(build, x: torch.Tensor, static: bool = False):
     """
     fusion = Fusion()
     with FusionGuard(fusion):
-        tv = api.make_contig_concrete_tensor(list(x.shape)) if static else \
-            api.make_contig_tensor(x.dim())
+        tv = (
+            api.make_contig_concrete_tensor(list(x.shape))
+            if static
+            else api.make_contig_tensor(x.dim())
+        )
         fusion.add_input(tv)
         outs = build(tv)
         for out in outs if isinstance(outs, tuple) else (outs,):
@@ -110,17 +113,25 @@ def test_allocation_domain_takes_axes_not_positions():
         tv = api.make_contig_concrete_tensor([2, 3, 4, 5])
         with pytest.raises(ArgumentTypeError) as info:
             tv.set_allocation_domain([0, 2, 1, 3], True)
-    assert str(info.value) == (f"set_allocation_domain on T{tv.index}: ids[0] must be an "
-                               f"IterDomain (tv.axis(i)), got int 0; pass the axes, "
-                               f"[tv.axis(0), ...], not their positions")
+    assert str(info.value) == (
+        f"set_allocation_domain on T{tv.index}: ids[0] must be an "
+        f"IterDomain (tv.axis(i)), got int 0; pass the axes, "
+        f"[tv.axis(0), ...], not their positions"
+    )
 
 
-@pytest.mark.parametrize("contiguity, where", [
-    ("yes", "contiguity must be a bool or a list of bools and Nones (in allocation order), "
-            "got str 'yes'"),
-    ([True, "yes", True], "contiguity[1] must be a bool or None, got str 'yes'"),
-    ([True, 1, True], "contiguity[1] must be a bool or None, got int 1"),
-])
+@pytest.mark.parametrize(
+    "contiguity, where",
+    [
+        (
+            "yes",
+            "contiguity must be a bool or a list of bools and Nones (in allocation order), "
+            "got str 'yes'",
+        ),
+        ([True, "yes", True], "contiguity[1] must be a bool or None, got str 'yes'"),
+        ([True, 1, True], "contiguity[1] must be a bool or None, got int 1"),
+    ],
+)
 def test_allocation_domain_contiguity_is_bools(contiguity, where):
     """Before: ``'yes'`` was read as three characters at rank 3 and accepted."""
     with FusionGuard(Fusion()):
@@ -130,22 +141,36 @@ def test_allocation_domain_contiguity_is_bools(contiguity, where):
     assert str(info.value) == f"set_allocation_domain on T{tv.index}: {where}"
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda tv: api.sum(tv, []), "sum: dims is empty: no reduction axis specified"),
-    (lambda tv: api.welford(tv, []), "welford: dims is empty: no reduction axis specified"),
-    (lambda tv: api.variance(tv, [], 1), "var: dims is empty: no reduction axis specified"),
-    (lambda tv: api.mean(tv, 1.5), "sum: dims must be an int or a list of ints, got float 1.5"),
-    (lambda tv: api.permute(tv, 1), "permute: dims must be a list of ints, got int 1; for one "
-                                    "dim pass [1]"),
-    (lambda tv: api.expand(tv, [-5, 3]), "expand: shape [-5, 3] has the extent -5 at index 0; "
-                                         "extents are >= 0 or -1 (keep the input's extent)"),
-    (lambda tv: api.expand(tv, [2.5, 3]), "expand: shape[0] must be an int or an integer "
-                                          "Scalar, got float 2.5"),
-    (lambda tv: api.squeeze(tv, [5]), "squeeze: dims [5]: dim 5 is out of range for an input "
-                                      "of rank 2"),
-    (lambda tv: api.add(tv, torch.ones(7)), "add: cannot use torch.Tensor(shape=[7], "
-                                            "dtype=torch.float32, strides=[1]"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda tv: api.sum(tv, []), "sum: dims is empty: no reduction axis specified"),
+        (lambda tv: api.welford(tv, []), "welford: dims is empty: no reduction axis specified"),
+        (lambda tv: api.variance(tv, [], 1), "var: dims is empty: no reduction axis specified"),
+        (lambda tv: api.mean(tv, 1.5), "sum: dims must be an int or a list of ints, got float 1.5"),
+        (
+            lambda tv: api.permute(tv, 1),
+            "permute: dims must be a list of ints, got int 1; for one dim pass [1]",
+        ),
+        (
+            lambda tv: api.expand(tv, [-5, 3]),
+            "expand: shape [-5, 3] has the extent -5 at index 0; "
+            "extents are >= 0 or -1 (keep the input's extent)",
+        ),
+        (
+            lambda tv: api.expand(tv, [2.5, 3]),
+            "expand: shape[0] must be an int or an integer Scalar, got float 2.5",
+        ),
+        (
+            lambda tv: api.squeeze(tv, [5]),
+            "squeeze: dims [5]: dim 5 is out of range for an input of rank 2",
+        ),
+        (
+            lambda tv: api.add(tv, torch.ones(7)),
+            "add: cannot use torch.Tensor(shape=[7], dtype=torch.float32, strides=[1]",
+        ),
+    ],
+)
 def test_op_argument_errors_name_the_op_and_argument(call, message):
     with FusionGuard(Fusion()):
         tv = api.make_contig_tensor(2)
@@ -186,8 +211,14 @@ def test_reductions(op, torch_op, keep_dim):
 
 def test_reduction_dtype_and_binary_max_min():
     x = torch.randn(4, 6, device=DEVICE)
-    out, hi, lo = run_unary(lambda tv: (api.sum(tv, [1], dtype=DataType.Double),
-                                        api.max(tv, api.neg(tv)), api.min(tv, api.neg(tv))), x)
+    out, hi, lo = run_unary(
+        lambda tv: (
+            api.sum(tv, [1], dtype=DataType.Double),
+            api.max(tv, api.neg(tv)),
+            api.min(tv, api.neg(tv)),
+        ),
+        x,
+    )
     assert out.dtype == torch.float64
     torch.testing.assert_close(out, x.double().sum(1))
     torch.testing.assert_close(hi, x.abs())
@@ -196,18 +227,32 @@ def test_reduction_dtype_and_binary_max_min():
 
 def test_shape_ops():
     x = torch.randn(2, 3, 4, device=DEVICE)
-    outs = run_unary(lambda tv: (
-        api.permute(tv, [2, 0, 1]),
-        api.permute(tv, {0: 2}),                         # old2new: dim 0 goes last
-        api.reshape(tv, [2, 3, 4], [6, 4]),
-        api.reshape(tv, [4, 6]),
-        api.squeeze(api.broadcast(tv, [False, True, False, False]), [1]),
-        api.squeeze(api.broadcast(tv, [True, False, False, False]), [True, False, False, False]),
-        api.expand(api.broadcast(tv, [False, True, False, False]), [-1, 5, -1, -1]),
-        api.set(tv),
-    ), x, static=True)
-    expected = [x.permute(2, 0, 1), x.permute(1, 2, 0), x.reshape(6, 4), x.reshape(4, 6), x, x,
-                x[:, None].expand(2, 5, 3, 4), x]
+    outs = run_unary(
+        lambda tv: (
+            api.permute(tv, [2, 0, 1]),
+            api.permute(tv, {0: 2}),  # old2new: dim 0 goes last
+            api.reshape(tv, [2, 3, 4], [6, 4]),
+            api.reshape(tv, [4, 6]),
+            api.squeeze(api.broadcast(tv, [False, True, False, False]), [1]),
+            api.squeeze(
+                api.broadcast(tv, [True, False, False, False]), [True, False, False, False]
+            ),
+            api.expand(api.broadcast(tv, [False, True, False, False]), [-1, 5, -1, -1]),
+            api.set(tv),
+        ),
+        x,
+        static=True,
+    )
+    expected = [
+        x.permute(2, 0, 1),
+        x.permute(1, 2, 0),
+        x.reshape(6, 4),
+        x.reshape(4, 6),
+        x,
+        x,
+        x[:, None].expand(2, 5, 3, 4),
+        x,
+    ]
     for out, exp in zip(outs, expected, strict=True):
         torch.testing.assert_close(out, exp)
 
@@ -242,9 +287,13 @@ def test_creation_casts_and_scalars():
 
     def build(tv):
         scale = IrBuilder.create_val(2.0)
-        return (api.add(tv, api.full([2, 3], scale, DataType.Float)),
-                api.iota(5, 1, 2, DataType.Int), api.mul(api.ones([2, 3], DataType.Float), 3),
-                api.cast(tv, DataType.Half), api.cast_op(DataType.Double, tv))
+        return (
+            api.add(tv, api.full([2, 3], scale, DataType.Float)),
+            api.iota(5, 1, 2, DataType.Int),
+            api.mul(api.ones([2, 3], DataType.Float), 3),
+            api.cast(tv, DataType.Half),
+            api.cast_op(DataType.Double, tv),
+        )
 
     added, iota, ones, half, double = run_unary(build, x, static=True)
     torch.testing.assert_close(added, x + 2)
@@ -253,10 +302,16 @@ def test_creation_casts_and_scalars():
     assert half.dtype == torch.float16 and double.dtype == torch.float64
 
 
-@pytest.mark.parametrize("args, dtype, value", [
-    ((1.0,), DataType.Double, 1.0), ((2,), DataType.Int, 2), ((True,), DataType.Bool, True),
-    ((1, DataType.Float), DataType.Float, 1.0), ((DataType.Half,), DataType.Half, None),
-])
+@pytest.mark.parametrize(
+    "args, dtype, value",
+    [
+        ((1.0,), DataType.Double, 1.0),
+        ((2,), DataType.Int, 2),
+        ((True,), DataType.Bool, True),
+        ((1, DataType.Float), DataType.Float, 1.0),
+        ((DataType.Half,), DataType.Half, None),
+    ],
+)
 def test_ir_builder_create_val(args, dtype, value):
     with FusionGuard(Fusion()):
         s = IrBuilder.create_val(*args)
@@ -310,11 +365,18 @@ def test_validate_checks_values_shapes_dtypes_and_counts():
     testing.validate(fusion, [good], [x])
     wrong = good.clone()
     wrong[1, 2] += 1e-3
-    with pytest.raises(AssertionError, match=r"output 0 .* max abs error .* at index \(1, 2\)"
-                                             r".*tolerance: atol="):
+    with pytest.raises(
+        AssertionError,
+        match=r"output 0 .* max abs error .* at index \(1, 2\)"
+        r".*tolerance: atol=",
+    ):
         testing.validate(fusion, [wrong], [x])
-    cases = [([good.contiguous()], "strides"), ([good.t()], "shape"), ([good.double()], "dtype"),
-             ([good, good], "returns 1 outputs")]
+    cases = [
+        ([good.contiguous()], "strides"),
+        ([good.t()], "shape"),
+        ([good.double()], "dtype"),
+        ([good, good], "returns 1 outputs"),
+    ]
     for outputs, message in cases:
         with pytest.raises(AssertionError, match=message):
             testing.validate(fusion, outputs, [x])
@@ -330,10 +392,17 @@ def neg_fusion(dtype: DataType) -> Fusion:
     return fusion
 
 
-@pytest.mark.parametrize("dtype, rel_error, ok", [
-    (DataType.Float, 2e-6, True), (DataType.Float, 1e-3, False), (DataType.Half, 4e-3, True),
-    (DataType.BFloat16, 1e-2, True), (DataType.Half, 5e-2, False), (DataType.Int, 0, False),
-])
+@pytest.mark.parametrize(
+    "dtype, rel_error, ok",
+    [
+        (DataType.Float, 2e-6, True),
+        (DataType.Float, 1e-3, False),
+        (DataType.Half, 4e-3, True),
+        (DataType.BFloat16, 1e-2, True),
+        (DataType.Half, 5e-2, False),
+        (DataType.Int, 0, False),
+    ],
+)
 def test_validate_tolerance_follows_the_dtype(dtype, rel_error, ok):
     x = (torch.rand(64) * 100 + 1).to(to_torch(dtype))
     off = (-x.double() * (1 + rel_error)).to(x.dtype)
@@ -342,8 +411,9 @@ def test_validate_tolerance_follows_the_dtype(dtype, rel_error, ok):
     if ok:
         testing.validate(neg_fusion(dtype), [off], [x])
     else:
-        with pytest.raises(AssertionError, match="exact match" if dtype is DataType.Int else
-                           "tolerance: atol="):
+        with pytest.raises(
+            AssertionError, match="exact match" if dtype is DataType.Int else "tolerance: atol="
+        ):
             testing.validate(neg_fusion(dtype), [off], [x])
 
 

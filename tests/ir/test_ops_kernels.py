@@ -30,8 +30,10 @@ from layoutfuse.nvfuser import DataType, FusionDefinition
 from support.execution import assert_ran_kernels
 
 # Masked-out lanes read 0, so integer division there warns; the store is masked.
-pytestmark = [pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning"),
-              pytest.mark.usefixtures("kernel_cache_in_tmp")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning"),
+    pytest.mark.usefixtures("kernel_cache_in_tmp"),
+]
 
 F32, F16, BF16, F64 = torch.float32, torch.float16, torch.bfloat16, torch.float64
 I64, I32, BOOL = torch.int64, torch.int32, torch.bool
@@ -58,10 +60,12 @@ def sample(dtype: torch.dtype, domain: str = "any", shape=SHAPE, seed: int = 0) 
             x = x * (torch.randint(0, 2, shape, generator=g) * 2 - 1)
         return x.to(dtype)
     u = torch.rand(shape, generator=g, dtype=F64)
-    x = {"any": lambda: torch.randn(shape, generator=g, dtype=F64) * 2,
-         "positive": lambda: u * 3 + 0.25,
-         "nonzero": lambda: (u + 0.5) * (torch.randint(0, 2, shape, generator=g) * 2 - 1),
-         "small": lambda: u * 2}[domain]()
+    x = {
+        "any": lambda: torch.randn(shape, generator=g, dtype=F64) * 2,
+        "positive": lambda: u * 3 + 0.25,
+        "nonzero": lambda: (u + 0.5) * (torch.randint(0, 2, shape, generator=g) * 2 - 1),
+        "small": lambda: u * 2,
+    }[domain]()
     return x.to(dtype)
 
 
@@ -69,7 +73,7 @@ def sample(dtype: torch.dtype, domain: str = "any", shape=SHAPE, seed: int = 0) 
 def _div(a, b):
     if a.is_floating_point() or b.is_floating_point():
         return torch.true_divide(a, b)
-    return torch.div(a, b, rounding_mode="trunc")   # nvFuser's div of integers truncates
+    return torch.div(a, b, rounding_mode="trunc")  # nvFuser's div of integers truncates
 
 
 TORCH = {  # direct torch, for the rows that are not a torch function of the same name
@@ -80,16 +84,42 @@ TORCH = {  # direct torch, for the rows that are not a torch function of the sam
 }
 
 # Rows that compute in Float: integer and bool operands become Float first.
-FLOAT_COMPUTE = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
-                 "reciprocal", "sin", "cos", "tan", "tanh", "sigmoid", "silu", "erf", "erfc",
-                 "truediv", "atan2"}
+FLOAT_COMPUTE = {
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "silu",
+    "erf",
+    "erfc",
+    "truediv",
+    "atan2",
+}
 
 DOMAINS = {  # operand domains where "any" would hit a domain error or an integer fault
-    "log": ("positive",), "log1p": ("positive",), "log2": ("positive",),
-    "log10": ("positive",), "sqrt": ("positive",), "rsqrt": ("positive",),
+    "log": ("positive",),
+    "log1p": ("positive",),
+    "log2": ("positive",),
+    "log10": ("positive",),
+    "sqrt": ("positive",),
+    "rsqrt": ("positive",),
     "reciprocal": ("nonzero",),
-    "div": ("any", "nonzero"), "truediv": ("any", "nonzero"), "fmod": ("any", "nonzero"),
-    "remainder": ("any", "nonzero"), "pow": ("positive", "small"),
+    "div": ("any", "nonzero"),
+    "truediv": ("any", "nonzero"),
+    "fmod": ("any", "nonzero"),
+    "remainder": ("any", "nonzero"),
+    "pow": ("positive", "small"),
     "lerp": ("any", "any", "small"),
 }
 
@@ -114,8 +144,9 @@ def compute_form(x, name: str):
 
 def torch_result_dtype(name: str, operands) -> torch.dtype | None:
     """The dtype torch gives ``name`` on ``operands``, or None if torch rejects them."""
-    if name in FLOAT_COMPUTE and not any(torch.is_tensor(x) and x.is_floating_point()
-                                         for x in operands):
+    if name in FLOAT_COMPUTE and not any(
+        torch.is_tensor(x) and x.is_floating_point() for x in operands
+    ):
         return F32
     try:
         return direct(name)(*operands).dtype
@@ -205,8 +236,9 @@ def tensor_operands(name: str, arity: int, dtype: torch.dtype) -> list:
     return xs
 
 
-POINTWISE_CASES = [param(row.name, row.arity, d, id=f"{row.name}-{dtype_id(d)}")
-                   for row in ROWS for d in DTYPES]
+POINTWISE_CASES = [
+    param(row.name, row.arity, d, id=f"{row.name}-{dtype_id(d)}") for row in ROWS for d in DTYPES
+]
 
 
 @pytest.mark.parametrize("name,arity,dtype", POINTWISE_CASES)
@@ -221,22 +253,34 @@ def test_every_row_is_in_the_table():
 
 # --- tensor-scalar forms ---------------------------------------------------------------------------
 SCALAR_VALUES = {  # (domain, python type) -> value, exact in every float dtype
-    ("any", float): 1.5, ("any", int): -3,
-    ("positive", float): 1.75, ("positive", int): 2,
-    ("nonzero", float): -2.5, ("nonzero", int): 3,
-    ("small", float): 0.75, ("small", int): 2,
+    ("any", float): 1.5,
+    ("any", int): -3,
+    ("positive", float): 1.75,
+    ("positive", int): 2,
+    ("nonzero", float): -2.5,
+    ("nonzero", int): 3,
+    ("small", float): 0.75,
+    ("small", int): 2,
 }
 BINARY = [r.name for r in ROWS if r.arity == 2]
 # (tensor dtype, scalar type): the same category, and integer tensors with a float scalar
-SCALAR_DTYPES = [(F32, float), (BF16, float), (F64, float), (I64, int), (I32, int),
-                 (I32, float), (BOOL, int)]
+SCALAR_DTYPES = [
+    (F32, float),
+    (BF16, float),
+    (F64, float),
+    (I64, int),
+    (I32, int),
+    (I32, float),
+    (BOOL, int),
+]
 SIDES = ("tensor_scalar", "scalar_tensor")
 FORMS = ("symbolic", "constant")
 
 
 SCALAR_CASES = [
-    param(name, dtype, kind, side, form,
-          id=f"{name}-{dtype_id(dtype)}-{kind.__name__}-{side}-{form}")
+    param(
+        name, dtype, kind, side, form, id=f"{name}-{dtype_id(dtype)}-{kind.__name__}-{side}-{form}"
+    )
     for name in BINARY
     for dtype, kind in SCALAR_DTYPES
     for side in SIDES
@@ -247,7 +291,7 @@ SCALAR_CASES = [
 @pytest.mark.parametrize("name,dtype,kind,side,form", SCALAR_CASES)
 def test_binary_with_scalar(name, dtype, kind, side, form):
     doms = domains(name, 2)
-    k = 1 if side == "tensor_scalar" else 0          # the scalar's operand position
+    k = 1 if side == "tensor_scalar" else 0  # the scalar's operand position
     scalar = SCALAR_VALUES[doms[k], kind]
     tensor = sample(dtype, doms[1 - k], seed=11)
     check_op(name, [tensor, scalar] if k == 1 else [scalar, tensor], form)
@@ -258,16 +302,27 @@ def _kind(dtype: torch.dtype):
 
 
 TERNARY_WITH_SCALARS = {  # name -> dtype -> operands, scalars where nvFuser programs put them
-    "clamp": lambda d: [sample(d, seed=1), SCALAR_VALUES["any", _kind(d)],
-                        SCALAR_VALUES["positive", _kind(d)]],
+    "clamp": lambda d: [
+        sample(d, seed=1),
+        SCALAR_VALUES["any", _kind(d)],
+        SCALAR_VALUES["positive", _kind(d)],
+    ],
     "where": lambda d: [sample(BOOL, seed=2), sample(d, seed=3), SCALAR_VALUES["any", _kind(d)]],
     "lerp": lambda d: [sample(d, seed=4), sample(d, seed=5), 0.25],
-    "addcmul": lambda d: [sample(d, seed=6), sample(d, seed=7), sample(d, seed=8),
-                          SCALAR_VALUES["any", _kind(d)]],
+    "addcmul": lambda d: [
+        sample(d, seed=6),
+        sample(d, seed=7),
+        sample(d, seed=8),
+        SCALAR_VALUES["any", _kind(d)],
+    ],
 }
-TERNARY_CASES = [param(name, d, form, id=f"{name}-{dtype_id(d)}-{form}")
-                 for name in TERNARY_WITH_SCALARS for d in (F32, BF16, F64, I64)
-                 for form in FORMS if not (name == "lerp" and d is I64)]
+TERNARY_CASES = [
+    param(name, d, form, id=f"{name}-{dtype_id(d)}-{form}")
+    for name in TERNARY_WITH_SCALARS
+    for d in (F32, BF16, F64, I64)
+    for form in FORMS
+    if not (name == "lerp" and d is I64)
+]
 
 
 @pytest.mark.parametrize("name,dtype,form", TERNARY_CASES)
@@ -281,7 +336,7 @@ def test_ternary_with_scalars(name, dtype, form):
 def test_cast(src, dst):
     x = sample(src, seed=9)
     if src.is_floating_point:
-        x = x * 3                  # values past the integer range of the small samples
+        x = x * 3  # values past the integer range of the small samples
     assert x.dtype == src
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.cast(fd.from_pytorch(x), dtype=from_torch(dst)))
@@ -291,7 +346,9 @@ def test_cast(src, dst):
 
 
 # --- Half and BFloat16 results are rounded to nearest even --------------------------------------------
-@pytest.mark.parametrize("dtype", [pytest.param(F16, id="float16"), pytest.param(BF16, id="bfloat16")])
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(F16, id="float16"), pytest.param(BF16, id="bfloat16")]
+)
 def test_reduced_precision_results_round_to_nearest_even(dtype):
     """The sum of two Half/BF16 values is exact in Float, so the stored result, rounded to
     nearest even as torch rounds it, must be bit-exact."""

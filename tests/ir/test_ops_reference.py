@@ -42,11 +42,13 @@ def sample(dtype: torch.dtype, domain: str = "any", shape=SHAPE, seed: int = 0) 
         if domain == "nonzero":
             x = x * (torch.randint(0, 2, shape, generator=g) * 2 - 1)
         return x
-    x = {"any": torch.randn(shape, generator=g) * 2,
-         "positive": torch.rand(shape, generator=g) * 3 + 0.25,
-         "nonzero": (torch.rand(shape, generator=g) + 0.5) * (torch.randint(0, 2, shape,
-                                                                              generator=g) * 2 - 1),
-         "small": torch.rand(shape, generator=g) * 2}[domain]
+    x = {
+        "any": torch.randn(shape, generator=g) * 2,
+        "positive": torch.rand(shape, generator=g) * 3 + 0.25,
+        "nonzero": (torch.rand(shape, generator=g) + 0.5)
+        * (torch.randint(0, 2, shape, generator=g) * 2 - 1),
+        "small": torch.rand(shape, generator=g) * 2,
+    }[domain]
     return x.to(dtype)
 
 
@@ -95,20 +97,47 @@ def _div(a, b):
     return torch.div(a, b, rounding_mode="trunc")
 
 
-_UNARY_FLOAT = ["exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
-                "reciprocal", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfc"]
+_UNARY_FLOAT = [
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "erf",
+    "erfc",
+]
 _POSITIVE = {"log", "log1p", "log2", "log10", "sqrt", "rsqrt", "reciprocal"}
 
 POINTWISE = [
-    *[PW(n, getattr(torch, n), ALL, ("positive" if n in _POSITIVE else "any",))
-      for n in _UNARY_FLOAT],
-    PW("silu", lambda x: torch.nn.functional.silu(x if x.is_floating_point() else x.float()),
-       ALL, ("any",)),
-    *[PW(n, getattr(torch, n), NUMERIC, ("any",))
-      for n in ["abs", "neg", "relu", "floor", "ceil", "round", "trunc"]],
+    *[
+        PW(n, getattr(torch, n), ALL, ("positive" if n in _POSITIVE else "any",))
+        for n in _UNARY_FLOAT
+    ],
+    PW(
+        "silu",
+        lambda x: torch.nn.functional.silu(x if x.is_floating_point() else x.float()),
+        ALL,
+        ("any",),
+    ),
+    *[
+        PW(n, getattr(torch, n), NUMERIC, ("any",))
+        for n in ["abs", "neg", "relu", "floor", "ceil", "round", "trunc"]
+    ],
     PW("sign", torch.sign, ALL, ("any",)),
-    *[PW(n, getattr(torch, n), ALL, ("any",)) for n in ["isnan", "isinf", "isfinite",
-                                                         "logical_not"]],
+    *[
+        PW(n, getattr(torch, n), ALL, ("any",))
+        for n in ["isnan", "isinf", "isfinite", "logical_not"]
+    ],
     PW("bitwise_not", torch.bitwise_not, INTEGRAL, ("any",)),
     PW("add", torch.add, ALL, ("any", "any")),
     PW("sub", torch.sub, NUMERIC, ("any", "any")),
@@ -121,15 +150,20 @@ POINTWISE = [
     PW("minimum", torch.minimum, ALL, ("any", "any")),
     PW("maximum", torch.maximum, ALL, ("any", "any")),
     PW("atan2", torch.atan2, ALL, ("any", "any")),
-    *[PW(n, getattr(torch, n), ALL, ("any", "any"))
-      for n in ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"]],
-    *[PW(n, getattr(torch, n), INTEGRAL, ("any", "any"))
-      for n in ["bitwise_and", "bitwise_or", "bitwise_xor"]],
+    *[
+        PW(n, getattr(torch, n), ALL, ("any", "any"))
+        for n in ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"]
+    ],
+    *[
+        PW(n, getattr(torch, n), INTEGRAL, ("any", "any"))
+        for n in ["bitwise_and", "bitwise_or", "bitwise_xor"]
+    ],
     PW("clamp", torch.clamp, NUMERIC, ("any", "any", "any")),
     PW("lerp", torch.lerp, FLOATS, ("any", "any", "small")),
 ]
-POINTWISE_CASES = [pytest.param(c, d, id=f"{c.name}-{str(d)[6:]}")
-                   for c in POINTWISE for d in c.dtypes]
+POINTWISE_CASES = [
+    pytest.param(c, d, id=f"{c.name}-{str(d)[6:]}") for c in POINTWISE for d in c.dtypes
+]
 
 
 def test_every_pointwise_row_has_a_case():
@@ -162,8 +196,14 @@ def test_addcmul(dtype):
 
 
 SCALAR_PROMOTION = [  # (tensor dtype, python scalar, op): the result dtype is torch's
-    (I64, 2.5, "add"), (F16, 2.5, "mul"), (BF16, 3, "sub"), (BOOL, 1, "add"),
-    (I64, 2, "mul"), (BOOL, 1.5, "mul"), (F32, True, "add"), (I64, 2, "truediv"),
+    (I64, 2.5, "add"),
+    (F16, 2.5, "mul"),
+    (BF16, 3, "sub"),
+    (BOOL, 1, "add"),
+    (I64, 2, "mul"),
+    (BOOL, 1.5, "mul"),
+    (F32, True, "add"),
+    (I64, 2, "truediv"),
 ]
 
 
@@ -190,8 +230,12 @@ def _prod(x, dims):
     return x
 
 
-REDUCTIONS = {"sum": lambda x, d: torch.sum(x, d), "max": torch.amax, "min": torch.amin,
-              "prod": _prod}
+REDUCTIONS = {
+    "sum": lambda x, d: torch.sum(x, d),
+    "max": torch.amax,
+    "min": torch.amin,
+    "prod": _prod,
+}
 
 
 @pytest.mark.parametrize("dims", [(1,), (0,), (0, 1)], ids=str)
@@ -245,13 +289,16 @@ SHAPE_OPS = {
     "permute": (lambda t: ops.permute(t, [1, 0]), lambda x: x.permute(1, 0)),
     "reshape": (lambda t: ops.reshape(t, [5, 3]), lambda x: x.reshape(5, 3)),
     "reshape_split": (lambda t: ops.reshape(t, [3, 5, 1]), lambda x: x.reshape(3, 5, 1)),
-    "broadcast_in_dim": (lambda t: ops.broadcast_in_dim(t, [2, 3, 5], [1, 2]),
-                         lambda x: x.expand(2, 3, 5)),
+    "broadcast_in_dim": (
+        lambda t: ops.broadcast_in_dim(t, [2, 3, 5], [1, 2]),
+        lambda x: x.expand(2, 3, 5),
+    ),
     "broadcast": (lambda t: ops.broadcast(t, [False, True, False]), lambda x: x.unsqueeze(1)),
-    "squeeze": (lambda t: ops.squeeze(ops.broadcast(t, [True, False, False]), [0]),
-                lambda x: x),
-    "expand": (lambda t: ops.expand(ops.broadcast(t, [True, False, False]), [4, -1, -1]),
-               lambda x: x.expand(4, 3, 5)),
+    "squeeze": (lambda t: ops.squeeze(ops.broadcast(t, [True, False, False]), [0]), lambda x: x),
+    "expand": (
+        lambda t: ops.expand(ops.broadcast(t, [True, False, False]), [4, -1, -1]),
+        lambda x: x.expand(4, 3, 5),
+    ),
     "stride_order": (lambda t: ops.stride_order(t, [0, 1]), lambda x: x),
 }
 

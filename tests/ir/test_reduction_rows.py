@@ -18,8 +18,14 @@ from layoutfuse.ir.opdef import REGISTRY, OpKind
 from layoutfuse.ir.ops.reductions import ROW_BY_NAME, ROWS
 from layoutfuse.nvfuser import FusionDefinition
 
-F32, BF16, I32, I64, U64, BOOL = (torch.float32, torch.bfloat16, torch.int32, torch.int64,
-                                   torch.uint64, torch.bool)
+F32, BF16, I32, I64, U64, BOOL = (
+    torch.float32,
+    torch.bfloat16,
+    torch.int32,
+    torch.int64,
+    torch.uint64,
+    torch.bool,
+)
 SHAPE = (3, 4, 5)
 DIMS = [(0,), (1,), (2,), (0, 2), (0, 1, 2)]
 SINGLE = [r.name for r in ROWS if r.n_results == 1]
@@ -28,7 +34,7 @@ SINGLE = [r.name for r in ROWS if r.n_results == 1]
 def _sample(dtype: torch.dtype) -> torch.Tensor:
     g = torch.Generator().manual_seed(0)
     if dtype is I64:
-        return torch.randint(-2, 3, SHAPE, generator=g)    # small: the products stay exact
+        return torch.randint(-2, 3, SHAPE, generator=g)  # small: the products stay exact
     return torch.randn(SHAPE, generator=g).to(dtype)
 
 
@@ -51,11 +57,12 @@ def test_the_rows():
     assert {r.name: r.parts for r in ROWS if r.n_results > 1} == {"welford": ("mean", "m2", "n")}
     for r in ROWS:
         assert REGISTRY[r.name].kind is r.kind
-        (fn,) = ast.parse(r.combine_source).body          # the helper the prelude pastes
+        (fn,) = ast.parse(r.combine_source).body  # the helper the prelude pastes
         assert fn.name == r.combine and ast.unparse(fn.decorator_list[0]) == "triton.jit"
-        assert len(fn.args.args) == 2 * r.n_results       # two accumulators of every part
-    assert {op.name for op in REGISTRY.values()
-            if op.kind in (OpKind.REDUCTION, OpKind.WELFORD)} == set(ROW_BY_NAME)
+        assert len(fn.args.args) == 2 * r.n_results  # two accumulators of every part
+    assert {
+        op.name for op in REGISTRY.values() if op.kind in (OpKind.REDUCTION, OpKind.WELFORD)
+    } == set(ROW_BY_NAME)
 
 
 @pytest.mark.parametrize("dims", DIMS, ids=str)
@@ -138,8 +145,11 @@ def test_fd_ops_reductions_are_the_rows():
         fd.add_output(fd.ops.welford(t, dims=[1])[0])
         fd.add_output(fd.ops.var(t, dims=[1], correction=1))
         fd.add_output(fd.ops.var_mean(t, dims=[1])[0])
-    assert [op for op in _ops_of(fd) if op in REGISTRY and REGISTRY[op].kind in (
-        OpKind.REDUCTION, OpKind.WELFORD)] == [*SINGLE, "welford", "welford", "welford"]
+    assert [
+        op
+        for op in _ops_of(fd)
+        if op in REGISTRY and REGISTRY[op].kind in (OpKind.REDUCTION, OpKind.WELFORD)
+    ] == [*SINGLE, "welford", "welford", "welford"]
     assert not hasattr(fd.ops, "argmax")
 
 

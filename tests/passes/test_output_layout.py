@@ -14,15 +14,17 @@ from layoutfuse.ir.ops.shape import stride_order_to_allocation
 from layoutfuse.passes.output_layout import OutputLayout, OutputLayoutPass
 
 
-def define_tensor(f: Fusion, shape, stride_order=None, contiguity=True,
-                  dtype=DataType.Float) -> TensorView:
+def define_tensor(
+    f: Fusion, shape, stride_order=None, contiguity=True, dtype=DataType.Float
+) -> TensorView:
     """nvFuser's define_tensor: -1 symbolic, 1 broadcast, n static; stride_order 0 = innermost."""
-    ids = [IterDomain.broadcast(1) if s == 1 else IterDomain.iteration(None if s == -1 else s)
-           for s in shape]
+    ids = [
+        IterDomain.broadcast(1) if s == 1 else IterDomain.iteration(None if s == -1 else s)
+        for s in shape
+    ]
     tv = TensorView(f, ids, dtype)
     if stride_order is not None:
-        tv.set_allocation_domain(stride_order_to_allocation(ids, stride_order, "test"),
-                                 contiguity)
+        tv.set_allocation_domain(stride_order_to_allocation(ids, stride_order, "test"), contiguity)
     f.add_input(tv)
     return tv
 
@@ -50,8 +52,9 @@ def test_pass_is_a_named_frozen_dataclass():
 # --- inferred from the dominant input -------------------------------------------------------------
 def test_channels_last_input_gives_channels_last_pointwise_output():
     def build(f):
-        x = define_tensor(f, [-1, -1, -1, -1], stride_order=[3, 0, 2, 1])   # N, H, W, C in memory
+        x = define_tensor(f, [-1, -1, -1, -1], stride_order=[3, 0, 2, 1])  # N, H, W, C in memory
         return [ops.pointwise("relu", x)]
+
     assert only(build) == OutputLayout("inferred", (0, 2, 3, 1))
 
 
@@ -59,6 +62,7 @@ def test_permute_plus_one_keeps_the_input_physical_layout():
     def build(f):
         x = define_tensor(f, [-1, -1, -1])
         return [ops.pointwise("add", ops.permute(x, [2, 0, 1]), 1.0)]
+
     # y = (x2, x0, x1): x0 outermost, then x1, x2 innermost -> y1, y2, y0
     assert only(build) == OutputLayout("inferred", (1, 2, 0))
 
@@ -67,13 +71,15 @@ def test_column_major_matrix_summed_over_n_gives_a_1d_output():
     def build(f):
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])
         return [ops.reduction("sum", x, [1])]
+
     assert only(build) == OutputLayout("inferred", (0,))
 
 
 def test_reduction_keeps_the_relative_memory_order_of_kept_axes():
     def build(f):
-        x = define_tensor(f, [-1, -1, -1], stride_order=[1, 0, 2])        # memory order (2, 0, 1)
+        x = define_tensor(f, [-1, -1, -1], stride_order=[1, 0, 2])  # memory order (2, 0, 1)
         return [ops.reduction("sum", x, [1])]
+
     # output dims (x0, x2): x2 outer, x0 inner
     assert only(build) == OutputLayout("inferred", (1, 0))
 
@@ -82,6 +88,7 @@ def test_order_survives_ops_after_a_reduction():
     def build(f):
         x = define_tensor(f, [-1, -1, -1], stride_order=[1, 0, 2])
         return [ops.pointwise("mul", ops.reduction("sum", x, [1]), 2.0)]
+
     assert only(build) == OutputLayout("inferred", (1, 0))
 
 
@@ -89,12 +96,20 @@ def test_order_survives_ops_after_a_reduction():
 def test_a_row_reduced_then_combined_with_itself_keeps_the_input_order(stride_order):
     """softmax-like: x / sum(x, 1) has dim 1 again (from x), so the reduction that
     consumed it on the other path does not drop it from the order."""
+
     def build(f):
         x = define_tensor(f, [-1, -1], stride_order=stride_order)
         s = ops.reduction("sum", x, [1])
-        return [ops.pointwise("div", x, ops.broadcast_in_dim(s, [x.shape_domain[0].extent or 4,
-                                                               x.shape_domain[1].extent or 5],
-                                                          [0]))]
+        return [
+            ops.pointwise(
+                "div",
+                x,
+                ops.broadcast_in_dim(
+                    s, [x.shape_domain[0].extent or 4, x.shape_domain[1].extent or 5], [0]
+                ),
+            )
+        ]
+
     order = (0, 1) if stride_order == [1, 0] else (1, 0)
     assert only(build) == OutputLayout("inferred", order)
 
@@ -103,6 +118,7 @@ def test_keepdim_broadcast_goes_outermost():
     def build(f):
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])
         return [ops.reduction("sum", x, [1], keepdim=True)]
+
     assert only(build) == OutputLayout("inferred", (1, 0))
 
 
@@ -111,6 +127,7 @@ def test_reference_is_the_input_with_most_non_broadcast_dims():
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])
         bias = define_tensor(f, [-1])
         return [ops.pointwise("add", x, bias)]
+
     assert only(build) == OutputLayout("inferred", (1, 0))
 
 
@@ -119,6 +136,7 @@ def test_tied_references_that_disagree_give_row_major():
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])
         y = define_tensor(f, [-1, -1])
         return [ops.pointwise("add", x, y)]
+
     assert only(build) == OutputLayout("row_major", (0, 1))
 
 
@@ -127,6 +145,7 @@ def test_tied_references_that_agree_propagate():
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])
         y = define_tensor(f, [-1, -1], stride_order=[0, 1])
         return [ops.pointwise("add", x, y)]
+
     assert only(build) == OutputLayout("inferred", (1, 0))
 
 
@@ -135,6 +154,7 @@ def test_size_queries_do_not_make_an_input_a_reference():
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])
         y = define_tensor(f, [-1, -1])
         return [ops.full([ops.size(x, 0), ops.size(y, 1)], 0.0, DataType.Float)]
+
     assert only(build) == OutputLayout("row_major", (0, 1))
 
 
@@ -142,13 +162,15 @@ def test_reshape_that_merges_the_innermost_dim_stops_the_walk():
     def build(f):
         x = define_tensor(f, [2, 3, 4])
         return [ops.pointwise("neg", ops.reshape(x, [2, 12]))]
+
     assert only(build) == OutputLayout("row_major", (0, 1))
 
 
 def test_walk_stops_at_the_first_dim_a_reshape_merges():
     def build(f):
-        x = define_tensor(f, [2, 3, 4], stride_order=[0, 2, 1])           # memory order (1, 2, 0)
+        x = define_tensor(f, [2, 3, 4], stride_order=[0, 2, 1])  # memory order (1, 2, 0)
         return [ops.pointwise("neg", ops.reshape(x, [2, 12]))]
+
     # x0 (innermost) maps 1:1 to out0; x2 is merged into out1: stop. out1 outer, out0 inner.
     assert only(build) == OutputLayout("inferred", (1, 0))
 
@@ -158,38 +180,44 @@ def test_symbolic_reshape_inserting_ones_maps_through_size_queries():
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])
         y = ops.reshape(x, [ops.size(x, 0), 1, ops.size(x, 1)])
         return [ops.pointwise("abs", y)]
+
     # x0 -> out0 (innermost), x1 -> out2; the new broadcast dim goes outermost
     assert only(build) == OutputLayout("inferred", (1, 2, 0))
 
 
 def test_no_tensor_input_gives_row_major():
-    assert only(lambda f: [ops.full([2, 3], 1.0, DataType.Float)]) == \
-        OutputLayout("row_major", (0, 1))
+    assert only(lambda f: [ops.full([2, 3], 1.0, DataType.Float)]) == OutputLayout(
+        "row_major", (0, 1)
+    )
 
 
 def test_welford_outputs_follow_the_input():
     def build(f):
         x = define_tensor(f, [-1, -1, -1], stride_order=[1, 0, 2])
         return list(ops.welford(x, [1]))
+
     assert set(layouts(build).values()) == {OutputLayout("inferred", (1, 0))}
 
 
 # --- pinned ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("stride_order,order", [([0, 1, 2], (2, 1, 0)), ([2, 0, 1], (0, 2, 1)),
-                                                 ([2, 1, 0], (0, 1, 2))])
+@pytest.mark.parametrize(
+    "stride_order,order", [([0, 1, 2], (2, 1, 0)), ([2, 0, 1], (0, 2, 1)), ([2, 1, 0], (0, 1, 2))]
+)
 def test_pinned_stride_order(stride_order, order):
     def build(f):
         x = define_tensor(f, [-1, -1, -1], stride_order=[0, 1, 2])
         return [ops.stride_order(ops.pointwise("exp", x), stride_order)]
+
     assert only(build) == OutputLayout("pinned", order)
 
 
 def test_reduction_axes_in_a_pinned_allocation_domain_are_ignored():
     def build(f):
         x = define_tensor(f, [-1, -1, -1])
-        s = ops.reduction("sum", x, [1])                    # logical [i0, r1, i2]
+        s = ops.reduction("sum", x, [1])  # logical [i0, r1, i2]
         s.set_allocation_domain([s.axis(2), s.axis(0), s.axis(1)])
         return [s]
+
     assert only(build) == OutputLayout("pinned", (1, 0))
 
 
@@ -200,6 +228,7 @@ def test_alias_output():
         y = define_tensor(f, [-1, -1], stride_order=[0, 1])
         f.add_output(ops.set_(ops.pointwise("add", x, 1.0)), alias_input=y)
         return [ops.pointwise("mul", x, 2.0)]
+
     got = layouts(build)
     assert got[0] == OutputLayout("alias", (1, 0), alias_input=1)
     assert got[1].kind == "inferred"
@@ -214,19 +243,24 @@ def test_alias_that_also_pins_its_layout_is_rejected():
         OutputLayoutPass().apply(f)
 
 
-@pytest.mark.parametrize("chain", [
-    lambda x: ops.permute(x, [1, 0]),
-    lambda x: ops.set_(x),
-    lambda x: ops.reshape(x, [6]),
-    lambda x: ops.squeeze(ops.broadcast(x, [True, False, False]), [0]),
-    lambda x: ops.expand(ops.broadcast(x, [True, False, False]), [4, -1, -1]),
-    lambda x: x,
-], ids=["permute", "set", "reshape", "squeeze", "expand", "identity"])
+@pytest.mark.parametrize(
+    "chain",
+    [
+        lambda x: ops.permute(x, [1, 0]),
+        lambda x: ops.set_(x),
+        lambda x: ops.reshape(x, [6]),
+        lambda x: ops.squeeze(ops.broadcast(x, [True, False, False]), [0]),
+        lambda x: ops.expand(ops.broadcast(x, [True, False, False]), [4, -1, -1]),
+        lambda x: x,
+    ],
+    ids=["permute", "set", "reshape", "squeeze", "expand", "identity"],
+)
 def test_pure_views_of_an_input(chain):
     def build(f):
         define_tensor(f, [-1, -1])
         x = define_tensor(f, [2, 3], stride_order=[0, 1])
         return [chain(x)]
+
     layout = only(build)
     assert layout.kind == "view" and layout.view_of == 1
     assert layout.fallback in ("inferred", "row_major")
@@ -236,6 +270,7 @@ def test_a_view_carries_the_order_to_allocate_with_when_it_fails():
     def build(f):
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])
         return [ops.permute(x, [1, 0])]
+
     assert only(build) == OutputLayout("view", (0, 1), view_of=0, fallback="inferred")
 
 
@@ -243,4 +278,5 @@ def test_scalar_outputs_have_no_layout():
     def build(f):
         x = define_tensor(f, [-1])
         return [ops.size(x, 0), ops.pointwise("neg", x)]
+
     assert set(layouts(build)) == {1}

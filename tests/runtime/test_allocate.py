@@ -30,10 +30,10 @@ def order_of(stride_order):
 DENSE = [  # shape, allocation order, expanded dims, strides
     ((2, 3, 4), (0, 1, 2), (), (12, 4, 1)),
     ((3, 4), (1, 0), (), (1, 3)),
-    ((2, 3, 4, 5), (0, 2, 3, 1), (), (60, 1, 15, 3)),                    # channels-last
-    ((2, 1, 3, 4), order_of([0, 1, 2, 3]), (), (1, 2, 2, 6)),           # nvFuser's test case
-    ((2, 5, 3), (0, 1, 2), (1,), (3, 0, 1)),                            # expanded: stride 0
-    ((2, 0, 3), (0, 1, 2), (), (3, 1, 1)),                              # size 0: stride 1
+    ((2, 3, 4, 5), (0, 2, 3, 1), (), (60, 1, 15, 3)),  # channels-last
+    ((2, 1, 3, 4), order_of([0, 1, 2, 3]), (), (1, 2, 2, 6)),  # nvFuser's test case
+    ((2, 5, 3), (0, 1, 2), (1,), (3, 0, 1)),  # expanded: stride 0
+    ((2, 0, 3), (0, 1, 2), (), (3, 1, 1)),  # size 0: stride 1
     ((4, 0), (1, 0), (), (1, 1)),
     ((), (), (), ()),
 ]
@@ -67,8 +67,7 @@ def test_expanded_dims_are_views_of_one_element_and_writable_drops_them():
 def test_allocate_output_uses_the_tensor_view():
     f = Fusion()
     with FusionGuard(f):
-        x = TensorView(f, [IterDomain.iteration(None), IterDomain.iteration(None)],
-                       DataType.Half)
+        x = TensorView(f, [IterDomain.iteration(None), IterDomain.iteration(None)], DataType.Half)
         f.add_input(x)
         y = ops.expand(ops.broadcast(x, [False, True, False]), [-1, 4, -1])
     bind = validate_inputs(f, [torch.zeros(2, 3, dtype=torch.float16)])
@@ -81,25 +80,30 @@ def test_allocate_output_uses_the_tensor_view():
 def _view_fusion(build):
     f = Fusion()
     with FusionGuard(f):
-        x = TensorView(f, [IterDomain.iteration(None), IterDomain.iteration(None)],
-                       DataType.Float)
-        x.set_allocation_domain([x.axis(1), x.axis(0)])           # column-major
+        x = TensorView(f, [IterDomain.iteration(None), IterDomain.iteration(None)], DataType.Float)
+        x.set_allocation_domain([x.axis(1), x.axis(0)])  # column-major
         f.add_input(x)
         y = build(x)
     return f, x, y
 
 
-@pytest.mark.parametrize("build,direct", [
-    (lambda x: ops.permute(x, [1, 0]), lambda t: t.t()),
-    (lambda x: ops.reshape(x, [ops.size(x, 0), 1, ops.size(x, 1)]), lambda t: t.unsqueeze(1)),
-    (lambda x: ops.expand(ops.broadcast(x, [True, False, False]), [5, -1, -1]),
-     lambda t: t.expand(5, 2, 6)),
-    (lambda x: ops.squeeze(ops.broadcast(ops.set_(x), [False, True, False]), [1]), lambda t: t),
-    (lambda x: ops.reshape(ops.permute(x, [1, 0]), [3, 2, 2]), lambda t: t.t().view(3, 2, 2)),
-], ids=["permute", "reshape-insert-1", "expand", "set-squeeze", "permute-reshape"])
+@pytest.mark.parametrize(
+    "build,direct",
+    [
+        (lambda x: ops.permute(x, [1, 0]), lambda t: t.t()),
+        (lambda x: ops.reshape(x, [ops.size(x, 0), 1, ops.size(x, 1)]), lambda t: t.unsqueeze(1)),
+        (
+            lambda x: ops.expand(ops.broadcast(x, [True, False, False]), [5, -1, -1]),
+            lambda t: t.expand(5, 2, 6),
+        ),
+        (lambda x: ops.squeeze(ops.broadcast(ops.set_(x), [False, True, False]), [1]), lambda t: t),
+        (lambda x: ops.reshape(ops.permute(x, [1, 0]), [3, 2, 2]), lambda t: t.t().view(3, 2, 2)),
+    ],
+    ids=["permute", "reshape-insert-1", "expand", "set-squeeze", "permute-reshape"],
+)
 def test_make_view_shares_memory(build, direct):
     f, x, y = _view_fusion(build)
-    base = torch.arange(12.0).reshape(6, 2).t()                   # (2, 6), column-major
+    base = torch.arange(12.0).reshape(6, 2).t()  # (2, 6), column-major
     view = make_view(view_chain(f, y, x), base, validate_inputs(f, [base]))
     assert view is not None
     assert view.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
@@ -138,4 +142,4 @@ def test_dense_tensors_validate_against_their_declared_order(case):
         with pytest.raises(InputLayoutError):
             validate_inputs(f, [t])
     else:
-        validate_inputs(f, [t])                  # the same memory layout
+        validate_inputs(f, [t])  # the same memory layout

@@ -34,8 +34,10 @@ def executor():
 
 
 def define_tensor(f: Fusion, shape, stride_order=None, dtype=DataType.Float) -> TensorView:
-    ids = [IterDomain.broadcast(1) if s == 1 else IterDomain.iteration(None if s == -1 else s)
-           for s in shape]
+    ids = [
+        IterDomain.broadcast(1) if s == 1 else IterDomain.iteration(None if s == -1 else s)
+        for s in shape
+    ]
     tv = TensorView(f, ids, dtype)
     if stride_order is not None:
         tv.set_allocation_domain(stride_order_to_allocation(ids, stride_order, ""))
@@ -56,8 +58,11 @@ def col_major(*shape):
 
 # --- inferred layouts -----------------------------------------------------------------------------
 def test_channels_last_pointwise(executor):
-    f = build(lambda f: f.add_output(ops.pointwise(
-        "mul", define_tensor(f, [-1, -1, -1, -1], stride_order=[3, 0, 2, 1]), 2.0)))
+    f = build(
+        lambda f: f.add_output(
+            ops.pointwise("mul", define_tensor(f, [-1, -1, -1, -1], stride_order=[3, 0, 2, 1]), 2.0)
+        )
+    )
     x = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
     (out,) = executor(f).run([x])
     torch.testing.assert_close(out, x * 2)
@@ -65,8 +70,11 @@ def test_channels_last_pointwise(executor):
 
 
 def test_permute_plus_one_keeps_the_physical_layout(executor):
-    f = build(lambda f: f.add_output(ops.pointwise(
-        "add", ops.permute(define_tensor(f, [-1, -1, -1]), [2, 0, 1]), 1.0)))
+    f = build(
+        lambda f: f.add_output(
+            ops.pointwise("add", ops.permute(define_tensor(f, [-1, -1, -1]), [2, 0, 1]), 1.0)
+        )
+    )
     x = torch.randn(2, 3, 4)
     (out,) = executor(f).run([x])
     eager = x.permute(2, 0, 1) + 1
@@ -75,17 +83,23 @@ def test_permute_plus_one_keeps_the_physical_layout(executor):
 
 
 def test_reduction_keeps_the_input_memory_order(executor):
-    f = build(lambda f: f.add_output(ops.reduction(
-        "sum", define_tensor(f, [-1, -1, -1], stride_order=[1, 0, 2]), [1])))
-    x = torch.randn(5, 2, 3).permute(1, 2, 0)         # (2, 3, 5), memory order (2, 0, 1)
+    f = build(
+        lambda f: f.add_output(
+            ops.reduction("sum", define_tensor(f, [-1, -1, -1], stride_order=[1, 0, 2]), [1])
+        )
+    )
+    x = torch.randn(5, 2, 3).permute(1, 2, 0)  # (2, 3, 5), memory order (2, 0, 1)
     (out,) = executor(f).run([x])
     torch.testing.assert_close(out, x.sum(1))
     assert out.shape == (2, 5) and out.stride() == (1, 2)
 
 
 def test_column_major_sum_over_n(executor):
-    f = build(lambda f: f.add_output(ops.reduction(
-        "sum", define_tensor(f, [-1, -1], stride_order=[0, 1]), [1])))
+    f = build(
+        lambda f: f.add_output(
+            ops.reduction("sum", define_tensor(f, [-1, -1], stride_order=[0, 1]), [1])
+        )
+    )
     x = col_major(6, 4)
     (out,) = executor(f).run([x])
     torch.testing.assert_close(out, x.sum(1))
@@ -93,11 +107,16 @@ def test_column_major_sum_over_n(executor):
 
 
 # --- pinned ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("stride_order,strides", [([0, 1, 2], (1, 2, 6)), ([1, 2, 0], (4, 8, 1)),
-                                                   ([2, 1, 0], (12, 4, 1))])
+@pytest.mark.parametrize(
+    "stride_order,strides",
+    [([0, 1, 2], (1, 2, 6)), ([1, 2, 0], (4, 8, 1)), ([2, 1, 0], (12, 4, 1))],
+)
 def test_pinned_stride_order(executor, stride_order, strides):
-    f = build(lambda f: f.add_output(ops.stride_order(
-        ops.pointwise("neg", define_tensor(f, [-1, -1, -1])), stride_order)))
+    f = build(
+        lambda f: f.add_output(
+            ops.stride_order(ops.pointwise("neg", define_tensor(f, [-1, -1, -1])), stride_order)
+        )
+    )
     x = torch.randn(2, 3, 4)
     (out,) = executor(f).run([x])
     torch.testing.assert_close(out, -x)
@@ -109,6 +128,7 @@ def test_pinned_allocation_with_reduction_axes(executor):
         s = ops.reduction("sum", define_tensor(f, [-1, -1, -1]), [1])
         s.set_allocation_domain([s.axis(2), s.axis(0), s.axis(1)])
         f.add_output(s)
+
     x = torch.randn(2, 3, 4)
     (out,) = executor(build(fn)).run([x])
     torch.testing.assert_close(out, x.sum(1))
@@ -121,11 +141,12 @@ def test_alias_is_written_in_place_and_omitted(executor):
         x = define_tensor(f, [-1, -1])
         f.add_output(ops.pointwise("mul", x, 2.0), alias_input=x)
         f.add_output(ops.pointwise("add", x, 1.0))
+
     x = torch.randn(3, 4)
     before = x.clone()
     outs = executor(build(fn)).run([x])
     assert len(outs) == 1
-    torch.testing.assert_close(outs[0], before + 1)        # read the input before the write
+    torch.testing.assert_close(outs[0], before + 1)  # read the input before the write
     torch.testing.assert_close(x, before * 2)
 
 
@@ -135,15 +156,20 @@ def test_alias_of_another_shape_is_rejected(executor):
         y = define_tensor(f, [-1])
         f.add_output(ops.reduction("sum", x, [0]), alias_input=x)
         f.add_output(ops.pointwise("neg", y))
+
     with pytest.raises(Exception, match="output 0"):
         executor(build(fn)).run([torch.randn(2, 3), torch.randn(3)])
 
 
-@pytest.mark.parametrize("view,direct", [
-    (lambda x: ops.permute(x, [1, 0]), lambda t: t.t()),
-    (lambda x: x, lambda t: t),
-    (lambda x: ops.reshape(x, [ops.size(x, 0), 1, ops.size(x, 1)]), lambda t: t.unsqueeze(1)),
-], ids=["permute", "identity", "reshape"])
+@pytest.mark.parametrize(
+    "view,direct",
+    [
+        (lambda x: ops.permute(x, [1, 0]), lambda t: t.t()),
+        (lambda x: x, lambda t: t),
+        (lambda x: ops.reshape(x, [ops.size(x, 0), 1, ops.size(x, 1)]), lambda t: t.unsqueeze(1)),
+    ],
+    ids=["permute", "identity", "reshape"],
+)
 def test_view_outputs_share_the_input_memory(executor, view, direct):
     f = build(lambda f: f.add_output(view(define_tensor(f, [-1, -1]))))
     x = torch.randn(3, 4)
@@ -153,8 +179,9 @@ def test_view_outputs_share_the_input_memory(executor, view, direct):
 
 
 def test_a_reshape_that_is_not_a_view_is_computed(executor):
-    f = build(lambda f: f.add_output(ops.reshape(
-        define_tensor(f, [3, 4], stride_order=[0, 1]), [12])))
+    f = build(
+        lambda f: f.add_output(ops.reshape(define_tensor(f, [3, 4], stride_order=[0, 1]), [12]))
+    )
     x = col_major(3, 4)
     (out,) = executor(f).run([x])
     assert out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
@@ -166,6 +193,7 @@ def test_expanded_output_dims_have_stride_zero(executor):
         x = define_tensor(f, [-1])
         y = ops.pointwise("add", x, 1.0)
         f.add_output(ops.expand(ops.broadcast(y, [True, False]), [4, -1]))
+
     x = torch.randn(3)
     (out,) = executor(build(fn)).run([x])
     assert out.shape == (4, 3) and out.stride() == (0, 1)
@@ -179,6 +207,7 @@ def test_scalar_outputs_are_0_dim_tensors(executor):
         f.add_input(s)
         f.add_output(ops.pointwise("mul", ops.size(x, 1), s))
         f.add_output(ops.pointwise("mul", x, s))
+
     x = torch.randn(2, 5)
     n, y = executor(build(fn)).run([x, 1.5])
     assert n.dim() == 0 and n.dtype == torch.float64 and n.item() == 7.5
@@ -197,6 +226,7 @@ def test_shapes_from_scalar_inputs(executor):
         rows = Scalar(f, DataType.Int)
         f.add_input(rows)
         f.add_output(ops.pointwise("add", ops.reshape(x, [rows, 3]), 1.0))
+
     x = torch.randn(6)
     (out,) = executor(build(fn)).run([x, 2])
     torch.testing.assert_close(out, x.reshape(2, 3) + 1)
@@ -211,7 +241,7 @@ def test_reference_compute_launches_nothing():
     torch.testing.assert_close(out, -x)
     assert ref.last_run is None and ref.last_schedule() == []
     ex = FusionExecutor(f)
-    assert ex.last_schedule() == []                       # nothing ran yet
+    assert ex.last_schedule() == []  # nothing ran yet
     (out,) = ex.run([x])
     torch.testing.assert_close(out, -x)
     assert [p.scheduler for p in ex.last_schedule()] == ["pointwise"]
@@ -227,8 +257,11 @@ def test_unknown_compute_mode_is_refused():
 def test_output_layouts_are_computed_once(executor, monkeypatch):
     calls = []
     real = output_layout.OutputLayoutPass.apply
-    monkeypatch.setattr(output_layout.OutputLayoutPass, "apply",
-                        lambda self, fusion: calls.append(1) or real(self, fusion))
+    monkeypatch.setattr(
+        output_layout.OutputLayoutPass,
+        "apply",
+        lambda self, fusion: calls.append(1) or real(self, fusion),
+    )
     f = build(lambda f: f.add_output(ops.pointwise("neg", define_tensor(f, [-1]))))
     ex = executor(f)
     first = ex.output_layouts()

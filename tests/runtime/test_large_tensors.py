@@ -57,6 +57,7 @@ def _transpose_copy(x: torch.Tensor) -> FusionDefinition:
 
 def _sum(*dims: int) -> Callable[..., FusionDefinition]:
     """The fp32 sum over ``dims`` of its inputs' sum."""
+
     def build(*xs: torch.Tensor) -> FusionDefinition:
         with FusionDefinition() as fd:
             ts = [fd.ops.cast(fd.from_pytorch(x), DataType.Float) for x in xs]
@@ -65,6 +66,7 @@ def _sum(*dims: int) -> Callable[..., FusionDefinition]:
                 total = fd.ops.add(total, t)
             fd.add_output(fd.ops.sum(total, dims=list(dims)))
         return fd
+
     return build
 
 
@@ -75,6 +77,7 @@ def _broadcast_back(fd, t, like, dim: int):
 
 def _softmax(dim: int) -> Callable[[torch.Tensor], FusionDefinition]:
     """softmax of a 2-D input over ``dim`` in fp32, cast back to bf16."""
+
     def build(x: torch.Tensor) -> FusionDefinition:
         with FusionDefinition() as fd:
             t = fd.from_pytorch(x)
@@ -84,6 +87,7 @@ def _softmax(dim: int) -> Callable[[torch.Tensor], FusionDefinition]:
             y = fd.ops.div(e, _broadcast_back(fd, fd.ops.sum(e, dims=[dim]), t, dim))
             fd.add_output(fd.ops.cast(y, DataType.BFloat16))
         return fd
+
     return build
 
 
@@ -94,8 +98,9 @@ def _layer_norm(x: torch.Tensor) -> FusionDefinition:
         tf = fd.ops.cast(t, DataType.Float)
         var, mean = fd.ops.var_mean(tf, dims=[1], correction=0)
         rstd = fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-5, dtype=DataType.Double)))
-        y = fd.ops.mul(fd.ops.sub(tf, _broadcast_back(fd, mean, t, 1)),
-                       _broadcast_back(fd, rstd, t, 1))
+        y = fd.ops.mul(
+            fd.ops.sub(tf, _broadcast_back(fd, mean, t, 1)), _broadcast_back(fd, rstd, t, 1)
+        )
         fd.add_output(fd.ops.cast(y, DataType.BFloat16))
         fd.add_output(mean)
     return fd
@@ -176,97 +181,183 @@ def twice(make: Callable[..., torch.Tensor], *args) -> Callable[[], tuple[torch.
 def nested_pair(n: int, x_stride0: int, y_strides: tuple[int, int, int]):
     """[n, 64, 1000] inputs summed over dims 1 and 2, which do not merge: ``x``'s rows are
     padded to 1024 (the tile walks dim 2, a loop dim 1); ``y`` has strides ``y_strides``."""
-    return lambda: (strided((n, 64, 1000), (x_stride0, 1024, 1)),
-                    strided((n, 64, 1000), y_strides))
+    return lambda: (strided((n, 64, 1000), (x_stride0, 1024, 1)), strided((n, 64, 1000), y_strides))
 
 
-PAST = INT32_LIMIT + 1024           # elements: just past 2**31
+PAST = INT32_LIMIT + 1024  # elements: just past 2**31
 SOFTMAX_ROWS = INT32_LIMIT // 4096 + 8
 LOOPED_ROWS = INT32_LIMIT // 65536 + 8
 NESTED_ROWS = INT32_LIMIT // 64000 + 8
 
 CASES = [
-    Case("pointwise add", _add, {
-        "small": twice(dense, 1024, 1024),
-        "numel": twice(dense, PAST),
-        "offset": twice(rows_of, 1024, 1024, 2**22),
-    }, ("pointwise",), lambda p: not p.transpose),
-    Case("pointwise transpose", _transpose_copy, {
-        "small": one(column_major, 1024, 1024),
-        "numel": one(column_major, 65537, 32768),
-        "offset": one(strided, (1024, 1024), (1, 2**22)),
-    }, ("pointwise",), lambda p: p.transpose),
-    Case("reduction inner", _sum(1), {
-        "small": one(dense, 1024, 1024),
-        "numel": one(dense, 65537, 32768),
-        "offset": one(rows_of, 1024, 1024, 2**22),
-    }, ("reduction",), _family("inner")),
-    Case("reduction inner, nested R loop", _sum(1, 2), {
-        "small": nested_pair(64, 65536, (64000, 1, 64)),
-        "numel": nested_pair(NESTED_ROWS, 65536, (64000, 1, 64)),
-        "offset": nested_pair(64, 65536, (64, 1, 2**22)),    # y: 999 * 2**22 along dim 2
-    }, ("reduction",), _nested),
-    Case("reduction outer", _sum(0), {
-        "small": one(dense, 1024, 1024),
-        "numel": one(dense, 65537, 32768),
-        "offset": one(rows_of, 1024, 1024, 2**22),
-    }, ("reduction",), _family("outer", split=None)),
-    Case("split reduction", _sum(1), {
-        "small": one(dense, 2, 2**20),
-        "numel": one(dense, 2, INT32_LIMIT // 2 + 1024),
-        "offset": one(rows_of, 2, 2**20, INT32_LIMIT),
-    }, ("reduction",), _family("inner", split=True)),
-    Case("split reduction, finishing kernel", _sum(1), {
-        "small": one(dense, 2, 2**25),
-        "numel": one(dense, 2, INT32_LIMIT // 2 + 1024),
-        "offset": one(rows_of, 2, 2**25, INT32_LIMIT),
-    }, ("reduction",), _split_finished_by_a_kernel, _no_ticket_steps),
-    Case("softmax persistent", _softmax(1), {
-        "small": one(dense, 1024, 4096),
-        "numel": one(dense, SOFTMAX_ROWS, 4096),
-        "offset": one(rows_of, 1024, 4096, 2**22),
-    }, ("normalization",), _mode("persistent")),
-    Case("layer norm persistent", _layer_norm, {
-        "small": one(dense, 1024, 4096),
-        "numel": one(dense, SOFTMAX_ROWS, 4096),
-        "offset": one(rows_of, 1024, 4096, 2**22),
-    }, ("normalization",), _mode("persistent")),
-    Case("softmax looped", _softmax(1), {
-        "small": one(dense, 256, 65536),
-        "numel": one(dense, LOOPED_ROWS, 65536),
-        "offset": one(rows_of, 256, 65536, 2**24),
-    }, ("normalization",), _mode("looped")),
-    Case("layer norm looped", _layer_norm, {
-        "small": one(dense, 256, 65536),
-        "numel": one(dense, LOOPED_ROWS, 65536),
-        "offset": one(rows_of, 256, 65536, 2**24),
-    }, ("normalization",), _mode("looped")),
-    Case("softmax over columns, persistent", _softmax(0), {
-        "small": one(dense, 1024, 1024),
-        "numel": one(dense, 1024, INT32_LIMIT // 1024 + 64),
-        "offset": one(rows_of, 1024, 1024, 2**22),            # 1023 * 2**22 along R
-    }, ("normalization",), _mode("persistent", "outer")),
-    Case("softmax over columns, looped", _softmax(0), {
-        "small": one(dense, 65536, 4096),
-        "numel": one(dense, 65536, 32832),                  # 65535 * 32832 along R
-        "offset": one(rows_of, 65536, 4096, 2**16),
-    }, ("normalization",), _mode("looped", "outer")),
-    Case("softmax segmented", _softmax(1), {
-        "small": one(dense, 8, 2**20),
-        "numel": one(dense, 8, INT32_LIMIT // 8 + 1024),
-        "offset": one(rows_of, 8, 2**20, 2**29),
-    }, ("reduction", "pointwise"), _family("inner", split=True)),
+    Case(
+        "pointwise add",
+        _add,
+        {
+            "small": twice(dense, 1024, 1024),
+            "numel": twice(dense, PAST),
+            "offset": twice(rows_of, 1024, 1024, 2**22),
+        },
+        ("pointwise",),
+        lambda p: not p.transpose,
+    ),
+    Case(
+        "pointwise transpose",
+        _transpose_copy,
+        {
+            "small": one(column_major, 1024, 1024),
+            "numel": one(column_major, 65537, 32768),
+            "offset": one(strided, (1024, 1024), (1, 2**22)),
+        },
+        ("pointwise",),
+        lambda p: p.transpose,
+    ),
+    Case(
+        "reduction inner",
+        _sum(1),
+        {
+            "small": one(dense, 1024, 1024),
+            "numel": one(dense, 65537, 32768),
+            "offset": one(rows_of, 1024, 1024, 2**22),
+        },
+        ("reduction",),
+        _family("inner"),
+    ),
+    Case(
+        "reduction inner, nested R loop",
+        _sum(1, 2),
+        {
+            "small": nested_pair(64, 65536, (64000, 1, 64)),
+            "numel": nested_pair(NESTED_ROWS, 65536, (64000, 1, 64)),
+            "offset": nested_pair(64, 65536, (64, 1, 2**22)),  # y: 999 * 2**22 along dim 2
+        },
+        ("reduction",),
+        _nested,
+    ),
+    Case(
+        "reduction outer",
+        _sum(0),
+        {
+            "small": one(dense, 1024, 1024),
+            "numel": one(dense, 65537, 32768),
+            "offset": one(rows_of, 1024, 1024, 2**22),
+        },
+        ("reduction",),
+        _family("outer", split=None),
+    ),
+    Case(
+        "split reduction",
+        _sum(1),
+        {
+            "small": one(dense, 2, 2**20),
+            "numel": one(dense, 2, INT32_LIMIT // 2 + 1024),
+            "offset": one(rows_of, 2, 2**20, INT32_LIMIT),
+        },
+        ("reduction",),
+        _family("inner", split=True),
+    ),
+    Case(
+        "split reduction, finishing kernel",
+        _sum(1),
+        {
+            "small": one(dense, 2, 2**25),
+            "numel": one(dense, 2, INT32_LIMIT // 2 + 1024),
+            "offset": one(rows_of, 2, 2**25, INT32_LIMIT),
+        },
+        ("reduction",),
+        _split_finished_by_a_kernel,
+        _no_ticket_steps,
+    ),
+    Case(
+        "softmax persistent",
+        _softmax(1),
+        {
+            "small": one(dense, 1024, 4096),
+            "numel": one(dense, SOFTMAX_ROWS, 4096),
+            "offset": one(rows_of, 1024, 4096, 2**22),
+        },
+        ("normalization",),
+        _mode("persistent"),
+    ),
+    Case(
+        "layer norm persistent",
+        _layer_norm,
+        {
+            "small": one(dense, 1024, 4096),
+            "numel": one(dense, SOFTMAX_ROWS, 4096),
+            "offset": one(rows_of, 1024, 4096, 2**22),
+        },
+        ("normalization",),
+        _mode("persistent"),
+    ),
+    Case(
+        "softmax looped",
+        _softmax(1),
+        {
+            "small": one(dense, 256, 65536),
+            "numel": one(dense, LOOPED_ROWS, 65536),
+            "offset": one(rows_of, 256, 65536, 2**24),
+        },
+        ("normalization",),
+        _mode("looped"),
+    ),
+    Case(
+        "layer norm looped",
+        _layer_norm,
+        {
+            "small": one(dense, 256, 65536),
+            "numel": one(dense, LOOPED_ROWS, 65536),
+            "offset": one(rows_of, 256, 65536, 2**24),
+        },
+        ("normalization",),
+        _mode("looped"),
+    ),
+    Case(
+        "softmax over columns, persistent",
+        _softmax(0),
+        {
+            "small": one(dense, 1024, 1024),
+            "numel": one(dense, 1024, INT32_LIMIT // 1024 + 64),
+            "offset": one(rows_of, 1024, 1024, 2**22),  # 1023 * 2**22 along R
+        },
+        ("normalization",),
+        _mode("persistent", "outer"),
+    ),
+    Case(
+        "softmax over columns, looped",
+        _softmax(0),
+        {
+            "small": one(dense, 65536, 4096),
+            "numel": one(dense, 65536, 32832),  # 65535 * 32832 along R
+            "offset": one(rows_of, 65536, 4096, 2**16),
+        },
+        ("normalization",),
+        _mode("looped", "outer"),
+    ),
+    Case(
+        "softmax segmented",
+        _softmax(1),
+        {
+            "small": one(dense, 8, 2**20),
+            "numel": one(dense, 8, INT32_LIMIT // 8 + 1024),
+            "offset": one(rows_of, 8, 2**20, 2**29),
+        },
+        ("reduction", "pointwise"),
+        _family("inner", split=True),
+    ),
 ]
 
 REGIMES = ("small", "numel", "offset")
-PARAMS = [pytest.param(case, regime,
-                       id=f"{case.name.replace(',', '').replace(' ', '-')}-{regime}")
-          for case in CASES for regime in REGIMES]
+PARAMS = [
+    pytest.param(case, regime, id=f"{case.name.replace(',', '').replace(' ', '-')}-{regime}")
+    for case in CASES
+    for regime in REGIMES
+]
 
 
 def plan(case: Case, regime: str):
     """The planned run of ``case`` on its meta inputs in ``regime``, and its executor."""
-    FusionCache.reset()                 # an executor of its own, configured or not
+    FusionCache.reset()  # an executor of its own, configured or not
     xs = case.inputs[regime]()
     executor = case.build(*xs).executor()
     if case.patch is not None:
@@ -278,8 +369,11 @@ def assert_regime(problem, regime: str) -> None:
     """The case's input is what its regime says (the test's own premise)."""
     numel_past = problem.numel >= INT32_LIMIT
     offset_past = max(problem.max_offsets) >= INT32_LIMIT
-    assert (numel_past, offset_past) == {"small": (False, False), "numel": (True, True),
-                                         "offset": (False, True)}[regime], problem
+    assert (numel_past, offset_past) == {
+        "small": (False, False),
+        "numel": (True, True),
+        "offset": (False, True),
+    }[regime], problem
 
 
 @pytest.mark.parametrize("case,regime", PARAMS)
@@ -337,8 +431,9 @@ def is_i32(result_type: str) -> bool:
 
 
 @pytest.mark.parametrize("case,regime", PARAMS)
-def test_planned_kernels_compile_for_sm90_with_addresses_as_wide_as_needed(case, regime,
-                                                                           monkeypatch):
+def test_planned_kernels_compile_for_sm90_with_addresses_as_wide_as_needed(
+    case, regime, monkeypatch
+):
     record, executor = plan(case, regime)
     arts = compile_last_run(executor)
     assert [a.name for a in arts] == [r.kernel.name for r in record.launches]
@@ -348,8 +443,7 @@ def test_planned_kernels_compile_for_sm90_with_addresses_as_wide_as_needed(case,
         if regime == "small":
             assert not any("xi64>" in t or t.strip() == "i64" for _, t in ops), (art.name, ops)
         else:
-            narrow = [(op, t) for op, t in ops
-                      if op in ("arith.muli", "arith.shli") and is_i32(t)]
+            narrow = [(op, t) for op, t in ops if op in ("arith.muli", "arith.shli") and is_i32(t)]
             assert not narrow, (art.name, narrow)
 
 
@@ -370,8 +464,7 @@ def _split_finishing_kernel() -> dict:
 
 
 def _columns_looped() -> dict:
-    return {"tuning": DEFAULT.with_fields(normalization=dict(max_tile=64)),
-            "target": small_gpu(4)}
+    return {"tuning": DEFAULT.with_fields(normalization=dict(max_tile=64)), "target": small_gpu(4)}
 
 
 def _softmax_reference(dim: int):
@@ -379,25 +472,51 @@ def _softmax_reference(dim: int):
 
 
 SUM_TOL = dict(atol=1e-3, rtol=1e-4)
-FORCED = {   # name: fusion, inputs, reference, condition on the first params, patch
-    "nested R loop": (_sum(1, 2), lambda: (random_view((4, 8, 40), (8 * 48, 48, 1), 0),
-                                           random_view((4, 8, 40), (320, 1, 8), 1)),
-                      lambda x, y: (x.float().sum((1, 2)) + y.float().sum((1, 2)),),
-                      _nested, None),
-    "split, ticket": (_sum(1), lambda: (random_view((2, 2**16), (2**16, 1), 2),),
-                      lambda x: (x.float().sum(1),), _family("inner", split=True), None),
-    "split, finishing kernel": (_sum(1), lambda: (random_view((2, 2**16), (2**16, 1), 3),),
-                                lambda x: (x.float().sum(1),), _split_finished_by_a_kernel,
-                                _split_finishing_kernel),
-    "columns, persistent": (_softmax(0), lambda: (random_view((48, 64), (64, 1), 4),),
-                            _softmax_reference(0), _mode("persistent", "outer"), None),
-    "columns, looped": (_softmax(0), lambda: (random_view((40, 256), (256, 1), 5),),
-                        _softmax_reference(0), _mode("looped", "outer"), _columns_looped),
+FORCED = {  # name: fusion, inputs, reference, condition on the first params, patch
+    "nested R loop": (
+        _sum(1, 2),
+        lambda: (
+            random_view((4, 8, 40), (8 * 48, 48, 1), 0),
+            random_view((4, 8, 40), (320, 1, 8), 1),
+        ),
+        lambda x, y: (x.float().sum((1, 2)) + y.float().sum((1, 2)),),
+        _nested,
+        None,
+    ),
+    "split, ticket": (
+        _sum(1),
+        lambda: (random_view((2, 2**16), (2**16, 1), 2),),
+        lambda x: (x.float().sum(1),),
+        _family("inner", split=True),
+        None,
+    ),
+    "split, finishing kernel": (
+        _sum(1),
+        lambda: (random_view((2, 2**16), (2**16, 1), 3),),
+        lambda x: (x.float().sum(1),),
+        _split_finished_by_a_kernel,
+        _split_finishing_kernel,
+    ),
+    "columns, persistent": (
+        _softmax(0),
+        lambda: (random_view((48, 64), (64, 1), 4),),
+        _softmax_reference(0),
+        _mode("persistent", "outer"),
+        None,
+    ),
+    "columns, looped": (
+        _softmax(0),
+        lambda: (random_view((40, 256), (256, 1), 5),),
+        _softmax_reference(0),
+        _mode("looped", "outer"),
+        _columns_looped,
+    ),
 }
 
 
-@pytest.mark.parametrize("name", list(FORCED),
-                         ids=[n.replace(",", "").replace(" ", "-") for n in FORCED])
+@pytest.mark.parametrize(
+    "name", list(FORCED), ids=[n.replace(",", "").replace(" ", "-") for n in FORCED]
+)
 def test_forced_64_bit_kernels_match_torch(name, monkeypatch):
     """The kernels that widen more than their program ids (the combine's split index, the
     nested loop's R index, the outer template's R terms), forced to 64-bit indexing on
@@ -431,7 +550,7 @@ def big_gpu():
         pytest.skip(f"needs {GPU_FREE_BYTES >> 30} GiB of free GPU memory, {free >> 30} free")
     FusionCache.reset()
     yield
-    FusionCache.reset()                 # the cached executors' plans keep scratch buffers
+    FusionCache.reset()  # the cached executors' plans keep scratch buffers
     gc.collect()
     torch.cuda.empty_cache()
 
@@ -498,7 +617,7 @@ def test_gpu_softmax_over_columns_past_int32_elements(big_gpu):
 
 
 def test_gpu_transpose_whose_output_offset_passes_int32(big_gpu):
-    x = torch.empty(32768, 65537, dtype=BF16).uniform_(-4, 4).t()      # column-major
+    x = torch.empty(32768, 65537, dtype=BF16).uniform_(-4, 4).t()  # column-major
     fd = _transpose_copy(x)
     (out,) = fd.execute([x])
     assert_index64(fd)

@@ -35,7 +35,7 @@ def test_no_tensor_of_a_call_outlives_it(body, profile):
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[64, 96], contiguity=[True, True], dtype=DataType.Float)
         fd.add_output(body(fd, t))
-    for _ in range(2):                       # compiled, planned (tickets kept), replayed
+    for _ in range(2):  # compiled, planned (tickets kept), replayed
         fd.execute([torch.randn(64, 96)])
     gc.collect()
     before = torch.cuda.memory_allocated() if cuda else 0

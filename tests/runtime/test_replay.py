@@ -14,8 +14,9 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 def _definition():
     with FusionDefinition() as fd:
-        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float,
-                              stride_order=[0, 1])
+        t0 = fd.define_tensor(
+            shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=[0, 1]
+        )
         s = fd.define_scalar(DataType.Double)
         fd.add_output(fd.ops.sum(fd.ops.mul(t0, s), dims=[1]))
         fd.add_output(fd.ops.exp(t0))
@@ -26,12 +27,12 @@ def _definition():
 def test_replay_matches_eager_for_fresh_data_and_scalars(device):
     fd = _definition()
     for k in range(4):
-        x = torch.randn(48, 40, device=device).t()           # column-major [40, 48]
+        x = torch.randn(48, 40, device=device).t()  # column-major [40, 48]
         alpha = 0.5 + k
         red, ex = fd.execute([x, alpha])
         torch.testing.assert_close(red, (x * alpha).sum(1), rtol=1e-5, atol=1e-4)
         torch.testing.assert_close(ex, x.exp())
-        assert ex.stride() == x.stride()      # the inferred layout holds on the replay path too
+        assert ex.stride() == x.stride()  # the inferred layout holds on the replay path too
     assert len(fd.executor()._plans) == 1
 
 
@@ -40,7 +41,7 @@ def test_a_new_signature_is_validated_again():
     x = torch.randn(48, 40).t()
     fd.execute([x, 1.0])
     with pytest.raises(InputLayoutError):
-        fd.execute([torch.randn(40, 48), 1.0])    # row-major contradicts stride_order [0, 1]
+        fd.execute([torch.randn(40, 48), 1.0])  # row-major contradicts stride_order [0, 1]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -57,10 +58,10 @@ def test_replayed_split_reduction_reuses_its_workspace_correctly(device):
 
 
 def test_an_explicit_device_argument_keeps_the_fast_path():
-    FusionCache.reset()                      # a fresh executor: no plan from another test
+    FusionCache.reset()  # a fresh executor: no plan from another test
     fd = _definition()
     x = torch.randn(48, 40).t()
-    device = x.device.type                   # "cpu", or "cuda" under --device cuda
+    device = x.device.type  # "cpu", or "cuda" under --device cuda
     for _ in range(3):
         red, _ = fd.execute([x, 1.0], device=device)
     torch.testing.assert_close(red, x.sum(1), rtol=1e-5, atol=1e-4)
@@ -79,8 +80,11 @@ def test_repeated_calls_replay_without_planning_or_frontend_work(monkeypatch):
     fd = _add_one()
     flattened = []
     real_flatten = fusion_definition.flatten_inputs
-    monkeypatch.setattr(fusion_definition, "flatten_inputs",
-                        lambda inputs: flattened.append(1) or real_flatten(inputs))
+    monkeypatch.setattr(
+        fusion_definition,
+        "flatten_inputs",
+        lambda inputs: flattened.append(1) or real_flatten(inputs),
+    )
     x = torch.randn(8, 16)
     for _ in range(5):
         (out,) = fd.execute([x])
@@ -89,11 +93,14 @@ def test_repeated_calls_replay_without_planning_or_frontend_work(monkeypatch):
     assert len(flattened) == 1, "the later calls dispatched to the plan before flattening"
 
 
-@pytest.mark.parametrize("changed, error", [
-    (lambda x: x.t(), InputLayoutError),                 # strides contradict the declaration
-    (lambda x: x.double(), InputDtypeError),
-    (lambda x: x[0], InputRankError),
-])
+@pytest.mark.parametrize(
+    "changed, error",
+    [
+        (lambda x: x.t(), InputLayoutError),  # strides contradict the declaration
+        (lambda x: x.double(), InputDtypeError),
+        (lambda x: x[0], InputRankError),
+    ],
+)
 def test_a_changed_signature_is_validated_again(changed, error):
     FusionCache.reset()
     fd = _add_one()
@@ -103,7 +110,7 @@ def test_a_changed_signature_is_validated_again(changed, error):
     with pytest.raises(error):
         fd.execute([changed(x)])
     assert fd.executor().planned_runs == 2
-    (out,) = fd.execute([x])                              # the first plan still replays
+    (out,) = fd.execute([x])  # the first plan still replays
     torch.testing.assert_close(out, x + 1)
     assert fd.executor().planned_runs == 2
 
@@ -111,21 +118,32 @@ def test_a_changed_signature_is_validated_again(changed, error):
 def test_the_signature_holds_everything_the_checks_read():
     x = torch.randn(8, 16)
     key = signature([x, 2, 1.5])
-    assert signature([torch.randn(8, 16), 2, 2.5]) == key      # other data, another float
-    for other in ([x.t(), 2, 1.5], [x.double(), 2, 1.5], [x[:4], 2, 1.5], [x[:, :8], 2, 1.5],
-                  [torch.randn(129)[1:].reshape(8, 16), 2, 1.5],     # 4-byte aligned only
-                  [x.to("meta"), 2, 1.5], [x, 3, 1.5], [x, True, 1.5], [x, 2.0, 1.5],
-                  [x, 2]):
+    assert signature([torch.randn(8, 16), 2, 2.5]) == key  # other data, another float
+    for other in (
+        [x.t(), 2, 1.5],
+        [x.double(), 2, 1.5],
+        [x[:4], 2, 1.5],
+        [x[:, :8], 2, 1.5],
+        [torch.randn(129)[1:].reshape(8, 16), 2, 1.5],  # 4-byte aligned only
+        [x.to("meta"), 2, 1.5],
+        [x, 3, 1.5],
+        [x, True, 1.5],
+        [x, 2.0, 1.5],
+        [x, 2],
+    ):
         assert signature(other) != key
     assert signature([x, 2, 1.5], device=x.device) != key
-    assert signature([x, [2, 3]]) is None                          # vectors are not keyed
+    assert signature([x, [2, 3]]) is None  # vectors are not keyed
 
 
-@pytest.mark.parametrize("changed", [
-    lambda x: torch.randn(4, 16, device=x.device),        # another shape
-    lambda x: x[:, 1:],                                   # strides, and the pointer's alignment
-    lambda x: x.reshape(-1)[1:].reshape(-1)[:112].reshape(8, 14),   # 4-byte aligned only
-])
+@pytest.mark.parametrize(
+    "changed",
+    [
+        lambda x: torch.randn(4, 16, device=x.device),  # another shape
+        lambda x: x[:, 1:],  # strides, and the pointer's alignment
+        lambda x: x.reshape(-1)[1:].reshape(-1)[:112].reshape(8, 14),  # 4-byte aligned only
+    ],
+)
 def test_a_changed_signature_plans_again_and_computes_right(changed):
     FusionCache.reset()
     with FusionDefinition() as fd:
@@ -197,15 +215,17 @@ class _Jit:
 
 def _plan(compiled, fn):
     spec = [("in", 0), ("scalar", (1, float)), ("out", 0), ("val", 6), ("val", "scratch")]
-    return LaunchPlan([((2, 3), (3, 1), torch.float32, torch.device("cpu"))],
-                      [PlannedLaunch(fn, (5, 2), tuple(spec), {"BLOCK_X": 64, "num_warps": 4},
-                                     compiled, (64,))],
-                      [True, False])
+    return LaunchPlan(
+        [((2, 3), (3, 1), torch.float32, torch.device("cpu"))],
+        [PlannedLaunch(fn, (5, 2), tuple(spec), {"BLOCK_X": 64, "num_warps": 4}, compiled, (64,))],
+        [True, False],
+    )
 
 
 def test_a_compiled_kernel_is_launched_through_the_launchers_c_entry(monkeypatch):
-    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 1000 + device,
-                        raising=False)
+    monkeypatch.setattr(
+        torch._C, "_cuda_getCurrentRawStream", lambda device: 1000 + device, raising=False
+    )
     monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 3, raising=False)
     launcher, jit = _Launcher(), _Jit()
     plan = _plan(_Compiled(launcher), jit)

@@ -24,13 +24,18 @@ def _definitions(scale: float = 1.0) -> tuple[FusionDefinition, FusionDefinition
     fds = []
     for kind in ("sum", "pointwise"):
         with FusionDefinition() as fd:
-            x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float,
-                                 stride_order=[1, 0])
-            y = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float,
-                                 stride_order=[0, 1])
+            x = fd.define_tensor(
+                shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=[1, 0]
+            )
+            y = fd.define_tensor(
+                shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=[0, 1]
+            )
             y = fd.ops.mul(y, fd.define_scalar(scale, dtype=DataType.Double))
-            out = fd.ops.sum(fd.ops.add(x, y), dims=[1]) if kind == "sum" else \
-                fd.ops.mul(fd.ops.exp(x), y)
+            out = (
+                fd.ops.sum(fd.ops.add(x, y), dims=[1])
+                if kind == "sum"
+                else fd.ops.mul(fd.ops.exp(x), y)
+            )
             fd.add_output(out)
         fds.append(fd)
     return fds[0], fds[1]
@@ -59,11 +64,12 @@ def _in_threads(work, n_threads: int = 8) -> list:
         start.wait()
         try:
             results[t] = work(t)
-        except Exception as error:       # noqa: BLE001 -- reported by the test
+        except Exception as error:  # noqa: BLE001 -- reported by the test
             results[t] = error
 
-    threads = [threading.Thread(target=run, args=(t,), name=f"worker-{t}")
-               for t in range(n_threads)]
+    threads = [
+        threading.Thread(target=run, args=(t,), name=f"worker-{t}") for t in range(n_threads)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -87,10 +93,11 @@ def test_eight_threads_call_two_warm_definitions_400_times():
     for k in range(3):
         assert _right("sum", fd_sum, k) and _right("pointwise", fd_pw, k)
 
-    def work(t: int) -> list[int]:      # calls that came out wrong
+    def work(t: int) -> list[int]:  # calls that came out wrong
         ks = range(100 + 50 * t, 150 + 50 * t)
-        return [k for k in ks if not _right(*(("sum", fd_sum) if k % 2 else ("pointwise", fd_pw)),
-                                            k)]
+        return [
+            k for k in ks if not _right(*(("sum", fd_sum) if k % 2 else ("pointwise", fd_pw)), k)
+        ]
 
     assert _in_threads(work) == [[]] * 8
     assert _right("sum", fd_sum, 7) and _right("pointwise", fd_pw, 8)
@@ -99,11 +106,15 @@ def test_eight_threads_call_two_warm_definitions_400_times():
 def test_eight_threads_plan_and_run_definitions_of_their_own():
     """Cold: each thread defines, plans and runs its own pair (no runtime state is shared;
     the FusionCache, the kernel loader and the interpreter are)."""
+
     def work(t: int) -> list[int]:
         scale = 1.0 + t
         fd_sum, fd_pw = _definitions(scale)
-        return [k for k in range(6) if not _right(*(("sum", fd_sum) if k % 2 else
-                                                   ("pointwise", fd_pw)), 10 * t + k, scale)]
+        return [
+            k
+            for k in range(6)
+            if not _right(*(("sum", fd_sum) if k % 2 else ("pointwise", fd_pw)), 10 * t + k, scale)
+        ]
 
     assert _in_threads(work) == [[]] * 8
     assert FusionCache.get().num_fusions() == 16
@@ -136,7 +147,7 @@ def test_threads_finishing_one_definition_share_its_entry_and_executor(monkeypat
     assert FusionCache.get().num_fusions() == 2
 
 
-@pytest.mark.usefixtures("on_cpu")     # the interleaving is forced in the interpreter
+@pytest.mark.usefixtures("on_cpu")  # the interleaving is forced in the interpreter
 def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
     """Forced interleaving: thread A pauses before its second kernel's launch while thread B
     runs the same definition, with the same input signature, from start to end. A's later
@@ -156,7 +167,7 @@ def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
                 a_launches.append(grid)
                 if len(a_launches) == 2:
                     paused.set()
-                    b_done.wait(timeout=5)      # a runtime that serializes runs: go on
+                    b_done.wait(timeout=5)  # a runtime that serializes runs: go on
             return run(*args, **kwargs)
 
         return launch
@@ -180,11 +191,12 @@ def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
         thread.join()
     (later,) = fd.execute([a2])
     for name, x, out in (("A", a, results["a"]), ("B", b, results["b"]), ("A's replay", a2, later)):
-        torch.testing.assert_close(out, torch.exp(x).sum(), rtol=1e-5, atol=1e-4,
-                                   msg=lambda m, name=name: f"{name}: {m}")
+        torch.testing.assert_close(
+            out, torch.exp(x).sum(), rtol=1e-5, atol=1e-4, msg=lambda m, name=name: f"{name}: {m}"
+        )
 
 
-@pytest.mark.usefixtures("on_cpu")     # the interleaving is forced in the interpreter
+@pytest.mark.usefixtures("on_cpu")  # the interleaving is forced in the interpreter
 def test_replays_of_one_plan_do_not_share_scratch(monkeypatch):
     """Forced interleaving of two replays of one two-kernel plan (a row sum into an
     intermediate buffer, then its sum): thread B replays whole between thread A's two
@@ -211,7 +223,7 @@ def test_replays_of_one_plan_do_not_share_scratch(monkeypatch):
         return launch
 
     monkeypatch.setattr(backend.InterpretedKernel, "__getitem__", getitem)
-    fd.execute([torch.randn(8, 16)])      # planned (through the hook): later calls replay
+    fd.execute([torch.randn(8, 16)])  # planned (through the hook): later calls replay
     assert len(fd.executor()._plans) == 1
     a, b = (torch.randn(8, 16, generator=torch.Generator().manual_seed(s)) for s in (7, 8))
     results = {}
@@ -246,8 +258,10 @@ def _cold_process(cache_dir: str, seed: int) -> tuple[bool, list[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fd_sum, fd_pw = _definitions()
-        right = all(_right("sum", fd_sum, seed + k) and _right("pointwise", fd_pw, seed + k)
-                    for k in range(3))
+        right = all(
+            _right("sum", fd_sum, seed + k) and _right("pointwise", fd_pw, seed + k)
+            for k in range(3)
+        )
     return right, [str(w.message) for w in caught]
 
 

@@ -64,16 +64,18 @@ def define(op: str, x_in: torch.Tensor, dim: int) -> FusionDefinition:
             fd.add_output(rstd)
         elif op == "rms_norm":
             w = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DT[dtype])
-            ms = fd.ops.div(fd.ops.sum(fd.ops.mul(xf, xf), dims=[dim]),
-                            fd.ops.size(x, dim))
+            ms = fd.ops.div(fd.ops.sum(fd.ops.mul(xf, xf), dims=[dim]), fd.ops.size(x, dim))
             r = fd.ops.rsqrt(fd.ops.add(ms, fd.define_scalar(EPS, dtype=DataType.Double)))
             wb = fd.ops.broadcast_in_dim(w, shape=x.shape(), broadcast_dims=[dim])
             fd.add_output(fd.ops.cast(fd.ops.mul(fd.ops.mul(xf, bc(fd, r, x)), wb), DT[dtype]))
         elif op == "var_mean":
             var, mean = fd.ops.var_mean(xf, dims=[dim], correction=1)
-            y = fd.ops.div(fd.ops.sub(xf, bc(fd, mean, x)),
-                           fd.ops.sqrt(fd.ops.add(bc(fd, var, x),
-                                                  fd.define_scalar(EPS, dtype=DataType.Double))))
+            y = fd.ops.div(
+                fd.ops.sub(xf, bc(fd, mean, x)),
+                fd.ops.sqrt(
+                    fd.ops.add(bc(fd, var, x), fd.define_scalar(EPS, dtype=DataType.Double))
+                ),
+            )
             fd.add_output(var)
             fd.add_output(mean)
             fd.add_output(fd.ops.cast(y, DT[dtype]))
@@ -120,7 +122,7 @@ def expected_family(shape, order, dim) -> str:
     if inner[0] == dim:
         return "inner"
     kept_inside = any(d != dim for d in inner[: inner.index(dim)])
-    kept_outside = any(d != dim for d in inner[inner.index(dim) + 1:])
+    kept_outside = any(d != dim for d in inner[inner.index(dim) + 1 :])
     return "outer" if kept_inside and not kept_outside else "mixed"
 
 
@@ -139,21 +141,25 @@ def run_case(op, shape, order, dim, dtype, **settings):
 
 
 OPS = ["softmax", "log_softmax", "layer_norm", "rms_norm", "var_mean"]
-CASES = [(op, shape, order, dim, dtype)
-         for op in OPS
-         for shape in [(37, 50), (6, 9, 20)]
-         for order in itertools.permutations(range(len(shape)))
-         for dim in (len(shape) - 1, 0)
-         for dtype in (torch.float32, torch.bfloat16)]
+CASES = [
+    (op, shape, order, dim, dtype)
+    for op in OPS
+    for shape in [(37, 50), (6, 9, 20)]
+    for order in itertools.permutations(range(len(shape)))
+    for dim in (len(shape) - 1, 0)
+    for dtype in (torch.float32, torch.bfloat16)
+]
 
 
 def _id(case):
     op, shape, order, dim, dtype = case
-    return f"{op}-{'x'.join(map(str, shape))}-mem{''.join(map(str, order))}-dim{dim}-" \
-           f"{str(dtype).split('.')[-1]}"
+    return (
+        f"{op}-{'x'.join(map(str, shape))}-mem{''.join(map(str, order))}-dim{dim}-"
+        f"{str(dtype).split('.')[-1]}"
+    )
 
 
-@pytest.mark.parametrize("case", CASES, ids=_id)      # all 160: about 40 s on the CPU
+@pytest.mark.parametrize("case", CASES, ids=_id)  # all 160: about 40 s on the CPU
 def test_normalization_matches_torch_in_one_kernel(case):
     op, shape, order, dim, dtype = case
     fd, x, outs = run_case(op, shape, order, dim, dtype)
@@ -188,8 +194,9 @@ def test_rows_longer_than_a_tile_loop_in_one_kernel():
     storing pass."""
     tuning = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=32))
     for op in ("softmax", "layer_norm", "var_mean"):
-        fd, x, _ = run_case(op, (6, 90), (0, 1), 1, torch.float32, tuning=tuning,
-                            target=small_gpu(4))
+        fd, x, _ = run_case(
+            op, (6, 90), (0, 1), 1, torch.float32, tuning=tuning, target=small_gpu(4)
+        )
         (params,) = schedules(fd)
         assert params.mode == "looped" and params.block_r < 90
         assert params.template == "inner"
@@ -202,8 +209,9 @@ def test_columns_longer_than_a_tile_loop_over_column_blocks():
     blocks: one kernel walks each block twice, with 256-byte tile rows (64 fp32 columns:
     4 blocks of the 256 columns fill 4 multiprocessors)."""
     for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "var_mean"):
-        fd, x, _ = run_case(op, (40, 256), (0, 1), 0, torch.float32, tuning=SHORT_TILE,
-                            target=small_gpu(4))
+        fd, x, _ = run_case(
+            op, (40, 256), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(4)
+        )
         (params,) = schedules(fd)
         assert (params.mode, params.template, params.passes) == ("looped", "outer", 1)
         assert params.block_x * 4 == nm.DEFAULT_TUNING.loop_row_bytes
@@ -240,17 +248,21 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise():
     assert [p.scheduler for p in schedules(fd)] == ["reduction", "reduction", "pointwise"]
     assert all(p.family == "outer" for p in schedules(fd)[:2])
     segs = fd.segment([x])
-    assert all("columns of 40 elements exceed" in s["reason"] and "need 2 passes"
-               in s["reason"] for s in segs)
+    assert all(
+        "columns of 40 elements exceed" in s["reason"] and "need 2 passes" in s["reason"]
+        for s in segs
+    )
 
     # 2 blocks of 256 bytes, 4 of 128 cannot fill 8: 64-byte rows
-    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE,
-                        target=small_gpu(8))
+    fd, x, _ = run_case(
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(8)
+    )
     (params,) = schedules(fd)
     assert (params.mode, params.block_x) == ("looped", 16)
     # 16 column blocks of a sector (32 bytes) cannot fill 32
-    fd, x, _ = run_case("softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE,
-                        target=small_gpu(32))
+    fd, x, _ = run_case(
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(32)
+    )
     # softmax's max and sum: one reduction kernel (a running pair), then the pointwise one
     assert [p.scheduler for p in schedules(fd)] == ["reduction", "pointwise"]
     assert schedules(fd)[0].family == "outer"
@@ -276,16 +288,19 @@ def test_few_long_rows_fall_back_to_split_reductions():
     pointwise kernel; the decision is reported."""
     for op in ("softmax", "layer_norm"):
         x, extra = inputs_for(op, (2, 40000), (0, 1), 1, torch.float32)
-        fd, x, _ = run_case(op, (2, 40000), (0, 1), 1, torch.float32, tuning=SHORT_TILE,
-                            target=small_gpu(4))
+        fd, x, _ = run_case(
+            op, (2, 40000), (0, 1), 1, torch.float32, tuning=SHORT_TILE, target=small_gpu(4)
+        )
         scheds = schedules(fd)
-        kinds = [p.scheduler for p in scheds]      # (layer norm: mean and rstd stored apart)
+        kinds = [p.scheduler for p in scheds]  # (layer norm: mean and rstd stored apart)
         assert kinds[0] == "reduction" and set(kinds[1:]) == {"pointwise"}, kinds
         assert scheds[0].split > 1
         segs = fd.segment([x, *extra])
         assert [s["scheduler"] for s in segs] == kinds
-        assert all("instead of one normalization kernel" in s["reason"] and "split" in
-                   s["reason"] for s in segs)
+        assert all(
+            "instead of one normalization kernel" in s["reason"] and "split" in s["reason"]
+            for s in segs
+        )
 
 
 def test_repeated_execution_replays_the_same_kernel():
@@ -337,8 +352,10 @@ def test_layer_norm_backward(order):
         g = fd.ops.mul(tdy, fd.ops.broadcast_in_dim(tw, shape=tx.shape(), broadcast_dims=[1]))
         s1 = fd.ops.sum(g, dims=[1])
         s2 = fd.ops.sum(fd.ops.mul(g, xhat), dims=[1])
-        inner = fd.ops.sub(fd.ops.sub(fd.ops.mul(g, fd.define_scalar(float(d))), rows(s1)),
-                           fd.ops.mul(xhat, rows(s2)))
+        inner = fd.ops.sub(
+            fd.ops.sub(fd.ops.mul(g, fd.define_scalar(float(d))), rows(s1)),
+            fd.ops.mul(xhat, rows(s2)),
+        )
         fd.add_output(fd.ops.mul(fd.ops.div(rows(tr), fd.define_scalar(float(d))), inner))
         fd.add_output(fd.ops.sum(fd.ops.mul(tdy, xhat), dims=[0]))
         fd.add_output(fd.ops.sum(tdy, dims=[0]))
@@ -379,8 +396,10 @@ def test_reduction_with_a_per_row_epilogue_runs_as_one_kernel(order, dims):
     segs = fd.segment([x])
     assert [s["scheduler"] for s in segs] == ["normalization"], segs
     assert "same rows" in segs[0]["reason"]
-    assert sorted(op for op in segs[0]["ops"] if op in ("welford", "sum")) == \
-        ["sum", "welford"]                    # the kernel lists the reductions it runs
+    assert sorted(op for op in segs[0]["ops"] if op in ("welford", "sum")) == [
+        "sum",
+        "welford",
+    ]  # the kernel lists the reductions it runs
 
 
 def test_an_epilogue_after_a_large_outer_reduction_runs_after_the_reduction_kernel():

@@ -31,8 +31,12 @@ def segmented(fd: FusionDefinition, **settings) -> FusionDefinition:
     """``fd`` planned so that every softmax takes the segmented plan: rows of more than 64
     elements do not fit a tile, and 4096 multiprocessors are more than any grid here;
     ``settings``: more of the executor's configuration (``heuristics``)."""
-    return configured(fd, tuning=DEFAULT.with_fields(normalization=dict(max_tile=64)),
-                      target=small_gpu(4096), **settings)
+    return configured(
+        fd,
+        tuning=DEFAULT.with_fields(normalization=dict(max_tile=64)),
+        target=small_gpu(4096),
+        **settings,
+    )
 
 
 def softmax(x: torch.Tensor, dim: int, log: bool = False) -> FusionDefinition:
@@ -62,7 +66,10 @@ def check(fd, x: torch.Tensor, dim: int, log: bool = False) -> None:
     ref_sum = torch.exp(xf - xf.amax(dim, keepdim=True)).sum(dim)
     torch.testing.assert_close(s, ref_sum, equal_nan=True, atol=1e-4, rtol=1e-5)
     scheds = fd.last_schedule()
-    assert isinstance(scheds, list) and [p.scheduler for p in scheds] == ["reduction", "pointwise"], scheds
+    assert isinstance(scheds, list) and [p.scheduler for p in scheds] == [
+        "reduction",
+        "pointwise",
+    ], scheds
     assert "softmax's max and sum in one pass" in fd.segment([x])[0]["reason"]
 
 
@@ -74,16 +81,24 @@ def ordered(shape, order, dtype, seed=0) -> torch.Tensor:
     return base.permute(inv).to(dtype)
 
 
-CASES = [(shape, order, dim, dtype)
-         for shape in [(70, 150), (80, 5, 90)]
-         for order in itertools.permutations(range(len(shape)))
-         for dim in (len(shape) - 1, 0)
-         for dtype in (torch.float32, torch.bfloat16)]
+CASES = [
+    (shape, order, dim, dtype)
+    for shape in [(70, 150), (80, 5, 90)]
+    for order in itertools.permutations(range(len(shape)))
+    for dim in (len(shape) - 1, 0)
+    for dtype in (torch.float32, torch.bfloat16)
+]
 
 
-@pytest.mark.parametrize("shape, order, dim, dtype", CASES,
-                         ids=[f"{'x'.join(map(str, c[0]))}-mem{''.join(map(str, c[1]))}-dim{c[2]}"
-                              f"-{str(c[3]).split('.')[-1]}" for c in CASES])
+@pytest.mark.parametrize(
+    "shape, order, dim, dtype",
+    CASES,
+    ids=[
+        f"{'x'.join(map(str, c[0]))}-mem{''.join(map(str, c[1]))}-dim{c[2]}"
+        f"-{str(c[3]).split('.')[-1]}"
+        for c in CASES
+    ],
+)
 def test_every_layout(shape, order, dim, dtype):
     x = ordered(shape, order, dtype)
     check(segmented(softmax(x, dim)), x, dim)
@@ -105,13 +120,20 @@ def with_specials(dtype) -> torch.Tensor:
 @pytest.mark.parametrize("finish, split", [("ticket", 3), ("kernel", 6), (None, 1)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_split_pairs_combine_like_torch(dtype, finish, split, log):
-    forced = dict(split=split, block_r=256) if finish is None else \
-        dict(split=split, finish=finish, block_r=256)
+    forced = (
+        dict(split=split, block_r=256)
+        if finish is None
+        else dict(split=split, finish=finish, block_r=256)
+    )
 
     def heuristics(scheduler, problem, device, tuning):
         params = default_heuristics(scheduler, problem, device, tuning)
-        return rd.override(params, problem.sizes, **forced) if scheduler.name == "reduction" \
+        return (
+            rd.override(params, problem.sizes, **forced)
+            if scheduler.name == "reduction"
             else params
+        )
+
     x = with_specials(dtype)
     fd = segmented(softmax(x, 1, log), heuristics=heuristics)
     check(fd, x, 1, log)
@@ -134,13 +156,14 @@ def expanded(dtype) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("make, dim", [(lambda d: sliced(d), 2),
-                                       (lambda d: sliced(d, first=True), 0),
-                                       (expanded, 1), (expanded, 2)],
-                         ids=["sliced-last", "sliced-first", "expanded-dim", "expanded-other"])
+@pytest.mark.parametrize(
+    "make, dim",
+    [(lambda d: sliced(d), 2), (lambda d: sliced(d, first=True), 0), (expanded, 1), (expanded, 2)],
+    ids=["sliced-last", "sliced-first", "expanded-dim", "expanded-other"],
+)
 def test_sliced_and_expanded_inputs(make, dim, dtype):
     """Non-contiguous inputs (a slice with a size-1 dim, an expanded dim) keep their strides
     through the online kernel; an expanded reduced dim repeats one value per row."""
     x = make(dtype)
-    assert x.shape[dim] > 64 and not x.is_contiguous()      # rows too long for a tile
+    assert x.shape[dim] > 64 and not x.is_contiguous()  # rows too long for a tile
     check(segmented(softmax(x, dim)), x, dim)

@@ -34,18 +34,26 @@ def problem(shape, load_strides, out_strides) -> Problem:
     """Loads with the given strides (0: broadcast), one fp32 store."""
     strides = [*load_strides, out_strides]
     groups = canonicalize(shape, [False] * len(shape), strides, n_loads=len(load_strides))
-    return Problem(groups, len(load_strides), 1, (DataType.Float,) * len(strides),
-                   tuple(max_offset(shape, s) for s in strides))
+    return Problem(
+        groups,
+        len(load_strides),
+        1,
+        (DataType.Float,) * len(strides),
+        tuple(max_offset(shape, s) for s in strides),
+    )
 
 
 ROW_MAJOR = (2048, 1)
 TUNING = pw.DEFAULT_TUNING
 
 
-@pytest.mark.parametrize("bias,block_y", [
-    ((0, 1), TUNING.broadcast_rows),  # a bias over the columns: broadcast along Y
-    ((1, 0), 2),                      # a bias over the rows: varies along Y, broadcast along X
-])
+@pytest.mark.parametrize(
+    "bias,block_y",
+    [
+        ((0, 1), TUNING.broadcast_rows),  # a bias over the columns: broadcast along Y
+        ((1, 0), 2),  # a bias over the rows: varies along Y, broadcast along X
+    ],
+)
 def test_tile_rows_follow_a_broadcast_along_y(bias, block_y):
     p = problem((512, 2048), [ROW_MAJOR, bias], ROW_MAJOR)
     params = pw.heuristics(p, H200)
@@ -84,13 +92,17 @@ def test_bias_over_columns_runs_in_tiles_of_rows(dtype, layout):
     elif layout == "col":
         x = torch.randn(cols, rows, dtype=dtype).t()
     else:
-        x = torch.randn(rows, cols + 20, dtype=dtype)[:, 3:cols + 3]
+        x = torch.randn(rows, cols + 20, dtype=dtype)[:, 3 : cols + 3]
     b = torch.randn(cols, dtype=dtype)
     fd = _bias_fusion(x, b)
     (y,) = fd.execute([x, b])
     want = ((x.float() + b.float()) * b.float()).to(dtype)
-    torch.testing.assert_close(y, want, atol=1e-2 if dtype is torch.bfloat16 else 1e-5,
-                               rtol=1e-2 if dtype is torch.bfloat16 else 1e-5)
+    torch.testing.assert_close(
+        y,
+        want,
+        atol=1e-2 if dtype is torch.bfloat16 else 1e-5,
+        rtol=1e-2 if dtype is torch.bfloat16 else 1e-5,
+    )
     (params,) = schedules(fd)
     assert params.scheduler == "pointwise"
     if layout == "col":

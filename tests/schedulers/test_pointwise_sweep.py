@@ -72,8 +72,9 @@ def execute(body, inputs, stride_order=None):
 
 def test_permute_add_keeps_the_input_physical_layout():
     x = torch.randn(6, 10, 12)
-    _, out = execute(lambda fd, t: fd.ops.add(fd.ops.permute(t, [2, 0, 1]), fd.define_scalar(1.0)),
-                     [x])
+    _, out = execute(
+        lambda fd, t: fd.ops.add(fd.ops.permute(t, [2, 0, 1]), fd.define_scalar(1.0)), [x]
+    )
     torch.testing.assert_close(out, x.permute(2, 0, 1) + 1)
     assert out.stride() == x.permute(2, 0, 1).stride() == (1, 120, 12)
 
@@ -114,31 +115,41 @@ def test_expanded_dim_of_the_reference_is_skipped():
     non-broadcast dims); its expanded dim maps to nothing, so dim 1 goes outermost."""
     x = torch.randn(7, 1, 13).expand(7, 11, 13)
     bias = torch.randn(11)
-    _, out = execute(lambda fd, t, b: fd.ops.add(t, fd.ops.broadcast_in_dim(b, t.shape(), [1])),
-                     [x, bias])
+    _, out = execute(
+        lambda fd, t, b: fd.ops.add(t, fd.ops.broadcast_in_dim(b, t.shape(), [1])), [x, bias]
+    )
     torch.testing.assert_close(out, x + bias.view(1, 11, 1))
     assert out.stride() == (13, 91, 1)
 
 
 RESHAPE_VIEWS = {  # name -> (input, body, torch)
-    "merge_inner": (lambda: torch.randn(6, 10, 7),
-                    lambda fd, t: fd.ops.reshape(t, [60, 7]),
-                    lambda x: x.reshape(60, 7)),
-    "split_inner": (lambda: torch.randn(12, 35),
-                    lambda fd, t: fd.ops.reshape(t, [3, 4, 5, 7]),
-                    lambda x: x.reshape(3, 4, 5, 7)),
+    "merge_inner": (
+        lambda: torch.randn(6, 10, 7),
+        lambda fd, t: fd.ops.reshape(t, [60, 7]),
+        lambda x: x.reshape(60, 7),
+    ),
+    "split_inner": (
+        lambda: torch.randn(12, 35),
+        lambda fd, t: fd.ops.reshape(t, [3, 4, 5, 7]),
+        lambda x: x.reshape(3, 4, 5, 7),
+    ),
     "channels_last_to_rows": (  # NCHW channels-last -> NHWC -> (N*H*W, C)
         lambda: torch.randn(2, 8, 5, 6).contiguous(memory_format=torch.channels_last),
         lambda fd, t: fd.ops.reshape(fd.ops.permute(t, [0, 2, 3, 1]), [60, 8]),
-        lambda x: x.permute(0, 2, 3, 1).reshape(60, 8)),
-    "sliced_split": (lambda: torch.randn(6, 16)[:, 4:12],
-                     lambda fd, t: fd.ops.reshape(t, [6, 2, 4]),
-                     lambda x: x.reshape(6, 2, 4)),
+        lambda x: x.permute(0, 2, 3, 1).reshape(60, 8),
+    ),
+    "sliced_split": (
+        lambda: torch.randn(6, 16)[:, 4:12],
+        lambda fd, t: fd.ops.reshape(t, [6, 2, 4]),
+        lambda x: x.reshape(6, 2, 4),
+    ),
     "split_permute_merge": (
         lambda: torch.randn(4, 6, 10),
-        lambda fd, t: fd.ops.reshape(fd.ops.permute(fd.ops.reshape(t, [4, 60]), [1, 0]),
-                                     [60, 2, 2]),
-        lambda x: x.reshape(4, 60).permute(1, 0).reshape(60, 2, 2)),
+        lambda fd, t: fd.ops.reshape(
+            fd.ops.permute(fd.ops.reshape(t, [4, 60]), [1, 0]), [60, 2, 2]
+        ),
+        lambda x: x.reshape(4, 60).permute(1, 0).reshape(60, 2, 2),
+    ),
 }
 
 
@@ -158,7 +169,8 @@ RESHAPE_COPIES = {  # name -> (input, new shape): torch's reshape of these copie
     "merge_column_major": (lambda: torch.randn(9, 14).t(), [126]),
     "merge_channels_last": (
         lambda: torch.randn(2, 8, 5, 6).contiguous(memory_format=torch.channels_last),
-        [2, 240]),
+        [2, 240],
+    ),
     "merge_sliced": (lambda: torch.randn(6, 16)[:, :8], [48]),
 }
 
@@ -181,7 +193,10 @@ def test_reshape_then_add(pinned):
     """A computed output read through a view reshape: the merged dim maps to no input dim,
     so the inferred layout is row-major."""
     x = torch.randn(6, 10, 7)
-    _, out = execute(lambda fd, t: fd.ops.add(fd.ops.reshape(t, [60, 7]), fd.define_scalar(2.0)),
-                     [x], stride_order=pinned)
+    _, out = execute(
+        lambda fd, t: fd.ops.add(fd.ops.reshape(t, [60, 7]), fd.define_scalar(2.0)),
+        [x],
+        stride_order=pinned,
+    )
     torch.testing.assert_close(out, x.reshape(60, 7) + 2)
     assert out.stride() == (7, 1) and not same_storage(out, x)

@@ -50,50 +50,82 @@ def copy_problem(shape, in_order, out_order, dtype) -> Problem:
     """The problem of a copy from ``in_order`` to ``out_order`` (one load, one store)."""
     strides = [dense_strides(shape, in_order), dense_strides(shape, out_order)]
     groups = canonicalize(shape, [False] * len(shape), strides, n_loads=1)
-    return Problem(groups, 1, 1, (DTYPES[dtype],) * 2,
-                   tuple(max_offset(shape, s) for s in strides))
+    return Problem(groups, 1, 1, (DTYPES[dtype],) * 2, tuple(max_offset(shape, s) for s in strides))
 
 
 def axes(params: pw.PointwiseParams, p: Problem) -> tuple:
     """The tile's axes in logical dims: ((X groups' dims), split_x, (Y groups' dims), split_y),
     inner group first on each axis."""
     x, y = pw.tile_groups(params)
-    return (tuple(p.groups[k].dims for k in x), params.split_x,
-            tuple(p.groups[k].dims for k in y), params.split_y)
+    return (
+        tuple(p.groups[k].dims for k in x),
+        params.split_x,
+        tuple(p.groups[k].dims for k in y),
+        params.split_y,
+    )
 
 
 # (input order, output order) -> X groups' dims, split_x, Y groups' dims, split_y;
 # then the tile (BLOCK_X, BLOCK_Y, num_warps) per dtype, at the benchmark's shape
 BENCH_TILES = [
     # the input's stride-1 dim 0 (32) is short: X spans dims 0 and 1 (contiguous in the input)
-    ((2, 3, 1, 0), (0, 1, 2, 3), (((0,), (1,)), 32, ((3, 2),), 1),
-     {F32: (64, 64, 8), BF16: (128, 128, 16)}),
-    ((3, 2, 1, 0), (0, 1, 2, 3), (((0,), (1,)), 32, ((3,),), 1),
-     {F32: (64, 64, 8), BF16: (128, 128, 16)}),
-    ((3, 1, 2, 0), (0, 1, 2, 3), (((0,), (2, 1)), 32, ((3,),), 1),
-     {F32: (64, 64, 8), BF16: (128, 128, 16)}),
+    (
+        (2, 3, 1, 0),
+        (0, 1, 2, 3),
+        (((0,), (1,)), 32, ((3, 2),), 1),
+        {F32: (64, 64, 8), BF16: (128, 128, 16)},
+    ),
+    (
+        (3, 2, 1, 0),
+        (0, 1, 2, 3),
+        (((0,), (1,)), 32, ((3,),), 1),
+        {F32: (64, 64, 8), BF16: (128, 128, 16)},
+    ),
+    (
+        (3, 1, 2, 0),
+        (0, 1, 2, 3),
+        (((0,), (2, 1)), 32, ((3,),), 1),
+        {F32: (64, 64, 8), BF16: (128, 128, 16)},
+    ),
     # the output's stride-1 dim 0 (32) is short: Y spans dims 0 and 1 (contiguous in the output)
-    ((0, 1, 2, 3), (3, 2, 1, 0), (((3,),), 1, ((0,), (1,)), 32),
-     {F32: (64, 64, 8), BF16: (128, 128, 16)}),
-    ((1, 2, 0, 3), (3, 2, 1, 0), (((3,),), 1, ((0,), (1,)), 32),
-     {F32: (64, 64, 8), BF16: (128, 128, 16)}),
+    (
+        (0, 1, 2, 3),
+        (3, 2, 1, 0),
+        (((3,),), 1, ((0,), (1,)), 32),
+        {F32: (64, 64, 8), BF16: (128, 128, 16)},
+    ),
+    (
+        (1, 2, 0, 3),
+        (3, 2, 1, 0),
+        (((3,),), 1, ((0,), (1,)), 32),
+        {F32: (64, 64, 8), BF16: (128, 128, 16)},
+    ),
     # dim 0 is stride-1 on both sides, continued by dim 3 in the input and dim 1 in the
     # output: X spans dims 0 and 3, Y is dim 1 (64), each store writes 64 x 32 elements
-    ((1, 2, 3, 0), (3, 2, 1, 0), (((0,), (3,)), 32, ((1,),), 1),
-     {F32: (64, 64, 8), BF16: (128, 64, 8)}),
-    ((3, 1, 2, 0), (3, 2, 1, 0), (((0,), (2,)), 32, ((1,),), 1),
-     {F32: (64, 64, 8), BF16: (128, 64, 8)}),
+    (
+        (1, 2, 3, 0),
+        (3, 2, 1, 0),
+        (((0,), (3,)), 32, ((1,),), 1),
+        {F32: (64, 64, 8), BF16: (128, 64, 8)},
+    ),
+    (
+        (3, 1, 2, 0),
+        (3, 2, 1, 0),
+        (((0,), (2,)), 32, ((1,),), 1),
+        {F32: (64, 64, 8), BF16: (128, 64, 8)},
+    ),
     # dim 0 is continued by dim 3, the output's stride-1 dim (Y): no flattening, the tile's
     # loads are already one contiguous [Y, 32] block
-    ((2, 1, 3, 0), (0, 1, 2, 3), (((0,),), 1, ((3,),), 1),
-     {F32: (32, 64, 4), BF16: (32, 128, 4)}),
+    ((2, 1, 3, 0), (0, 1, 2, 3), (((0,),), 1, ((3,),), 1), {F32: (32, 64, 4), BF16: (32, 128, 4)}),
 ]
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-@pytest.mark.parametrize("in_order,out_order,want_axes,tiles", BENCH_TILES,
-                         ids=[f"{''.join(map(str, i))}-to-{''.join(map(str, o))}"
-                              for i, o, *_ in BENCH_TILES])
+@pytest.mark.parametrize(
+    "in_order,out_order,want_axes,tiles",
+    BENCH_TILES,
+    ids=[f"{''.join(map(str, i))}-to-{''.join(map(str, o))}" for i, o, *_ in BENCH_TILES],
+)
 def test_short_stride1_dim_flattens_the_tile_axis(in_order, out_order, want_axes, tiles, dtype):
     p = copy_problem(BENCH_SHAPE, in_order, out_order, dtype)
     params = pw.heuristics(p, H200)
@@ -112,19 +144,23 @@ def test_short_stride1_dim_flattens_the_tile_axis(in_order, out_order, want_axes
     assert tiles_in_grid >= p.numel and tiles_in_grid < 2 * p.numel, "the grid covers the tensor"
 
 
-@pytest.mark.parametrize("shape,in_order,out_order", [
-    ((256, 512, 1024), (2, 1, 0), (0, 1, 2)),
-    ((256, 512, 1024), (0, 2, 1), (1, 0, 2)),
-    ((8192, 16384), (1, 0), (0, 1)),
-])
+@pytest.mark.parametrize(
+    "shape,in_order,out_order",
+    [
+        ((256, 512, 1024), (2, 1, 0), (0, 1, 2)),
+        ((256, 512, 1024), (0, 2, 1), (1, 0, 2)),
+        ((8192, 16384), (1, 0), (0, 1)),
+    ],
+)
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
 def test_long_stride1_dims_keep_the_edge_tile(shape, in_order, out_order, dtype):
     """No group shorter than the edge: nothing flattened, the byte-sized tile as before."""
     p = copy_problem(shape, in_order, out_order, dtype)
     params = pw.heuristics(p, H200)
     assert (params.gx2, params.gy2, params.split_x, params.split_y) == (None, None, 1, 1)
-    assert (params.block_x, params.block_y, params.num_warps) == \
-        pw.transpose_tile(4096, 4096, dtype.itemsize, pw.DEFAULT_TUNING)
+    assert (params.block_x, params.block_y, params.num_warps) == pw.transpose_tile(
+        4096, 4096, dtype.itemsize, pw.DEFAULT_TUNING
+    )
 
 
 # small shapes with the benchmark's stride structure: (shape, input order, output order,
@@ -144,16 +180,19 @@ def laid_out(shape, order, dtype) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
-@pytest.mark.parametrize("shape,in_order,out_order,want_axes", SMALL_CASES,
-                         ids=[f"{''.join(map(str, i))}-to-{''.join(map(str, o))}"
-                              for _, i, o, _ in SMALL_CASES])
-def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, want_axes,
-                                                   dtype):
+@pytest.mark.parametrize(
+    "shape,in_order,out_order,want_axes",
+    SMALL_CASES,
+    ids=[f"{''.join(map(str, i))}-to-{''.join(map(str, o))}" for _, i, o, _ in SMALL_CASES],
+)
+def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, want_axes, dtype):
     x = laid_out(shape, in_order, dtype)
     assert x.stride() == dense_strides(shape, in_order)
     with FusionDefinition() as fd:
-        fd.add_output(fd.ops.set(fd.from_pytorch(x)),
-                      stride_order=[len(shape) - 1 - out_order.index(d) for d in range(4)])
+        fd.add_output(
+            fd.ops.set(fd.from_pytorch(x)),
+            stride_order=[len(shape) - 1 - out_order.index(d) for d in range(4)],
+        )
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, x, rtol=0, atol=0)
     assert out.stride() == dense_strides(shape, out_order)
@@ -166,8 +205,9 @@ def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, w
     assert params.rest_first == (dtype == BF16 and in_order in ((1, 2, 3, 0), (3, 2, 1, 0)))
     assert params.y_first == (out_order == (3, 2, 1, 0) and in_order == (0, 1, 2, 3))
     assert params.transpose and axes(params, p) == want_axes
-    assert (params.block_x, params.block_y, params.num_warps) == \
-        pw.transpose_tile(4096, 4096, dtype.itemsize, pw.DEFAULT_TUNING)
+    assert (params.block_x, params.block_y, params.num_warps) == pw.transpose_tile(
+        4096, 4096, dtype.itemsize, pw.DEFAULT_TUNING
+    )
 
     (art,) = compile_last_run(fd.executor())
     assert ".target sm_90" in art.ptx and art.num_warps == params.num_warps

@@ -48,8 +48,9 @@ def problems(draw):
     return shape, alloc, reduced, op, dtype, prologue, keepdim, pin, seed
 
 
-@settings(max_examples=40, derandomize=True, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=40, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(problems())
 def test_reduction_properties(problem):
     shape, alloc, reduced, op, dtype_name, prologue, keepdim, pin, seed = problem
@@ -69,10 +70,10 @@ def test_reduction_properties(problem):
     outs = fd.execute(inputs)
 
     data = x.cpu().double()
-    element_rtol = None                           # abs and no prologue: exact values
+    element_rtol = None  # abs and no prologue: exact values
     if prologue == "mul":
         data = data * inputs[1].cpu().double()
-        element_rtol = torch.finfo(dtype).eps     # the product may be rounded to dtype
+        element_rtol = torch.finfo(dtype).eps  # the product may be rounded to dtype
     elif prologue == "exp":
         data = data.exp()
         element_rtol = torch.finfo(dtype).eps + 4 * torch.finfo(torch.float32).eps

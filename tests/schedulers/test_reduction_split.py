@@ -64,9 +64,12 @@ def _marks(layout: str, op: str) -> tuple:
     return () if op in CHEAP_OPS or layout == "nested-RXR" else (pytest.mark.full,)
 
 
-SPLIT_CASES = [pytest.param(layout, op, dtype, id=f"{layout}-{op}-{dtype}",
-                            marks=_marks(layout, op))
-               for layout in LAYOUTS for op in OPS for dtype in DTYPES]
+SPLIT_CASES = [
+    pytest.param(layout, op, dtype, id=f"{layout}-{op}-{dtype}", marks=_marks(layout, op))
+    for layout in LAYOUTS
+    for op in OPS
+    for dtype in DTYPES
+]
 
 
 def make_input(layout: Layout, op: str, dtype: torch.dtype, seed: int) -> torch.Tensor:
@@ -87,10 +90,12 @@ def make_input(layout: Layout, op: str, dtype: torch.dtype, seed: int) -> torch.
 def define(layout: Layout, op: str, dtype: torch.dtype) -> FusionDefinition:
     rank = len(layout.shape)
     with FusionDefinition() as fd:
-        t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank,
-                              dtype=NV_DTYPES[dtype],
-                              stride_order=[rank - 1 - layout.alloc.index(d)
-                                            for d in range(rank)])
+        t0 = fd.define_tensor(
+            shape=[-1] * rank,
+            contiguity=[True] * rank,
+            dtype=NV_DTYPES[dtype],
+            stride_order=[rank - 1 - layout.alloc.index(d) for d in range(rank)],
+        )
         dims = list(layout.dims)
         if op == "var_mean":
             outs = fd.ops.var_mean(t0, dims=dims, correction=1)
@@ -116,8 +121,11 @@ def check_values(op: str, outs, x: torch.Tensor, dims) -> None:
         n = 1
         for d in dims:
             n *= x.shape[d]
-        ref = [data.mean(dims), data.var(dims, correction=0) * n,
-               torch.full(data.mean(dims).shape, n, dtype=torch.float64, device=data.device)]
+        ref = [
+            data.mean(dims),
+            data.var(dims, correction=0) * n,
+            torch.full(data.mean(dims).shape, n, dtype=torch.float64, device=data.device),
+        ]
     for got, want in zip(outs, ref, strict=True):
         torch.testing.assert_close(got.cpu().double(), want, rtol=1e-2, atol=1e-4)
 
@@ -139,16 +147,14 @@ def reduction_launches(fd) -> list[str]:
 def finish_kernel(scheduler, problem, device, tuning):
     """The heuristics' params with ``finish="kernel"`` (the two-launch path)."""
     params = default_heuristics(scheduler, problem, device, tuning)
-    return dataclasses.replace(params, finish="kernel") if scheduler.name == "reduction" \
-        else params
+    return dataclasses.replace(params, finish="kernel") if scheduler.name == "reduction" else params
 
 
-def run_repeatedly(layout: Layout, op: str, dtype: torch.dtype, runs: int = 2,
-                   heuristics=None):
+def run_repeatedly(layout: Layout, op: str, dtype: torch.dtype, runs: int = 2, heuristics=None):
     """Fresh data each run (the first plans, the later ones replay); returns the definition
     and the last run's outputs. ``heuristics``: the executor's params chooser (None: the
     schedulers' own)."""
-    FusionCache.reset()          # a fresh executor: no plans of another test's inputs
+    FusionCache.reset()  # a fresh executor: no plans of another test's inputs
     fd = define(layout, op, dtype)
     if heuristics is not None:
         configured(fd, heuristics=heuristics)
@@ -165,18 +171,23 @@ def test_one_launch_split_matches_torch_and_resets_its_counters(layout, op, dtyp
     fd, _ = run_repeatedly(lay, op, DTYPES[dtype])
     params = reduction_params(fd)
     if params is None and op == "var_mean":
-        return                                  # the normalization scheduler took it
+        return  # the normalization scheduler took it
     assert params.split > 1 and params.finish == "ticket", params
     assert (params.template, params.r_nest) == (lay.template, lay.r_nest), params
     assert reduction_launches(fd) == ["reduction_kernel"], "one launch, no finishing kernel"
     assert len(fd.executor()._plans) == 1, "the later runs replayed"
-    for counters in fd.executor()._compiled._tickets.values():   # split tickets, kept
+    for counters in fd.executor()._compiled._tickets.values():  # split tickets, kept
         assert int(counters.abs().sum()) == 0, f"counters not reset: {counters}"
 
 
-@pytest.mark.parametrize("layout, op", [
-    pytest.param(layout, op, id=f"{layout}-{op}", marks=_marks(layout, op))
-    for layout in LAYOUTS for op in ("sum", "max", "welford")])
+@pytest.mark.parametrize(
+    "layout, op",
+    [
+        pytest.param(layout, op, id=f"{layout}-{op}", marks=_marks(layout, op))
+        for layout in LAYOUTS
+        for op in ("sum", "max", "welford")
+    ],
+)
 def test_finishing_kernel_path_is_selectable(layout, op):
     fd, _ = run_repeatedly(LAYOUTS[layout], op, torch.float32, runs=2, heuristics=finish_kernel)
     params = reduction_params(fd)
@@ -197,14 +208,17 @@ def test_many_splits_combine_in_several_steps():
 def test_split_results_are_bit_identical_across_runs(layout):
     lay = LAYOUTS[layout]
     fd = define(lay, "sum", torch.float32)
-    x = torch.randn(*[lay.shape[d] for d in lay.alloc], generator=torch.Generator()
-                    .manual_seed(3)).to(DEVICE).permute(*[lay.alloc.index(d)
-                                                          for d in range(len(lay.shape))])
+    x = (
+        torch.randn(*[lay.shape[d] for d in lay.alloc], generator=torch.Generator().manual_seed(3))
+        .to(DEVICE)
+        .permute(*[lay.alloc.index(d) for d in range(len(lay.shape))])
+    )
     first = fd.execute([x])[0].clone()
     for _ in range(3):
         assert torch.equal(fd.execute([x])[0], first)
-    torch.testing.assert_close(first.cpu().double(), x.cpu().double().sum(list(lay.dims)),
-                               rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(
+        first.cpu().double(), x.cpu().double().sum(list(lay.dims)), rtol=1e-5, atol=1e-3
+    )
 
 
 def test_nan_in_a_late_split_propagates():
@@ -217,9 +231,14 @@ def test_nan_in_a_late_split_propagates():
     assert out[5].isnan() and not out[4].isnan()
 
 
-@pytest.mark.parametrize("layout, op", [
-    pytest.param(layout, op, id=f"{layout}-{op}", marks=_marks(layout, op))
-    for layout in LAYOUTS for op in ("sum", "welford")])
+@pytest.mark.parametrize(
+    "layout, op",
+    [
+        pytest.param(layout, op, id=f"{layout}-{op}", marks=_marks(layout, op))
+        for layout in LAYOUTS
+        for op in ("sum", "welford")
+    ],
+)
 def test_ticket_kernel_compiles_with_acq_rel_atomics_for_sm90(layout, op):
     fd, _ = run_repeatedly(LAYOUTS[layout], op, torch.bfloat16, runs=1)
     (art,) = [a for a in compile_last_run(fd.executor()) if a.name == "reduction_kernel"]

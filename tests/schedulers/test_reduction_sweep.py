@@ -55,8 +55,8 @@ from support.reductions import (
 # explicitly. Each module's kernels are cached in a fresh directory.
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
-SHAPE = (5, 8, 3, 16)          # logical extents, rank r uses SHAPE[:r]; all distinct
-SPECIAL = 1                    # the logical dim that a variant changes
+SHAPE = (5, 8, 3, 16)  # logical extents, rank r uses SHAPE[:r]; all distinct
+SPECIAL = 1  # the logical dim that a variant changes
 VARIANTS = ("dense", "size1", "expanded", "sliced")
 OUTPUTS = ("inferred", "row_major", "reversed")
 N_SAMPLE = 150
@@ -65,12 +65,12 @@ N_SAMPLE = 150
 # --- one case -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Case:
-    alloc: tuple[int, ...]       # logical dims, outermost first in memory
+    alloc: tuple[int, ...]  # logical dims, outermost first in memory
     reduced: tuple[int, ...]
     op: str
     dtype: str
-    output: str                  # one of OUTPUTS
-    variant: str = "dense"       # one of VARIANTS, applied to logical dim SPECIAL
+    output: str  # one of OUTPUTS
+    variant: str = "dense"  # one of VARIANTS, applied to logical dim SPECIAL
 
     @property
     def id(self) -> str:
@@ -87,8 +87,12 @@ def run_case(case: Case, seed: int = 0) -> None:
     x = inp.tensor
     pinned = pinned_order(case.output, case.alloc, case.reduced)
     with FusionDefinition() as fd:
-        t0 = fd.define_tensor(shape=inp.shape, contiguity=inp.contiguity,
-                              dtype=NV_DTYPES[x.dtype], stride_order=inp.stride_order)
+        t0 = fd.define_tensor(
+            shape=inp.shape,
+            contiguity=inp.contiguity,
+            dtype=NV_DTYPES[x.dtype],
+            stride_order=inp.stride_order,
+        )
         for out in define_reduction(fd, t0, case.op, case.reduced, False):
             fd.add_output(out, stride_order=pinned)
     outs = fd.execute([x])
@@ -141,8 +145,9 @@ def test_var_mean_keeping_an_expanded_dim():
     the full sweep failed so)."""
     x = exact_values([5, 1, 3], torch.Generator().manual_seed(0)).to(DEVICE).expand(5, 8, 3)
     with FusionDefinition() as fd:
-        t0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, None, True],
-                              dtype=DataType.Float)
+        t0 = fd.define_tensor(
+            shape=[-1, -1, -1], contiguity=[True, None, True], dtype=DataType.Float
+        )
         var, mean = fd.ops.var_mean(t0, dims=[0], correction=1)
         fd.add_output(var)
         fd.add_output(mean)
@@ -175,7 +180,11 @@ def pytest_generate_tests(metafunc):
 
 def test_sample_covers_every_axis():
     """The default sample touches every op, dtype, output kind, variant and rank."""
-    for attr, values in (("op", OPS), ("dtype", DTYPES), ("output", OUTPUTS),
-                         ("variant", VARIANTS)):
+    for attr, values in (
+        ("op", OPS),
+        ("dtype", DTYPES),
+        ("output", OUTPUTS),
+        ("variant", VARIANTS),
+    ):
         assert {getattr(c, attr) for c in SAMPLE} == set(values), attr
     assert {len(c.alloc) for c in SAMPLE} == {2, 3, 4}

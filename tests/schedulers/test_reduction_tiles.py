@@ -44,8 +44,10 @@ def problem(pattern: str, sizes: tuple[int, ...], dtype: DataType) -> Problem:
         strides.append((load, store if kind == "X" else 0))
         load *= n
         store *= n if kind == "X" else 1
-    groups = tuple(Group(n, kind == "R", s, (k,))
-                   for k, (kind, n, s) in enumerate(zip(pattern, sizes, strides)))
+    groups = tuple(
+        Group(n, kind == "R", s, (k,))
+        for k, (kind, n, s) in enumerate(zip(pattern, sizes, strides))
+    )
     return Problem(groups, 1, 1, (dtype, dtype), (load, store))
 
 
@@ -73,7 +75,7 @@ FAMILIES = {
 def test_fp32_keeps_the_measured_tiles(family):
     p = rd.heuristics(problem(*FAMILIES[family], DataType.Float), H200)
     assert (p.unroll, p.num_warps) == (1, 8)
-    if p.template == "outer":      # [8, 256]: 32 bytes per thread and step (tune, db75cd4)
+    if p.template == "outer":  # [8, 256]: 32 bytes per thread and step (tune, db75cd4)
         assert (p.block_r, p.block_x) == (8, 256) and p.split == 1
         assert bytes_per_step(p, 4) == TUNING.outer_load_bytes == 32
     else:
@@ -93,15 +95,16 @@ def test_two_byte_inputs_load_fp32_bytes_into_an_fp32_sized_accumulator(family, 
         assert p.num_warps == TUNING.narrow_outer_warps == 4
         assert acc_per_thread(p) == TUNING.narrow_outer_acc
         assert bytes_per_step(p, 2) == TUNING.narrow_outer_load_bytes
-        assert p.block_x * 2 == fp32.block_x * 4 == TUNING.outer_row_bytes   # same row bytes
+        assert p.block_x * 2 == fp32.block_x * 4 == TUNING.outer_row_bytes  # same row bytes
     else:
         assert acc_per_thread(p) == acc_per_thread(fp32) == TUNING.acc_elements
         assert bytes_per_step(p, 2) == bytes_per_step(fp32, 4) == TUNING.load_bytes
         assert p.num_warps == fp32.num_warps
 
 
-@pytest.mark.parametrize("pattern, sizes", [("XR", (256, 524288)), ("XR", (1024, 131072)),
-                                            ("XR", (512, 262144))])
+@pytest.mark.parametrize(
+    "pattern, sizes", [("XR", (256, 524288)), ("XR", (1024, 131072)), ("XR", (512, 262144))]
+)
 def test_fp32_outer_tiles_of_a_split_keep_16_rows(pattern, sizes):
     """Split outer sums: [16, 256] ran at 86-87.7% (b252b80), [8, 256] at 84% (eeebe3d)."""
     p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
@@ -124,7 +127,7 @@ def test_a_short_r_is_not_unrolled_past_itself():
     p = rd.heuristics(problem("XR", (524288, 1), DataType.BFloat16), H200)
     assert p.unroll == 1 and p.block_r == 1
     p = rd.heuristics(problem("RX", (8, 524288), DataType.BFloat16), H200)
-    assert p.unroll == 1 and p.block_r == 8       # one 16-byte vector: nothing to unroll
+    assert p.unroll == 1 and p.block_r == 8  # one 16-byte vector: nothing to unroll
 
 
 def waves(p: rd.ReductionParams, sizes, device=H200) -> float:
@@ -133,11 +136,14 @@ def waves(p: rd.ReductionParams, sizes, device=H200) -> float:
     return programs * split / resident
 
 
-@pytest.mark.parametrize("pattern, sizes", [
-    ("XRX", (1024, 512, 256)),      # 1024 programs: 7.8 per multiprocessor
-    ("XR", (131072, 1024)),         # 512 programs: 3.9 per multiprocessor
-    ("RX", (131072, 1024)),         # 512 programs of 2 rows
-])
+@pytest.mark.parametrize(
+    "pattern, sizes",
+    [
+        ("XRX", (1024, 512, 256)),  # 1024 programs: 7.8 per multiprocessor
+        ("XR", (131072, 1024)),  # 512 programs: 3.9 per multiprocessor
+        ("RX", (131072, 1024)),  # 512 programs of 2 rows
+    ],
+)
 def test_a_few_long_looping_programs_per_multiprocessor_are_not_split(pattern, sizes):
     """Measured on the H200 (benchmarks/NOTES.md): these ran at 80.8% and
     90.8% unsplit against 80.2-81.7% and 74-86% split 2-6."""
@@ -145,10 +151,13 @@ def test_a_few_long_looping_programs_per_multiprocessor_are_not_split(pattern, s
     assert p.split == 1
 
 
-@pytest.mark.parametrize("pattern, sizes", [
-    ("XR", (1024, 131072)),         # 4 programs
-    ("RXR", (512, 256, 1024)),
-])
+@pytest.mark.parametrize(
+    "pattern, sizes",
+    [
+        ("XR", (1024, 131072)),  # 4 programs
+        ("RXR", (512, 256, 1024)),
+    ],
+)
 def test_a_split_fills_whole_waves(pattern, sizes):
     p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     assert p.split > 1
@@ -165,17 +174,20 @@ def test_enough_programs_are_not_split():
 def test_resident_programs_follow_the_registers():
     assert tiles.estimated_registers(16, TUNING) == 40
     assert tiles.estimated_registers(32, TUNING) == 56
-    assert tiles.resident_programs(H200, 8, 16, TUNING) == 132 * 6      # 40 registers, 8 warps
-    assert tiles.resident_programs(H200, 8, 32, TUNING) == 132 * 4      # 56 registers
-    assert tiles.resident_programs(H200, 8, 8, TUNING) == 132 * 8       # 32: threads bound
+    assert tiles.resident_programs(H200, 8, 16, TUNING) == 132 * 6  # 40 registers, 8 warps
+    assert tiles.resident_programs(H200, 8, 32, TUNING) == 132 * 4  # 56 registers
+    assert tiles.resident_programs(H200, 8, 8, TUNING) == 132 * 8  # 32: threads bound
 
 
-@pytest.mark.parametrize("pattern, sizes, finish", [
-    ("RX", (131072, 256), "ticket"),       # inner: a few columns per X block
-    ("XR", (16384, 1536), "ticket"),       # few partials per column
-    ("XR", (256, 524288), "kernel"),       # thousands of partials per column, 512 MiB
-    ("XR", (2304, 2048), "ticket"),        # the seed's small case fits in L2: one launch
-])
+@pytest.mark.parametrize(
+    "pattern, sizes, finish",
+    [
+        ("RX", (131072, 256), "ticket"),  # inner: a few columns per X block
+        ("XR", (16384, 1536), "ticket"),  # few partials per column
+        ("XR", (256, 524288), "kernel"),  # thousands of partials per column, 512 MiB
+        ("XR", (2304, 2048), "ticket"),  # the seed's small case fits in L2: one launch
+    ],
+)
 def test_the_finish_follows_the_partials_per_x_block(pattern, sizes, finish):
     p = rd.heuristics(problem(pattern, sizes, DataType.Float), H200)
     assert p.split > 1 and p.finish == finish, p
@@ -184,19 +196,23 @@ def test_the_finish_follows_the_partials_per_x_block(pattern, sizes, finish):
         assert steps <= TUNING.ticket_steps or p.template == "inner"
 
 
-@pytest.mark.parametrize("pattern, sizes, split", [
-    ("XR", (131072, 1024), 1),      # 1024 programs of 256-byte rows: a wave already
-    ("XRX", (1024, 512, 256), 2),   # 512 programs (at least 2 per SM, under one wave)
-    ("XR", (1024, 131072), 128),    # 8 programs (256-byte rows): chunks of 16 steps
-    ("XR", (256, 524288), 512),     # 2 programs of [32, 128] x 2 steps
-    ("XR", (524288, 256), 1),       # 1024 programs: a wave already
-])
+@pytest.mark.parametrize(
+    "pattern, sizes, split",
+    [
+        ("XR", (131072, 1024), 1),  # 1024 programs of 256-byte rows: a wave already
+        ("XRX", (1024, 512, 256), 2),  # 512 programs (at least 2 per SM, under one wave)
+        ("XR", (1024, 131072), 128),  # 8 programs (256-byte rows): chunks of 16 steps
+        ("XR", (256, 524288), 512),  # 2 programs of [32, 128] x 2 steps
+        ("XR", (524288, 256), 1),  # 1024 programs: a wave already
+    ],
+)
 def test_a_two_byte_outer_sum_splits_into_one_wave(pattern, sizes, split):
     """bf16 outer sums on the H200 (tune-bf16-split-c8a2797): one wave of long
     programs beats the fp32 rule's two waves of short ones (split 4: 88.1%, 13: 70.6%)."""
     p = rd.heuristics(problem(pattern, sizes, DataType.BFloat16), H200)
-    resident = tiles.resident_programs(H200, p.num_warps, acc_per_thread(p), TUNING,
-                                       TUNING.narrow_outer_registers)
+    resident = tiles.resident_programs(
+        H200, p.num_warps, acc_per_thread(p), TUNING, TUNING.narrow_outer_registers
+    )
     assert resident == 132 * 8
     assert p.template == "outer" and p.split == split, p
     programs = rd.grid(p, sizes)[0]
@@ -216,7 +232,7 @@ def test_a_two_byte_outer_sum_that_splits_reads_256_byte_rows(sizes, dtype):
     p = rd.heuristics(problem("XR", sizes, dtype), H200)
     assert p.split > 1 and p.block_x * 2 == TUNING.narrow_outer_short_row_bytes == 256, p
     assert bytes_per_step(p, 2) == TUNING.narrow_outer_load_bytes
-    assert rd.grid(p, sizes)[0] * p.split == 1024          # one wave of 8 programs per SM
+    assert rd.grid(p, sizes)[0] * p.split == 1024  # one wave of 8 programs per SM
     unsplit = rd.heuristics(problem("XR", (524288, 256), dtype), H200)
     assert unsplit.split == 1 and unsplit.block_x * 2 == TUNING.outer_row_bytes
     fp32 = rd.heuristics(problem("XR", sizes, DataType.Float), H200)
@@ -224,8 +240,9 @@ def test_a_two_byte_outer_sum_that_splits_reads_256_byte_rows(sizes, dtype):
 
 
 @pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Half])
-@pytest.mark.parametrize("sizes, split", [((256, 1024, 512), 1), ((256, 512, 1024), 1),
-                                          ((384, 4096, 64), 5)])
+@pytest.mark.parametrize(
+    "sizes, split", [((256, 1024, 512), 1), ((256, 512, 1024), 1), ((384, 4096, 64), 5)]
+)
 def test_a_two_byte_outer_sum_never_reads_512_byte_rows(sizes, split, dtype):
     """A stride-1 kept group shorter than 1 KB (the sweep's X = 256 sums over the middle
     dim): two blocks of 256-byte rows (tune-bf16-rows512-d1bdc57: 63.5 us, one wave, no
@@ -233,9 +250,9 @@ def test_a_two_byte_outer_sum_never_reads_512_byte_rows(sizes, split, dtype):
     p = rd.heuristics(problem("XRX", sizes, dtype), H200)
     assert p.block_x * 2 == TUNING.narrow_outer_short_row_bytes and p.split == split, p
     assert bytes_per_step(p, 2) == TUNING.narrow_outer_load_bytes
-    assert p.split == 1 or rd.grid(p, sizes)[0] * p.split <= 132 * 8   # a split: one wave at most
+    assert p.split == 1 or rd.grid(p, sizes)[0] * p.split <= 132 * 8  # a split: one wave at most
     wide = rd.heuristics(problem("XRX", (1024, 512, 256), dtype), H200)
-    assert wide.block_x * 2 == TUNING.outer_row_bytes             # 1 KB rows where they fit
+    assert wide.block_x * 2 == TUNING.outer_row_bytes  # 1 KB rows where they fit
 
 
 @pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16])
@@ -254,15 +271,15 @@ def test_accumulators_of_sibling_reductions_size_the_split(dtype):
         assert one.unroll == 1 and two.unroll == TUNING.multi_acc_split_unroll
         assert (one.block_x, one.block_r) == (two.block_x, two.block_r * two.unroll)
         assert 1 < two.split < one.split, (one, two)
-    else:   # one sum that splits reads 256-byte rows; siblings keep 1 KB (43% vs 58%)
+    else:  # one sum that splits reads 256-byte rows; siblings keep 1 KB (43% vs 58%)
         assert one.block_x * 2 == TUNING.narrow_outer_short_row_bytes
         assert two.block_x * 2 == TUNING.outer_row_bytes and two.split > 1, two
     acc = acc_per_thread(two) * (two.unroll if dtype == DataType.Float else 1)
     regs = TUNING.narrow_outer_registers + acc if dtype == DataType.BFloat16 else None
     resident = tiles.resident_programs(H200, two.num_warps, 2 * acc, TUNING, regs)
-    assert resident // 2 < rd.grid(two, prob.sizes)[0] * two.split <= resident     # about one wave
+    assert resident // 2 < rd.grid(two, prob.sizes)[0] * two.split <= resident  # about one wave
     if dtype == DataType.Float:
-        assert (two.split, two.finish) == (16, "ticket")     # the measured variant
+        assert (two.split, two.finish) == (16, "ticket")  # the measured variant
 
 
 def test_sibling_unroll_only_for_split_four_byte_steps():
@@ -273,10 +290,12 @@ def test_sibling_unroll_only_for_split_four_byte_steps():
     unsplit = problem("XR", (262144, 1024), DataType.Float)
     two = rd.heuristics(dataclasses.replace(unsplit, accumulators=2), H200)
     assert two.split == 1 and two.unroll == 1
-    bf16 = rd.heuristics(dataclasses.replace(problem("XR", (8192, 8192), DataType.BFloat16),
-                                             accumulators=2), H200)
+    bf16 = rd.heuristics(
+        dataclasses.replace(problem("XR", (8192, 8192), DataType.BFloat16), accumulators=2), H200
+    )
     assert bf16.block_r * bf16.unroll * bf16.block_x * 2 == (
-        TUNING.narrow_outer_load_bytes * 32 * TUNING.narrow_outer_warps)
+        TUNING.narrow_outer_load_bytes * 32 * TUNING.narrow_outer_warps
+    )
 
 
 def test_override_rederives_whole_steps_per_chunk():
@@ -289,8 +308,15 @@ def test_override_rederives_whole_steps_per_chunk():
 
 # --- compiled for sm_90 at the benchmark's sizes ------------------------------------------------
 CASES = {c.name: c for c in SUITES["reduction"]()}
-COMPILED = ["mem012_sum0", "mem012_sum2", "mem012_sum02", "mem120_sum01", "mem021_sum2",
-            "mem120_sum2", "mem120_sum12"]     # the last two: 256-byte bf16 rows
+COMPILED = [
+    "mem012_sum0",
+    "mem012_sum2",
+    "mem012_sum02",
+    "mem120_sum01",
+    "mem021_sum2",
+    "mem120_sum2",
+    "mem120_sum12",
+]  # the last two: 256-byte bf16 rows
 
 
 @pytest.mark.parametrize("tag", COMPILED)
@@ -302,8 +328,11 @@ def test_bf16_kernels_use_no_more_registers_than_fp32(tag):
     narrow_outer = TUNING.narrow_outer_registers
     # (the two may differ in split, so in finishing kernels: compare the reduction kernels)
     regs, ref_regs = bf16_arts[0].resources["REG"], fp32_arts[0].resources["REG"]
-    bound = narrow_outer if bf16.template == "outer" else \
-        max(ref_regs, tiles.estimated_registers(TUNING.acc_elements, TUNING))
+    bound = (
+        narrow_outer
+        if bf16.template == "outer"
+        else max(ref_regs, tiles.estimated_registers(TUNING.acc_elements, TUNING))
+    )
     assert regs <= bound, f"{regs} registers for bf16, {ref_regs} for fp32 ({bf16}, {fp32})"
     for art in bf16_arts:
         assert art.local_bytes == 0, f"{art.name} spills: {art.resources}"
@@ -311,21 +340,31 @@ def test_bf16_kernels_use_no_more_registers_than_fp32(tag):
 
 
 # --- values -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("shape, stride_order, dims", [
-    ((67, 520), (1, 0), (0,)),          # outer [8, 512] x 2, a partial last step
-    ((3, 9000), (1, 0), (1,)),          # inner [2, 2048] x 2
-    ((5, 3, 200), (2, 1, 0), (0, 2)),   # nested [4, 128] x 2, a partial step
-])
+@pytest.mark.parametrize(
+    "shape, stride_order, dims",
+    [
+        ((67, 520), (1, 0), (0,)),  # outer [8, 512] x 2, a partial last step
+        ((3, 9000), (1, 0), (1,)),  # inner [2, 2048] x 2
+        ((5, 3, 200), (2, 1, 0), (0, 2)),  # nested [4, 128] x 2, a partial step
+    ],
+)
 @pytest.mark.parametrize("op", ["sum", "max", "var_mean"])
 def test_unrolled_kernels_match_torch(shape, stride_order, dims, op):
     rank = len(shape)
     alloc = sorted(range(rank), key=lambda d: -stride_order[d])
     x = strided(shape, alloc, torch.bfloat16, torch.Generator().manual_seed(1))
     with FusionDefinition() as fd:
-        t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank,
-                              dtype=NV_DTYPES[x.dtype], stride_order=list(stride_order))
-        outs = (fd.ops.var_mean(t0, dims=list(dims), correction=1) if op == "var_mean"
-                else [getattr(fd.ops, op)(t0, dims=list(dims))])
+        t0 = fd.define_tensor(
+            shape=[-1] * rank,
+            contiguity=[True] * rank,
+            dtype=NV_DTYPES[x.dtype],
+            stride_order=list(stride_order),
+        )
+        outs = (
+            fd.ops.var_mean(t0, dims=list(dims), correction=1)
+            if op == "var_mean"
+            else [getattr(fd.ops, op)(t0, dims=list(dims))]
+        )
         for out in outs:
             fd.add_output(out)
     results = fd.execute([x])

@@ -44,7 +44,7 @@ from support.reductions import (
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
-SHAPE = (40, 36, 33)          # every kept dim spans an fp32 tile edge (32 elements: 128 B)
+SHAPE = (40, 36, 33)  # every kept dim spans an fp32 tile edge (32 elements: 128 B)
 # the runs below plan for a device that one resident program fills (two programs: two waves)
 ONE_PROGRAM_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)
 
@@ -54,12 +54,17 @@ def run(alloc, reduced, op, dtype, output, shape=SHAPE):
     x = strided(shape, alloc, dtype, torch.Generator().manual_seed(7))
     pinned = pinned_order(output, alloc, reduced)
     with FusionDefinition() as fd:
-        t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank,
-                              dtype=NV_DTYPES[dtype],
-                              stride_order=[rank - 1 - list(alloc).index(d)
-                                            for d in range(rank)])
-        outs = (fd.ops.var_mean(t0, dims=list(reduced), correction=1) if op == "var_mean"
-                else [getattr(fd.ops, op)(t0, dims=list(reduced))])
+        t0 = fd.define_tensor(
+            shape=[-1] * rank,
+            contiguity=[True] * rank,
+            dtype=NV_DTYPES[dtype],
+            stride_order=[rank - 1 - list(alloc).index(d) for d in range(rank)],
+        )
+        outs = (
+            fd.ops.var_mean(t0, dims=list(reduced), correction=1)
+            if op == "var_mean"
+            else [getattr(fd.ops, op)(t0, dims=list(reduced))]
+        )
         for out in outs:
             fd.add_output(out, stride_order=pinned)
     results = configured(fd, target=ONE_PROGRAM_SM).execute([x])
@@ -75,10 +80,13 @@ def reduction_params(fd) -> rd.ReductionParams:
     return params
 
 
-SWEEP = [pytest.param(alloc, (d,), op, output,
-                      id=f"a{''.join(map(str, alloc))}-r{d}-{op}-{output}")
-         for alloc in itertools.permutations(range(3)) for d in range(3)
-         for op in ("sum", "max") for output in ("reversed", "row_major")]
+SWEEP = [
+    pytest.param(alloc, (d,), op, output, id=f"a{''.join(map(str, alloc))}-r{d}-{op}-{output}")
+    for alloc in itertools.permutations(range(3))
+    for d in range(3)
+    for op in ("sum", "max")
+    for output in ("reversed", "row_major")
+]
 
 
 @pytest.mark.parametrize("alloc, reduced, op, output", SWEEP)
@@ -96,27 +104,33 @@ def test_pinned_outputs_store_along_their_stride_one_dim(alloc, reduced, op, out
         assert seg.problem.sizes[params.y_group] == SHAPE[output_fastest]
 
 
-@pytest.mark.parametrize("op, dtype, shape", [
-    ("sum", torch.bfloat16, (66, 5, 64)),      # a bf16 row: 64 elements
-    ("min", torch.bfloat16, (66, 5, 64)),
-    ("welford", torch.float32, (32, 3, 32)),
-])
+@pytest.mark.parametrize(
+    "op, dtype, shape",
+    [
+        ("sum", torch.bfloat16, (66, 5, 64)),  # a bf16 row: 64 elements
+        ("min", torch.bfloat16, (66, 5, 64)),
+        ("welford", torch.float32, (32, 3, 32)),
+    ],
+)
 def test_transposed_store_of_other_ops_and_dtypes(op, dtype, shape):
     rank = len(shape)
     x = exact_values(shape, torch.Generator().manual_seed(3)).to(dtype).to(DEVICE)
     with FusionDefinition() as fd:
-        t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank,
-                              dtype=NV_DTYPES[dtype])
-        outs = (fd.ops.welford(t0, dims=[1]) if op == "welford"
-                else [getattr(fd.ops, op)(t0, dims=[1])])
+        t0 = fd.define_tensor(shape=[-1] * rank, contiguity=[True] * rank, dtype=NV_DTYPES[dtype])
+        outs = (
+            fd.ops.welford(t0, dims=[1]) if op == "welford" else [getattr(fd.ops, op)(t0, dims=[1])]
+        )
         for out in outs:
-            fd.add_output(out, stride_order=[0, 1])       # dim 0 innermost: transposed
+            fd.add_output(out, stride_order=[0, 1])  # dim 0 innermost: transposed
     results = configured(fd, target=ONE_PROGRAM_SM).execute([x])
     assert reduction_params(fd).y_group is not None
     data = x.cpu().double()
     if op == "welford":
-        refs = [data.mean(1), data.var(1, correction=0) * shape[1],
-                torch.full((shape[0], shape[2]), shape[1], dtype=torch.float64, device="cpu")]
+        refs = [
+            data.mean(1),
+            data.var(1, correction=0) * shape[1],
+            torch.full((shape[0], shape[2]), shape[1], dtype=torch.float64, device="cpu"),
+        ]
         for got, ref in zip(results, refs, strict=True):
             torch.testing.assert_close(got.cpu().double(), ref, rtol=1e-5, atol=1e-5)
     else:
@@ -138,26 +152,31 @@ def problem(sizes, kinds, store_fastest: int, dtype=DataType.Float) -> Problem:
     running = 1
     for k in store_order:
         store[k], running = running, running * sizes[k]
-    groups = tuple(Group(n, kind == "R", (load[k], store.get(k, 0)), (k,))
-                   for k, (n, kind) in enumerate(zip(sizes, kinds)))
+    groups = tuple(
+        Group(n, kind == "R", (load[k], store.get(k, 0)), (k,))
+        for k, (n, kind) in enumerate(zip(sizes, kinds))
+    )
     return Problem(groups, 1, 1, (dtype, dtype), (sum(load.values()), running))
 
 
-@pytest.mark.parametrize("sizes, kinds, fastest, chosen", [
-    ((1024, 512, 256), "XXR", 1, True),        # pinned_mem012_sum0: 2048 [8, 32] tiles
-    ((1024, 256, 512), "XRX", 2, True),        # pinned_mem102_sum0
-    ((1024, 512, 256), "XXR", 0, False),       # the output's stride-1 group is the input's
-    ((1024, 512, 256), "RXX", 2, False),       # inner: the input's stride-1 group is reduced
-    ((1024, 4, 256), "XXR", 1, False),         # 4 < a 32-byte store column
-    ((16, 4096, 256), "XXR", 1, False),        # 16 < a 128-byte input row
-    ((256, 1024, 512), "XXR", 1, False),       # 1024 tiles: 1.3 waves, a split is needed
-])
+@pytest.mark.parametrize(
+    "sizes, kinds, fastest, chosen",
+    [
+        ((1024, 512, 256), "XXR", 1, True),  # pinned_mem012_sum0: 2048 [8, 32] tiles
+        ((1024, 256, 512), "XRX", 2, True),  # pinned_mem102_sum0
+        ((1024, 512, 256), "XXR", 0, False),  # the output's stride-1 group is the input's
+        ((1024, 512, 256), "RXX", 2, False),  # inner: the input's stride-1 group is reduced
+        ((1024, 4, 256), "XXR", 1, False),  # 4 < a 32-byte store column
+        ((16, 4096, 256), "XXR", 1, False),  # 16 < a 128-byte input row
+        ((256, 1024, 512), "XXR", 1, False),  # 1024 tiles: 1.3 waves, a split is needed
+    ],
+)
 def test_the_transposed_store_is_chosen_when_it_fills_the_device(sizes, kinds, fastest, chosen):
     p = rd.heuristics(problem(sizes, kinds, fastest), H200)
     assert (p.y_group is not None) == chosen, p
     if chosen:
         assert p.y_group == fastest and p.split == 1
-        assert p.block_y * 4 == 32 and p.block_x * 4 == 128      # a sector, a line
+        assert p.block_y * 4 == 32 and p.block_x * 4 == 128  # a sector, a line
         programs, _ = rd.grid(p, problem(sizes, kinds, fastest).sizes)
         assert programs >= 2 * 132 * 6
 

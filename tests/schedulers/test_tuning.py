@@ -45,8 +45,11 @@ def planned(fd, inputs, **settings):
 # --- the defaults ----------------------------------------------------------------------------
 def test_the_bundle_holds_each_schedulers_defaults():
     assert Tuning() == DEFAULT
-    assert (DEFAULT.of("pointwise"), DEFAULT.of("reduction"), DEFAULT.of("normalization")) \
-        == (pw.DEFAULT_TUNING, tiles.DEFAULT_TUNING, nm.DEFAULT_TUNING)
+    assert (DEFAULT.of("pointwise"), DEFAULT.of("reduction"), DEFAULT.of("normalization")) == (
+        pw.DEFAULT_TUNING,
+        tiles.DEFAULT_TUNING,
+        nm.DEFAULT_TUNING,
+    )
     assert all(DEFAULT.of(m.NAME) is not None for m in (pw, rd, nm))
 
 
@@ -61,11 +64,14 @@ def test_default_pointwise_params_are_the_measured_tiles():
     assert pw.transpose_tile(4096, 4096, 2, pw.DEFAULT_TUNING) == (128, 128, 16)
 
 
-@pytest.mark.parametrize("family, dtype, want", [
-    ("outer", DataType.Float, (256, 8, 1, 8, 1)),          # [8, 256]: 32 bytes per thread
-    ("outer", DataType.BFloat16, (512, 8, 2, 4, 1)),       # 4 warps, two [8, 512] tiles
-    ("inner", DataType.Float, (4, 1024, 1, 8, 1)),         # 16 accumulators, 64 bytes
-])
+@pytest.mark.parametrize(
+    "family, dtype, want",
+    [
+        ("outer", DataType.Float, (256, 8, 1, 8, 1)),  # [8, 256]: 32 bytes per thread
+        ("outer", DataType.BFloat16, (512, 8, 2, 4, 1)),  # 4 warps, two [8, 512] tiles
+        ("inner", DataType.Float, (4, 1024, 1, 8, 1)),  # 16 accumulators, 64 bytes
+    ],
+)
 def test_default_reduction_params_are_the_measured_tiles(family, dtype, want):
     prob = reduction_problem(*FAMILIES[family], dtype)
     p = rd.heuristics(prob, H200)
@@ -84,8 +90,12 @@ def test_default_reduction_finish_follows_the_partials():
 def test_default_normalization_params_are_the_persistent_tile():
     fd, inputs = softmax_rows(200, 128)
     (params,) = planned(fd, inputs)
-    assert (params.mode, params.template, params.block_x, params.block_r) == \
-        ("persistent", "inner", 32, 128), params
+    assert (params.mode, params.template, params.block_x, params.block_r) == (
+        "persistent",
+        "inner",
+        32,
+        128,
+    ), params
 
 
 # --- variants --------------------------------------------------------------------------------
@@ -115,14 +125,19 @@ def test_a_tuning_variant_reaches_the_reduction_kernel_through_the_executor():
     (default,) = planned(define_reduction(lay, "sum", torch.float32), [x])
     assert default.split > 1 and default.finish == "ticket", default
     variant = DEFAULT.with_fields(reduction=dict(ticket_steps=0))
-    (kernel,) = planned(define_reduction(lay, "sum", torch.float32), [x], tuning=variant,
-                        target=small_gpu(H200.sm_count, l2_bytes=0))
+    (kernel,) = planned(
+        define_reduction(lay, "sum", torch.float32),
+        [x],
+        tuning=variant,
+        target=small_gpu(H200.sm_count, l2_bytes=0),
+    )
     assert (kernel.split, kernel.finish) == (default.split, "kernel")
     wide = DEFAULT.with_fields(reduction=dict(combine_elements=16))
     (combined,) = planned(define_reduction(lay, "sum", torch.float32), [x], tuning=wide)
     assert combined.combine_elements == 16 and combined != default
-    assert rd.combine_block(combined, combined.block_x) >= rd.combine_block(default,
-                                                                            default.block_x)
+    assert rd.combine_block(combined, combined.block_x) >= rd.combine_block(
+        default, default.block_x
+    )
 
 
 def test_pointwise_variants_change_the_tile_and_its_warps():
@@ -146,13 +161,14 @@ def test_the_pipeline_hands_each_scheduler_its_part_of_the_tuning():
     variant = DEFAULT.with_fields(normalization=dict(max_tile=64))
     fd, inputs = softmax_rows(2, 40000)
     params = planned(fd, inputs, tuning=variant, heuristics=spy, target=small_gpu(4))
-    assert [p.scheduler for p in params] == ["reduction", "pointwise"]   # segmented
+    assert [p.scheduler for p in params] == ["reduction", "pointwise"]  # segmented
     assert seen == [("reduction", variant.reduction), ("pointwise", variant.pointwise)]
 
 
 # --- values ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("value", [DEFAULT, pw.DEFAULT_TUNING, tiles.DEFAULT_TUNING,
-                                   nm.DEFAULT_TUNING])
+@pytest.mark.parametrize(
+    "value", [DEFAULT, pw.DEFAULT_TUNING, tiles.DEFAULT_TUNING, nm.DEFAULT_TUNING]
+)
 def test_tunings_are_frozen_and_hashable(value):
     field = dataclasses.fields(value)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):

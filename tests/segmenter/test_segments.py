@@ -194,9 +194,9 @@ def test_sum_and_sum_of_squares_are_siblings_in_one_segment():
     specs, intermediates = cut(b)
     assert kinds(specs) == ["normalization"] and intermediates == []
     (spec,) = specs
-    assert same(spec.outputs, b.outputs) and same(loads(spec), b.inputs)   # one read of x
+    assert same(spec.outputs, b.outputs) and same(loads(spec), b.inputs)  # one read of x
     assert "same rows" in spec.reason
-    (fallback,) = spec.fallback         # one reduction kernel computes both
+    (fallback,) = spec.fallback  # one reduction kernel computes both
     assert fallback.kind == "reduction" and names(fallback.reductions) == ["sum", "sum"]
     assert same(fallback.outputs, b.outputs)
 
@@ -221,10 +221,10 @@ def test_a_reduction_that_depends_on_another_is_not_its_sibling():
 def test_a_pointwise_segment_runs_after_the_reduction_it_reads():
     b = built("sum_then_add")
     specs, intermediates = cut(b)
-    assert kinds(specs) == ["reduction", "pointwise"]      # producers first
+    assert kinds(specs) == ["reduction", "pointwise"]  # producers first
     red, pw = specs
     (summed,) = red.outputs
-    assert intermediates == [summed]                       # a buffer between the two
+    assert intermediates == [summed]  # a buffer between the two
     assert any(t is summed for t in loads(pw)) and same(pw.outputs, b.outputs)
     assert "after the reductions" in pw.reason
 
@@ -247,9 +247,11 @@ def test_an_upstream_output_listed_first_is_stored_by_the_downstream_kernel():
 def test_a_pointwise_output_beside_a_reduction_says_so():
     """exp(x) is an output, and so is the sum of it: the pointwise kernel does not come
     after the reduction, and its reason says beside."""
+
     def body(x):
         e = api.exp(x)
         return [e, api.sum(e, [0])]
+
     specs, _ = cut(build((2,), body))
     reasons = [s.reason for s in specs if s.kind == "pointwise"]
     assert reasons == ["pointwise work beside the reductions"], reasons

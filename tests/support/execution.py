@@ -22,8 +22,7 @@ INTERPRETER_WARNINGS = [
 def small_gpu(sm_count: int, **fields) -> DeviceInfo:
     """The tests' device table with ``sm_count`` multiprocessors (small shapes fill it) and
     ``fields`` replaced (``l2_bytes=0``): a ``target`` for ``configured``."""
-    return dataclasses.replace(device_info(torch.get_default_device()), sm_count=sm_count,
-                               **fields)
+    return dataclasses.replace(device_info(torch.get_default_device()), sm_count=sm_count, **fields)
 
 
 def configured(fd: FusionDefinition, **settings) -> FusionDefinition:

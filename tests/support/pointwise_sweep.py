@@ -21,10 +21,10 @@ SHAPES = {2: (37, 19), 3: (7, 11, 13), 4: (3, 5, 7, 9)}
 KINDS = ("copy", "add", "permute", "permute_add", "broadcast_add")
 VARIANTS = ("dense", "size1", "expanded", "sliced")
 OUTPUTS = ("row_major", "inferred", "reverse")
-PLACES = ("inner", "outer")   # which physical dim a variant changes
+PLACES = ("inner", "outer")  # which physical dim a variant changes
 SAMPLE_SEED = 20240607
-PER_STRATUM = 2               # default run: 420 of the 6720 cases
-BIAS_DIM = 1                  # broadcast_add: the bias lies along logical dim 1
+PER_STRATUM = 2  # default run: 420 of the 6720 cases
+BIAS_DIM = 1  # broadcast_add: the bias lies along logical dim 1
 
 
 # --- cases -----------------------------------------------------------------------------------------
@@ -32,9 +32,9 @@ BIAS_DIM = 1                  # broadcast_add: the bias lies along logical dim 1
 class Case:
     kind: str
     rank: int
-    order: tuple[int, ...]        # the input's logical dims, outermost first in memory
+    order: tuple[int, ...]  # the input's logical dims, outermost first in memory
     variant: str
-    place: str                    # "inner" or "outer": the dim the variant changes
+    place: str  # "inner" or "outer": the dim the variant changes
     output: str
     dtype: torch.dtype
 
@@ -42,8 +42,10 @@ class Case:
     def id(self) -> str:
         order = "".join(map(str, self.order))
         variant = self.variant if self.variant == "dense" else f"{self.variant}_{self.place}"
-        return (f"{self.kind}-r{self.rank}-o{order}-{variant}-{self.output}-"
-                f"{str(self.dtype).removeprefix('torch.')}")
+        return (
+            f"{self.kind}-r{self.rank}-o{order}-{variant}-{self.output}-"
+            f"{str(self.dtype).removeprefix('torch.')}"
+        )
 
     @property
     def special_dim(self) -> int:
@@ -61,7 +63,7 @@ def all_cases() -> list[Case]:
     for kind, rank, output, dtype in itertools.product(KINDS, SHAPES, OUTPUTS, (F32, BF16)):
         for order in itertools.permutations(range(rank)):
             for variant in VARIANTS:
-                for place in (("inner",) if variant == "dense" else PLACES):
+                for place in ("inner",) if variant == "dense" else PLACES:
                     cases.append(Case(kind, rank, order, variant, place, output, dtype))
     return cases
 
@@ -132,8 +134,9 @@ class Tensors:
 
 def pin(case: Case) -> list[int] | None:
     n = case.rank
-    return {"row_major": list(range(n - 1, -1, -1)), "reverse": list(range(n)),
-            "inferred": None}[case.output]
+    return {"row_major": list(range(n - 1, -1, -1)), "reverse": list(range(n)), "inferred": None}[
+        case.output
+    ]
 
 
 def make_tensors(case: Case) -> Tensors:
@@ -153,8 +156,9 @@ def make_tensors(case: Case) -> Tensors:
         bias = laid_out([x.shape[BIAS_DIM]], [0], case.dtype, seed=3)
         view = [1] * case.rank
         view[BIAS_DIM] = -1
-        t = Tensors([x, bias], compute + bias.float().view(view),
-                    [(x, identity), (bias, [BIAS_DIM])])
+        t = Tensors(
+            [x, bias], compute + bias.float().view(view), [(x, identity), (bias, [BIAS_DIM])]
+        )
     t.expected = t.expected.to(case.dtype)
     return t
 
@@ -171,7 +175,8 @@ def define(case: Case, inputs: list[torch.Tensor]) -> FusionDefinition:
             "permute_add": lambda: fd.ops.add(fd.ops.permute(tx, perm), fd.define_scalar(1.0)),
             "add": lambda: fd.ops.add(tx, handles[-1]),
             "broadcast_add": lambda: fd.ops.add(
-                tx, fd.ops.broadcast_in_dim(handles[-1], tx.shape(), [BIAS_DIM])),
+                tx, fd.ops.broadcast_in_dim(handles[-1], tx.shape(), [BIAS_DIM])
+            ),
         }[case.kind]()
         fd.add_output(out, stride_order=pin(case))
     return fd
@@ -238,8 +243,10 @@ def significant(strides, shape) -> list[int]:
 
 def assert_strides(out: torch.Tensor, expected, what: str) -> None:
     got, want = significant(out.stride(), out.shape), significant(expected, out.shape)
-    assert got == want, (f"{what}: strides {tuple(out.stride())} (shape {tuple(out.shape)}), "
-                         f"expected {tuple(expected)} on the dims of size > 1")
+    assert got == want, (
+        f"{what}: strides {tuple(out.stride())} (shape {tuple(out.shape)}), "
+        f"expected {tuple(expected)} on the dims of size > 1"
+    )
 
 
 def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -280,10 +287,13 @@ def check_case(case: Case) -> None:
     shape = tuple(out.shape)
     order = pin(case)
     if order is not None:
-        alloc = sorted(range(case.rank), key=lambda d: -order[d])   # outermost first
+        alloc = sorted(range(case.rank), key=lambda d: -order[d])  # outermost first
         assert not any(same_storage(out, x) for x in t.inputs), "a pinned output is a copy"
-        assert_strides(out, dense_strides(shape, alloc, output_expanded_dims(shape, t.refs)),
-                       f"pinned stride_order={order}")
+        assert_strides(
+            out,
+            dense_strides(shape, alloc, output_expanded_dims(shape, t.refs)),
+            f"pinned stride_order={order}",
+        )
     elif t.view_of is not None:
         assert same_storage(out, t.view_of), "a pure view of an input must come back as a view"
         want = t.view_of.permute(list(case.perm)) if case.kind == "permute" else t.view_of
@@ -292,5 +302,8 @@ def check_case(case: Case) -> None:
     else:
         assert not any(same_storage(out, x) for x in t.inputs)
         alloc = expected_order(shape, t.refs)
-        assert_strides(out, dense_strides(shape, alloc, output_expanded_dims(shape, t.refs)),
-                       f"inferred order {alloc}")
+        assert_strides(
+            out,
+            dense_strides(shape, alloc, output_expanded_dims(shape, t.refs)),
+            f"inferred order {alloc}",
+        )

@@ -21,9 +21,12 @@ from support.execution import as_list
 
 OPS = ("sum", "max", "min", "var_mean")
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-NV_DTYPES = {torch.float32: DataType.Float, torch.float16: DataType.Half,
-             torch.bfloat16: DataType.BFloat16}
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"   # the CPU runs Triton's interpreter
+NV_DTYPES = {
+    torch.float32: DataType.Float,
+    torch.float16: DataType.Half,
+    torch.bfloat16: DataType.BFloat16,
+}
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the CPU runs Triton's interpreter
 
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -33,8 +36,9 @@ def exact_values(shape: Sequence[int], gen: torch.Generator) -> torch.Tensor:
     return torch.randint(-255, 256, tuple(shape), generator=gen, dtype=torch.int32) / 256.0
 
 
-def strided(shape: Sequence[int], alloc: Sequence[int], dtype: torch.dtype,
-            gen: torch.Generator) -> torch.Tensor:
+def strided(
+    shape: Sequence[int], alloc: Sequence[int], dtype: torch.dtype, gen: torch.Generator
+) -> torch.Tensor:
     """A dense tensor of ``exact_values`` of logical ``shape`` whose dims lie in memory in
     ``alloc`` (outermost first), on ``DEVICE``."""
     base = exact_values([shape[d] for d in alloc], gen).to(dtype).to(DEVICE)
@@ -51,8 +55,13 @@ class InputSpec:
     stride_order: list[int]
 
 
-def make_input(sizes: Sequence[int], alloc: Sequence[int], dtype: torch.dtype,
-               special: dict[int, str], gen: torch.Generator) -> InputSpec:
+def make_input(
+    sizes: Sequence[int],
+    alloc: Sequence[int],
+    dtype: torch.dtype,
+    special: dict[int, str],
+    gen: torch.Generator,
+) -> InputSpec:
     """An input of logical ``sizes`` whose dims lie in memory in ``alloc`` (outermost first).
 
     ``special`` maps a logical dim to "size1" (extent 1 instead), "expanded" (a size-1 base
@@ -73,15 +82,18 @@ def make_input(sizes: Sequence[int], alloc: Sequence[int], dtype: torch.dtype,
             x = x[(slice(None),) * d + (slice(None, None, 2),)]
     x = x.expand(*sizes)
     shape = [1 if special.get(d) == "size1" else -1 for d in range(rank)]
-    contiguity = [None if special.get(d) in ("size1", "expanded") else
-                  special.get(d) != "sliced" for d in alloc]
+    contiguity = [
+        None if special.get(d) in ("size1", "expanded") else special.get(d) != "sliced"
+        for d in alloc
+    ]
     stride_order = [rank - 1 - list(alloc).index(d) for d in range(rank)]
     return InputSpec(x, shape, contiguity, stride_order)
 
 
 # --- oracles ---------------------------------------------------------------------------------
-def reference(op: str, data: torch.Tensor, dims: Sequence[int], keepdim: bool = False
-              ) -> list[torch.Tensor]:
+def reference(
+    op: str, data: torch.Tensor, dims: Sequence[int], keepdim: bool = False
+) -> list[torch.Tensor]:
     """Eager torch on float64 ``data``."""
     dims = list(dims)
     if op == "sum":
@@ -90,15 +102,21 @@ def reference(op: str, data: torch.Tensor, dims: Sequence[int], keepdim: bool = 
         return [data.amax(dims, keepdim=keepdim)]
     if op == "min":
         return [data.amin(dims, keepdim=keepdim)]
-    with warnings.catch_warnings():       # correction=1 over one element: nan, as intended
+    with warnings.catch_warnings():  # correction=1 over one element: nan, as intended
         warnings.simplefilter("ignore")
         var, mean = torch.var_mean(data, dims, correction=1, keepdim=keepdim)
     return [var, mean]
 
 
-def assert_values(op: str, outs: Sequence[torch.Tensor], dtype: torch.dtype,
-                  data: torch.Tensor, dims: Sequence[int], keepdim: bool = False,
-                  element_rtol: float | None = None) -> None:
+def assert_values(
+    op: str,
+    outs: Sequence[torch.Tensor],
+    dtype: torch.dtype,
+    data: torch.Tensor,
+    dims: Sequence[int],
+    keepdim: bool = False,
+    element_rtol: float | None = None,
+) -> None:
     """``outs`` have ``dtype`` and match ``reference(op, data, ...)`` within dtype-aware bounds.
 
     ``data`` is what is reduced, in float64. ``element_rtol`` is None when ``data`` holds the
@@ -122,8 +140,9 @@ def assert_values(op: str, outs: Sequence[torch.Tensor], dtype: torch.dtype,
     total = data.abs().sum(dims, keepdim=keepdim)
     for k, (out, ref) in enumerate(zip(outs, refs)):
         assert out.dtype == dtype, f"{op} output {k}: dtype {out.dtype}, expected {dtype}"
-        assert tuple(out.shape) == tuple(ref.shape), \
+        assert tuple(out.shape) == tuple(ref.shape), (
             f"{op} output {k}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
+        )
         if op in ("max", "min"):
             rtol, atol = (0.0, 0.0) if element_rtol is None else (eps, el * mag)
         elif op == "sum":
@@ -142,7 +161,8 @@ def assert_values(op: str, outs: Sequence[torch.Tensor], dtype: torch.dtype,
             raise AssertionError(
                 f"{op} output {k}: {int(bad.sum())} of {bad.numel()} elements off; first at "
                 f"{idx}: got {got[idx].item()!r}, expected {ref[idx].item()!r} "
-                f"(allowed {allowed[idx].item():.3g})")
+                f"(allowed {allowed[idx].item():.3g})"
+            )
 
 
 def nontrivial(x: torch.Tensor) -> list[int]:
@@ -150,8 +170,9 @@ def nontrivial(x: torch.Tensor) -> list[int]:
     return [d for d in range(x.dim()) if x.shape[d] > 1 and x.stride(d) != 0]
 
 
-def dense_strides(shape: Sequence[int], order: Sequence[int],
-                  expanded: Sequence[int] = ()) -> tuple[int, ...]:
+def dense_strides(
+    shape: Sequence[int], order: Sequence[int], expanded: Sequence[int] = ()
+) -> tuple[int, ...]:
     """Strides of a dense tensor whose dims lie in ``order`` (outermost first); expanded
     dims get stride 0 and do not grow the running stride."""
     strides, running = [0] * len(shape), 1
@@ -168,32 +189,41 @@ def output_dims(rank: int, reduced: Sequence[int], keepdim: bool) -> list[int]:
     return list(range(rank)) if keepdim else [d for d in range(rank) if d not in reduced]
 
 
-def expected_order(x: torch.Tensor, reduced: Sequence[int], keepdim: bool,
-                   pinned: Sequence[int] | None) -> list[int]:
+def expected_order(
+    x: torch.Tensor, reduced: Sequence[int], keepdim: bool, pinned: Sequence[int] | None
+) -> list[int]:
     """Output dims outermost first: the pinned order, else the input's relative memory
     order of the kept axes (the others, all size 1 or stride 0, are placed outermost)."""
     if pinned is not None:
         n = len(pinned)
         return sorted(range(n), key=lambda j: -pinned[j])
     src = output_dims(x.dim(), reduced, keepdim)
-    mem = sorted(range(x.dim()), key=lambda d: -x.stride(d))      # stable: ties keep order
+    mem = sorted(range(x.dim()), key=lambda d: -x.stride(d))  # stable: ties keep order
     mapped = [src.index(d) for d in mem if d in nontrivial(x) and d in src and d not in reduced]
     return [j for j in range(len(src)) if j not in mapped] + mapped
 
 
-def assert_layout(out: torch.Tensor, x: torch.Tensor, reduced: Sequence[int], keepdim: bool,
-                  pinned: Sequence[int] | None) -> None:
+def assert_layout(
+    out: torch.Tensor,
+    x: torch.Tensor,
+    reduced: Sequence[int],
+    keepdim: bool,
+    pinned: Sequence[int] | None,
+) -> None:
     """``out``'s strides are dense in the expected order (size-1 dims' strides are free)."""
     src = output_dims(x.dim(), reduced, keepdim)
-    expanded = [j for j, d in enumerate(src)
-                if d not in reduced and x.stride(d) == 0 and x.shape[d] > 1]
+    expanded = [
+        j for j, d in enumerate(src) if d not in reduced and x.stride(d) == 0 and x.shape[d] > 1
+    ]
     order = expected_order(x, reduced, keepdim, pinned)
     want = dense_strides(out.shape, order, expanded)
     got = out.stride()
     bad = [j for j in range(out.dim()) if out.shape[j] > 1 and got[j] != want[j]]
     kind = "pinned" if pinned is not None else "inferred"
-    assert not bad, (f"{kind} output layout: strides {got} (shape {tuple(out.shape)}), "
-                     f"expected {want} (order {order}, outermost first)")
+    assert not bad, (
+        f"{kind} output layout: strides {got} (shape {tuple(out.shape)}), "
+        f"expected {want} (order {order}, outermost first)"
+    )
 
 
 def collapse(kinds: str) -> str:
@@ -230,7 +260,7 @@ def assert_family(schedule, x: torch.Tensor, reduced: Sequence[int]) -> None:
     """
     dims = sorted(nontrivial(x), key=lambda d: (x.stride(d), -d))
     if not any(d in reduced for d in dims):
-        return              # only size-1 or stride-0 dims reduced: no read to classify
+        return  # only size-1 or stride-0 dims reduced: no read to classify
     params = reduction_params(schedule)
     assert params, f"no reduction kernel in the schedule {schedule}"
     has_expanded = any(x.stride(d) == 0 and x.shape[d] > 1 for d in range(x.dim()))
@@ -238,11 +268,13 @@ def assert_family(schedule, x: torch.Tensor, reduced: Sequence[int]) -> None:
     for p in params:
         where = f"{p.family}/{p.pattern} for strides {x.stride()}, reduced {list(reduced)}"
         if dims and dims[0] in reduced:
-            assert p.family in ("inner", "mixed") and p.pattern.startswith("R"), \
+            assert p.family in ("inner", "mixed") and p.pattern.startswith("R"), (
                 f"innermost input dim {dims[0]} is reduced, schedule reads {where}"
+            )
         elif dims:
-            assert p.family in ("outer", "mixed") and p.pattern.startswith("X"), \
+            assert p.family in ("outer", "mixed") and p.pattern.startswith("X"), (
                 f"innermost input dim {dims[0]} is kept, schedule reads {where}"
+            )
         if not has_expanded:
             assert collapse(p.pattern) == want, f"pattern: expected {want}, got {where}"
             assert p.family == family_of(want), f"family: expected {family_of(want)}, {where}"

@@ -10,10 +10,28 @@ import torch
 from layoutfuse.nvfuser import DataType, FusionDefinition  # noqa: F401 (used by the body)
 
 
-def nvfuser_fusion_id33(fd : FusionDefinition) -> None :
-    T0 = fd.define_tensor(shape=[1, -1, -1, -1], contiguity=[None, True, True, True], dtype=DataType.Float, is_cpu=False, stride_order=[3, 2, 1, 0])
-    T1 = fd.define_tensor(shape=[1, 1, -1], contiguity=[None, None, True], dtype=DataType.Float, is_cpu=False, stride_order=[2, 1, 0])
-    T2 = fd.define_tensor(shape=[-1, 1, -1], contiguity=[True, None, True], dtype=DataType.Float, is_cpu=False, stride_order=[2, 1, 0])
+def nvfuser_fusion_id33(fd: FusionDefinition) -> None:
+    T0 = fd.define_tensor(
+        shape=[1, -1, -1, -1],
+        contiguity=[None, True, True, True],
+        dtype=DataType.Float,
+        is_cpu=False,
+        stride_order=[3, 2, 1, 0],
+    )
+    T1 = fd.define_tensor(
+        shape=[1, 1, -1],
+        contiguity=[None, None, True],
+        dtype=DataType.Float,
+        is_cpu=False,
+        stride_order=[2, 1, 0],
+    )
+    T2 = fd.define_tensor(
+        shape=[-1, 1, -1],
+        contiguity=[True, None, True],
+        dtype=DataType.Float,
+        is_cpu=False,
+        stride_order=[2, 1, 0],
+    )
     T3 = fd.ops.sum(T2, dims=[1], keepdim=False, dtype=DataType.Null)
     T4 = fd.ops.permute(T3, dims=[1, 0])
     S5 = fd.define_scalar(1, dtype=DataType.Int)
@@ -118,8 +136,9 @@ def nvfuser_fusion_id33(fd : FusionDefinition) -> None :
 def seed_inputs(seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     return [
-        torch.randn((24,), dtype=torch.float32, generator=g).as_strided((1, 2, 3, 4),
-                                                                          (24, 12, 4, 1)),
+        torch.randn((24,), dtype=torch.float32, generator=g).as_strided(
+            (1, 2, 3, 4), (24, 12, 4, 1)
+        ),
         torch.randn((5,), dtype=torch.float32, generator=g).as_strided((1, 1, 5), (5, 5, 1)),
         torch.randn((4,), dtype=torch.float32, generator=g).as_strided((2, 1, 2), (2, 2, 1)),
     ]

@@ -43,8 +43,9 @@ def is_shape_expr(e: Expr) -> bool:
     return e.op.kind is OpKind.SHAPE
 
 
-def reached(root: TensorView, memory: set[int],
-             through: frozenset[int] = frozenset()) -> list[tuple[TensorView, tuple[Expr, ...]]]:
+def reached(
+    root: TensorView, memory: set[int], through: frozenset[int] = frozenset()
+) -> list[tuple[TensorView, tuple[Expr, ...]]]:
     """Every (tensor, chain) reached backward from ``root``, each once, in discovery order.
 
     The walk passes through pointwise ops unchanged, records shape ops in the chain and
@@ -81,9 +82,11 @@ def reached(root: TensorView, memory: set[int],
 def upstream_accesses(root: TensorView, memory: set[int]) -> list[Access]:
     """Loads (and creation ops) reached backward from ``root``, whose coordinates are the
     iteration space; ``memory`` holds the ids of tensors that live in memory."""
-    return [Access(tv, chain) for tv, chain in reached(root, memory)
-            if id(tv) in memory or tv.definition is None
-            or tv.definition.op.kind is OpKind.CREATION]
+    return [
+        Access(tv, chain)
+        for tv, chain in reached(root, memory)
+        if id(tv) in memory or tv.definition is None or tv.definition.op.kind is OpKind.CREATION
+    ]
 
 
 def upstream_tensors(root: TensorView, memory: set[int]) -> dict[int, tuple[TensorView, tuple]]:
@@ -98,26 +101,30 @@ def shape_of(tv: TensorView, extents: dict[int, int]) -> tuple[int, ...]:
     return tuple(extents[d.uid] for d in tv.shape_domain)
 
 
-def load_strides(access: Access, real_strides: tuple[int, ...],
-                 extents: dict[int, int]) -> tuple[int, ...] | None:
+def load_strides(
+    access: Access, real_strides: tuple[int, ...], extents: dict[int, int]
+) -> tuple[int, ...] | None:
     """Strides of a load over the iteration coordinates (None when not affine)."""
     s = tuple(real_strides)
     for e in reversed(access.chain):
-        s = st.forward(e.op.name, e.attrs, shape_of(e.inputs[0], extents), s,
-                       shape_of(e.outputs[0], extents))
+        s = st.forward(
+            e.op.name, e.attrs, shape_of(e.inputs[0], extents), s, shape_of(e.outputs[0], extents)
+        )
         if s is None:
             return None
     return s
 
 
-def store_strides_backward(chain: tuple[Expr, ...], real_strides: tuple[int, ...],
-                           extents: dict[int, int]) -> tuple[int, ...] | None:
+def store_strides_backward(
+    chain: tuple[Expr, ...], real_strides: tuple[int, ...], extents: dict[int, int]
+) -> tuple[int, ...] | None:
     """Strides over the reduction output's coordinates of an epilogue tensor, ``chain``
     running from the reduction output to the tensor."""
     s = tuple(real_strides)
     for e in reversed(chain):
-        s = st.backward(e.op.name, e.attrs, shape_of(e.inputs[0], extents), s,
-                        shape_of(e.outputs[0], extents))
+        s = st.backward(
+            e.op.name, e.attrs, shape_of(e.inputs[0], extents), s, shape_of(e.outputs[0], extents)
+        )
         if s is None:
             return None
     return s
@@ -131,5 +138,12 @@ def vals_of(exprs: list[Expr]) -> set[int]:
     return out
 
 
-__all__ = ["Access", "Val", "load_strides", "reached", "store_strides_backward",
-           "upstream_accesses", "upstream_tensors"]
+__all__ = [
+    "Access",
+    "Val",
+    "load_strides",
+    "reached",
+    "store_strides_backward",
+    "upstream_accesses",
+    "upstream_tensors",
+]

@@ -25,21 +25,30 @@ from dataclasses import dataclass
 class Group:
     size: int
     reduced: bool
-    strides: tuple[int, ...]     # one per access
-    dims: tuple[int, ...]        # iteration coordinates merged here, innermost first
+    strides: tuple[int, ...]  # one per access
+    dims: tuple[int, ...]  # iteration coordinates merged here, innermost first
 
     @property
     def kind(self) -> str:
         return "R" if self.reduced else "X"
 
 
-def dim_order(extents: Sequence[int], strides: Sequence[Sequence[int]],
-              n_loads: int, order_by: Sequence[int] | None = None) -> list[int]:
+def dim_order(
+    extents: Sequence[int],
+    strides: Sequence[Sequence[int]],
+    n_loads: int,
+    order_by: Sequence[int] | None = None,
+) -> list[int]:
     """Coordinates innermost first, by the loads' strides (the dominant load first), or by
     the accesses ``order_by`` lists."""
     dims = [d for d in range(len(extents)) if extents[d] != 1]
-    keys_from = list(order_by) if order_by else \
-        list(range(n_loads)) if n_loads else list(range(len(strides)))
+    keys_from = (
+        list(order_by)
+        if order_by
+        else list(range(n_loads))
+        if n_loads
+        else list(range(len(strides)))
+    )
 
     def key(d):
         return tuple(abs(strides[a][d]) if strides[a][d] != 0 else float("inf") for a in keys_from)
@@ -49,9 +58,14 @@ def dim_order(extents: Sequence[int], strides: Sequence[Sequence[int]],
     return sorted(dims, key=lambda d: (key(d), -d))
 
 
-def canonicalize(extents: Sequence[int], reduced: Sequence[bool],
-                 strides: Sequence[Sequence[int]], n_loads: int, merge: bool = True,
-                 order_by: Sequence[int] | None = None) -> tuple[Group, ...]:
+def canonicalize(
+    extents: Sequence[int],
+    reduced: Sequence[bool],
+    strides: Sequence[Sequence[int]],
+    n_loads: int,
+    merge: bool = True,
+    order_by: Sequence[int] | None = None,
+) -> tuple[Group, ...]:
     order = dim_order(extents, strides, n_loads, order_by)
     groups: list[Group] = []
     for d in order:

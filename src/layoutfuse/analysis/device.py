@@ -10,7 +10,7 @@ import torch
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    kind: str                 # "cuda" or "cpu"
+    kind: str  # "cuda" or "cpu"
     sm_count: int
     max_threads_per_sm: int
     l2_bytes: int
@@ -30,10 +30,14 @@ H200 = DeviceInfo("cuda", 132, 2048, 60 * 1024 * 1024, 65536)
 def device_info(device: torch.device | str) -> DeviceInfo:
     device = torch.device(device)
     if device.type != "cuda":
-        return DeviceInfo("cpu", H200.sm_count, H200.max_threads_per_sm, H200.l2_bytes,
-                          H200.registers_per_sm)
+        return DeviceInfo(
+            "cpu", H200.sm_count, H200.max_threads_per_sm, H200.l2_bytes, H200.registers_per_sm
+        )
     p = torch.cuda.get_device_properties(device)
-    return DeviceInfo("cuda", p.multi_processor_count,
-                      getattr(p, "max_threads_per_multi_processor", 2048),
-                      getattr(p, "L2_cache_size", 50 * 1024 * 1024),
-                      getattr(p, "regs_per_multiprocessor", 65536))
+    return DeviceInfo(
+        "cuda",
+        p.multi_processor_count,
+        getattr(p, "max_threads_per_multi_processor", 2048),
+        getattr(p, "L2_cache_size", 50 * 1024 * 1024),
+        getattr(p, "regs_per_multiprocessor", 65536),
+    )

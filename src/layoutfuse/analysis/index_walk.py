@@ -58,8 +58,9 @@ class IntIndex:
         return self.extents[tv.shape_domain[dim].uid]
 
 
-def local_strides(access: Access, real_strides: Sequence[int], extents: dict[int, int],
-                  rank: int) -> tuple[int, ...]:
+def local_strides(
+    access: Access, real_strides: Sequence[int], extents: dict[int, int], rank: int
+) -> tuple[int, ...]:
     """How far the address moves when one iteration index goes from 0 to 1 (the others 0).
 
     Exact for an affine access; for any other, a stand-in that orders the

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 Strides = tuple[int, ...]
 
 
-def view_strides(old_shape: Sequence[int], old_strides: Sequence[int],
-                 new_shape: Sequence[int]) -> Strides | None:
+def view_strides(
+    old_shape: Sequence[int], old_strides: Sequence[int], new_shape: Sequence[int]
+) -> Strides | None:
     """Strides that make ``new_shape`` a view of (old_shape, old_strides), or None.
 
     PyTorch's rule (``computeStride``): dims are split and merged in chunks; a chunk of
@@ -33,8 +34,10 @@ def view_strides(old_shape: Sequence[int], old_strides: Sequence[int],
     view_numel = 1
     for tensor_d in range(len(old_shape) - 1, -1, -1):
         tensor_numel *= old_shape[tensor_d]
-        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
-                             old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+        if tensor_d == 0 or (
+            old_shape[tensor_d - 1] != 1
+            and old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride
+        ):
             while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
                 new_strides[view_d] = view_numel * chunk_base_stride
                 view_numel *= new_shape[view_d]
@@ -58,8 +61,9 @@ def _dense(shape: Sequence[int]) -> Strides:
     return tuple(st)
 
 
-def forward(op: str, attrs: dict, in_shape: Sequence[int], in_strides: Strides,
-            out_shape: Sequence[int]) -> Strides | None:
+def forward(
+    op: str, attrs: dict, in_shape: Sequence[int], in_strides: Strides, out_shape: Sequence[int]
+) -> Strides | None:
     """Strides over the op's output coordinates of a tensor addressed by ``in_strides``
     over its input coordinates."""
     if op in ("set", "stride_order") or op == "cast":
@@ -78,8 +82,9 @@ def forward(op: str, attrs: dict, in_shape: Sequence[int], in_strides: Strides,
     raise ValueError(f"no stride rule for {op}")
 
 
-def backward(op: str, attrs: dict, in_shape: Sequence[int], out_strides: Strides,
-             out_shape: Sequence[int]) -> Strides | None:
+def backward(
+    op: str, attrs: dict, in_shape: Sequence[int], out_strides: Strides, out_shape: Sequence[int]
+) -> Strides | None:
     """Strides over the op's input coordinates of a tensor addressed by ``out_strides``
     over its output coordinates (used to store a value computed in input coordinates
     into a tensor laid out in output coordinates). Expanding dims cannot go backward."""
@@ -95,8 +100,10 @@ def backward(op: str, attrs: dict, in_shape: Sequence[int], out_strides: Strides
         for j, n in enumerate(out_shape):
             if j not in bd and n != 1:
                 return None
-        return tuple(out_strides[d] if not (in_shape[i] == 1 and out_shape[d] != 1) else 0
-                     for i, d in enumerate(bd))
+        return tuple(
+            out_strides[d] if not (in_shape[i] == 1 and out_shape[d] != 1) else 0
+            for i, d in enumerate(bd)
+        )
     if op == "squeeze":
         it = iter(out_strides)
         return tuple(0 if i in attrs["dims"] else next(it) for i in range(len(in_shape)))

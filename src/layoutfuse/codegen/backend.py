@@ -112,6 +112,7 @@ def _floordiv(a, b):
 
 HOPPER = GPUTarget("cuda", 90, 32)
 
+
 def _index_of_scalar_tensor(self) -> int:
     """``int(t)`` of an interpreted scalar tensor; numpy >= 2.4 refuses ``int()`` of a
     1-element array that is not 0-d, which Triton 3.6's interpreter relies on."""
@@ -146,22 +147,27 @@ class SharedExclusiveLock:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._next_ticket = 0       # the ticket the next request draws
-        self._serving = 0           # the ticket allowed to try now
-        self._shared = 0            # holders in shared mode
+        self._next_ticket = 0  # the ticket the next request draws
+        self._serving = 0  # the ticket allowed to try now
+        self._shared = 0  # holders in shared mode
         self._exclusive = False
 
     def _acquire(self, exclusive: bool) -> None:
         with self._cond:
             ticket, self._next_ticket = self._next_ticket, self._next_ticket + 1
-            self._cond.wait_for(lambda: self._serving == ticket and not self._exclusive and
-                                not (exclusive and self._shared))
+            self._cond.wait_for(
+                lambda: (
+                    self._serving == ticket
+                    and not self._exclusive
+                    and not (exclusive and self._shared)
+                )
+            )
             self._serving += 1
             if exclusive:
                 self._exclusive = True
             else:
                 self._shared += 1
-            self._cond.notify_all()         # the next ticket may be shared too
+            self._cond.notify_all()  # the next ticket may be shared too
 
     def _release(self, exclusive: bool) -> None:
         with self._cond:
@@ -258,7 +264,7 @@ def fp32_to_bf16_bits(data: np.ndarray) -> np.ndarray:
     every NaN becomes 0xFFFF, as torch's CPU kernels make it. Values past bf16's largest
     finite one round to infinity."""
     values = np.asarray(data, dtype=np.float32)
-    bits = values.view(np.uint32).astype(np.uint64)     # room for the carry
+    bits = values.view(np.uint32).astype(np.uint64)  # room for the carry
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
     return np.where(np.isnan(values), 0xFFFF, rounded).astype(np.uint16)
 
@@ -435,7 +441,7 @@ def _import_entry(source: str) -> _Modules:
     _use_interpreter_libdevice(interp_module.__dict__)
     for value in list(vars(interp_module).values()):
         if isinstance(value, JITFunction):
-            _interpreted(value)         # rewritten now, from the text above
+            _interpreted(value)  # rewritten now, from the text above
     return _Modules(path, jit_module, interp_module)
 
 
@@ -457,8 +463,9 @@ def load_kernel(source: str, name: str) -> LoadedKernel:
             if not isinstance(jit_fn, JITFunction):
                 raise ValueError(f"{modules.path} defines no @triton.jit function named {name!r}")
             interpreted = InterpretedKernel(_interpreted(getattr(modules.interpreted, name)))
-            _KERNELS[source, name] = LoadedKernel(name, modules.path, jit_fn, interpreted,
-                                                  modules.jit)
+            _KERNELS[source, name] = LoadedKernel(
+                name, modules.path, jit_fn, interpreted, modules.jit
+            )
         return _KERNELS[source, name]
 
 
@@ -573,11 +580,16 @@ def compile_for_hopper(
     if key not in _COMPILED:
         source = ASTSource(fn=fn, signature=dict(signature), constexprs=constexprs, attrs=attrs)
         options = {"num_warps": num_warps, "num_stages": num_stages}
-        with TRITON_STATE.shared():     # no interpreted launch patches tl meanwhile
+        with TRITON_STATE.shared():  # no interpreted launch patches tl meanwhile
             compiled = triton.compile(source, target=HOPPER, options=options)
         asm = compiled.asm
         _COMPILED[key] = CompiledArtifacts(
-            fn.__name__, num_warps, asm["ttir"], asm["ttgir"], asm["ptx"], compiled.metadata.shared,
+            fn.__name__,
+            num_warps,
+            asm["ttir"],
+            asm["ttgir"],
+            asm["ptx"],
+            compiled.metadata.shared,
             asm["cubin"],
         )
     return _COMPILED[key]
@@ -588,8 +600,12 @@ def cubin_resources(cubin: bytes, name: str) -> dict[str, int]:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
         handle.write(cubin)
         handle.flush()
-        text = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-res-usage", handle.name],
-                              capture_output=True, text=True, check=True).stdout
+        text = subprocess.run(
+            [triton.knobs.nvidia.cuobjdump.path, "-res-usage", handle.name],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     usage = re.search(rf"Function {re.escape(name)}:\s*\n\s*(.*)", text)
     if usage is None:
         raise ValueError(f"cuobjdump reports no function {name!r}:\n{text}")

@@ -89,20 +89,22 @@ class TritonIndex:
 
 @dataclass(frozen=True, eq=False)
 class GenericIndex:
-    lines: tuple[str, ...]                  # temporaries, in order, over the ``dim<d>`` leaves
-    offsets: dict[int, str]                 # access -> its element offset
-    guards: dict[int, str]                  # store access -> one write along stride-0 dims
-    extent_uids: tuple[int, ...]            # IterDomain uid of ``ext<j>``
-    strides: tuple[tuple[int, int], ...]    # (access, memory dim) of every ``ms<a>_<i>``
+    lines: tuple[str, ...]  # temporaries, in order, over the ``dim<d>`` leaves
+    offsets: dict[int, str]  # access -> its element offset
+    guards: dict[int, str]  # store access -> one write along stride-0 dims
+    extent_uids: tuple[int, ...]  # IterDomain uid of ``ext<j>``
+    strides: tuple[tuple[int, int], ...]  # (access, memory dim) of every ``ms<a>_<i>``
 
     def arg_names(self) -> list[str]:
-        return [f"ext{j}" for j in range(len(self.extent_uids))] + \
-            [f"ms{a}_{i}" for a, i in self.strides]
+        return [f"ext{j}" for j in range(len(self.extent_uids))] + [
+            f"ms{a}_{i}" for a, i in self.strides
+        ]
 
     def arg_values(self, spec, env: dict, extents: dict[int, int]) -> list[int]:
         """The values of ``arg_names()``: bound extents, then the memory tensors' strides."""
-        return [extents[u] for u in self.extent_uids] + \
-            [env[id(spec.accesses[a].tv)].stride(i) for a, i in self.strides]
+        return [extents[u] for u in self.extent_uids] + [
+            env[id(spec.accesses[a].tv)].stride(i) for a, i in self.strides
+        ]
 
     def dim_lines(self, params, group_index: dict[int, str]) -> list[str]:
         """``dim<d> = <index of the group of coordinate d>`` for every grouped coordinate,
@@ -112,8 +114,9 @@ class GenericIndex:
         for k, d in enumerate(params.group_dims):
             if k in group_index:
                 i = group_index[k]
-                out.append(f"dim{d} = tl.cast({i}, tl.int64)" if params.index64 else
-                           f"dim{d} = {i}")
+                out.append(
+                    f"dim{d} = tl.cast({i}, tl.int64)" if params.index64 else f"dim{d} = {i}"
+                )
         return out
 
 
@@ -135,7 +138,7 @@ def generic_index(spec, params) -> GenericIndex:
         for i, m in enumerate(memory_indices(access, root_idx, ix)):
             if m == "0":
                 continue
-            if a >= first_coordinate:            # iota: its own linear coordinate
+            if a >= first_coordinate:  # iota: its own linear coordinate
                 terms.append((m, 1))
                 continue
             s = f"ms{a}_{i}"

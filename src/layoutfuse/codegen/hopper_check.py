@@ -13,14 +13,19 @@ from .backend import CompiledArtifacts, compile_for_hopper, signature_from_args
 
 def compile_launch(kernel, args, meta) -> CompiledArtifacts:
     names = kernel.jit.arg_names
-    values = dict(zip(names, list(args) + [meta[n] for n in names[len(args):]]))
-    constexpr_names = [n for n in names[len(args):]]
+    values = dict(zip(names, list(args) + [meta[n] for n in names[len(args) :]]))
+    constexpr_names = [n for n in names[len(args) :]]
     spec = signature_from_args(values, constexpr_names)
-    for p in kernel.jit.params:                 # annotated parameters keep their type
+    for p in kernel.jit.params:  # annotated parameters keep their type
         if p.annotation_type and not p.is_constexpr:
             spec.signature[p.name] = p.annotation_type
-    return compile_for_hopper(kernel, spec.signature, spec.constexprs,
-                              num_warps=meta.get("num_warps", 4), attrs=spec.attrs)
+    return compile_for_hopper(
+        kernel,
+        spec.signature,
+        spec.constexprs,
+        num_warps=meta.get("num_warps", 4),
+        attrs=spec.attrs,
+    )
 
 
 def compile_last_run(executor) -> list[CompiledArtifacts]:

@@ -29,8 +29,9 @@ def decompose(w, flat: str, sizes: list[str], prefix: str) -> list[str]:
     return out
 
 
-def one_write_per_element(w, mask: str, zero_stride_indices: list[str],
-                          guard: str | None = None) -> str:
+def one_write_per_element(
+    w, mask: str, zero_stride_indices: list[str], guard: str | None = None
+) -> str:
     """A store's mask: ``mask`` narrowed to index 0 along the groups where the store's
     stride is 0 (an expanded output dim), so every memory element is written once.
     ``guard`` is a further condition (a store that walks its chain, see generic_index)."""

@@ -23,13 +23,17 @@ class Kernel:
         """The source with the kernel itself first (its header comment, then the
         ``@triton.jit`` function), followed by the imports and helpers it uses."""
         lines = self.source.splitlines(keepends=True)
-        start = next((i for i, line in enumerate(lines) if line.startswith("# ")
-                      and ("kernel" in line)), None)
+        start = next(
+            (i for i, line in enumerate(lines) if line.startswith("# ") and ("kernel" in line)),
+            None,
+        )
         if start is None:
             return self.source
         helpers = "".join(lines[:start]).rstrip() + "\n"
-        return ("".join(lines[start:]).rstrip() + "\n\n\n# --- the imports and helpers "
-                f"{self.name} uses ---\n" + helpers)
+        return (
+            "".join(lines[start:]).rstrip() + "\n\n\n# --- the imports and helpers "
+            f"{self.name} uses ---\n" + helpers
+        )
 
     def meta(self) -> dict[str, int]:
         """The launch's keyword arguments: the constexprs and ``num_warps``."""

@@ -36,10 +36,12 @@ CACHE_FORMAT = "layoutfuse-kernel-1"
 """The generator version of cache entries, part of every entry's key: bump it when the entry
 format, or anything a stored entry's meaning depends on besides its source, changes."""
 
-_HEADER = re.compile(rb"# layoutfuse kernel cache entry: format=(\S+) key=([0-9a-f]{64}) "
-                     rb"content=([0-9a-f]{64})")
+_HEADER = re.compile(
+    rb"# layoutfuse kernel cache entry: format=(\S+) key=([0-9a-f]{64}) "
+    rb"content=([0-9a-f]{64})"
+)
 _DEFAULT_CACHE = Path("~/.cache/layoutfuse/kernels")
-_CACHE_DIRS: dict[str | None, Path] = {}    # LAYOUTFUSE_CACHE_DIR's value -> directory in use
+_CACHE_DIRS: dict[str | None, Path] = {}  # LAYOUTFUSE_CACHE_DIR's value -> directory in use
 _CACHE_LOCK = threading.Lock()
 
 
@@ -56,16 +58,19 @@ def _refuse(path: Path, problem: str) -> KernelCacheError:
     return KernelCacheError(
         f"kernel cache: {path} {problem}; layoutfuse does not run code from it. Make it "
         f"private (chmod go-w, or remove it), or point LAYOUTFUSE_CACHE_DIR at a directory "
-        f"only you can write")
+        f"only you can write"
+    )
 
 
 def _fall_back(configured: str | None, directory: Path, why: str) -> Path:
     """A private temporary directory in place of ``directory``, with one warning."""
-    private = Path(tempfile.mkdtemp(prefix="layoutfuse-kernels-"))     # mode 0o700
+    private = Path(tempfile.mkdtemp(prefix="layoutfuse-kernels-"))  # mode 0o700
     warnings.warn(
         f"kernel cache: {directory} cannot be written ({why}); this process keeps its "
         f"kernels in {private}. Set LAYOUTFUSE_CACHE_DIR to a writable directory",
-        KernelCacheWarning, stacklevel=3)
+        KernelCacheWarning,
+        stacklevel=3,
+    )
     _CACHE_DIRS[configured] = private
     return private
 
@@ -75,7 +80,7 @@ def _open_cache_dir(configured: str | None) -> Path:
     directory = Path(configured).expanduser() if configured else _DEFAULT_CACHE.expanduser()
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as error:            # a file there, a read-only parent, ...
+    except OSError as error:  # a file there, a read-only parent, ...
         return _fall_back(configured, directory, f"{type(error).__name__}: {error}")
     problem = _private_problem(directory.stat())
     if problem is not None:
@@ -104,8 +109,10 @@ def cache_key(source: str) -> str:
 def cache_entry(source: str) -> bytes:
     """What the cache file of ``source`` holds: a header comment, then the source."""
     content = hashlib.sha256(source.encode()).hexdigest()
-    header = (f"# layoutfuse kernel cache entry: format={CACHE_FORMAT} key={cache_key(source)} "
-              f"content={content}\n")
+    header = (
+        f"# layoutfuse kernel cache entry: format={CACHE_FORMAT} key={cache_key(source)} "
+        f"content={content}\n"
+    )
     return (header + source).encode()
 
 
@@ -119,7 +126,7 @@ def _entry_problem(path: Path, entry: bytes, key: str) -> str | None:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         return _MISSING
-    except OSError as error:            # a symbolic link (ELOOP), ...
+    except OSError as error:  # a symbolic link (ELOOP), ...
         return f"cannot be opened as a plain file ({error.strerror})"
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
@@ -169,11 +176,12 @@ def stored_entry(source: str) -> tuple[Path, bytes]:
     if problem is None:
         return path, entry
     if problem != _MISSING:
-        warnings.warn(f"kernel cache: {path} {problem}; regenerated it", KernelCacheWarning,
-                      stacklevel=4)
+        warnings.warn(
+            f"kernel cache: {path} {problem}; regenerated it", KernelCacheWarning, stacklevel=4
+        )
     try:
         _write_entry(path, entry)
-    except OSError as error:            # read-only file system, disk full, directory gone
+    except OSError as error:  # read-only file system, disk full, directory gone
         path = _writable_dir(path.parent, error) / path.name
         _write_entry(path, entry)
     return path, entry

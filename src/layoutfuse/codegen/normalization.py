@@ -45,8 +45,9 @@ class _Kernel:
         self.inner = params.template == "inner"
         self.tile = "[BLOCK_X, BLOCK_R]" if self.inner else "[BLOCK_R, BLOCK_X]"
         self.axis = 1 if self.inner else 0
-        self.r_arange = "tl.arange(0, BLOCK_R)[None, :]" if self.inner else \
-            "tl.arange(0, BLOCK_R)[:, None]"
+        self.r_arange = (
+            "tl.arange(0, BLOCK_R)[None, :]" if self.inner else "tl.arange(0, BLOCK_R)[:, None]"
+        )
         self.ptr = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
         self.load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
         end = spec.n_loads + spec.n_stores
@@ -82,8 +83,7 @@ class _Kernel:
             self.idx[xg[0]] = w.assign("xg", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
             w.line(f"xmask = {self.idx[xg[0]]} < n{xg[0]}")
             if len(xg) > 1:
-                self.idx.update(zip(xg[1:], decompose(w, "rest", [f"n{k}" for k in xg[1:]],
-                                                       "xg")))
+                self.idx.update(zip(xg[1:], decompose(w, "rest", [f"n{k}" for k in xg[1:]], "xg")))
             w.line(f"x = {self.idx[xg[0]]} + n{xg[0]} * rest")
         for a in range(len(self.spec.accesses)):
             terms = [self.stride(a, k, self.idx[k]) for k in xg if not p.zero_strides[a][k]]
@@ -97,8 +97,9 @@ class _Kernel:
             if acc.backward:
                 out.append(None)
                 continue
-            terms = [(self.xoff[a], 1)] + [self.r_term(a, k, ridx[k]) for k in p.r_groups
-                                           if not p.zero_strides[a][k]]
+            terms = [(self.xoff[a], 1)] + [
+                self.r_term(a, k, ridx[k]) for k in p.r_groups if not p.zero_strides[a][k]
+            ]
             if len(terms) == 1:
                 terms.append((f"tl.zeros({self.tile}, tl.int32)", 1))
             out.append(w.assign("off", offset_expr(terms)))
@@ -117,9 +118,14 @@ class _Kernel:
         def coordinate(tv, chain):
             return offsets[self.coord_index[(id(tv), tuple(id(e) for e in chain))]]
 
-        ve = ValueEmitter(w, load, lambda s: self.scalar_names[id(s)], coordinate,
-                          f"tl.zeros({self.tile}, tl.int32)")
-        ve.special = self.special        # shared: each reduction's result joins as it is made
+        ve = ValueEmitter(
+            w,
+            load,
+            lambda s: self.scalar_names[id(s)],
+            coordinate,
+            f"tl.zeros({self.tile}, tl.int32)",
+        )
+        ve.special = self.special  # shared: each reduction's result joins as it is made
         return ve
 
     def r_tile(self, start: str) -> tuple[dict[int, str], str]:
@@ -135,23 +141,29 @@ class _Kernel:
             if a.backward:
                 continue
             val = ve.value(a.tv, a.chain)
-            self.w.line(f"tl.store({self.ptr[id(a.tv)]} + {offsets[i]}, "
-                        f"{storage_cast(val, a.tv.dtype)}, mask={mask})")
+            self.w.line(
+                f"tl.store({self.ptr[id(a.tv)]} + {offsets[i]}, "
+                f"{storage_cast(val, a.tv.dtype)}, mask={mask})"
+            )
 
     def store_per_row(self) -> None:
         spec, p, w = self.spec, self.p, self.w
-        ve = ValueEmitter(w, lambda tv, chain: None, lambda s: self.scalar_names[id(s)],
-                          None, "x * 0")
+        ve = ValueEmitter(
+            w, lambda tv, chain: None, lambda s: self.scalar_names[id(s)], None, "x * 0"
+        )
         ve.special = self.special
         for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
             a = spec.accesses[i]
             if not a.backward:
                 continue
             val = ve.value(a.tv, ())
-            smask = one_write_per_element(w, "xmask", [self.idx[g] for g in p.x_groups
-                                                       if p.zero_strides[i][g]])
-            w.line(f"tl.store({self.ptr[id(a.tv)]} + {self.xoff[i]} + x * 0, "
-                   f"{storage_cast(val, a.tv.dtype)}, mask={smask})")
+            smask = one_write_per_element(
+                w, "xmask", [self.idx[g] for g in p.x_groups if p.zero_strides[i][g]]
+            )
+            w.line(
+                f"tl.store({self.ptr[id(a.tv)]} + {self.xoff[i]} + x * 0, "
+                f"{storage_cast(val, a.tv.dtype)}, mask={smask})"
+            )
 
 
 def _reduce_whole(k: _Kernel, e, val: str) -> None:
@@ -248,12 +260,16 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
         names = accs[id(e)]
         if n_results(e) > 1:
             # each lane's count: the chunks in which its offset stayed below NR
-            w.line(f"{names[2]} = tl.maximum(NR - {k.r_arange} + BLOCK_R - 1, 0) // BLOCK_R "
-                   f"+ tl.zeros({k.tile}, tl.int32)")
+            w.line(
+                f"{names[2]} = tl.maximum(NR - {k.r_arange} + BLOCK_R - 1, 0) // BLOCK_R "
+                f"+ tl.zeros({k.tile}, tl.int32)"
+            )
             w.line(f"{names[2]} = {names[2]}.to({tl_compute(accumulator_dtype(e))})")
             res = [w.fresh(n) for n in ("mean", "m2", "cnt")]
-            w.line(f"{', '.join(res)} = tl.reduce(({', '.join(names)}), {k.axis}, "
-                   f"_welford_combine, keep_dims=True)")
+            w.line(
+                f"{', '.join(res)} = tl.reduce(({', '.join(names)}), {k.axis}, "
+                f"_welford_combine, keep_dims=True)"
+            )
             for o, r in zip(e.outputs, res):
                 k.special[id(o)] = r
         else:
@@ -267,16 +283,22 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
     n_acc = len(spec.accesses)
     n_groups = params.n_groups
     sizes = [f"n{k}" for k in range(n_groups)]
-    strides = [f"s{a}_{k}" for a in range(n_acc) for k in range(n_groups)
-               if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
+    strides = [
+        f"s{a}_{k}"
+        for a in range(n_acc)
+        for k in range(n_groups)
+        if not params.zero_strides[a][k] and not params.unit_strides[a][k]
+    ]
     ptrs = [f"p{i}" for i in range(len(spec.memory))]
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
     args = ptrs + sizes + strides + scalars + ["NX", "NR", "NPX"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
-           "BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr):")
+    w.line(
+        f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
+        "BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr):"
+    )
     group = spec.group
     with w.indent():
         k = _Kernel(spec, params, w)
@@ -290,11 +312,13 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
             k.store_rows(ve, offsets, mask)
         else:
             for level in sorted(set(group.levels.values())):
-                _looped_pass(k, [e for e in group.reductions if group.levels[id(e)] == level],
-                             group.online)
-            if any(not a.backward for a in spec.accesses[spec.n_loads:
-                                                          spec.n_loads + spec.n_stores]):
-                w.line("for r0 in range(0, NR, BLOCK_R):")       # the store pass
+                _looped_pass(
+                    k, [e for e in group.reductions if group.levels[id(e)] == level], group.online
+                )
+            if any(
+                not a.backward for a in spec.accesses[spec.n_loads : spec.n_loads + spec.n_stores]
+            ):
+                w.line("for r0 in range(0, NR, BLOCK_R):")  # the store pass
                 with w.indent():
                     ridx, mask = k.r_tile("r0 + ")
                     offsets = k.tile_offsets(ridx)
@@ -307,6 +331,13 @@ def emit(spec, params: NormalizationParams) -> tuple[Kernel, ...]:
     """The normalization kernel of ``spec`` under ``params``."""
     name = "normalization_kernel"
     src, args = normalization_source(spec, params, name)
-    return (Kernel(name, src, tuple(args), (("BLOCK_X", params.block_x),
-                                             ("BLOCK_R", params.block_r)),
-                   params.num_warps, params),)
+    return (
+        Kernel(
+            name,
+            src,
+            tuple(args),
+            (("BLOCK_X", params.block_x), ("BLOCK_R", params.block_r)),
+            params.num_warps,
+            params,
+        ),
+    )

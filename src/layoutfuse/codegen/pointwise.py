@@ -43,7 +43,9 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, BLOCK_X: tl.constexpr, BLOCK_Y: tl.constexpr):")
+    w.line(
+        f"def {name}({', '.join(typed_params(args, spec.scalars))}, BLOCK_X: tl.constexpr, BLOCK_Y: tl.constexpr):"
+    )
     with w.indent():
         mask, offsets, idx, load_masks = emit_indexing(w, params, spec)
         if gen:
@@ -53,8 +55,9 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
                 offsets[a] = w.assign("off", f"{off} + {TILE_ZEROS}")
         ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
         load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
-        coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses)
-                       if i >= spec.n_loads + spec.n_stores}
+        coord_index = {
+            a.key()[:2]: i for i, a in enumerate(spec.accesses) if i >= spec.n_loads + spec.n_stores
+        }
 
         def load(tv, chain):
             k = (id(tv), tuple(id(e) for e in chain))
@@ -67,14 +70,21 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
             return offsets[coord_index[(id(tv), tuple(id(e) for e in chain))]]
 
         scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
-        ve = ValueEmitter(w, load, lambda s: scalar_names[id(s)], coordinate, "tl.zeros("
-                          "[BLOCK_Y, BLOCK_X], tl.int32)")
+        ve = ValueEmitter(
+            w,
+            load,
+            lambda s: scalar_names[id(s)],
+            coordinate,
+            "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
+        )
         for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
             acc = spec.accesses[i]
             val = ve.value(acc.tv, acc.chain)
             smask = store_mask(w, params, i, mask, idx, gen.guards.get(i) if gen else None)
-            w.line(f"tl.store({ptr_of[id(acc.tv)]} + {offsets[i]}, "
-                   f"{storage_cast(val, acc.tv.dtype)}, mask={smask})")
+            w.line(
+                f"tl.store({ptr_of[id(acc.tv)]} + {offsets[i]}, "
+                f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
+            )
     return HEADER + PRELUDE + "\n\n" + w.text(), args
 
 
@@ -82,6 +92,13 @@ def emit(spec, params: PointwiseParams) -> tuple[Kernel, ...]:
     """The pointwise kernel of ``spec`` under ``params``."""
     name = "pointwise_kernel"
     src, args = pointwise_source(spec, params, name)
-    return (Kernel(name, src, tuple(args), (("BLOCK_X", params.block_x),
-                                             ("BLOCK_Y", params.block_y)),
-                   params.num_warps, params),)
+    return (
+        Kernel(
+            name,
+            src,
+            tuple(args),
+            (("BLOCK_X", params.block_x), ("BLOCK_Y", params.block_y)),
+            params.num_warps,
+            params,
+        ),
+    )

@@ -40,8 +40,15 @@ from .writer import Writer, storage_cast, tl_compute, typed_params
 if TYPE_CHECKING:
     from ..segmenter.specs import KernelSpec
 
-__all__ = ["COMBINE", "COMBINE_PRELUDE", "acc_dtype", "finish_source", "identity",
-           "reduce_line", "reduction_source"]
+__all__ = [
+    "COMBINE",
+    "COMBINE_PRELUDE",
+    "acc_dtype",
+    "finish_source",
+    "identity",
+    "reduce_line",
+    "reduction_source",
+]
 
 
 def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
@@ -69,15 +76,15 @@ class _ReductionEmitter:
     w: Writer
     spec: KernelSpec
     params: ReductionParams
-    gen: GenericIndex | None = field(init=False)     # the generic (non-affine) index walk
+    gen: GenericIndex | None = field(init=False)  # the generic (non-affine) index walk
     tile: TileShape = field(init=False)
-    tiled: set[int] = field(init=False)              # groups indexed by a tile
-    pair_of: dict[int, int] = field(init=False)      # softmax's id(max) -> index of its sum
-    ptr_of: dict[int, str] = field(init=False)       # id(tensor) -> its pointer argument
-    load_index: dict[tuple, int] = field(init=False)     # access key -> index of its load
-    coord_index: dict[tuple, int] = field(init=False)    # access key -> its coordinate (iota)
-    scalar_names: dict[int, str] = field(init=False)     # id(scalar) -> its argument
-    idx: dict[int, str] = field(default_factory=dict)    # kept group -> its index
+    tiled: set[int] = field(init=False)  # groups indexed by a tile
+    pair_of: dict[int, int] = field(init=False)  # softmax's id(max) -> index of its sum
+    ptr_of: dict[int, str] = field(init=False)  # id(tensor) -> its pointer argument
+    load_index: dict[tuple, int] = field(init=False)  # access key -> index of its load
+    coord_index: dict[tuple, int] = field(init=False)  # access key -> its coordinate (iota)
+    scalar_names: dict[int, str] = field(init=False)  # id(scalar) -> its argument
+    idx: dict[int, str] = field(default_factory=dict)  # kept group -> its index
     xoff: list[str | None] = field(default_factory=list)  # access -> its kept groups' offset
 
     def __post_init__(self):
@@ -85,12 +92,15 @@ class _ReductionEmitter:
         self.gen = generic_index(spec, params) if params.generic else None
         self.tile = tile_shape(params)
         self.tiled = tiled_groups(params)
-        self.pair_of = {id(mx): next(j for j, r in enumerate(self.reds) if id(r) == sid)
-                        for sid, mx in spec.online.items()}
+        self.pair_of = {
+            id(mx): next(j for j, r in enumerate(self.reds) if id(r) == sid)
+            for sid, mx in spec.online.items()
+        }
         self.ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
         self.load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
-        self.coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses)
-                            if i >= spec.n_loads + spec.n_stores}
+        self.coord_index = {
+            a.key()[:2]: i for i, a in enumerate(spec.accesses) if i >= spec.n_loads + spec.n_stores
+        }
         self.scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
 
     @property
@@ -126,23 +136,37 @@ class _ReductionEmitter:
         spec, params = self.spec, self.params
         n_groups = params.n_groups
         sizes = [f"n{k}" for k in range(n_groups)]
-        strides = [f"s{a}_{k}" for a in range(len(spec.accesses)) for k in range(n_groups)
-                   if is_affine(params, a) and not params.zero_strides[a][k]
-                   and not params.unit_strides[a][k]]
+        strides = [
+            f"s{a}_{k}"
+            for a in range(len(spec.accesses))
+            for k in range(n_groups)
+            if is_affine(params, a)
+            and not params.zero_strides[a][k]
+            and not params.unit_strides[a][k]
+        ]
         ptrs = [f"p{i}" for i in range(len(spec.memory))]
         scalars = [f"c{i}" for i in range(len(spec.scalars))]
         walk = self.gen.arg_names() if self.gen else []
-        return (ptrs + workspace_names(spec, params) + sizes + strides + walk + scalars
-                + ["NX", "NR", "CHUNK", "NPX", "SPLIT_N"])
+        return (
+            ptrs
+            + workspace_names(spec, params)
+            + sizes
+            + strides
+            + walk
+            + scalars
+            + ["NX", "NR", "CHUNK", "NPX", "SPLIT_N"]
+        )
 
     def signature(self, name: str, args: list[str]) -> None:
         w = self.w
         for line in kernel_header(self.spec, self.params):
             w.line(line)
         w.line("@triton.jit")
-        w.line(f"def {name}({', '.join(typed_params(args, self.spec.scalars))}, "
-               f"BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, "
-               f"BLOCK_Y: tl.constexpr):")
+        w.line(
+            f"def {name}({', '.join(typed_params(args, self.spec.scalars))}, "
+            f"BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, "
+            f"BLOCK_Y: tl.constexpr):"
+        )
 
     # -- program indices and masks -------------------------------------------------------
 
@@ -155,10 +179,14 @@ class _ReductionEmitter:
         params = self.params
         base = self.zero_tile if self.transposed else "x * 0"
         for a in range(len(self.spec.accesses)):
-            terms = [(self.idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
-                     for k in params.x_groups if not params.zero_strides[a][k]]
-            self.xoff.append(self.w.assign("xo", offset_expr(terms, base))
-                             if is_affine(params, a) else None)
+            terms = [
+                (self.idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
+                for k in params.x_groups
+                if not params.zero_strides[a][k]
+            ]
+            self.xoff.append(
+                self.w.assign("xo", offset_expr(terms, base)) if is_affine(params, a) else None
+            )
 
     def init_accumulators(self) -> None:
         """``acc<i>`` at the reduction's identity; a Welford's mean, m2 and count at 0."""
@@ -169,8 +197,9 @@ class _ReductionEmitter:
                 for part in ("mean", "m2", "n"):
                     self.w.line(f"acc{i}_{part} = tl.zeros({self.tile.shape}, {ct})")
             else:
-                self.w.line(f"acc{i} = tl.full({self.tile.shape}, "
-                            f"{identity(red.op.name, acc_t)}, {ct})")
+                self.w.line(
+                    f"acc{i} = tl.full({self.tile.shape}, {identity(red.op.name, acc_t)}, {ct})"
+                )
 
     # -- the R loop: loads, prologue, accumulations --------------------------------------
 
@@ -218,8 +247,7 @@ class _ReductionEmitter:
         w, r_arange = self.w, self.tile.r_arange
         parts = []
         for u in range(self.params.unroll):
-            r = w.assign("r", f"{r0} + {u} * BLOCK_R + {r_arange}" if u else
-                         f"{r0} + {r_arange}")
+            r = w.assign("r", f"{r0} + {u} * BLOCK_R + {r_arange}" if u else f"{r0} + {r_arange}")
             count = f"(r0 // BLOCK_R + {u + 1})" if counted else None
             parts.append((r_index(r), w.assign("mask", f"xmask & ({r} < {bound})"), count))
         return parts
@@ -228,8 +256,9 @@ class _ReductionEmitter:
         """The loop step's R tiles, ``(r index per group, mask, count)`` each: every load
         first (all in flight together), then the accumulations, one accumulator per
         reduction."""
-        loaded = [(self._load_values(ridx, mask), mask, count)
-                  for ridx, mask, count in tiles_of_step]
+        loaded = [
+            (self._load_values(ridx, mask), mask, count) for ridx, mask, count in tiles_of_step
+        ]
         for vals, mask, count in loaded:
             for i, val in enumerate(vals):
                 self._accumulate(i, val, mask, count)
@@ -239,8 +268,9 @@ class _ReductionEmitter:
         for an online sum, whose terms come with its max)."""
         offsets = self._tile_offsets(ridx)
         ve = self._value_emitter(offsets, mask)
-        return [None if id(red) in self.online else ve.value(red.inputs[0], ())
-                for red in self.reds]
+        return [
+            None if id(red) in self.online else ve.value(red.inputs[0], ()) for red in self.reds
+        ]
 
     def _tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
         """Each access's offset over the R tile (the generic walk's where not affine)."""
@@ -253,7 +283,9 @@ class _ReductionEmitter:
             used = [k for k in params.x_groups + params.r_groups if not params.zero_strides[a][k]]
             terms = [(self.xoff[a], 1)] + [
                 (ridx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
-                for k in params.r_groups if not params.zero_strides[a][k]]
+                for k in params.r_groups
+                if not params.zero_strides[a][k]
+            ]
             if used and not self.tiled.intersection(used):  # a pointer must be a tile (mask)
                 terms.append((self.zero_tile, 1))
             offsets.append(w.assign("off", offset_expr(terms)))
@@ -272,14 +304,14 @@ class _ReductionEmitter:
             k = (id(tv), tuple(id(e) for e in chain))
             if k not in self.load_index:
                 return None
-            return w.assign("v", load_line(self.ptr_of[id(tv)], offsets[self.load_index[k]],
-                                           mask, tv.dtype))
+            return w.assign(
+                "v", load_line(self.ptr_of[id(tv)], offsets[self.load_index[k]], mask, tv.dtype)
+            )
 
         def coordinate(tv, chain):
             return offsets[self.coord_index[(id(tv), tuple(id(e) for e in chain))]]
 
-        return ValueEmitter(w, load, lambda s: self.scalar_names[id(s)], coordinate,
-                            self.zero_tile)
+        return ValueEmitter(w, load, lambda s: self.scalar_names[id(s)], coordinate, self.zero_tile)
 
     def _accumulate(self, i: int, val: str, mask: str, count: str | None) -> None:
         """``count``: where every unmasked lane holds the same number of values after
@@ -289,8 +321,8 @@ class _ReductionEmitter:
         op, acc_t = red.op.name, accumulator_dtype(red)
         ct = tl_compute(acc_t)
         if id(red) in self.online:
-            return                    # accumulated with its max (``emit_online_step``)
-        if id(red) in self.pair_of:       # softmax's max, with its sum
+            return  # accumulated with its max (``emit_online_step``)
+        if id(red) in self.pair_of:  # softmax's max, with its sum
             emit_online_step(w, f"acc{i}", f"acc{self.pair_of[id(red)]}", val, mask, ct)
         elif n_results(red) > 1 and count is not None:
             emit_counted_welford_step(w, f"acc{i}_mean", f"acc{i}_m2", val, mask, count, ct)
@@ -306,8 +338,10 @@ class _ReductionEmitter:
         w, step_r = self.w, self.step_r
         ct = tl_compute(accumulator_dtype(self.reds[i]))
         visited = f"(CHUNK + {step_r} - 1) // ({step_r}) * {self.params.unroll}"  # the loop's
-        w.line(f"acc{i}_n = tl.minimum(tl.maximum(NR - r_lo - {self.tile.r_arange} + BLOCK_R "
-               f"- 1, 0) // BLOCK_R, {visited}) + {self.zero_tile}")
+        w.line(
+            f"acc{i}_n = tl.minimum(tl.maximum(NR - r_lo - {self.tile.r_arange} + BLOCK_R "
+            f"- 1, 0) // BLOCK_R, {visited}) + {self.zero_tile}"
+        )
         w.line(f"acc{i}_n = acc{i}_n.to({ct})")
 
     # -- the reduce and the stores -------------------------------------------------------
@@ -319,22 +353,34 @@ class _ReductionEmitter:
         results: list[str] = []
         for i, red in enumerate(self.reds):
             if id(red) in self.online:
-                results.append(f"res{i}")          # computed with its max, below
+                results.append(f"res{i}")  # computed with its max, below
             elif id(red) in self.pair_of:
                 # the tile's max and its sum; a row of -inf alone gets its NaN sum here
                 # when unsplit, else where the splits combine
                 j = self.pair_of[id(red)]
-                emit_online_rows(w, f"acc{i}", f"acc{j}", f"res{i}", f"res{j}", axis,
-                                 nan_rows=self.params.split <= 1)
+                emit_online_rows(
+                    w,
+                    f"acc{i}",
+                    f"acc{j}",
+                    f"res{i}",
+                    f"res{j}",
+                    axis,
+                    nan_rows=self.params.split <= 1,
+                )
                 results.append(f"res{i}")
             elif n_results(red) > 1:
                 parts = [f"{n}{i}" for n in ("mean", "m2", "cnt")]
-                w.line(f"{', '.join(parts)} = tl.reduce((acc{i}_mean, acc{i}_m2, acc{i}_n), "
-                       f"{axis}, _welford_combine, keep_dims=True)")
+                w.line(
+                    f"{', '.join(parts)} = tl.reduce((acc{i}_mean, acc{i}_m2, acc{i}_n), "
+                    f"{axis}, _welford_combine, keep_dims=True)"
+                )
                 results += parts
             else:
-                w.line(reduce_line(f"res{i}", f"acc{i}", red.op.name, axis,
-                                   is_floating(accumulator_dtype(red))))
+                w.line(
+                    reduce_line(
+                        f"res{i}", f"acc{i}", red.op.name, axis, is_floating(accumulator_dtype(red))
+                    )
+                )
                 results.append(f"res{i}")
         return results
 
@@ -351,17 +397,25 @@ class _ReductionEmitter:
         a kept group."""
         spec, params, w = self.spec, self.params, self.w
         xg = params.x_groups
-        spans = ([xg[0], params.y_group] if self.transposed else
-                 [] if params.template == "inner" else [xg[0]])
+        spans = (
+            [xg[0], params.y_group]
+            if self.transposed
+            else []
+            if params.template == "inner"
+            else [xg[0]]
+        )
         for k, out in enumerate(o for red in self.reds for o in red.outputs):
             a = spec.n_loads + k
             off = self.xoff[a]
-            if any(params.zero_strides[a][g] for g in spans):   # the pointer spans the tile
+            if any(params.zero_strides[a][g] for g in spans):  # the pointer spans the tile
                 off = f"{off} + {self.zero_tile if self.transposed else 'x * 0'}"
-            smask = one_write_per_element(w, "xmask", [self.idx[g] for g in xg
-                                                       if params.zero_strides[a][g]])
-            w.line(f"tl.store({self.ptr_of[id(out)]} + {off}, "
-                   f"{storage_cast(results[k], out.dtype)}, mask={smask})")
+            smask = one_write_per_element(
+                w, "xmask", [self.idx[g] for g in xg if params.zero_strides[a][g]]
+            )
+            w.line(
+                f"tl.store({self.ptr_of[id(out)]} + {off}, "
+                f"{storage_cast(results[k], out.dtype)}, mask={smask})"
+            )
 
 
 def _emit_lane_welford_step(w: Writer, i: int, val: str, mask: str, ct: str) -> None:
@@ -381,13 +435,28 @@ def emit(spec, params: ReductionParams) -> tuple[Kernel, ...]:
     split's partials are combined by a second launch."""
     name = "reduction_kernel"
     src, args = reduction_source(spec, params, name)
-    main = Kernel(name, src, tuple(args), (
-        ("BLOCK_X", params.block_x), ("BLOCK_R", params.block_r),
-        ("BLOCK_S", rd.combine_block(params, params.block_x)), ("BLOCK_Y", params.block_y)),
-        params.num_warps, params)
+    main = Kernel(
+        name,
+        src,
+        tuple(args),
+        (
+            ("BLOCK_X", params.block_x),
+            ("BLOCK_R", params.block_r),
+            ("BLOCK_S", rd.combine_block(params, params.block_x)),
+            ("BLOCK_Y", params.block_y),
+        ),
+        params.num_warps,
+        params,
+    )
     if params.split <= 1 or params.finish != "kernel":
         return (main,)
     block_x, block_s = rd.finish_tile(params)
     fsrc, fargs = finish_source(spec, params, "finish_kernel")
-    return main, Kernel("finish_kernel", fsrc, tuple(fargs),
-                        (("BLOCK_X", block_x), ("BLOCK_S", block_s)), params.num_warps, params)
+    return main, Kernel(
+        "finish_kernel",
+        fsrc,
+        tuple(fargs),
+        (("BLOCK_X", block_x), ("BLOCK_S", block_s)),
+        params.num_warps,
+        params,
+    )

@@ -12,7 +12,7 @@ from ..ir.ops.reductions import (
     n_results,
 )
 
-__all__ = ["accumulator_dtype", "n_results"]   # re-exported: the reductions rows define them
+__all__ = ["accumulator_dtype", "n_results"]  # re-exported: the reductions rows define them
 
 # The rows' combine helpers, in row order.
 COMBINE_PRELUDE = "\n" + "\n\n".join(row.combine_source for row in ROWS)
@@ -64,28 +64,33 @@ def emit_online_step(w, m: str, s: str, val: str, mask: str, ct: str) -> None:
     a = w.assign("a", f"tl.where({mask}, ({val}).to({ct}), float('-inf'))")
     m_new = w.assign("m_new", f"{COMBINE['max']}({m}, {a})")
     e = w.assign("e", exp(f"-tl.abs({a} - {m})"))
-    w.line(f"{s} = tl.where({m_new} == float('-inf'), {s}, "
-           f"tl.where({a} > {m}, {s} * {e} + 1.0, {s} + {e}))")
+    w.line(
+        f"{s} = tl.where({m_new} == float('-inf'), {s}, "
+        f"tl.where({a} > {m}, {s} * {e} + 1.0, {s} + {e}))"
+    )
     w.line(f"{m} = {m_new}")
 
 
-def emit_online_rows(w, m: str, s: str, row_max: str, row_sum: str, axis: int,
-                     nan_rows: bool = True) -> None:
+def emit_online_rows(
+    w, m: str, s: str, row_max: str, row_sum: str, axis: int, nan_rows: bool = True
+) -> None:
     """Softmax's row max and row sum from the lanes' running pairs ``m``, ``s`` along
     ``axis``: ``M = max(m)``, ``S = sum(s * exp(m - M))``, a lane still at -inf adding 0.
     ``nan_rows``: a row of -inf alone sums to NaN, as torch's ``exp(-inf - -inf)`` terms do
     (False where split partials are combined later, which applies it)."""
     exp = REGISTRY["exp"].triton
     w.line(reduce_line(row_max, m, "max", axis))
-    terms = w.assign("terms", f"tl.where({m} == float('-inf'), 0.0, "
-                              f"{s} * {exp(f'{m} - {row_max}')})")
+    terms = w.assign(
+        "terms", f"tl.where({m} == float('-inf'), 0.0, {s} * {exp(f'{m} - {row_max}')})"
+    )
     w.line(f"{row_sum} = tl.sum({terms}, {axis}, keep_dims=True)")
     if nan_rows:
         w.line(f"{row_sum} = tl.where({row_max} == float('-inf'), float('nan'), {row_sum})")
 
 
-def emit_counted_welford_step(w, mean: str, m2: str, val: str, mask: str, count: str,
-                              ct: str) -> None:
+def emit_counted_welford_step(
+    w, mean: str, m2: str, val: str, mask: str, count: str, ct: str
+) -> None:
     """One Welford update where every unmasked lane holds the same ``count`` values after
     it (a scalar expression; lanes are masked only past the reduced extent): one
     reciprocal per tile instead of a division per element. The lanes' counts are

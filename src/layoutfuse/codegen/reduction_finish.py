@@ -30,7 +30,7 @@ from .reduction_common import (
 )
 from .writer import Writer, storage_cast, tl_compute, typed_params
 
-WELFORD_PARTS = ROW_BY_NAME["welford"].parts      # its results, by name
+WELFORD_PARTS = ROW_BY_NAME["welford"].parts  # its results, by name
 
 
 def partial_names(spec) -> list[str]:
@@ -50,7 +50,7 @@ def emit_ticket_finish(w: Writer, spec, params: ReductionParams, out_ptr) -> Non
     """After the partial stores of a ``finish="ticket"`` kernel: the last program of this X
     block combines the partials and stores the outputs. ``out_ptr(tv)`` names an output's
     pointer; ``pid`` / ``px`` / ``rest`` are the X block's program indices."""
-    w.line("tl.debug_barrier()")      # every thread's partial stores precede the ticket
+    w.line("tl.debug_barrier()")  # every thread's partial stores precede the ticket
     w.line("ticket = tl.atomic_add(tickets + pid, 1, sem='acq_rel', scope='gpu')")
     w.line("if ticket == SPLIT_N - 1:")
     with w.indent():
@@ -64,7 +64,7 @@ def emit_ticket_finish(w: Writer, spec, params: ReductionParams, out_ptr) -> Non
             w.line(f"fx = fx0 + n{g0} * rest")
         results = _emit_combine(w, spec, params, "fx", "fmask", "SPLIT_N", "BLOCK_S", ".cg")
         _emit_output_stores(w, spec, params, results, "fx", "fmask", out_ptr)
-        w.line("tl.atomic_xchg(tickets + pid, 0, sem='relaxed', scope='gpu')")   # next launch
+        w.line("tl.atomic_xchg(tickets + pid, 0, sem='relaxed', scope='gpu')")  # next launch
 
 
 def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
@@ -78,36 +78,49 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
     ws = partial_names(spec)
     outs = [f"o{k}" for k in range(n_out)]
     sizes = [f"n{k}" for k in xg]
-    strides = [f"s{a}_{k}" for a in store_acc for k in xg
-               if not params.zero_strides[a][k] and not params.unit_strides[a][k]]
+    strides = [
+        f"s{a}_{k}"
+        for a in store_acc
+        for k in xg
+        if not params.zero_strides[a][k] and not params.unit_strides[a][k]
+    ]
     args = ws + outs + sizes + strides + ["NX", "SPLIT"]
     w.line(f"# finishing kernel of a split reduction; params: {params}")
     w.line("@triton.jit")
-    w.line(f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
-           f"BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):")
+    w.line(
+        f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
+        f"BLOCK_X: tl.constexpr, BLOCK_S: tl.constexpr):"
+    )
     with w.indent():
         pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
         w.line(f"x = {pid} * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
         w.line("xmask = x < NX")
         results = _emit_combine(w, spec, params, "x", "xmask", "SPLIT", "BLOCK_S", "")
         out_names = {id(out): f"o{k}" for k, out in enumerate(outputs)}
-        _emit_output_stores(w, spec, params, results, "x", "xmask",
-                            lambda tv: out_names[id(tv)])
+        _emit_output_stores(w, spec, params, results, "x", "xmask", lambda tv: out_names[id(tv)])
     return HEADER + prelude() + "\n\n" + w.text(), args
 
 
-def _emit_combine(w: Writer, spec, params: ReductionParams, x: str, xmask: str, n_split: str,
-                  block_s: str, cache: str) -> list[str]:
+def _emit_combine(
+    w: Writer,
+    spec,
+    params: ReductionParams,
+    x: str,
+    xmask: str,
+    n_split: str,
+    block_s: str,
+    cache: str,
+) -> list[str]:
     """Combine the partials of columns ``x`` ([1, BLOCK_X]) over the splits, in split order,
     ``block_s`` at a time, for every reduction of the kernel. Returns the names of the
     combined results, reduction after reduction. With ``index64`` the split index is
     64-bit too, so no partial's offset ``s * NX`` is a 32-bit product."""
     load_opts = f", cache_modifier='{cache}'" if cache else ""
     reds = spec.reductions
-    online = spec.online                        # softmax's id(sum) -> max
+    online = spec.online  # softmax's id(sum) -> max
     paired = {id(mx): sid for sid, mx in online.items()}
     at = {id(r): i for i, r in enumerate(reds)}
-    ws_of = [sum(n_results(r) for r in reds[:i]) for i in range(len(reds))]   # first ws
+    ws_of = [sum(n_results(r) for r in reds[:i]) for i in range(len(reds))]  # first ws
     names: list[list[str]] = []
     for i, red in enumerate(spec.reductions):
         op = red.op.name
@@ -130,23 +143,28 @@ def _emit_combine(w: Writer, spec, params: ReductionParams, x: str, xmask: str, 
             acc_t = accumulator_dtype(red)
             k = ws_of[i]
             if id(red) in online:
-                continue                   # combined with its max
+                continue  # combined with its max
             if id(red) in paired:
                 j = at[paired[id(red)]]
-                _emit_online_combine(w, fin[0], names[j][0], f"ws{k}", f"ws{ws_of[j]}", x,
-                                     load_opts)
+                _emit_online_combine(
+                    w, fin[0], names[j][0], f"ws{k}", f"ws{ws_of[j]}", x, load_opts
+                )
                 continue
-            if n_results(red) > 1:          # each part's partials, combined together
+            if n_results(red) > 1:  # each part's partials, combined together
                 parts = reduction_row(red).parts
                 for j, part in enumerate(parts):
-                    w.line(f"p_{part} = tl.load(ws{k + j} + s * NX + {x}, mask=pmask, "
-                           f"other=0.0{load_opts})")
+                    w.line(
+                        f"p_{part} = tl.load(ws{k + j} + s * NX + {x}, mask=pmask, "
+                        f"other=0.0{load_opts})"
+                    )
                 c, p = (", ".join(f"{pre}_{part}" for part in parts) for pre in ("c", "p"))
                 w.line(f"{c} = tl.reduce(({p}), 0, {COMBINE[op]}, keep_dims=True)")
                 w.line(f"{', '.join(fin)} = {COMBINE[op]}({', '.join(fin)}, {c})")
             else:
-                w.line(f"part = tl.load(ws{k} + s * NX + {x}, mask=pmask, "
-                       f"other={identity(op, acc_t)}{load_opts})")
+                w.line(
+                    f"part = tl.load(ws{k} + s * NX + {x}, mask=pmask, "
+                    f"other={identity(op, acc_t)}{load_opts})"
+                )
                 w.line(reduce_line("chunk", "part", op, 0, is_floating(acc_t)))
                 w.line(f"{fin[0]} = {COMBINE[op]}({fin[0]}, chunk)")
     for sid, mx in online.items():
@@ -156,35 +174,41 @@ def _emit_combine(w: Writer, spec, params: ReductionParams, x: str, xmask: str, 
     return [n for fin in names for n in fin]
 
 
-def _emit_online_combine(w: Writer, f_max: str, f_sum: str, ws_max: str, ws_sum: str, x: str,
-                         load_opts: str) -> None:
+def _emit_online_combine(
+    w: Writer, f_max: str, f_sum: str, ws_max: str, ws_sum: str, x: str, load_opts: str
+) -> None:
     """Softmax's partial (max, sum) pairs of ``BLOCK_S`` splits into the running pair:
     ``M = max(M, max_k m_k)``, ``S = S * exp(M_old - M) + sum_k s_k * exp(m_k - M)``; a
     split or running max of -inf adds 0 (never exp(-inf - -inf)); a NaN max makes both
     NaN."""
     exp = REGISTRY["exp"].triton
-    w.line(f"p_max = tl.load({ws_max} + s * NX + {x}, mask=pmask, other=float('-inf')"
-           f"{load_opts})")
+    w.line(f"p_max = tl.load({ws_max} + s * NX + {x}, mask=pmask, other=float('-inf'){load_opts})")
     w.line(f"p_sum = tl.load({ws_sum} + s * NX + {x}, mask=pmask, other=0.0{load_opts})")
     w.line(reduce_line("c_max", "p_max", "max", 0))
     w.line(f"n_max = {COMBINE['max']}({f_max}, c_max)")
     w.line(f"c_terms = tl.where(p_max == float('-inf'), 0.0, p_sum * {exp('p_max - n_max')})")
-    w.line(f"{f_sum} = tl.where({f_max} == float('-inf'), 0.0, "
-           f"{f_sum} * {exp(f'{f_max} - n_max')}) + tl.sum(c_terms, 0, keep_dims=True)")
+    w.line(
+        f"{f_sum} = tl.where({f_max} == float('-inf'), 0.0, "
+        f"{f_sum} * {exp(f'{f_max} - n_max')}) + tl.sum(c_terms, 0, keep_dims=True)"
+    )
     w.line(f"{f_max} = n_max")
 
 
-def _emit_output_stores(w: Writer, spec, params: ReductionParams, results: list[str], x: str,
-                        xmask: str, out_ptr) -> None:
+def _emit_output_stores(
+    w: Writer, spec, params: ReductionParams, results: list[str], x: str, xmask: str, out_ptr
+) -> None:
     """Store ``results`` (columns ``x``) through each output's own strides."""
     xg = params.x_groups
     idx = dict(zip(xg, decompose(w, x, [f"n{k}" for k in xg], "fg"))) if xg else {}
     for k, out in enumerate(o for e in spec.reductions for o in e.outputs):
         a = spec.n_loads + k
-        terms = [(idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
-                 for g in xg if not params.zero_strides[a][g]]
+        terms = [
+            (idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
+            for g in xg
+            if not params.zero_strides[a][g]
+        ]
         off = offset_expr(terms, f"{x} * 0")
-        smask = one_write_per_element(w, xmask, [idx[g] for g in xg
-                                                  if params.zero_strides[a][g]])
-        w.line(f"tl.store({out_ptr(out)} + {off}, {storage_cast(results[k], out.dtype)}, "
-               f"mask={smask})")
+        smask = one_write_per_element(w, xmask, [idx[g] for g in xg if params.zero_strides[a][g]])
+        w.line(
+            f"tl.store({out_ptr(out)} + {off}, {storage_cast(results[k], out.dtype)}, mask={smask})"
+        )

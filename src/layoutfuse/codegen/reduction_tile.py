@@ -46,10 +46,10 @@ def tiled_groups(params: ReductionParams) -> set[int]:
 
 def emit_program_indices(w: Writer, params: ReductionParams) -> dict[int, str]:
     """``pid``, ``pid_s`` (the split) and ``xmask``; returns each kept group's index."""
-    w.line("pid = tl.program_id(0).to(tl.int64)" if params.index64 else
-           "pid = tl.program_id(0)")
-    w.line("pid_s = tl.program_id(1).to(tl.int64)" if params.index64 else
-           "pid_s = tl.program_id(1)")
+    w.line("pid = tl.program_id(0).to(tl.int64)" if params.index64 else "pid = tl.program_id(0)")
+    w.line(
+        "pid_s = tl.program_id(1).to(tl.int64)" if params.index64 else "pid_s = tl.program_id(1)"
+    )
     if params.template == "inner":
         return _inner_indices(w, params.x_groups)
     if params.y_group is not None:

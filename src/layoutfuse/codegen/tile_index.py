@@ -8,8 +8,9 @@ from ..schedulers.problem import is_affine
 from .indexing import decompose, offset_expr, one_write_per_element
 
 
-def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | None], dict,
-                                                             list[str]]:
+def emit_indexing(
+    w, params: PointwiseParams, spec
+) -> tuple[str, list[str | None], dict, list[str]]:
     """Lines that compute the tile's mask and the offsets of the affine accesses.
 
     Returns (mask, offsets, group indices, load masks); an offset is None for an access
@@ -41,13 +42,21 @@ def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | Non
         w.line("rest = rest // NUM_PY")
     idx: dict[int, str] = {}
     if params.n_groups:
-        axis_masks = [w.assign("mask_x", tile_axis(
-            w, params, "x", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]", idx))]
+        axis_masks = [
+            w.assign(
+                "mask_x",
+                tile_axis(w, params, "x", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]", idx),
+            )
+        ]
     else:
         axis_masks = ["(tl.arange(0, BLOCK_X)[None, :] < 1)"]
     if params.gy is not None:
-        axis_masks.append(w.assign("mask_y", tile_axis(
-            w, params, "y", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]", idx)))
+        axis_masks.append(
+            w.assign(
+                "mask_y",
+                tile_axis(w, params, "y", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]", idx),
+            )
+        )
     others = [k for k in range(params.n_groups) if k not in idx]
     if others:
         parts = decompose(w, "rest", [f"n{k}" for k in others], "iz")
@@ -67,9 +76,13 @@ def emit_indexing(w, params: PointwiseParams, spec) -> tuple[str, list[str | Non
         off = offset_expr(terms, TILE_ZEROS)
         if terms and not (all(covered) if access.store else any(covered)):
             off = f"{off} + {TILE_ZEROS}"
-        elif (not access.store and terms and len(covered) == len(axis_masks) == 2
-              and covered.count(True) == 1):
-            load_masks[a] = axis_masks[covered.index(True)]      # one axis: its shape
+        elif (
+            not access.store
+            and terms
+            and len(covered) == len(axis_masks) == 2
+            and covered.count(True) == 1
+        ):
+            load_masks[a] = axis_masks[covered.index(True)]  # one axis: its shape
         offsets.append(w.assign("off", off))
     return mask, offsets, idx, load_masks
 
@@ -80,8 +93,11 @@ TILE_ZEROS = "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)"
 def tile_axis(w, params: PointwiseParams, axis: str, index: str, idx: dict[int, str]) -> str:
     """Lines for the group indices of tile axis ``axis`` ("x" or "y") from its flat
     ``index``, into ``idx``; returns the axis's mask."""
-    inner, outer, split = (params.gx, params.gx2, params.split_x) if axis == "x" else \
-        (params.gy, params.gy2, params.split_y)
+    inner, outer, split = (
+        (params.gx, params.gx2, params.split_x)
+        if axis == "x"
+        else (params.gy, params.gy2, params.split_y)
+    )
     flat = w.assign(f"i{axis}", index)
     if outer is None:
         idx[inner] = flat
@@ -91,8 +107,15 @@ def tile_axis(w, params: PointwiseParams, axis: str, index: str, idx: dict[int, 
     return f"({idx[inner]} < n{inner}) & ({idx[outer]} < n{outer})"
 
 
-def store_mask(w, params: PointwiseParams, access: int, mask: str, idx: dict[int, str],
-               guard: str | None = None) -> str:
+def store_mask(
+    w,
+    params: PointwiseParams,
+    access: int,
+    mask: str,
+    idx: dict[int, str],
+    guard: str | None = None,
+) -> str:
     """The tile's mask for a store, writing index 0 only along its stride-0 groups."""
-    return one_write_per_element(w, mask, [idx[k] for k in range(params.n_groups)
-                                           if params.zero_strides[access][k]], guard)
+    return one_write_per_element(
+        w, mask, [idx[k] for k in range(params.n_groups) if params.zero_strides[access][k]], guard
+    )

@@ -15,7 +15,7 @@ from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
 from ..ir import Expr, OpKind, Scalar, TensorView
 from .writer import Writer, tl_compute
 
-SCALAR = object()   # marks a scalar operand's dtype in ``_pointwise``
+SCALAR = object()  # marks a scalar operand's dtype in ``_pointwise``
 
 # Integer forms that differ from the float emission in the op rows.
 _INTEGER_FORMS = {
@@ -54,8 +54,15 @@ class ValueEmitter:
     linear index expression of a creation op's own coordinate.
     """
 
-    def __init__(self, writer: Writer, load: Callable, scalar: Callable[[Scalar], str],
-                 coordinate: Callable, tile_zeros: str, special: dict[int, str] | None = None):
+    def __init__(
+        self,
+        writer: Writer,
+        load: Callable,
+        scalar: Callable[[Scalar], str],
+        coordinate: Callable,
+        tile_zeros: str,
+        special: dict[int, str] | None = None,
+    ):
         self.w = writer
         self.load = load
         self.scalar = scalar
@@ -109,19 +116,23 @@ class ValueEmitter:
         name = e.op.name
         # scalar operands (kernel arguments or literals) are made 0-d tensors of the
         # compute dtype, so libdevice and integer helpers see one dtype
-        operand_dtypes = [compute_dtype(v.dtype) if isinstance(v, TensorView) else SCALAR
-                          for v in e.inputs]
+        operand_dtypes = [
+            compute_dtype(v.dtype) if isinstance(v, TensorView) else SCALAR for v in e.inputs
+        ]
         if name in ("where",):
             args = [args[0]] + [self._as(a, out_c, d) for a, d in zip(args[1:], operand_dtypes[1:])]
         elif out_c is not DataType.Bool and name not in ("bitwise_not",):
             args = [self._as(a, out_c, d) for a, d in zip(args, operand_dtypes)]
         elif name in ("eq", "ne", "lt", "le", "gt", "ge") and len(args) == 2:
-            common = compute_dtype(promote([v.dtype for v in e.inputs if isinstance(v, TensorView)],
-                                           [v.dtype for v in e.inputs
-                                            if not isinstance(v, TensorView)]))
+            common = compute_dtype(
+                promote(
+                    [v.dtype for v in e.inputs if isinstance(v, TensorView)],
+                    [v.dtype for v in e.inputs if not isinstance(v, TensorView)],
+                )
+            )
             args = [self._as(a, common, d) for a, d in zip(args, operand_dtypes)]
         if name == "sign" and is_boolean(out_c):
-            expr = args[0]                   # sign of a Bool is itself (torch.sign)
+            expr = args[0]  # sign of a Bool is itself (torch.sign)
         elif name == "add" and is_boolean(out_c):
             # torch adds Bools as a logical or; int1 addition wraps (True + True == False
             # on the GPU, where the interpreter's numpy bools saturate)

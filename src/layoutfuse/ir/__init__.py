@@ -7,7 +7,20 @@ from .opdef import REGISTRY, OpDef, OpKind
 from .values import Scalar, TensorView, Val, Vector
 
 __all__ = [
-    "REGISTRY", "AllocationDomain", "Expr", "Fusion", "FusionGuard", "IterDomain", "IterType",
-    "OpDef", "OpKind", "OutputSpec", "Scalar", "TensorView", "Val", "Vector", "current_fusion",
+    "REGISTRY",
+    "AllocationDomain",
+    "Expr",
+    "Fusion",
+    "FusionGuard",
+    "IterDomain",
+    "IterType",
+    "OpDef",
+    "OpKind",
+    "OutputSpec",
+    "Scalar",
+    "TensorView",
+    "Val",
+    "Vector",
+    "current_fusion",
     "ops",
 ]

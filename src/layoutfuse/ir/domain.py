@@ -28,8 +28,9 @@ class IterType(enum.Enum):
 class IterDomain:
     __slots__ = ("extent", "iter_type", "expanded", "uid")
 
-    def __init__(self, extent: int | None, iter_type: IterType = IterType.ITERATION,
-                 expanded: bool = False):
+    def __init__(
+        self, extent: int | None, iter_type: IterType = IterType.ITERATION, expanded: bool = False
+    ):
         if extent is not None and extent < 0:
             raise ValueError(f"extent must be >= 0, got {extent}")
         if expanded and iter_type is not IterType.BROADCAST:

@@ -67,7 +67,9 @@ class Fusion:
 
     def add_input(self, v: Val) -> None:
         if v.definition is not None:
-            raise DefinitionError(f"{v!r} is computed by {v.definition.op.name}; it cannot be an input")
+            raise DefinitionError(
+                f"{v!r} is computed by {v.definition.op.name}; it cannot be an input"
+            )
         if v in self.inputs:
             raise DefinitionError(f"{v!r} is already an input")
         self.inputs.append(v)
@@ -121,7 +123,9 @@ _local = threading.local()
 def current_fusion() -> Fusion:
     f: Fusion | None = getattr(_local, "fusion", None)
     if f is None:
-        raise DefinitionError("no active fusion: use `with FusionGuard(fusion):` or FusionDefinition")
+        raise DefinitionError(
+            "no active fusion: use `with FusionGuard(fusion):` or FusionDefinition"
+        )
     return f
 
 
@@ -141,5 +145,14 @@ class FusionGuard:
         _local.fusion = self._prev
 
 
-__all__ = ["Expr", "Fusion", "FusionGuard", "OutputSpec", "current_fusion", "Scalar", "TensorView",
-           "Val", "Vector"]
+__all__ = [
+    "Expr",
+    "Fusion",
+    "FusionGuard",
+    "OutputSpec",
+    "current_fusion",
+    "Scalar",
+    "TensorView",
+    "Val",
+    "Vector",
+]

@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
 class OpKind(enum.Enum):
     POINTWISE = "pointwise"
-    REDUCTION = "reduction"      # sum, max, min, prod
-    WELFORD = "welford"          # var, var_mean, welford: (mean, m2, n) statistics
-    SHAPE = "shape"              # permute, reshape, broadcast, squeeze, expand, set
-    CREATION = "creation"        # full, iota
-    SCALAR = "scalar"            # scalar arithmetic and size queries, evaluated on the host
+    REDUCTION = "reduction"  # sum, max, min, prod
+    WELFORD = "welford"  # var, var_mean, welford: (mean, m2, n) statistics
+    SHAPE = "shape"  # permute, reshape, broadcast, squeeze, expand, set
+    CREATION = "creation"  # full, iota
+    SCALAR = "scalar"  # scalar arithmetic and size queries, evaluated on the host
 
 
 class IndexAlgebra(Protocol):

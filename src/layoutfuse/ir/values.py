@@ -96,8 +96,9 @@ class TensorView(Val):
         return tuple(d.extent for d in self.shape_domain)
 
     # --- layout ----------------------------------------------------------------
-    def set_allocation_domain(self, ids: Sequence[IterDomain],
-                              contiguity: bool | Sequence[bool | None] = True) -> None:
+    def set_allocation_domain(
+        self, ids: Sequence[IterDomain], contiguity: bool | Sequence[bool | None] = True
+    ) -> None:
         """Declare the memory order (outermost first) and contiguity of this tensor.
 
         ``ids`` must be a permutation of ``self.logical`` (reduction axes may be
@@ -119,9 +120,7 @@ class TensorView(Val):
             )
         ids = ids + missing
         if isinstance(contiguity, bool):
-            contig = tuple(
-                None if (d.is_broadcast or d.is_reduction) else contiguity for d in ids
-            )
+            contig = tuple(None if (d.is_broadcast or d.is_reduction) else contiguity for d in ids)
         else:
             contig = self._contiguity_list(contiguity) + (None,) * len(missing)
             if len(contig) != len(ids):
@@ -135,26 +134,34 @@ class TensorView(Val):
         """The ids argument of ``set_allocation_domain``: a list of this tensor's axes."""
         where = f"set_allocation_domain on T{self.index}"
         if not isinstance(ids, list | tuple):
-            raise ArgumentTypeError(f"{where}: ids must be a list of IterDomains (tv.axis(i)), "
-                                    f"got {describe(ids)}")
+            raise ArgumentTypeError(
+                f"{where}: ids must be a list of IterDomains (tv.axis(i)), got {describe(ids)}"
+            )
         for k, d in enumerate(ids):
             if not isinstance(d, IterDomain):
-                hint = (f"; pass the axes, [tv.axis({d}), ...], not their positions"
-                        if isinstance(d, int) and not isinstance(d, bool) else "")
-                raise ArgumentTypeError(f"{where}: ids[{k}] must be an IterDomain (tv.axis(i)), "
-                                        f"got {describe(d)}{hint}")
+                hint = (
+                    f"; pass the axes, [tv.axis({d}), ...], not their positions"
+                    if isinstance(d, int) and not isinstance(d, bool)
+                    else ""
+                )
+                raise ArgumentTypeError(
+                    f"{where}: ids[{k}] must be an IterDomain (tv.axis(i)), got {describe(d)}{hint}"
+                )
         return list(ids)
 
     def _contiguity_list(self, contiguity: object) -> tuple[bool | None, ...]:
         """The contiguity argument of ``set_allocation_domain`` when it is not one bool."""
         where = f"set_allocation_domain on T{self.index}"
         if not isinstance(contiguity, list | tuple):
-            raise ArgumentTypeError(f"{where}: contiguity must be a bool or a list of bools and "
-                                    f"Nones (in allocation order), got {describe(contiguity)}")
+            raise ArgumentTypeError(
+                f"{where}: contiguity must be a bool or a list of bools and "
+                f"Nones (in allocation order), got {describe(contiguity)}"
+            )
         for k, c in enumerate(contiguity):
             if c is not None and not isinstance(c, bool):
-                raise ArgumentTypeError(f"{where}: contiguity[{k}] must be a bool or None, got "
-                                        f"{describe(c)}")
+                raise ArgumentTypeError(
+                    f"{where}: contiguity[{k}] must be a bool or None, got {describe(c)}"
+                )
         return tuple(contiguity)
 
     @property
@@ -176,7 +183,8 @@ class TensorView(Val):
         if self.allocation is None:
             return tuple(None if d.is_broadcast else True for d in self.shape_domain)
         return tuple(
-            c for d, c in zip(self.allocation.order, self.allocation.contiguity)
+            c
+            for d, c in zip(self.allocation.order, self.allocation.contiguity)
             if not d.is_reduction
         )
 

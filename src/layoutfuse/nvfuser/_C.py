@@ -14,6 +14,13 @@ from ..frontend.nvfuser import (
 _FusionDefinition = FusionDefinition
 
 __all__ = [
-    "DataType", "FusionCache", "FusionDefinition", "Scalar", "Tensor", "Vector",
-    "_FusionDefinition", "compute_contiguity", "compute_tensor_descriptor",
+    "DataType",
+    "FusionCache",
+    "FusionDefinition",
+    "Scalar",
+    "Tensor",
+    "Vector",
+    "_FusionDefinition",
+    "compute_contiguity",
+    "compute_tensor_descriptor",
 ]

@@ -41,8 +41,20 @@ class CommunicatorBackend(enum.Enum):
 
 
 __all__ = [
-    "CommunicatorBackend", "DataType", "FusionCache", "FusionDefinition", "Scalar", "Tensor",
-    "Vector", "Version", "_C", "clone", "compute_contiguity", "compute_tensor_descriptor",
-    "disable_automatic_serialization", "enable_automatic_serialization", "pytorch_utils",
+    "CommunicatorBackend",
+    "DataType",
+    "FusionCache",
+    "FusionDefinition",
+    "Scalar",
+    "Tensor",
+    "Vector",
+    "Version",
+    "_C",
+    "clone",
+    "compute_contiguity",
+    "compute_tensor_descriptor",
+    "disable_automatic_serialization",
+    "enable_automatic_serialization",
+    "pytorch_utils",
     "version",
 ]

@@ -7,7 +7,9 @@ import torch
 from ..dtypes import DataType, from_torch
 
 _PYTHON_TYPES = {
-    bool: DataType.Bool, int: DataType.Int, float: DataType.Double,
+    bool: DataType.Bool,
+    int: DataType.Int,
+    float: DataType.Double,
     complex: DataType.ComplexDouble,
 }
 

@@ -72,13 +72,17 @@ class OutputLayoutPass:
                 continue
             if spec.alias_input is not None:
                 if tv.allocation is not None:
-                    raise DefinitionError(f"output {pos} (T{tv.index}) aliases an input and also "
-                                          f"pins its layout; an alias takes the input's layout")
+                    raise DefinitionError(
+                        f"output {pos} (T{tv.index}) aliases an input and also "
+                        f"pins its layout; an alias takes the input's layout"
+                    )
                 src = spec.alias_input
-                order = src.allocation_order if isinstance(src, TensorView) and \
-                    src.ndim == tv.ndim else tuple(range(tv.ndim))
-                layouts[pos] = OutputLayout("alias", order,
-                                            alias_input=fusion.inputs.index(src))
+                order = (
+                    src.allocation_order
+                    if isinstance(src, TensorView) and src.ndim == tv.ndim
+                    else tuple(range(tv.ndim))
+                )
+                layouts[pos] = OutputLayout("alias", order, alias_input=fusion.inputs.index(src))
             elif tv.allocation is not None and tv not in fusion.inputs:
                 layouts[pos] = OutputLayout("pinned", tv.allocation_order)
             else:
@@ -112,7 +116,7 @@ def infer_layout(fusion: Fusion, tv: TensorView) -> tuple[str, tuple[int, ...]]:
     best = max(score.values())
     orders = {_map_order(fusion, r, tv) for r in refs if score[id(r)] == best}
     if len(orders) != 1:
-        return row_major                # tied references disagree: propagate nothing
+        return row_major  # tied references disagree: propagate nothing
     order = orders.pop()
     return ("inferred", order) if order is not None else row_major
 
@@ -232,8 +236,11 @@ def _reshape_pairs(expr: Expr) -> list[tuple[IterDomain, IterDomain]]:
     src, dst = x.shape_domain, out.shape_domain
     groups = expr.attrs.get("groups")
     if groups:
-        return [(src[g_in[0]], dst[g_out[0]]) for g_in, g_out in groups
-                if len(g_in) == 1 and len(g_out) == 1]
+        return [
+            (src[g_in[0]], dst[g_out[0]])
+            for g_in, g_out in groups
+            if len(g_in) == 1 and len(g_out) == 1
+        ]
     shape = expr.inputs[1:]
     ins = [i for i, d in enumerate(src) if d.extent != 1]
     outs = [j for j, s in enumerate(shape) if static_value(s) != 1]
@@ -252,5 +259,13 @@ def _same_extent(x: TensorView, i: int, s: Scalar) -> bool:
     return v is not None and v == x.shape_domain[i].extent
 
 
-__all__ = ["KINDS", "OutputLayout", "OutputLayoutPass", "id_pairs", "infer_layout",
-           "map_reference_dims", "tensor_input_dependencies", "view_source"]
+__all__ = [
+    "KINDS",
+    "OutputLayout",
+    "OutputLayoutPass",
+    "id_pairs",
+    "infer_layout",
+    "map_reference_dims",
+    "tensor_input_dependencies",
+    "view_source",
+]

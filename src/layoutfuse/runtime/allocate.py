@@ -18,8 +18,9 @@ from ..ir import Expr, Fusion, TensorView, Val
 from .validate import Bindings
 
 
-def dense_strides(shape: Sequence[int], order: Sequence[int],
-                  expanded: Sequence[int] = ()) -> tuple[int, ...]:
+def dense_strides(
+    shape: Sequence[int], order: Sequence[int], expanded: Sequence[int] = ()
+) -> tuple[int, ...]:
     """Strides of a dense tensor of ``shape`` whose dims lie in memory in ``order``.
 
     ``order`` lists dims outermost first; ``expanded`` dims get stride 0.
@@ -39,8 +40,13 @@ def dense_strides(shape: Sequence[int], order: Sequence[int],
     return tuple(strides)
 
 
-def allocate_dense(shape: Sequence[int], order: Sequence[int], dtype: torch.dtype,
-                   device: torch.device, expanded: Sequence[int] = ()) -> torch.Tensor:
+def allocate_dense(
+    shape: Sequence[int],
+    order: Sequence[int],
+    dtype: torch.dtype,
+    device: torch.device,
+    expanded: Sequence[int] = (),
+) -> torch.Tensor:
     """An uninitialized tensor, dense in ``order``; ``expanded`` dims are stride-0 views.
 
     Write into it through :func:`writable`, which drops the expanded dims.
@@ -71,8 +77,7 @@ def writable_source(dst: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
 def allocate_output(tv: TensorView, order: Sequence[int], bindings: Bindings) -> torch.Tensor:
     """The buffer for output ``tv``: dense in ``order``, its expanded broadcast dims stride 0."""
     expanded = [i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and d.expanded]
-    return allocate_dense(bindings.shape(tv), order, to_torch(tv.dtype), bindings.device,
-                          expanded)
+    return allocate_dense(bindings.shape(tv), order, to_torch(tv.dtype), bindings.device, expanded)
 
 
 # --- views of inputs --------------------------------------------------------------------------
@@ -87,8 +92,7 @@ def view_chain(fusion: Fusion, tv: TensorView, source: TensorView) -> list[Expr]
     return chain[::-1]
 
 
-def make_view(chain: Sequence[Expr], base: torch.Tensor, bindings: Bindings
-              ) -> torch.Tensor | None:
+def make_view(chain: Sequence[Expr], base: torch.Tensor, bindings: Bindings) -> torch.Tensor | None:
     """``base`` through the view ops of ``chain``, or None where one is not a view.
 
     Only ops that never copy are used (``permute``, ``view``, ``unsqueeze``,
@@ -123,5 +127,12 @@ def make_view(chain: Sequence[Expr], base: torch.Tensor, bindings: Bindings
     return t
 
 
-__all__ = ["allocate_dense", "allocate_output", "dense_strides", "make_view", "view_chain",
-           "writable", "writable_source"]
+__all__ = [
+    "allocate_dense",
+    "allocate_output",
+    "dense_strides",
+    "make_view",
+    "view_chain",
+    "writable",
+    "writable_source",
+]

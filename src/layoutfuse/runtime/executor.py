@@ -50,7 +50,7 @@ class FusionExecutor:
             raise ValueError(f"FusionExecutor: compute must be one of {COMPUTE}, got {compute!r}")
         self.fusion = fusion
         self.compute = compute
-        self.heuristics: Heuristics | None = None     # see ``configure``
+        self.heuristics: Heuristics | None = None  # see ``configure``
         self.target: DeviceInfo | None = None
         self.tuning: Tuning = DEFAULT
         self.last_run: RunRecord | None = None
@@ -59,7 +59,7 @@ class FusionExecutor:
         self._compiled_outputs: list[int] = []
         self._lock = threading.Lock()
         self._plans: dict[tuple, LaunchPlan] = {}
-        self.planned_runs = 0       # runs that validated and planned (the others replayed)
+        self.planned_runs = 0  # runs that validated and planned (the others replayed)
 
     # --- public ------------------------------------------------------------------------------
     def run(self, inputs: Sequence[Any], device=None, profile: bool = False) -> list[Any]:
@@ -70,7 +70,7 @@ class FusionExecutor:
         (no replay) and time every launch (``last_run.launches[i].time_ms``).
         """
         key = signature(inputs, device)
-        plan = None if profile else self._plans.get(key)   # unkeyable inputs (None): none
+        plan = None if profile else self._plans.get(key)  # unkeyable inputs (None): none
         if plan is not None:
             return plan.replay(inputs)
         return self._plan_and_run(list(inputs), device, key, profile)
@@ -90,8 +90,13 @@ class FusionExecutor:
         self.last_run = record.detached()
         return record
 
-    def configure(self, *, heuristics: Heuristics | None = None,
-                  target: DeviceInfo | None = None, tuning: Tuning | None = None) -> None:
+    def configure(
+        self,
+        *,
+        heuristics: Heuristics | None = None,
+        target: DeviceInfo | None = None,
+        tuning: Tuning | None = None,
+    ) -> None:
         """Plan later runs with ``heuristics`` (scheduler, problem, device, the scheduler's
         tuning -> params; None: each scheduler's own) and the schedulers' knobs ``tuning``
         (None: ``schedulers.tuning.DEFAULT``) for the device ``target`` describes (None: the
@@ -119,8 +124,9 @@ class FusionExecutor:
         return "\n\n".join(self.last_run.code)
 
     # --- the first run of a signature --------------------------------------------------------
-    def _plan_and_run(self, inputs: list[Any], device, key: tuple | None,
-                      profile: bool = False) -> list[Any]:
+    def _plan_and_run(
+        self, inputs: list[Any], device, key: tuple | None, profile: bool = False
+    ) -> list[Any]:
         """Validate, lay out, run the kernels, and record a plan for ``key``'s later calls."""
         self.planned_runs += 1
         bindings = validate_inputs(self.fusion, inputs, device)
@@ -130,20 +136,27 @@ class FusionExecutor:
             record, replayable = None, False
         else:
             record, replayable = self._run_kernels(bindings, inputs, outputs, profile=profile)
-        result = [outputs[pos] for pos, spec in enumerate(self.fusion.outputs)
-                  if spec.alias_input is None]
+        result = [
+            outputs[pos] for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
+        ]
         if key is not None and replayable and len(self._plans) < 64:
             kept = self._compiled.kept_tensors() if self._compiled is not None else frozenset()
             plan = build_plan(self.fusion, inputs, result, record.launches, kept)
             if plan is not None:
                 self._plans[key] = plan
         if record is not None:
-            self.last_run = record.detached()     # keeps no tensor of the call
+            self.last_run = record.detached()  # keeps no tensor of the call
         return result
 
     # --- generated kernels ---------------------------------------------------------------------
-    def _run_kernels(self, bindings: Bindings, inputs: list[Any], outputs: list[Any],
-                     launch: bool = True, profile: bool = False) -> tuple[RunRecord, bool]:
+    def _run_kernels(
+        self,
+        bindings: Bindings,
+        inputs: list[Any],
+        outputs: list[Any],
+        launch: bool = True,
+        profile: bool = False,
+    ) -> tuple[RunRecord, bool]:
         """Compute the outputs with generated kernels; the run's record, and whether a
         replay plan can reproduce it.
 
@@ -156,22 +169,25 @@ class FusionExecutor:
         computed into a temporary and copied into its input after every kernel ran (the
         kernels may still read that input).
         """
-        computed_tvs, tensors, late_copies = self._kernel_destinations(bindings, inputs,
-                                                                      outputs)
+        computed_tvs, tensors, late_copies = self._kernel_destinations(bindings, inputs, outputs)
         compiled = self._compiled_for(computed_tvs)
-        scalars = {id(v): bindings.scalars[v.index] for v in self.fusion.vals
-                   if isinstance(v, Scalar) and v.index in bindings.scalars}
-        record = compiled.run(tensors, bindings.extents, scalars, bindings.device, launch,
-                              profile)
+        scalars = {
+            id(v): bindings.scalars[v.index]
+            for v in self.fusion.vals
+            if isinstance(v, Scalar) and v.index in bindings.scalars
+        }
+        record = compiled.run(tensors, bindings.extents, scalars, bindings.device, launch, profile)
         if launch:
             for dst, src in late_copies:
                 writable(dst).copy_(writable_source(dst, src))
         replayable = not late_copies and len(computed_tvs) == sum(
-            isinstance(s.value, TensorView) and s.alias_input is None for s in self.fusion.outputs)
+            isinstance(s.value, TensorView) and s.alias_input is None for s in self.fusion.outputs
+        )
         return record, replayable
 
-    def _kernel_destinations(self, bindings: Bindings, inputs: list[Any], outputs: list[Any]
-                             ) -> tuple[list[TensorView], dict[int, Any], list[tuple]]:
+    def _kernel_destinations(
+        self, bindings: Bindings, inputs: list[Any], outputs: list[Any]
+    ) -> tuple[list[TensorView], dict[int, Any], list[tuple]]:
         """The outputs the kernels compute, every tensor by TensorView id (inputs and
         destinations), and the copies to make after the kernels (aliases, repeats)."""
         layouts = self.output_layouts()
@@ -185,8 +201,12 @@ class FusionExecutor:
                 outputs[pos] = torch.tensor(bindings.scalar(tv), dtype=to_torch(tv.dtype))
                 continue
             layout = layouts.get(pos)
-            if layout is not None and layout.kind == "view" and outputs[pos] is not None and \
-                    self._is_view_result(outputs[pos], inputs):
+            if (
+                layout is not None
+                and layout.kind == "view"
+                and outputs[pos] is not None
+                and self._is_view_result(outputs[pos], inputs)
+            ):
                 continue
             if id(tv) in tensors:
                 late_copies.append((outputs[pos], tensors[id(tv)]))
@@ -211,19 +231,22 @@ class FusionExecutor:
         ids = [id(t) for t in computed_tvs]
         with self._lock:
             if self._compiled is None or self._compiled_outputs != ids:
-                self._compiled = CompiledFusion(self.fusion, computed_tvs, self.heuristics,
-                                                self.target, tuning=self.tuning)
+                self._compiled = CompiledFusion(
+                    self.fusion, computed_tvs, self.heuristics, self.target, tuning=self.tuning
+                )
                 self._compiled_outputs = ids
             return self._compiled
 
     @staticmethod
     def _is_view_result(out, inputs) -> bool:
-        return any(isinstance(x, torch.Tensor) and out.untyped_storage().data_ptr() ==
-                   x.untyped_storage().data_ptr() for x in inputs)
+        return any(
+            isinstance(x, torch.Tensor)
+            and out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+            for x in inputs
+        )
 
     # --- destinations ----------------------------------------------------------------------------
-    def _destinations(self, bindings: Bindings, inputs: list[Any]
-                      ) -> tuple[list[Any], list[bool]]:
+    def _destinations(self, bindings: Bindings, inputs: list[Any]) -> tuple[list[Any], list[bool]]:
         """One destination per output, and whether it still has to be computed."""
         layouts = self.output_layouts()
         outputs: list[Any] = []
@@ -240,15 +263,16 @@ class FusionExecutor:
                 if tuple(dst.shape) != shape:
                     raise InputShapeError(
                         f"output {pos} (T{tv.index}) is written into input {layout.alias_input}"
-                        f" of shape {tuple(dst.shape)}, but has shape {shape}")
+                        f" of shape {tuple(dst.shape)}, but has shape {shape}"
+                    )
                 outputs.append(dst)
                 computed.append(True)
             elif layout.kind == "view":
                 src = self.fusion.inputs[layout.view_of]
-                view = make_view(view_chain(self.fusion, tv, src), inputs[layout.view_of],
-                                 bindings)
-                outputs.append(view if view is not None else
-                               allocate_output(tv, layout.order, bindings))
+                view = make_view(view_chain(self.fusion, tv, src), inputs[layout.view_of], bindings)
+                outputs.append(
+                    view if view is not None else allocate_output(tv, layout.order, bindings)
+                )
                 computed.append(view is None)
             else:
                 outputs.append(allocate_output(tv, layout.order, bindings))
@@ -256,13 +280,16 @@ class FusionExecutor:
         return outputs, computed
 
     # --- compute="reference" ---------------------------------------------------------------------
-    def _run_reference(self, bindings: Bindings, inputs: list[Any], outputs: list[Any],
-                       computed: list[bool]) -> None:
+    def _run_reference(
+        self, bindings: Bindings, inputs: list[Any], outputs: list[Any], computed: list[bool]
+    ) -> None:
         """Compute with ``layoutfuse.reference`` and copy into the destinations: copying
         (rather than returning the reference's tensors) keeps the output layouts exactly
         what a kernel gives."""
-        args = [bindings.scalars.get(v.index, x) if isinstance(v, Scalar) else x
-                for v, x in zip(self.fusion.inputs, inputs)]
+        args = [
+            bindings.scalars.get(v.index, x) if isinstance(v, Scalar) else x
+            for v, x in zip(self.fusion.inputs, inputs)
+        ]
         env = evaluate(self.fusion, args, bindings.device)
         aliased = []
         for pos, spec in enumerate(self.fusion.outputs):
@@ -273,9 +300,9 @@ class FusionExecutor:
                 aliased.append((outputs[pos], value))
             elif computed[pos]:
                 writable(outputs[pos]).copy_(writable_source(outputs[pos], value))
-        for dst, value in aliased:          # after every output has read the inputs
+        for dst, value in aliased:  # after every output has read the inputs
             if value.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
-                value = value.clone()       # e.g. a permute of the input written into it
+                value = value.clone()  # e.g. a permute of the input written into it
             dst.copy_(value)
 
 

@@ -24,8 +24,9 @@ from ..reference import evaluate_expr
 _MISSING = object()
 
 
-def propagate_extents(fusion: Fusion, extents: dict[int, int], scalars: dict[int, Any],
-                      origins: dict[int, str]) -> None:
+def propagate_extents(
+    fusion: Fusion, extents: dict[int, int], scalars: dict[int, Any], origins: dict[int, str]
+) -> None:
     """Fill ``extents`` (by IterDomain uid) and ``scalars`` (by Val index) for every expr.
 
     ``extents`` and ``origins`` must already hold the inputs' dims; ``origins``
@@ -40,8 +41,7 @@ def propagate_extents(fusion: Fusion, extents: dict[int, int], scalars: dict[int
 
 
 class _Propagator:
-    def __init__(self, extents: dict[int, int], scalars: dict[int, Any],
-                 origins: dict[int, str]):
+    def __init__(self, extents: dict[int, int], scalars: dict[int, Any], origins: dict[int, str]):
         self.ext = extents
         self.scalars = scalars
         self.origins = origins
@@ -56,8 +56,9 @@ class _Propagator:
             assert isinstance(s, Scalar)  # shape arguments are Scalars (ops.common.as_shape)
             v = self.value(s)
             if v is _MISSING:
-                raise UnsupportedError(f"{expr!r}: the shape argument {s!r} has no value known "
-                                       f"on the host")
+                raise UnsupportedError(
+                    f"{expr!r}: the shape argument {s!r} has no value known on the host"
+                )
             vals.append(int(v))
         return vals
 
@@ -69,7 +70,7 @@ class _Propagator:
             return
         args = [self.value(v) if isinstance(v, Scalar) else _MISSING for v in expr.inputs]
         if any(a is _MISSING for a in args):
-            return      # not computable on the host; only an error if a shape needs it
+            return  # not computable on the host; only an error if a shape needs it
         for o, r in zip(expr.outputs, evaluate_expr(expr, args, torch.device("cpu"))):
             self.scalars[o.index] = r
 
@@ -79,18 +80,21 @@ class _Propagator:
 
     def bind(self, expr: Expr, out: TensorView, d: IterDomain, value: int, origin: str) -> None:
         if value < 0:
-            raise InputShapeError(f"{expr!r}: negative extent {value} for T{out.index} "
-                                  f"(from {origin})")
+            raise InputShapeError(
+                f"{expr!r}: negative extent {value} for T{out.index} (from {origin})"
+            )
         if d.extent is not None and d.extent != value:
             dim = next(i for i, x in enumerate(out.logical) if x is d)
             raise InputShapeError(
                 f"{expr!r}: T{out.index} dim {dim} has the static extent {d.extent} in the "
-                f"fusion, but the inputs give {value} (from {origin})")
+                f"fusion, but the inputs give {value} (from {origin})"
+            )
         self.ext[d.uid] = value
         self.origins.setdefault(d.uid, origin)
 
-    def copy(self, expr: Expr, out: TensorView,
-             pairs: Iterable[tuple[IterDomain, IterDomain]]) -> None:
+    def copy(
+        self, expr: Expr, out: TensorView, pairs: Iterable[tuple[IterDomain, IterDomain]]
+    ) -> None:
         for src, dst in pairs:
             self.bind(expr, out, dst, self.ext[src.uid], self.origin(src))
 
@@ -115,8 +119,9 @@ class _Propagator:
             x = expr.inputs[0]
             assert isinstance(x, TensorView)
             src = x.shape_domain
-            self.copy(expr, out, ((src[d], out.shape_domain[i])
-                                  for i, d in enumerate(expr.attrs["dims"])))
+            self.copy(
+                expr, out, ((src[d], out.shape_domain[i]) for i, d in enumerate(expr.attrs["dims"]))
+            )
         elif name == "squeeze":
             x, dims = expr.inputs[0], expr.attrs["dims"]
             assert isinstance(x, TensorView)
@@ -141,8 +146,10 @@ class _Propagator:
             assert isinstance(o, TensorView)
             for d in o.logical:
                 if d.extent is None:
-                    raise UnsupportedError(f"{expr!r}: no extent rule for op {expr.op.name!r} "
-                                           f"and T{o.index} has symbolic extents")
+                    raise UnsupportedError(
+                        f"{expr!r}: no extent rule for op {expr.op.name!r} "
+                        f"and T{o.index} has symbolic extents"
+                    )
                 self.bind(expr, o, d, d.extent, f"the static extents of {expr!r}")
 
     def pointwise(self, expr: Expr) -> None:
@@ -162,12 +169,15 @@ class _Propagator:
                 if self.ext[x.uid] != self.ext[first.uid]:
                     hint = ""
                     if 1 in (self.ext[x.uid], self.ext[first.uid]):
-                        hint = (" (a dim declared with a symbolic or non-1 extent is not a "
-                                "broadcast dim even when it is 1 at run time)")
+                        hint = (
+                            " (a dim declared with a symbolic or non-1 extent is not a "
+                            "broadcast dim even when it is 1 at run time)"
+                        )
                     raise InputShapeError(
                         f"{expr!r}: operands disagree on the extent of dim {i}: "
                         f"{self.origin(first)} is {self.ext[first.uid]}, "
-                        f"{self.origin(x)} is {self.ext[x.uid]}{hint}")
+                        f"{self.origin(x)} is {self.ext[x.uid]}{hint}"
+                    )
             self.bind(expr, out, d, self.ext[first.uid], self.origin(first))
 
     def broadcast_in_dim(self, expr: Expr) -> None:
@@ -191,7 +201,8 @@ class _Propagator:
                 raise InputShapeError(
                     f"{expr!r}: input dim {bdims.index(j)} ({self.origin(src)}) has extent "
                     f"{es} and cannot become {v} at output dim {j}; only broadcast dims of "
-                    f"extent 1 can be expanded")
+                    f"extent 1 can be expanded"
+                )
 
     def reshape(self, expr: Expr) -> None:
         x, out = expr.inputs[0], expr.outputs[0]
@@ -200,18 +211,22 @@ class _Propagator:
         in_shape = [self.ext[d.uid] for d in x.shape_domain]
         numel = math.prod(in_shape)
         if vals.count(-1) > 1 or any(v < -1 for v in vals):
-            raise InputShapeError(f"{expr!r}: invalid new shape {vals} (at most one -1, no "
-                                  f"other negative extents)")
+            raise InputShapeError(
+                f"{expr!r}: invalid new shape {vals} (at most one -1, no other negative extents)"
+            )
         if -1 in vals:
             rest = math.prod(v for v in vals if v != -1)
             if rest == 0 or numel % rest:
-                raise InputShapeError(f"{expr!r}: cannot infer -1 in {vals} for an input of "
-                                      f"shape {in_shape} ({numel} elements)")
+                raise InputShapeError(
+                    f"{expr!r}: cannot infer -1 in {vals} for an input of "
+                    f"shape {in_shape} ({numel} elements)"
+                )
             vals[vals.index(-1)] = numel // rest
         if math.prod(vals) != numel:
             raise InputShapeError(
                 f"{expr!r}: cannot reshape T{x.index} of shape {in_shape} ({numel} elements) "
-                f"into {vals} ({math.prod(vals)} elements)")
+                f"into {vals} ({math.prod(vals)} elements)"
+            )
         for d, v in zip(out.shape_domain, vals):
             self.bind(expr, out, d, v, f"the shape of {expr!r}")
 

@@ -59,7 +59,7 @@ class LaunchRecord:
     meta: dict[str, int] = field(hash=False)
     scalar_slots: tuple[tuple[int, Scalar], ...] = ()
     compiled: Any = None
-    time_ms: Any = None       # a profiled run: the launch's time (CUDA events, then ms)
+    time_ms: Any = None  # a profiled run: the launch's time (CUDA events, then ms)
 
     def detached(self) -> LaunchRecord:
         """The record without references to the call's tensors (each becomes a
@@ -69,13 +69,18 @@ class LaunchRecord:
 
     def constexpr_values(self) -> list[Any]:
         """The values of the JIT function's parameters after the runtime arguments."""
-        return [self.meta[n] for n in self.loaded.jit.arg_names[len(self.args):]]
+        return [self.meta[n] for n in self.loaded.jit.arg_names[len(self.args) :]]
 
 
-def argument_values(segment: KernelSpec, problem: Problem, params: Any,
-                    env: dict[int, torch.Tensor],
-                    extents: dict[int, int], scalars: list[Any],
-                    workspaces: dict[str, Any]) -> dict[str, Any]:
+def argument_values(
+    segment: KernelSpec,
+    problem: Problem,
+    params: Any,
+    env: dict[int, torch.Tensor],
+    extents: dict[int, int],
+    scalars: list[Any],
+    workspaces: dict[str, Any],
+) -> dict[str, Any]:
     """Every value a kernel of ``segment`` may name, by name (launch-time integers apart)."""
     values: dict[str, Any] = {f"p{i}": env[id(tv)] for i, tv in enumerate(segment.memory)}
     values.update(workspaces)
@@ -92,12 +97,14 @@ def argument_values(segment: KernelSpec, problem: Problem, params: Any,
     return values
 
 
-def bind(kernel: Kernel, spec: LaunchSpec, values: dict[str, Any],
-         segment: KernelSpec) -> tuple[tuple[Any, ...], tuple[tuple[int, Scalar], ...]]:
+def bind(
+    kernel: Kernel, spec: LaunchSpec, values: dict[str, Any], segment: KernelSpec
+) -> tuple[tuple[Any, ...], tuple[tuple[int, Scalar], ...]]:
     """The kernel's runtime arguments in declaration order, and where its scalars sit."""
     named = {**values, **dict(spec.values)}
     args = tuple(named[n] for n in kernel.arg_names)
     position = {n: i for i, n in enumerate(kernel.arg_names)}
-    slots = tuple((position[f"c{i}"], s) for i, s in enumerate(segment.scalars)
-                  if f"c{i}" in position)
+    slots = tuple(
+        (position[f"c{i}"], s) for i, s in enumerate(segment.scalars) if f"c{i}" in position
+    )
     return args, slots

@@ -56,8 +56,9 @@ part of the tuning: the scheduler's heuristics by default; the benchmarks' tuner
 another function (a variant of the params) through ``CompiledFusion``."""
 
 
-def default_heuristics(scheduler: Scheduler, problem: Problem, device: DeviceInfo,
-                       tuning: Any) -> Any:
+def default_heuristics(
+    scheduler: Scheduler, problem: Problem, device: DeviceInfo, tuning: Any
+) -> Any:
     return scheduler.heuristics(problem, device, tuning)
 
 
@@ -114,22 +115,34 @@ class _Call:
 class CompiledFusion:
     """A fusion's segments and loaded kernels, shared by every call."""
 
-    def __init__(self, fusion: Fusion, computed_outputs: list[TensorView],
-                 heuristics: Heuristics | None = None, target: DeviceInfo | None = None,
-                 schedulers: tuple[Scheduler, ...] = SCHEDULERS, tuning: Tuning = DEFAULT):
+    def __init__(
+        self,
+        fusion: Fusion,
+        computed_outputs: list[TensorView],
+        heuristics: Heuristics | None = None,
+        target: DeviceInfo | None = None,
+        schedulers: tuple[Scheduler, ...] = SCHEDULERS,
+        tuning: Tuning = DEFAULT,
+    ):
         self.fusion = fusion
         self.specs, self.intermediates = segment(fusion, computed_outputs)
-        self.heuristics = heuristics        # None: ``default_heuristics``
-        self.target = target                # None: the device the tensors are on
-        self.tuning = tuning                # every scheduler's knobs
+        self.heuristics = heuristics  # None: ``default_heuristics``
+        self.target = target  # None: the device the tensors are on
+        self.tuning = tuning  # every scheduler's knobs
         self.schedulers = schedulers
         self._lock = threading.Lock()
         self._kernels: dict[tuple, tuple[tuple[Kernel, Any], ...]] = {}
-        self._tickets: dict[tuple, torch.Tensor] = {}   # split counters, zero between launches
+        self._tickets: dict[tuple, torch.Tensor] = {}  # split counters, zero between launches
 
-    def run(self, tensors: dict[int, torch.Tensor], extents: dict[int, int],
-            scalars: dict[int, Any], device: torch.device, launch: bool = True,
-            profile: bool = False) -> RunRecord:
+    def run(
+        self,
+        tensors: dict[int, torch.Tensor],
+        extents: dict[int, int],
+        scalars: dict[int, Any],
+        device: torch.device,
+        launch: bool = True,
+        profile: bool = False,
+    ) -> RunRecord:
         """Run every segment on ``tensors`` (inputs and destinations by TensorView id);
         ``launch=False`` plans, emits and binds without launching (meta tensors too);
         ``profile``: each launch's time is measured (CUDA events on the GPU, the host's
@@ -160,12 +173,22 @@ class CompiledFusion:
         reason = spec.reason + why_split
         if scheduler.reason is not None:
             reason = f"{reason} ({scheduler.reason(problem, call.info, tuning)})"
-        call.record.segments.append(SegmentRun(spec, scheduler.name, params, problem,
-                                               tuple(k for k, _ in kernels), reason, rejected))
+        call.record.segments.append(
+            SegmentRun(
+                spec,
+                scheduler.name,
+                params,
+                problem,
+                tuple(k for k, _ in kernels),
+                reason,
+                rejected,
+            )
+        )
         self._launch_all(spec, scheduler, problem, params, kernels, call)
 
-    def _run_parts(self, spec: KernelSpec, call: _Call,
-                   rejected: tuple[tuple[str, str], ...]) -> None:
+    def _run_parts(
+        self, spec: KernelSpec, call: _Call, rejected: tuple[tuple[str, str], ...]
+    ) -> None:
         """No scheduler takes the segment whole: its finer plan, part by part."""
         if not spec.fallback:
             reasons = "; ".join(f"{name}: {why}" for name, why in rejected)
@@ -183,12 +206,14 @@ class CompiledFusion:
         for e in spec.reductions:
             for out, value in zip(e.outputs, empty_fill_values(e)):
                 call.env[id(out)].fill_(value)
-        call.record.segments.append(SegmentRun(spec, "empty", None, None, (),
-                                               f"{spec.reason} (an empty extent: no launch)"))
+        call.record.segments.append(
+            SegmentRun(spec, "empty", None, None, (), f"{spec.reason} (an empty extent: no launch)")
+        )
 
     # --- kernels -------------------------------------------------------------------------------
-    def _loaded(self, spec: KernelSpec, scheduler: Scheduler,
-                params: Any) -> tuple[tuple[Kernel, Any], ...]:
+    def _loaded(
+        self, spec: KernelSpec, scheduler: Scheduler, params: Any
+    ) -> tuple[tuple[Kernel, Any], ...]:
         """The segment's kernels for ``params`` and their loaded modules (emitted once)."""
         key = (id(spec), scheduler.name, params)
         found = self._kernels.get(key)
@@ -203,13 +228,23 @@ class CompiledFusion:
                         _dump(k)
         return found
 
-    def _launch_all(self, spec: KernelSpec, scheduler: Scheduler, problem: Problem,
-                    params: Any, kernels: tuple[tuple[Kernel, Any], ...], call: _Call) -> None:
-        workspaces = {w.name: self._workspace(spec, w, call) for w in
-                      scheduler.workspaces(spec, problem, params)}
+    def _launch_all(
+        self,
+        spec: KernelSpec,
+        scheduler: Scheduler,
+        problem: Problem,
+        params: Any,
+        kernels: tuple[tuple[Kernel, Any], ...],
+        call: _Call,
+    ) -> None:
+        workspaces = {
+            w.name: self._workspace(spec, w, call)
+            for w in scheduler.workspaces(spec, problem, params)
+        }
         scalar_values = [call.scalars[id(s)] for s in spec.scalars]
-        values = argument_values(spec, problem, params, call.env, call.extents, scalar_values,
-                                 workspaces)
+        values = argument_values(
+            spec, problem, params, call.env, call.extents, scalar_values, workspaces
+        )
         for launch_spec in scheduler.launches(spec, problem, params):
             kernel, loaded = kernels[launch_spec.kernel]
             args, slots = bind(kernel, launch_spec, values, spec)
@@ -217,10 +252,19 @@ class CompiledFusion:
             fn = loaded.for_device(call.device.type) if call.launch else None
             timer = _Timer(call.device) if call.profile and call.launch else None
             compiled = fn[launch_spec.grid](*args, **meta) if call.launch else None
-            call.record.launches.append(LaunchRecord(
-                kernel, loaded, fn, launch_spec.grid, args, meta, slots,
-                compiled if call.device.type == "cuda" else None,
-                timer.stop() if timer is not None else None))
+            call.record.launches.append(
+                LaunchRecord(
+                    kernel,
+                    loaded,
+                    fn,
+                    launch_spec.grid,
+                    args,
+                    meta,
+                    slots,
+                    compiled if call.device.type == "cuda" else None,
+                    timer.stop() if timer is not None else None,
+                )
+            )
 
     def _workspace(self, spec: KernelSpec, w: Workspace, call: _Call) -> torch.Tensor:
         """A scratch buffer of this call; a zeroed one (split tickets) is kept per segment
@@ -234,8 +278,9 @@ class CompiledFusion:
         with self._lock:
             t = self._tickets.get(key)
             if t is None or t.numel() < w.shape[0]:
-                t = self._tickets[key] = torch.zeros(w.shape, dtype=to_torch(w.dtype),
-                                                     device=call.device)
+                t = self._tickets[key] = torch.zeros(
+                    w.shape, dtype=to_torch(w.dtype), device=call.device
+                )
         return t
 
     def kept_tensors(self) -> frozenset[int]:

@@ -34,8 +34,9 @@ def real_strides(spec: KernelSpec, access: int, env: Env) -> tuple[int, ...]:
     return tuple(env[id(spec.accesses[access].tv)].stride())
 
 
-def access_strides(spec: KernelSpec, env: Env,
-                   extents: Extents) -> tuple[list[tuple[int, ...]], list[bool]]:
+def access_strides(
+    spec: KernelSpec, env: Env, extents: Extents
+) -> tuple[list[tuple[int, ...]], list[bool]]:
     """Per access: strides over the iteration coordinates, and whether they address it."""
     rank = len(spec.root.shape_domain)
     strides: list[tuple[int, ...]] = []
@@ -64,8 +65,7 @@ def reduced_dims(spec: KernelSpec) -> tuple[int, ...]:
     return tuple(spec.reduction.attrs["dims"])
 
 
-def _with_reduced(strides: tuple[int, ...], dims: tuple[int, ...],
-                  rank: int) -> tuple[int, ...]:
+def _with_reduced(strides: tuple[int, ...], dims: tuple[int, ...], rank: int) -> tuple[int, ...]:
     it = iter(strides)
     return tuple(0 if d in dims else next(it) for d in range(rank))
 
@@ -75,8 +75,10 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
     reductions' inputs do not all have the root's extents."""
     root_shape = shape_of(spec.root, extents)
     group = spec.group
-    if group is not None and (0 in root_shape or any(
-            shape_of(_tensor(e.inputs[0]), extents) != root_shape for e in group.reductions)):
+    if group is not None and (
+        0 in root_shape
+        or any(shape_of(_tensor(e.inputs[0]), extents) != root_shape for e in group.reductions)
+    ):
         return None
     strides, affine = access_strides(spec, env, extents)
     reduced = [False] * len(root_shape)
@@ -89,15 +91,22 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         # the affine loads decide the order; the others' local strides break ties
         loads = range(spec.n_loads)
         order_by = [a for a in loads if affine[a]] + [a for a in loads if not affine[a]]
-    groups = canonicalize(root_shape, reduced, strides, spec.n_loads, merge=not generic,
-                          order_by=order_by)
-    dtypes = tuple(a.tv.dtype if i < spec.n_loads + spec.n_stores else DataType.Int
-                   for i, a in enumerate(spec.accesses))
-    offs = tuple(max_offset(root_shape, s) if affine[i] else
-                 max_offset(shape_of(a.tv, extents), real_strides(spec, i, env))
-                 for i, (a, s) in enumerate(zip(spec.accesses, strides)))
-    return Problem(groups, spec.n_loads, spec.n_stores, dtypes, offs, tuple(affine),
-                   **_reduction_fields(spec))
+    groups = canonicalize(
+        root_shape, reduced, strides, spec.n_loads, merge=not generic, order_by=order_by
+    )
+    dtypes = tuple(
+        a.tv.dtype if i < spec.n_loads + spec.n_stores else DataType.Int
+        for i, a in enumerate(spec.accesses)
+    )
+    offs = tuple(
+        max_offset(root_shape, s)
+        if affine[i]
+        else max_offset(shape_of(a.tv, extents), real_strides(spec, i, env))
+        for i, (a, s) in enumerate(zip(spec.accesses, strides))
+    )
+    return Problem(
+        groups, spec.n_loads, spec.n_stores, dtypes, offs, tuple(affine), **_reduction_fields(spec)
+    )
 
 
 def _tensor(v: Val) -> TensorView:
@@ -113,5 +122,9 @@ def _reduction_fields(spec: KernelSpec) -> dict[str, Any]:
     if spec.group is None:
         return {"accumulators": accumulators}
     group = spec.group
-    return {"accumulators": accumulators, "passes": 1 + max(group.levels.values()),
-            "loop": group.rows or len(group.reductions) > 1, "rows": group.rows}
+    return {
+        "accumulators": accumulators,
+        "passes": 1 + max(group.levels.values()),
+        "loop": group.rows or len(group.reductions) > 1,
+        "rows": group.rows,
+    }

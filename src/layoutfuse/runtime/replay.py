@@ -73,10 +73,10 @@ class PlannedLaunch:
 
 @dataclass
 class LaunchPlan:
-    outputs: list[tuple[Any, ...]]   # (shape, strides, dtype, device) per returned output
+    outputs: list[tuple[Any, ...]]  # (shape, strides, dtype, device) per returned output
     launches: list[PlannedLaunch]
-    tensor_inputs: list[bool]   # per input, whether it is a tensor (a scalar as 0-dim: .item())
-    direct: bool = True         # launch compiled CUDA kernels through their launcher
+    tensor_inputs: list[bool]  # per input, whether it is a tensor (a scalar as 0-dim: .item())
+    direct: bool = True  # launch compiled CUDA kernels through their launcher
     # replay(inputs) -> new outputs, every launch replayed: compiled from ``source``
     replay: Callable[[Any], list[torch.Tensor]] = field(init=False, repr=False)
     source: str = field(init=False, repr=False)
@@ -104,7 +104,7 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     """The text of ``replay(inputs)`` for ``plan``, and the names it refers to."""
     env: dict[str, Any] = {"empty_strided": torch.empty_strided}
     body: list[str] = []
-    bound: dict[int, str] = {}          # id of a bound value -> its name
+    bound: dict[int, str] = {}  # id of a bound value -> its name
     counts: dict[str, int] = {}
 
     def name(prefix: str, value: Any) -> str:
@@ -117,32 +117,53 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             env[bound[id(value)]] = value
         return bound[id(value)]
 
-    tensors = sorted({v for launch in plan.launches for kind, v in launch.argspec
-                      if kind == "in"})
-    scalars = dict(sorted({v for launch in plan.launches for kind, v in launch.argspec
-                           if kind == "scalar"}))
+    tensors = sorted({v for launch in plan.launches for kind, v in launch.argspec if kind == "in"})
+    scalars = dict(
+        sorted({v for launch in plan.launches for kind, v in launch.argspec if kind == "scalar"})
+    )
     body += [f"in{i} = inputs[{i}]" for i in tensors]
-    for i, kind in scalars.items():       # as validation converts it (a 0-dim tensor: its item)
+    for i, kind in scalars.items():  # as validation converts it (a 0-dim tensor: its item)
         value = f"inputs[{i}].item()" if plan.tensor_inputs[i] else f"inputs[{i}]"
         body.append(f"in{i} = {kind.__name__}({value})")
     for j, (shape, stride, dtype, device) in enumerate(plan.outputs):
-        body.append(f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
-                    f"dtype={name('dtype', dtype)}, device={name('device', device)})")
-    scratch = dict(sorted({v[0]: v[1:] for launch in plan.launches
-                           for kind, v in launch.argspec if kind == "scratch"}.items()))
+        body.append(
+            f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
+            f"dtype={name('dtype', dtype)}, device={name('device', device)})"
+        )
+    scratch = dict(
+        sorted(
+            {
+                v[0]: v[1:]
+                for launch in plan.launches
+                for kind, v in launch.argspec
+                if kind == "scratch"
+            }.items()
+        )
+    )
     for k, (shape, stride, dtype, device) in scratch.items():
-        body.append(f"scratch{k} = empty_strided({shape!r}, {stride!r}, "
-                    f"dtype={name('dtype', dtype)}, device={name('device', device)})")
+        body.append(
+            f"scratch{k} = empty_strided({shape!r}, {stride!r}, "
+            f"dtype={name('dtype', dtype)}, device={name('device', device)})"
+        )
     calls, direct_calls = [], 0
     for k, launch in enumerate(plan.launches):
-        args = [f"in{v}" if kind == "in" else f"in{v[0]}" if kind == "scalar" else
-                f"out{v}" if kind == "out" else f"scratch{v[0]}" if kind == "scratch" else
-                name("v", v) for kind, v in launch.argspec]
+        args = [
+            f"in{v}"
+            if kind == "in"
+            else f"in{v[0]}"
+            if kind == "scalar"
+            else f"out{v}"
+            if kind == "out"
+            else f"scratch{v[0]}"
+            if kind == "scratch"
+            else name("v", v)
+            for kind, v in launch.argspec
+        ]
         direct = _direct_call(k, launch.grid, launch.compiled, env) if plan.direct else None
         if direct is not None:
             calls.append(direct + ", ".join(args + [name("c", c) for c in launch.consts]) + ")")
             direct_calls += 1
-        else:               # the JIT (on the CPU: the interpreter)
+        else:  # the JIT (on the CPU: the interpreter)
             env[f"kernel{k}"], env[f"meta{k}"] = launch.fn[launch.grid], launch.meta
             calls.append(f"kernel{k}({', '.join(args)}, **meta{k})")
     if direct_calls:
@@ -157,27 +178,32 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     return "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body), env
 
 
-def _direct_call(k: int, grid: tuple[int, ...], compiled: Any,
-                 env: dict[str, Any]) -> str | None:
+def _direct_call(k: int, grid: tuple[int, ...], compiled: Any, env: dict[str, Any]) -> str | None:
     """The head of launch ``k``'s call through its compiled kernel's launcher (up to the
     kernel arguments), or None when it has none or the grid is not plain integers."""
     if compiled is None or not all(type(g) is int for g in grid) or not 1 <= len(grid) <= 3:
         return None
     gx, gy, gz = (*grid, 1, 1)[:3]
     try:
-        runner = compiled.run           # Triton's CudaLauncher (loads the kernel once)
+        runner = compiled.run  # Triton's CudaLauncher (loads the kernel once)
         env[f"function{k}"], env[f"metadata{k}"] = compiled.function, compiled.packed_metadata
     except AttributeError:
         return None
     launch = getattr(runner, "launch", None)
-    if callable(launch) and getattr(runner, "global_scratch_size", 1) == 0 and \
-            getattr(runner, "profile_scratch_size", 1) == 0 and \
-            hasattr(runner, "launch_cooperative_grid") and hasattr(runner, "launch_pdl"):
+    if (
+        callable(launch)
+        and getattr(runner, "global_scratch_size", 1) == 0
+        and getattr(runner, "profile_scratch_size", 1) == 0
+        and hasattr(runner, "launch_cooperative_grid")
+        and hasattr(runner, "launch_pdl")
+    ):
         # what CudaLauncher.__call__ passes when the kernel needs no scratch memory
         env[f"launch{k}"] = launch
-        return (f"launch{k}({gx}, {gy}, {gz}, stream, function{k}, "
-                f"{bool(runner.launch_cooperative_grid)}, {bool(runner.launch_pdl)}, None, None, "
-                f"metadata{k}, None, None, None, ")
+        return (
+            f"launch{k}({gx}, {gy}, {gz}, stream, function{k}, "
+            f"{bool(runner.launch_cooperative_grid)}, {bool(runner.launch_pdl)}, None, None, "
+            f"metadata{k}, None, None, None, "
+        )
     env[f"launch{k}"] = runner
     return f"launch{k}({gx}, {gy}, {gz}, stream, function{k}, metadata{k}, None, None, None, "
 
@@ -185,8 +211,10 @@ def _direct_call(k: int, grid: tuple[int, ...], compiled: Any,
 def _stream_source(env: dict[str, Any]) -> str:
     """An expression for the current device's current CUDA stream as an integer, by the
     cheapest calls there are (Triton's JIT reads it the same way)."""
-    raw, device = (getattr(torch._C, "_cuda_getCurrentRawStream", None),
-                   getattr(torch._C, "_cuda_getDevice", None))
+    raw, device = (
+        getattr(torch._C, "_cuda_getCurrentRawStream", None),
+        getattr(torch._C, "_cuda_getDevice", None),
+    )
     if raw is not None and device is not None:
         env["raw_stream"], env["current_device"] = raw, device
         return "raw_stream(current_device())"
@@ -194,8 +222,13 @@ def _stream_source(env: dict[str, Any]) -> str:
     return "current_stream().cuda_stream"
 
 
-def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
-               log: list[LaunchRecord], kept: frozenset[int] = frozenset()) -> LaunchPlan | None:
+def build_plan(
+    fusion: Fusion,
+    inputs: list[Any],
+    returned: list[Any],
+    log: list[LaunchRecord],
+    kept: frozenset[int] = frozenset(),
+) -> LaunchPlan | None:
     """A plan that reproduces the launches ``log``, or None when the run cannot be replayed
     that way. ``kept``: ids of the tensors the plan keeps (split tickets); the other tensors
     that are neither inputs nor outputs are scratch, allocated by each replay."""
@@ -205,9 +238,11 @@ def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
     for j, t in enumerate(returned):
         if not isinstance(t, torch.Tensor) or 0 in t.stride() and t.numel() > 1:
             return None
-        if id(t) in in_ids or any(t.untyped_storage().data_ptr() ==
-                                  x.untyped_storage().data_ptr()
-                                  for x in inputs if isinstance(x, torch.Tensor)):
+        if id(t) in in_ids or any(
+            t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+            for x in inputs
+            if isinstance(x, torch.Tensor)
+        ):
             return None
         out_ids[id(t)] = j
     scalar_pos = {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
@@ -226,18 +261,27 @@ def build_plan(fusion: Fusion, inputs: list[Any], returned: list[Any],
             else:
                 spec.append(("val", a))
         for k, s in record.scalar_slots:
-            if id(s) in scalar_pos:                 # args[k]: the value as validated
+            if id(s) in scalar_pos:  # args[k]: the value as validated
                 spec[k] = ("scalar", (scalar_pos[id(s)], type(args[k])))
             elif s.definition is not None and s.definition.op.name != "size":
-                return None                         # host arithmetic on scalar inputs
-        launches.append(PlannedLaunch(record.fn, record.grid, tuple(spec), record.meta,
-                                      record.compiled, tuple(record.constexpr_values())))
+                return None  # host arithmetic on scalar inputs
+        launches.append(
+            PlannedLaunch(
+                record.fn,
+                record.grid,
+                tuple(spec),
+                record.meta,
+                record.compiled,
+                tuple(record.constexpr_values()),
+            )
+        )
     outputs = [(tuple(t.shape), t.stride(), t.dtype, t.device) for t in returned]
     return LaunchPlan(outputs, launches, [isinstance(x, torch.Tensor) for x in inputs])
 
 
-def _scratch_or_kept(t: torch.Tensor, kept: frozenset[int],
-                     scratch: dict[int, int]) -> tuple[str, Any]:
+def _scratch_or_kept(
+    t: torch.Tensor, kept: frozenset[int], scratch: dict[int, int]
+) -> tuple[str, Any]:
     """A launch's tensor argument that is neither an input nor an output."""
     if id(t) in kept:
         return ("val", t)

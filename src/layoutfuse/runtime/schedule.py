@@ -53,7 +53,7 @@ class Scheduler:
 
     name: str
     can_schedule: Callable[[KernelSpec, Problem | None, DeviceInfo, Any], str | None]
-    heuristics: Callable[[Problem, DeviceInfo, Any], Any]   # (problem, device, tuning)
+    heuristics: Callable[[Problem, DeviceInfo, Any], Any]  # (problem, device, tuning)
     launches: Callable[[KernelSpec, Problem, Any], tuple[LaunchSpec, ...]]
     emit: Callable[[KernelSpec, Any], tuple[Kernel, ...]]
     workspaces: Callable[[KernelSpec, Problem, Any], tuple[Workspace, ...]] = _no_workspaces
@@ -61,10 +61,15 @@ class Scheduler:
 
     @classmethod
     def of(cls, decisions: ModuleType, emission: ModuleType) -> Scheduler:
-        return cls(decisions.NAME, decisions.can_schedule, decisions.heuristics,
-                   decisions.launches, emission.emit,
-                   getattr(decisions, "workspaces", _no_workspaces),
-                   getattr(decisions, "reason", None))
+        return cls(
+            decisions.NAME,
+            decisions.can_schedule,
+            decisions.heuristics,
+            decisions.launches,
+            emission.emit,
+            getattr(decisions, "workspaces", _no_workspaces),
+            getattr(decisions, "reason", None),
+        )
 
 
 SCHEDULERS: tuple[Scheduler, ...] = (
@@ -75,9 +80,13 @@ SCHEDULERS: tuple[Scheduler, ...] = (
 """The priority list: the first scheduler that accepts a segment schedules it."""
 
 
-def choose(segment: KernelSpec, problem: Problem | None, device: DeviceInfo,
-           schedulers: tuple[Scheduler, ...] = SCHEDULERS, tuning: Tuning = DEFAULT
-           ) -> tuple[Scheduler | None, tuple[tuple[str, str], ...]]:
+def choose(
+    segment: KernelSpec,
+    problem: Problem | None,
+    device: DeviceInfo,
+    schedulers: tuple[Scheduler, ...] = SCHEDULERS,
+    tuning: Tuning = DEFAULT,
+) -> tuple[Scheduler | None, tuple[tuple[str, str], ...]]:
     """The first scheduler that accepts ``segment`` under its part of ``tuning``, and
     (name, reason) of each that rejected it before (all of them when none accepts)."""
     rejected = []

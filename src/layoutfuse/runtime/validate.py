@@ -77,8 +77,9 @@ def describe_input(fusion: Fusion, pos: int) -> str:
     return f"input {pos} ({tag}{v.index})"
 
 
-def validate_inputs(fusion: Fusion, inputs: Sequence[Any],
-                    device: torch.device | str | int | None = None) -> Bindings:
+def validate_inputs(
+    fusion: Fusion, inputs: Sequence[Any], device: torch.device | str | int | None = None
+) -> Bindings:
     """Check ``inputs`` against ``fusion.inputs`` and bind every extent of the fusion.
 
     Raises an :class:`~layoutfuse.errors.InputError` subclass naming the input's
@@ -86,9 +87,11 @@ def validate_inputs(fusion: Fusion, inputs: Sequence[Any],
     """
     inputs = list(inputs)
     if len(inputs) != len(fusion.inputs):
-        raise InputCountError(f"the fusion has {len(fusion.inputs)} inputs "
-                              f"({', '.join(map(repr, fusion.inputs)) or 'none'}), "
-                              f"got {len(inputs)} arguments")
+        raise InputCountError(
+            f"the fusion has {len(fusion.inputs)} inputs "
+            f"({', '.join(map(repr, fusion.inputs)) or 'none'}), "
+            f"got {len(inputs)} arguments"
+        )
     want_device = _as_device(device)
     run_device: torch.device | None = None
     run_device_from = ""
@@ -101,14 +104,17 @@ def validate_inputs(fusion: Fusion, inputs: Sequence[Any],
             _check_tensor_type(name, val, x)
             if not (x.dim() == 0 and x.device.type == "cpu"):
                 if want_device is not None and not _same_device(x.device, want_device):
-                    raise InputDeviceError(f"{name} is on {x.device}, but the fusion runs on "
-                                           f"{want_device} (execute's device argument)")
+                    raise InputDeviceError(
+                        f"{name} is on {x.device}, but the fusion runs on "
+                        f"{want_device} (execute's device argument)"
+                    )
                 if run_device is None:
                     run_device, run_device_from = x.device, name
                 elif not _same_device(x.device, run_device):
                     raise InputDeviceError(
                         f"{name} is on {x.device}, but {run_device_from} is on {run_device}; "
-                        f"all tensor inputs must be on one device (0-dim CPU tensors excepted)")
+                        f"all tensor inputs must be on one device (0-dim CPU tensors excepted)"
+                    )
             _check_sizes(name, val, x)
             _check_strides(name, val, x)
             for i, d in enumerate(val.shape_domain):
@@ -146,18 +152,23 @@ def _default_device() -> torch.device:
 # --- tensors -----------------------------------------------------------------------------
 def _check_tensor_type(name: str, val: TensorView, x: Any) -> None:
     if not isinstance(x, torch.Tensor):
-        raise InputDtypeError(f"{name}: expected a torch.Tensor of rank {val.ndim} and dtype "
-                              f"{val.dtype}, got {type(x).__name__} {x!r}")
+        raise InputDtypeError(
+            f"{name}: expected a torch.Tensor of rank {val.ndim} and dtype "
+            f"{val.dtype}, got {type(x).__name__} {x!r}"
+        )
     if x.dim() != val.ndim:
-        raise InputRankError(f"{name}: expected rank {val.ndim} (shape "
-                             f"{_fmt_static(val)}), got rank {x.dim()} (shape {tuple(x.shape)})")
+        raise InputRankError(
+            f"{name}: expected rank {val.ndim} (shape "
+            f"{_fmt_static(val)}), got rank {x.dim()} (shape {tuple(x.shape)})"
+        )
     try:
         dt = from_torch(x.dtype)
     except ValueError:
         dt = None
     if dt is not val.dtype:
-        raise InputDtypeError(f"{name}: expected dtype {val.dtype} ({to_torch(val.dtype)}), "
-                              f"got {x.dtype}")
+        raise InputDtypeError(
+            f"{name}: expected dtype {val.dtype} ({to_torch(val.dtype)}), got {x.dtype}"
+        )
 
 
 def _fmt_static(val: TensorView) -> str:
@@ -168,12 +179,16 @@ def _check_sizes(name: str, val: TensorView, x: torch.Tensor) -> None:
     for i, d in enumerate(val.shape_domain):
         size = int(x.shape[i])
         if d.is_broadcast and not d.expanded and size != 1:
-            raise InputShapeError(f"{name} dim {i} is a broadcast dim: expected size 1, "
-                                  f"got {size} (shape {tuple(x.shape)})")
+            raise InputShapeError(
+                f"{name} dim {i} is a broadcast dim: expected size 1, "
+                f"got {size} (shape {tuple(x.shape)})"
+            )
         if d.extent is not None and size != d.extent:
             kind = "expanded broadcast" if d.is_broadcast else "static"
-            raise InputShapeError(f"{name} dim {i}: expected size {d.extent} ({kind} extent), "
-                                  f"got {size} (shape {tuple(x.shape)})")
+            raise InputShapeError(
+                f"{name} dim {i}: expected size {d.extent} ({kind} extent), "
+                f"got {size} (shape {tuple(x.shape)})"
+            )
 
 
 def _check_strides(name: str, val: TensorView, x: torch.Tensor) -> None:
@@ -187,7 +202,8 @@ def _check_strides(name: str, val: TensorView, x: torch.Tensor) -> None:
         return InputLayoutError(
             f"{name}: strides {strides} (shape {sizes}) contradict the declared layout "
             f"(allocation order {order} outermost first, i.e. stride_order "
-            f"{_stride_order(order)}; contiguity {contig}): {detail}")
+            f"{_stride_order(order)}; contiguity {contig}): {detail}"
+        )
 
     expected = 1
     for k in range(len(order) - 1, -1, -1):
@@ -195,27 +211,37 @@ def _check_strides(name: str, val: TensorView, x: torch.Tensor) -> None:
         size, stride = sizes[i], strides[i]
         if dims[i].is_broadcast:
             if dims[i].expanded and size > 1 and stride != 0:
-                raise fail(f"dim {i} is an expanded broadcast dim and must have stride 0, "
-                           f"got stride {stride}")
+                raise fail(
+                    f"dim {i} is an expanded broadcast dim and must have stride 0, "
+                    f"got stride {stride}"
+                )
             continue
         if size == 1:
             continue
         if contig[k] and stride != expected:
-            where = ("the innermost dim" if _is_innermost(k, order, dims, sizes)
-                     else "contiguous with the next inner dim")
-            raise fail(f"dim {i} is declared {where} (allocation position {k}) and must have "
-                       f"stride {expected}, got {stride}")
+            where = (
+                "the innermost dim"
+                if _is_innermost(k, order, dims, sizes)
+                else "contiguous with the next inner dim"
+            )
+            raise fail(
+                f"dim {i} is declared {where} (allocation position {k}) and must have "
+                f"stride {expected}, got {stride}"
+            )
         expected = stride * size
     ordered = [i for i in order if not dims[i].is_broadcast and sizes[i] > 1 and strides[i] != 0]
     for outer, inner in zip(ordered, ordered[1:]):
         if strides[outer] < strides[inner]:
-            raise fail(f"dim {outer} is declared outer to dim {inner} in memory but has the "
-                       f"smaller stride ({strides[outer]} < {strides[inner]})")
+            raise fail(
+                f"dim {outer} is declared outer to dim {inner} in memory but has the "
+                f"smaller stride ({strides[outer]} < {strides[inner]})"
+            )
 
 
-def _is_innermost(k: int, order: Sequence[int], dims: Sequence[IterDomain],
-                  sizes: Sequence[int]) -> bool:
-    return all(dims[i].is_broadcast or sizes[i] == 1 for i in order[k + 1:])
+def _is_innermost(
+    k: int, order: Sequence[int], dims: Sequence[IterDomain], sizes: Sequence[int]
+) -> bool:
+    return all(dims[i].is_broadcast or sizes[i] == 1 for i in order[k + 1 :])
 
 
 def _stride_order(order: tuple[int, ...]) -> list[int]:
@@ -245,9 +271,11 @@ def _scalar_value(name: str, dtype: DataType, x: Any) -> Any:
     """``x`` as a Python number of the declared dtype's kind (bool, int, float, complex)."""
     if isinstance(x, torch.Tensor):
         if x.dim() != 0:
-            raise InputRankError(f"{name}: expected a scalar (a Python number or a 0-dim "
-                                 f"tensor) of dtype {dtype}, got a tensor of shape "
-                                 f"{tuple(x.shape)}")
+            raise InputRankError(
+                f"{name}: expected a scalar (a Python number or a 0-dim "
+                f"tensor) of dtype {dtype}, got a tensor of shape "
+                f"{tuple(x.shape)}"
+            )
         x = x.item()
     kind: type
     if isinstance(x, bool):
@@ -262,8 +290,9 @@ def _scalar_value(name: str, dtype: DataType, x: Any) -> Any:
         raise InputDtypeError(f"{name}: expected a {dtype} scalar, got {type(x).__name__} {x!r}")
     want = _declared_kind(dtype)
     if _KIND_RANK[kind] > _KIND_RANK[want]:
-        raise InputDtypeError(f"{name}: expected a {dtype} scalar ({want.__name__}), got "
-                              f"{kind.__name__} {x!r}")
+        raise InputDtypeError(
+            f"{name}: expected a {dtype} scalar ({want.__name__}), got {kind.__name__} {x!r}"
+        )
     return want(x)
 
 

@@ -98,15 +98,15 @@ DEFAULT_TUNING = NormalizationTuning()
 @dataclass(frozen=True)
 class NormalizationParams:
     scheduler: str
-    family: str                   # "inner", "outer" or "mixed" (the canonical pattern)
-    template: str                 # "inner" or "outer"
-    mode: str                     # "persistent", "looped" or "segmented"
+    family: str  # "inner", "outer" or "mixed" (the canonical pattern)
+    template: str  # "inner" or "outer"
+    mode: str  # "persistent", "looped" or "segmented"
     x_groups: tuple[int, ...]
     r_groups: tuple[int, ...]
     block_x: int
     block_r: int
     num_warps: int
-    passes: int                   # looped reduction passes (softmax's max and sum share one)
+    passes: int  # looped reduction passes (softmax's max and sum share one)
     index64: bool
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
@@ -131,8 +131,12 @@ class _Plan:
     why: str
 
 
-def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo,
-                 tuning: NormalizationTuning = DEFAULT_TUNING) -> str | None:
+def can_schedule(
+    segment: KernelSpec,
+    p: Problem | None,
+    device: DeviceInfo,
+    tuning: NormalizationTuning = DEFAULT_TUNING,
+) -> str | None:
     """A normalization group whose rows one kernel serves; otherwise why not (its segment
     then runs its finer plan: reduction kernels, then pointwise kernels)."""
     if segment.group is None:
@@ -153,8 +157,9 @@ def reason(p: Problem, device: DeviceInfo, tuning: NormalizationTuning = DEFAULT
     return f"{plan.mode}: {plan.why}"
 
 
-def heuristics(p: Problem, device: DeviceInfo,
-               tuning: NormalizationTuning = DEFAULT_TUNING) -> NormalizationParams:
+def heuristics(
+    p: Problem, device: DeviceInfo, tuning: NormalizationTuning = DEFAULT_TUNING
+) -> NormalizationParams:
     """The persistent or looped kernel's params (``can_schedule`` accepted the problem).
 
     ``p.loop=False`` (a reduction with only a per-row epilogue): a tile that does not hold
@@ -166,9 +171,22 @@ def heuristics(p: Problem, device: DeviceInfo,
     plan = _plan(p, device, tuning)
     xg, rg, _, _ = p.kept_and_reduced()
     zero, unit = stride_flags(p)
-    return NormalizationParams(NAME, p.family, plan.template, plan.mode, xg, rg, plan.block_x,
-                               plan.block_r, plan.warps, p.passes, p.needs_int64, zero, unit,
-                               len(p.groups))
+    return NormalizationParams(
+        NAME,
+        p.family,
+        plan.template,
+        plan.mode,
+        xg,
+        rg,
+        plan.block_x,
+        plan.block_r,
+        plan.warps,
+        p.passes,
+        p.needs_int64,
+        zero,
+        unit,
+        len(p.groups),
+    )
 
 
 def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
@@ -201,14 +219,18 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
     wide = _reduce_only(p, device, t) if (template == "outer" and loop and not rows) else None
     if wide is not None:
         mode, (block_x, block_r, warps) = "looped", wide
-        why = (f"columns of {nr} elements, reductions only: one pass over "
-               f"{block_r}x{block_x} steps, as the reduction scheduler's outer kernels")
+        why = (
+            f"columns of {nr} elements, reductions only: one pass over "
+            f"{block_r}x{block_x} steps, as the reduction scheduler's outer kernels"
+        )
     elif block_x * block_r > limit:
         mode = "looped"
         if not loop:
             mode = "segmented"
-            why = (f"rows of {nr} elements exceed a {limit}-element tile: the reduction "
-                   "kernel, then the epilogue")
+            why = (
+                f"rows of {nr} elements exceed a {limit}-element tile: the reduction "
+                "kernel, then the epilogue"
+            )
         elif template == "outer":
             mode, block_x, block_r, warps, why = _outer_loop(p, device, passes, t, rows)
         else:
@@ -217,11 +239,14 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
             programs = -(-nx // block_x)
             if programs < device.sm_count:
                 mode = "segmented"
-                why = (f"{programs} programs of rows too long for one pass cannot fill "
-                       f"{device.sm_count} multiprocessors: split reductions instead")
+                why = (
+                    f"{programs} programs of rows too long for one pass cannot fill "
+                    f"{device.sm_count} multiprocessors: split reductions instead"
+                )
             else:
-                why = (f"rows of {nr} elements exceed a {t.max_tile}-element tile: "
-                       f"{passes + 1} passes")
+                why = (
+                    f"rows of {nr} elements exceed a {t.max_tile}-element tile: {passes + 1} passes"
+                )
     else:
         why = f"rows of {nr} elements fit a {block_x}x{block_r} tile: one read"
     tile = block_x * block_r
@@ -243,8 +268,9 @@ def _column_blocks(p: Problem, row: int, min_row: int, want: int) -> tuple[int, 
         row //= 2
 
 
-def _reduce_only(p: Problem, device: DeviceInfo,
-                 tuning: NormalizationTuning) -> tuple[int, int, int] | None:
+def _reduce_only(
+    p: Problem, device: DeviceInfo, tuning: NormalizationTuning
+) -> tuple[int, int, int] | None:
     """(BLOCK_X, BLOCK_R, warps) of one pass over strided columns for reductions whose
     results feed only per-row outputs: steps of ``reduce_step_bytes`` (the reduction
     scheduler's fp32 [8, 256], its fastest outer step), rows of ``reduce_row_bytes``
@@ -262,8 +288,9 @@ def _reduce_only(p: Problem, device: DeviceInfo,
     return block_x, block_r, t.loop_outer_warps
 
 
-def _outer_loop(p: Problem, device: DeviceInfo, passes: int, tuning: NormalizationTuning,
-                rows: bool = True) -> tuple[str, int, int, int, str]:
+def _outer_loop(
+    p: Problem, device: DeviceInfo, passes: int, tuning: NormalizationTuning, rows: bool = True
+) -> tuple[str, int, int, int, str]:
     """Mode, BLOCK_X, BLOCK_R, warps and reason for outer columns too long for one tile:
     one program per column block walks it twice (the reductions' pass, then the store),
     when one pass suffices and the blocks fill the GPU (rows of ``loop_row_bytes``, halved
@@ -293,23 +320,51 @@ def _outer_loop(p: Problem, device: DeviceInfo, passes: int, tuning: Normalizati
         # sibling reductions alone (rows=False with loop=True): too few column blocks for
         # the wide steps of ``_reduce_only``, so one split reduction kernel computes them
         # all from one read (the fallback), as the reduction scheduler splits R
-        return "segmented", block_x, block_r, warps, (
-            f"{too_long}; too few column blocks for one pass of wide steps: one split "
-            "reduction kernel for the sibling reductions")
+        return (
+            "segmented",
+            block_x,
+            block_r,
+            warps,
+            (
+                f"{too_long}; too few column blocks for one pass of wide steps: one split "
+                "reduction kernel for the sibling reductions"
+            ),
+        )
     if passes > 1:
         # each further pass re-reads strided columns; the reduction scheduler's outer
         # kernels, then a pointwise kernel, read near the ceiling each
-        return "segmented", block_x, block_r, warps, (
-            f"{too_long} and need {passes} passes: outer reduction kernels, then the "
-            "pointwise kernel")
+        return (
+            "segmented",
+            block_x,
+            block_r,
+            warps,
+            (
+                f"{too_long} and need {passes} passes: outer reduction kernels, then the "
+                "pointwise kernel"
+            ),
+        )
     if programs < device.sm_count:
-        return "segmented", block_x, block_r, warps, (
-            f"{too_long}; {programs} column blocks cannot fill {device.sm_count} "
-            "multiprocessors: split reductions instead")
-    walks = passes + 1 if rows else passes          # the store pass, where rows are stored
-    return "looped", block_x, block_r, warps, (
-        f"{too_long}: {walks} pass{'es' if walks > 1 else ''} over {block_r}x{block_x} "
-        "column blocks")
+        return (
+            "segmented",
+            block_x,
+            block_r,
+            warps,
+            (
+                f"{too_long}; {programs} column blocks cannot fill {device.sm_count} "
+                "multiprocessors: split reductions instead"
+            ),
+        )
+    walks = passes + 1 if rows else passes  # the store pass, where rows are stored
+    return (
+        "looped",
+        block_x,
+        block_r,
+        warps,
+        (
+            f"{too_long}: {walks} pass{'es' if walks > 1 else ''} over {block_r}x{block_x} "
+            "column blocks"
+        ),
+    )
 
 
 def grid(params: NormalizationParams, sizes) -> int:
@@ -321,8 +376,9 @@ def grid(params: NormalizationParams, sizes) -> int:
     return cdiv(n0, params.block_x) * (nx // n0)
 
 
-def launches(segment: KernelSpec, p: Problem,
-             params: NormalizationParams) -> tuple[LaunchSpec, ...]:
+def launches(
+    segment: KernelSpec, p: Problem, params: NormalizationParams
+) -> tuple[LaunchSpec, ...]:
     """One launch: the grid, the kept and reduced extents and the column blocks."""
     sizes = p.sizes
     _, _, nx, nr = p.kept_and_reduced()

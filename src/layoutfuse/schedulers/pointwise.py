@@ -77,25 +77,25 @@ DEFAULT_TUNING = PointwiseTuning()
 @dataclass(frozen=True)
 class PointwiseParams:
     scheduler: str
-    gx: int                       # group tiled along BLOCK_X (the inner one, if flattened)
-    gy: int | None                # group tiled along BLOCK_Y (None: no second tile axis)
+    gx: int  # group tiled along BLOCK_X (the inner one, if flattened)
+    gy: int | None  # group tiled along BLOCK_Y (None: no second tile axis)
     n_groups: int
     block_x: int
     block_y: int
     num_warps: int
-    transpose: bool               # Y is a store's contiguous axis: loads run along X, stores along Y
+    transpose: bool  # Y is a store's contiguous axis: loads run along X, stores along Y
     index64: bool
-    zero_strides: tuple[tuple[bool, ...], ...]   # [access][group]
+    zero_strides: tuple[tuple[bool, ...], ...]  # [access][group]
     unit_strides: tuple[tuple[bool, ...], ...]
-    gx2: int | None = None        # group flattened outside gx on X (None: X spans gx alone)
-    split_x: int = 1              # X index % split_x walks gx, // split_x walks gx2
-    gy2: int | None = None        # the same for Y
+    gx2: int | None = None  # group flattened outside gx on X (None: X spans gx alone)
+    split_x: int = 1  # X index % split_x walks gx, // split_x walks gx2
+    gy2: int | None = None  # the same for Y
     split_y: int = 1
-    rest_first: bool = False      # program ids walk the grid's other groups before X and Y
-    y_first: bool = False         # program ids walk Y before X (a flattened Y: stores' runs)
-    generic: bool = False                  # some access walks its chain (not affine)
-    affine: tuple[bool, ...] = ()          # per access, in generic mode
-    group_dims: tuple[int, ...] = ()       # iteration coordinate of each group, in generic mode
+    rest_first: bool = False  # program ids walk the grid's other groups before X and Y
+    y_first: bool = False  # program ids walk Y before X (a flattened Y: stores' runs)
+    generic: bool = False  # some access walks its chain (not affine)
+    affine: tuple[bool, ...] = ()  # per access, in generic mode
+    group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
 
     @property
     def pattern(self) -> str:
@@ -103,8 +103,12 @@ class PointwiseParams:
         return "X" * self.n_groups
 
 
-def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo,
-                 tuning: PointwiseTuning = DEFAULT_TUNING) -> str | None:
+def can_schedule(
+    segment: KernelSpec,
+    p: Problem | None,
+    device: DeviceInfo,
+    tuning: PointwiseTuning = DEFAULT_TUNING,
+) -> str | None:
     """Any segment without a reduction."""
     if segment.reductions or segment.group is not None:
         return "the segment has a reduction"
@@ -113,8 +117,9 @@ def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo,
     return None
 
 
-def heuristics(p: Problem, device: DeviceInfo,
-               tuning: PointwiseTuning = DEFAULT_TUNING) -> PointwiseParams:
+def heuristics(
+    p: Problem, device: DeviceInfo, tuning: PointwiseTuning = DEFAULT_TUNING
+) -> PointwiseParams:
     groups = p.groups
     n = len(groups)
     gx, gy, gx2, gy2, split_x, split_y = 0, None, None, None, 1, 1
@@ -133,13 +138,13 @@ def heuristics(p: Problem, device: DeviceInfo,
     if gy is None and n > 1:
         gy = 1
     size_x = split_x * groups[gx2].size if gx2 is not None else groups[0].size if n else 1
-    size_y = split_y * groups[gy2].size if gy2 is not None else \
-        groups[gy].size if gy is not None else 1
+    size_y = (
+        split_y * groups[gy2].size if gy2 is not None else groups[gy].size if gy is not None else 1
+    )
     rest_first = y_first = False
     if transpose:
         bx, by, warps = transpose_tile(size_x, size_y, widest_itemsize(p), tuning)
-        rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(
-            p, gy, {gx, gx2, gy})
+        rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(p, gy, {gx, gx2, gy})
         # a flattened Y spans the stores' contiguous run across its tiles: neighbouring
         # programs along Y then write neighbouring memory
         y_first = gy2 is not None
@@ -153,16 +158,34 @@ def heuristics(p: Problem, device: DeviceInfo,
         by = min(next_pow2(size_y), max(1, tuning.tile_elements // bx))
         warps = warps_for(bx * by, tuning.warps)
     zero, unit = stride_flags(p)
-    return PointwiseParams(NAME, gx, gy, n, bx, by, warps, transpose, p.needs_int64, zero, unit,
-                           gx2, split_x, gy2, split_y, rest_first, y_first,
-                           **generic_fields(p))
+    return PointwiseParams(
+        NAME,
+        gx,
+        gy,
+        n,
+        bx,
+        by,
+        warps,
+        transpose,
+        p.needs_int64,
+        zero,
+        unit,
+        gx2,
+        split_x,
+        gy2,
+        split_y,
+        rest_first,
+        y_first,
+        **generic_fields(p),
+    )
 
 
 def _broadcast_along(p: Problem, gx: int, gy: int) -> bool:
     """Some affine load varies along group ``gx`` and not along ``gy``."""
     gx_g, gy_g = p.groups[gx], p.groups[gy]
-    return any(p.is_affine(a) and gy_g.strides[a] == 0 and gx_g.strides[a] != 0
-               for a in range(p.n_loads))
+    return any(
+        p.is_affine(a) and gy_g.strides[a] == 0 and gx_g.strides[a] != 0 for a in range(p.n_loads)
+    )
 
 
 def _store_continues_on_grid(p: Problem, gy: int, tiled: set) -> bool:
@@ -172,7 +195,8 @@ def _store_continues_on_grid(p: Problem, gy: int, tiled: set) -> bool:
     row; walking X first put neighbouring programs 1 MiB apart)."""
     stores = list(p.stores())
     return bool(stores) and all(
-        (c := continuation(p, a, gy)) is not None and c not in tiled for a in stores)
+        (c := continuation(p, a, gy)) is not None and c not in tiled for a in stores
+    )
 
 
 def continuation(p: Problem, access: int, k: int) -> int | None:
@@ -222,16 +246,18 @@ def edge_elements(elem_bytes: int, tuning: PointwiseTuning) -> int:
     return min(tuning.transpose_edge_max, max(1, tuning.transpose_edge_bytes // elem_bytes))
 
 
-def transpose_tile(size_x: int, size_y: int, elem_bytes: int,
-                   tuning: PointwiseTuning) -> tuple[int, int, int]:
+def transpose_tile(
+    size_x: int, size_y: int, elem_bytes: int, tuning: PointwiseTuning
+) -> tuple[int, int, int]:
     """(BLOCK_X, BLOCK_Y, num_warps) of a transpose: edges of ``transpose_edge_bytes``
     (capped by the extents), warps for ``transpose_thread_bytes`` per thread, clamped to
     ``transpose_min_warps`` .. ``transpose_max_warps``."""
     edge = edge_elements(elem_bytes, tuning)
     bx = min(next_pow2(size_x), edge)
     by = min(next_pow2(size_y), edge)
-    per_thread = min(tuning.transpose_thread_elements,
-                     max(1, tuning.transpose_thread_bytes // elem_bytes))
+    per_thread = min(
+        tuning.transpose_thread_elements, max(1, tuning.transpose_thread_bytes // elem_bytes)
+    )
     warps = bx * by // (per_thread * THREADS_PER_WARP)
     warps = min(tuning.transpose_max_warps, max(tuning.transpose_min_warps, warps))
     return bx, by, warps
@@ -242,8 +268,13 @@ def axis_extents(params: PointwiseParams, sizes) -> tuple[int, int]:
     if not sizes:
         return 1, 1
     x = params.split_x * sizes[params.gx2] if params.gx2 is not None else sizes[params.gx]
-    y = params.split_y * sizes[params.gy2] if params.gy2 is not None else \
-        sizes[params.gy] if params.gy is not None else 1
+    y = (
+        params.split_y * sizes[params.gy2]
+        if params.gy2 is not None
+        else sizes[params.gy]
+        if params.gy is not None
+        else 1
+    )
     return x, y
 
 
@@ -256,8 +287,11 @@ def tile_counts(params: PointwiseParams, sizes) -> tuple[int, int]:
 def tile_groups(params: PointwiseParams) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The groups the X and Y axes walk."""
     x = (params.gx,) + ((params.gx2,) if params.gx2 is not None else ())
-    y = () if params.gy is None else \
-        (params.gy,) + ((params.gy2,) if params.gy2 is not None else ())
+    y = (
+        ()
+        if params.gy is None
+        else (params.gy,) + ((params.gy2,) if params.gy2 is not None else ())
+    )
     return (x if params.n_groups else ()), y
 
 
@@ -279,6 +313,9 @@ def launches(segment: KernelSpec, p: Problem, params: PointwiseParams) -> tuple[
 
 def stride_args(params: PointwiseParams, n_access: int) -> list[tuple[int, int]]:
     """(access, group) pairs whose stride is passed as a kernel argument."""
-    return [(a, k) for a in range(n_access) for k in range(params.n_groups)
-            if is_affine(params, a) and not params.zero_strides[a][k]
-            and not params.unit_strides[a][k]]
+    return [
+        (a, k)
+        for a in range(n_access)
+        for k in range(params.n_groups)
+        if is_affine(params, a) and not params.zero_strides[a][k] and not params.unit_strides[a][k]
+    ]

@@ -14,18 +14,18 @@ from ..dtypes import DataType, itemsize
 
 @dataclass(frozen=True)
 class Problem:
-    groups: tuple[Group, ...]          # innermost first
-    n_loads: int                       # accesses [0, n_loads) are loads,
-    n_stores: int                      # then stores, then coordinates (iota)
-    dtypes: tuple[DataType, ...]       # per access
-    max_offsets: tuple[int, ...]       # per access: largest element offset reached
-    affine: tuple[bool, ...] = ()      # per access (empty: all): False where no stride pattern
-                                       #   addresses it (generic mode, see analysis.index_walk)
-    accumulators: int = 1              # partial results per tile element: one per reduction,
-                                       #   three for a Welford (sibling reductions share a kernel)
-    passes: int = 1                    # normalization: levels of dependent reductions, plus one
-    loop: bool = True                  # normalization: may walk rows too long for a tile twice
-    rows: bool = True                  # normalization: results are used again on the rows
+    groups: tuple[Group, ...]  # innermost first
+    n_loads: int  # accesses [0, n_loads) are loads,
+    n_stores: int  # then stores, then coordinates (iota)
+    dtypes: tuple[DataType, ...]  # per access
+    max_offsets: tuple[int, ...]  # per access: largest element offset reached
+    affine: tuple[bool, ...] = ()  # per access (empty: all): False where no stride pattern
+    #   addresses it (generic mode, see analysis.index_walk)
+    accumulators: int = 1  # partial results per tile element: one per reduction,
+    #   three for a Welford (sibling reductions share a kernel)
+    passes: int = 1  # normalization: levels of dependent reductions, plus one
+    loop: bool = True  # normalization: may walk rows too long for a tile twice
+    rows: bool = True  # normalization: results are used again on the rows
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -93,10 +93,12 @@ class Problem:
 def stride_flags(p: Problem) -> tuple[tuple[tuple[bool, ...], ...], tuple[tuple[bool, ...], ...]]:
     """``[access][group]`` flags: stride 0, stride 1 (both False for an access that is not
     affine: its group strides only ordered the groups)."""
-    zero = tuple(tuple(p.is_affine(a) and g.strides[a] == 0 for g in p.groups)
-                 for a in range(len(p.dtypes)))
-    unit = tuple(tuple(p.is_affine(a) and g.strides[a] == 1 for g in p.groups)
-                 for a in range(len(p.dtypes)))
+    zero = tuple(
+        tuple(p.is_affine(a) and g.strides[a] == 0 for g in p.groups) for a in range(len(p.dtypes))
+    )
+    unit = tuple(
+        tuple(p.is_affine(a) and g.strides[a] == 1 for g in p.groups) for a in range(len(p.dtypes))
+    )
     return zero, unit
 
 

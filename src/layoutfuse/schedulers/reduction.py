@@ -45,28 +45,28 @@ NAME = "reduction"
 @dataclass(frozen=True)
 class ReductionParams:
     scheduler: str
-    family: str                   # "inner", "outer" or "mixed" (the canonical pattern)
-    template: str                 # "inner" or "outer" (the kernel shape)
-    x_groups: tuple[int, ...]     # kept groups, innermost first (indices into groups)
-    r_groups: tuple[int, ...]     # reduced groups, innermost first
+    family: str  # "inner", "outer" or "mixed" (the canonical pattern)
+    template: str  # "inner" or "outer" (the kernel shape)
+    x_groups: tuple[int, ...]  # kept groups, innermost first (indices into groups)
+    r_groups: tuple[int, ...]  # reduced groups, innermost first
     block_x: int
     block_r: int
     num_warps: int
-    split: int                    # >1: partial results, combined as ``finish`` says
+    split: int  # >1: partial results, combined as ``finish`` says
     index64: bool
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
-    vector_hint: int = 1          # elements per thread along the contiguous axis
-    r_nest: bool = False          # inner template: tile the stride-1 R group, loop the others
-    generic: bool = False                  # some access walks its chain (not affine)
-    affine: tuple[bool, ...] = ()          # per access, in generic mode
-    group_dims: tuple[int, ...] = ()       # iteration coordinate of each group, in generic mode
-    n_groups: int = 0             # canonical groups of the problem
-    finish: str = "ticket"        # split > 1: "ticket" (last program combines) or "kernel"
-    unroll: int = 1               # R tiles loaded per loop step, all before accumulating
-    y_group: int | None = None    # outer: the output's stride-1 kept group, tiled as rows
-    block_y: int = 1              #   (BLOCK_Y of them), so the store is coalesced along it
-    combine_elements: int = 8     # ticket finish: partials per thread per combine step
+    vector_hint: int = 1  # elements per thread along the contiguous axis
+    r_nest: bool = False  # inner template: tile the stride-1 R group, loop the others
+    generic: bool = False  # some access walks its chain (not affine)
+    affine: tuple[bool, ...] = ()  # per access, in generic mode
+    group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
+    n_groups: int = 0  # canonical groups of the problem
+    finish: str = "ticket"  # split > 1: "ticket" (last program combines) or "kernel"
+    unroll: int = 1  # R tiles loaded per loop step, all before accumulating
+    y_group: int | None = None  # outer: the output's stride-1 kept group, tiled as rows
+    block_y: int = 1  #   (BLOCK_Y of them), so the store is coalesced along it
+    combine_elements: int = 8  # ticket finish: partials per thread per combine step
 
     @property
     def pattern(self) -> str:
@@ -75,8 +75,12 @@ class ReductionParams:
         return "".join("R" if k in reduced else "X" for k in range(self.n_groups))
 
 
-def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo,
-                 tuning: tiles.ReductionTuning = tiles.DEFAULT_TUNING) -> str | None:
+def can_schedule(
+    segment: KernelSpec,
+    p: Problem | None,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning = tiles.DEFAULT_TUNING,
+) -> str | None:
     """Segments of reductions (one, or siblings of the same rows) whose results are only
     stored: a normalization group's results are used again on its rows."""
     if segment.group is not None:
@@ -88,8 +92,9 @@ def can_schedule(segment: KernelSpec, p: Problem | None, device: DeviceInfo,
     return None
 
 
-def heuristics(p: Problem, device: DeviceInfo,
-               tuning: tiles.ReductionTuning = tiles.DEFAULT_TUNING) -> ReductionParams:
+def heuristics(
+    p: Problem, device: DeviceInfo, tuning: tiles.ReductionTuning = tiles.DEFAULT_TUNING
+) -> ReductionParams:
     """``p.accumulators`` (the partial results each program keeps per tile element: one per
     reduction, three for a Welford) sets the registers and so the resident programs that
     the split is sized from."""
@@ -100,19 +105,45 @@ def heuristics(p: Problem, device: DeviceInfo,
     template = "inner" if (groups and groups[0].reduced) or not rg else "outer"
     r_nest = template == "inner" and len(rg) >= 2
     n_r0 = groups[rg[0]].size if rg else 1
-    tile = tiles.choose_tile(template, item, nx, nr, groups[0].size if groups else 1, n_r0,
-                             r_nest, device.sm_count, tuning, short_rows=accumulators == 1)
+    tile = tiles.choose_tile(
+        template,
+        item,
+        nx,
+        nr,
+        groups[0].size if groups else 1,
+        n_r0,
+        r_nest,
+        device.sm_count,
+        tuning,
+        short_rows=accumulators == 1,
+    )
     if template == "outer":
         programs = -(-groups[0].size // tile.block_x) * (nx // groups[0].size)
     else:
         programs = -(-nx // tile.block_x)
-    narrow = template == "outer" and item < 4      # _outer_tile's narrow_outer_* tile
+    narrow = template == "outer" and item < 4  # _outer_tile's narrow_outer_* tile
     warps, resident = _warps_and_resident(tile, item, narrow, accumulators, device, tuning)
     zero, unit = stride_flags(p)
-    params = ReductionParams(NAME, p.family, template, xg, rg, tile.block_x, tile.block_r,
-                             warps, 1, p.needs_int64, zero, unit, max(1, 16 // item), r_nest,
-                             **generic_fields(p), n_groups=len(groups), unroll=tile.unroll,
-                             combine_elements=tuning.combine_elements)
+    params = ReductionParams(
+        NAME,
+        p.family,
+        template,
+        xg,
+        rg,
+        tile.block_x,
+        tile.block_r,
+        warps,
+        1,
+        p.needs_int64,
+        zero,
+        unit,
+        max(1, 16 // item),
+        r_nest,
+        **generic_fields(p),
+        n_groups=len(groups),
+        unroll=tile.unroll,
+        combine_elements=tuning.combine_elements,
+    )
     transposed = _transposed(p, params, item, nr, device, tuning)
     if transposed is not None:
         return transposed
@@ -121,16 +152,20 @@ def heuristics(p: Problem, device: DeviceInfo,
     if template == "outer" and (narrow or accumulators > 1):
         split = tiles.one_wave_split(programs, resident, units, min_units, tuning)
     else:
-        split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count,
-                                      tuning)
-    split = with_split(params, split, sizes).split         # whole loop steps per chunk
-    finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device,
-                                     tuning)
+        split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count, tuning)
+    split = with_split(params, split, sizes).split  # whole loop steps per chunk
+    finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device, tuning)
     return with_split(replace(params, finish=finish), split, sizes)
 
 
-def _warps_and_resident(tile: tiles.Tile, item: int, narrow: bool, accumulators: int,
-                        device: DeviceInfo, tuning: tiles.ReductionTuning) -> tuple[int, int]:
+def _warps_and_resident(
+    tile: tiles.Tile,
+    item: int,
+    narrow: bool,
+    accumulators: int,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+) -> tuple[int, int]:
     """The tile's warps, and how many of its programs the device holds at once (from the
     registers of ``accumulators`` accumulator tiles per program)."""
     acc_elements = tile.block_x * tile.block_r
@@ -144,22 +179,30 @@ def _warps_and_resident(tile: tiles.Tile, item: int, narrow: bool, accumulators:
         # with one accumulator tile per unrolled tile (4 programs per SM for two fp32 sums,
         # not the 5 that ptxas's 48 registers allow; see benchmarks/NOTES.md, "Measurements
         # behind the heuristics")
-        registers = tiles.estimated_registers(acc_per_thread * tile.unroll * accumulators,
-                                              tuning)
-    resident = tiles.resident_programs(device, warps, acc_per_thread * accumulators, tuning,
-                                       registers)
+        registers = tiles.estimated_registers(acc_per_thread * tile.unroll * accumulators, tuning)
+    resident = tiles.resident_programs(
+        device, warps, acc_per_thread * accumulators, tuning, registers
+    )
     return warps, resident
 
 
 def store_group(p: Problem) -> int | None:
     """The kept group every store walks with stride 1 (None: no store, or they differ)."""
-    found = {next((k for k, g in enumerate(p.groups) if not g.reduced and g.strides[a] == 1),
-                  None) for a in p.stores()}
+    found = {
+        next((k for k, g in enumerate(p.groups) if not g.reduced and g.strides[a] == 1), None)
+        for a in p.stores()
+    }
     return found.pop() if len(found) == 1 else None
 
 
-def _transposed(p: Problem, params: ReductionParams, item: int, nr: int, device: DeviceInfo,
-                tuning: tiles.ReductionTuning) -> ReductionParams | None:
+def _transposed(
+    p: Problem,
+    params: ReductionParams,
+    item: int,
+    nr: int,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+) -> ReductionParams | None:
     """The outer template with a transposed store, when the stores' stride-1 kept group is
     not the input's, both span a whole tile edge (a store sector, an input line), no store
     is expanded along them, and the tiles fill ``waves`` waves without a split."""
@@ -169,16 +212,27 @@ def _transposed(p: Problem, params: ReductionParams, item: int, nr: int, device:
     n0, n_y = p.groups[0].size, p.groups[y].size
     out_item = min(p.vector_bytes(a) for a in p.stores())
     tile = tiles.transposed_tile(item, out_item, n0, n_y, nr, tuning)
-    if n_y < tile.block_y or n0 < tile.block_x or any(
-            params.zero_strides[a][k] for a in p.stores() for k in (0, y)):
+    if (
+        n_y < tile.block_y
+        or n0 < tile.block_x
+        or any(params.zero_strides[a][k] for a in p.stores() for k in (0, y))
+    ):
         return None
     acc_elements = tile.block_x * tile.block_r * tile.block_y
     warps = warps_for(acc_elements, tuning.warps)
-    resident = tiles.resident_programs(device, warps,
-                                       acc_elements // (THREADS_PER_WARP * warps), tuning)
-    transposed = replace(params, block_x=tile.block_x, block_r=tile.block_r,
-                         block_y=tile.block_y, y_group=y, unroll=tile.unroll, num_warps=warps,
-                         split=1)
+    resident = tiles.resident_programs(
+        device, warps, acc_elements // (THREADS_PER_WARP * warps), tuning
+    )
+    transposed = replace(
+        params,
+        block_x=tile.block_x,
+        block_r=tile.block_r,
+        block_y=tile.block_y,
+        y_group=y,
+        unroll=tile.unroll,
+        num_warps=warps,
+        split=1,
+    )
     return transposed if grid(transposed, p.sizes)[0] >= tuning.waves * resident else None
 
 
@@ -194,7 +248,7 @@ def _split_units(params: ReductionParams, sizes) -> tuple[int, int]:
 def with_split(params: ReductionParams, split: int, sizes) -> ReductionParams:
     """``params`` with R cut into ``split`` chunks of whole loop steps (the split may come
     out smaller: every chunk but the last is full)."""
-    if params.y_group is not None:                 # R rows in one program: no split
+    if params.y_group is not None:  # R rows in one program: no split
         return replace(params, split=1)
     units, _ = _split_units(params, sizes)
     per_split = cdiv(units, max(1, min(split, units)))
@@ -271,9 +325,17 @@ def launches(segment: KernelSpec, p: Problem, params: ReductionParams) -> tuple[
     _, _, nx, nr = p.kept_and_reduced()
     npx = cdiv(sizes[params.x_groups[0]], params.block_x) if params.template == "outer" else 1
     nr_arg = nr // sizes[params.r_groups[0]] if params.r_nest else nr
-    main = LaunchSpec(0, grid(params, sizes), (("NX", nx), ("NR", nr_arg),
-                                               ("CHUNK", chunk(params, sizes)), ("NPX", npx),
-                                               ("SPLIT_N", params.split)))
+    main = LaunchSpec(
+        0,
+        grid(params, sizes),
+        (
+            ("NX", nx),
+            ("NR", nr_arg),
+            ("CHUNK", chunk(params, sizes)),
+            ("NPX", npx),
+            ("SPLIT_N", params.split),
+        ),
+    )
     if params.split <= 1 or params.finish != "kernel":
         return (main,)
     block_x, _ = finish_tile(params)

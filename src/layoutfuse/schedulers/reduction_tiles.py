@@ -108,15 +108,30 @@ class Tile:
 
     __slots__ = ("block_x", "block_r", "unroll", "block_y", "warps")
 
-    def __init__(self, block_x: int, block_r: int, unroll: int = 1, block_y: int = 1,
-                 warps: int | None = None):
+    def __init__(
+        self,
+        block_x: int,
+        block_r: int,
+        unroll: int = 1,
+        block_y: int = 1,
+        warps: int | None = None,
+    ):
         self.block_x, self.block_r, self.unroll, self.block_y = block_x, block_r, unroll, block_y
-        self.warps = warps          # None: ``warps_for`` the accumulator tile
+        self.warps = warps  # None: ``warps_for`` the accumulator tile
 
 
-def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
-                r_nest: bool, sm_count: int, tuning: ReductionTuning,
-                short_rows: bool = True) -> Tile:
+def choose_tile(
+    template: str,
+    item: int,
+    nx: int,
+    nr: int,
+    n0: int,
+    n_r0: int,
+    r_nest: bool,
+    sm_count: int,
+    tuning: ReductionTuning,
+    short_rows: bool = True,
+) -> Tile:
     """Block sizes for ``item``-byte loads.
 
     ``nx``/``nr``: kept and reduced elements; ``n0``: the stride-1 kept group (outer);
@@ -135,14 +150,15 @@ def choose_tile(template: str, item: int, nx: int, nr: int, n0: int, n_r0: int,
     load_elems = t.load_bytes * t.tile_threads // item
     unroll_max = max(1, load_elems // (t.acc_elements * t.tile_threads))
     n_r = n_r0 if r_nest else nr
-    r_step = min(next_pow2(n_r), t.inner_row_bytes // item)           # row elements per step
+    r_step = min(next_pow2(n_r), t.inner_row_bytes // item)  # row elements per step
     unroll = max(1, min(unroll_max, r_step * item // 16))
     block_x = max(1, min(next_pow2(nx), load_elems // r_step))
     return Tile(block_x, r_step // unroll, unroll)
 
 
-def _outer_tile(item: int, nr: int, n0: int, split: bool, tuning: ReductionTuning,
-                short_rows: bool = True) -> Tile:
+def _outer_tile(
+    item: int, nr: int, n0: int, split: bool, tuning: ReductionTuning, short_rows: bool = True
+) -> Tile:
     """Rows of ``outer_row_bytes`` of the stride-1 kept group; R rows per step from
     ``outer_load_bytes`` per thread of ``tile_warps`` warps (4-byte and wider inputs, no
     unroll; ``outer_split_load_bytes`` where R will be ``split``; a smaller tile where
@@ -175,8 +191,9 @@ def _outer_tile(item: int, nr: int, n0: int, split: bool, tuning: ReductionTunin
     return Tile(block_x, r_step // unroll, unroll, warps=t.narrow_outer_warps)
 
 
-def transposed_tile(item: int, out_item: int, n0: int, n_y: int, nr: int,
-                    tuning: ReductionTuning) -> Tile:
+def transposed_tile(
+    item: int, out_item: int, n0: int, n_y: int, nr: int, tuning: ReductionTuning
+) -> Tile:
     """The outer template with a transposed store: a [block_y, block_r, block_x] tile of
     the output's stride-1 kept group (``n_y``: ``transposed_store_bytes`` of output per
     column, one 32-byte sector), R, and the input's stride-1 group (``n0``:
@@ -193,11 +210,17 @@ def transposed_tile(item: int, out_item: int, n0: int, n_y: int, nr: int,
     return Tile(block_x, r_step // unroll, unroll, block_y)
 
 
-def finish_for(split: int, block_x: int, warps: int, input_bytes: int,
-               device: DeviceInfo, tuning: ReductionTuning) -> tuple[str, int]:
+def finish_for(
+    split: int,
+    block_x: int,
+    warps: int,
+    input_bytes: int,
+    device: DeviceInfo,
+    tuning: ReductionTuning,
+) -> tuple[str, int]:
     """(finish, split): see the module's docstring."""
-    per_step = tuning.combine_elements * THREADS_PER_WARP * warps   # partials, all X columns
-    most = tuning.ticket_steps * per_step // block_x                # partials per X block
+    per_step = tuning.combine_elements * THREADS_PER_WARP * warps  # partials, all X columns
+    most = tuning.ticket_steps * per_step // block_x  # partials per X block
     if split <= max(most, 1):
         return "ticket", split
     if input_bytes <= device.l2_bytes:
@@ -211,8 +234,13 @@ def estimated_registers(acc_per_thread: int, tuning: ReductionTuning) -> int:
     return -(-(tuning.reg_base + acc_per_thread) // 8) * 8
 
 
-def resident_programs(device: DeviceInfo, warps: int, acc_per_thread: int,
-                      tuning: ReductionTuning, registers: int | None = None) -> int:
+def resident_programs(
+    device: DeviceInfo,
+    warps: int,
+    acc_per_thread: int,
+    tuning: ReductionTuning,
+    registers: int | None = None,
+) -> int:
     """Programs of ``warps`` warps that fit on the device at once (threads and registers;
     ``registers`` per thread where known, else estimated from the accumulators)."""
     threads = THREADS_PER_WARP * warps
@@ -222,8 +250,9 @@ def resident_programs(device: DeviceInfo, warps: int, acc_per_thread: int,
     return device.sm_count * max(1, min(by_threads, by_registers))
 
 
-def one_wave_split(programs: int, resident: int, units: int, min_units: int,
-                   tuning: ReductionTuning) -> int:
+def one_wave_split(
+    programs: int, resident: int, units: int, min_units: int, tuning: ReductionTuning
+) -> int:
     """The split of a 2-byte outer sum, or of outer sibling reductions (several
     accumulator tiles per program): one wave of resident programs at most (the most chunks
     of at least ``min_units`` with ``programs * split <= resident``), 1 where the programs
@@ -236,8 +265,9 @@ def one_wave_split(programs: int, resident: int, units: int, min_units: int,
     return max(1, min(tuning.max_split, units // min_units, resident // programs))
 
 
-def split_for_waves(programs: int, resident: int, units: int, min_units: int,
-                    sm_count: int, tuning: ReductionTuning) -> int:
+def split_for_waves(
+    programs: int, resident: int, units: int, min_units: int, sm_count: int, tuning: ReductionTuning
+) -> int:
     """How many programs share R, which is cut into ``units`` (loop steps, or outer rows)
     and at least ``min_units`` per program: 1 when there are ``split_below`` programs per
     multiprocessor or more (once every multiprocessor has a few long-looping programs, a
@@ -251,7 +281,7 @@ def split_for_waves(programs: int, resident: int, units: int, min_units: int,
     low = min(-(-target // programs), cap)
     best, best_eff = low, 0.0
     for s in range(low, min(2 * low, cap + 1)):
-        total = programs * -(-units // -(-units // s))      # the split the chunks give
+        total = programs * -(-units // -(-units // s))  # the split the chunks give
         eff = total / (-(-total // resident) * resident)
         if eff > best_eff + 1e-9:
             best, best_eff = s, eff

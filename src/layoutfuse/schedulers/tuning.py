@@ -34,8 +34,9 @@ class Tuning:
     def with_fields(self, **fields: dict[str, Any]) -> Tuning:
         """This tuning with fields of its parts replaced: ``with_fields(normalization=
         dict(max_tile=64), reduction=dict(ticket_steps=0))``."""
-        parts = {name: dataclasses.replace(self.of(name), **values)
-                 for name, values in fields.items()}
+        parts = {
+            name: dataclasses.replace(self.of(name), **values) for name, values in fields.items()
+        }
         return dataclasses.replace(self, **parts)
 
 

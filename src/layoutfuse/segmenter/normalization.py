@@ -26,8 +26,9 @@ from ..ir import Expr, OpKind, TensorView
 _TRANSPARENT = ("set", "stride_order")
 
 
-def chain_restores(red_out: TensorView, chain: tuple[Expr, ...], rank: int,
-                   dims: tuple[int, ...]) -> bool:
+def chain_restores(
+    red_out: TensorView, chain: tuple[Expr, ...], rank: int, dims: tuple[int, ...]
+) -> bool:
     """Whether ``chain`` (from the iteration side to ``red_out``) maps ``red_out``'s dims
     onto the kept dims of a rank-``rank`` space in order, with only ``dims`` inserted."""
     pos: list[int | None] = list(range(len(red_out.shape_domain)))
@@ -52,10 +53,10 @@ class Group:
 
     root: TensorView
     dims: tuple[int, ...]
-    reductions: list[Expr] = field(default_factory=list)     # in fusion order
-    levels: dict[int, int] = field(default_factory=dict)    # id(expr) -> pass index
-    rows: bool = True           # False: only per-row results are stored (an epilogue)
-    online: dict[int, Expr] = field(default_factory=dict)   # id(sum) -> its softmax max
+    reductions: list[Expr] = field(default_factory=list)  # in fusion order
+    levels: dict[int, int] = field(default_factory=dict)  # id(expr) -> pass index
+    rows: bool = True  # False: only per-row results are stored (an epilogue)
+    online: dict[int, Expr] = field(default_factory=dict)  # id(sum) -> its softmax max
 
     def red_outputs(self) -> set[int]:
         return {id(o) for e in self.reductions for o in e.outputs}
@@ -84,8 +85,11 @@ def _walk(root: TensorView, memory: set[int], excluded: set[int]):
         elif e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD):
             dims = tuple(e.attrs["dims"])
             x = e.inputs[0]
-            if (id(e) in excluded or len(x.shape_domain) != rank
-                    or not chain_restores(tv, chain, rank, dims)):
+            if (
+                id(e) in excluded
+                or len(x.shape_domain) != rank
+                or not chain_restores(tv, chain, rank, dims)
+            ):
                 bad.add(id(e))
                 continue
             dims_seen.add(dims)
@@ -143,15 +147,20 @@ def find_group(root: TensorView, memory: set[int]) -> tuple[Group | None, set[in
 
 def _through(tv, stop: set[int], ok):
     """``tv`` with the ops ``ok`` accepts (computed in the kernel, not read) stripped."""
-    while (isinstance(tv, TensorView) and tv.definition is not None and id(tv) not in stop
-           and ok(tv.definition)):
+    while (
+        isinstance(tv, TensorView)
+        and tv.definition is not None
+        and id(tv) not in stop
+        and ok(tv.definition)
+    ):
         tv = tv.definition.inputs[0]
     return tv
 
 
 def _float_cast(e: Expr) -> bool:
-    return (e.op.name == "cast" and is_floating(e.inputs[0].dtype)
-            and is_floating(e.outputs[0].dtype))
+    return (
+        e.op.name == "cast" and is_floating(e.inputs[0].dtype) and is_floating(e.outputs[0].dtype)
+    )
 
 
 def _exact(e: Expr) -> bool:
@@ -159,8 +168,9 @@ def _exact(e: Expr) -> bool:
     if not _float_cast(e):
         return False
     src, dst = e.inputs[0].dtype, e.outputs[0].dtype
-    return src is dst or (dst in (DataType.Float, DataType.Double)
-                          and itemsize(dst) > itemsize(src))
+    return src is dst or (
+        dst in (DataType.Float, DataType.Double) and itemsize(dst) > itemsize(src)
+    )
 
 
 def _to_row_value(e: Expr) -> bool:
@@ -168,8 +178,12 @@ def _to_row_value(e: Expr) -> bool:
 
 
 def _defined(tv, name: str, stop: set[int]) -> Expr | None:
-    if (isinstance(tv, TensorView) and tv.definition is not None and id(tv) not in stop
-            and tv.definition.op.name == name):
+    if (
+        isinstance(tv, TensorView)
+        and tv.definition is not None
+        and id(tv) not in stop
+        and tv.definition.op.name == name
+    ):
         return tv.definition
     return None
 
@@ -179,8 +193,11 @@ def online_pairs(reductions: list[Expr], stop: set[int]) -> dict[int, Expr]:
     for each ``sum(exp(A - broadcast(max(A))))``. Floating casts may sit between the sum,
     the exp and the subtraction (they only round the terms); ``A`` and the max's result may
     reach the subtraction through casts that keep every value. One sum per max."""
-    outputs = {id(e.outputs[0]): e for e in reductions if e.op.name == "max"
-               and is_floating(e.outputs[0].dtype)}
+    outputs = {
+        id(e.outputs[0]): e
+        for e in reductions
+        if e.op.name == "max" and is_floating(e.outputs[0].dtype)
+    }
     pairs: dict[int, Expr] = {}
     for e in reductions:
         if e.op.name != "sum" or not is_floating(e.outputs[0].dtype):
@@ -228,9 +245,10 @@ def xspace_output(tv: TensorView, group: Group, memory: set[int]) -> bool:
         if e.op.kind is OpKind.SHAPE:
             if e.op.name == "broadcast_in_dim":
                 bd = e.attrs["broadcast_dims"]
-                if any(d.extent != 1 for j, d in enumerate(e.outputs[0].shape_domain)
-                       if j not in bd):
-                    return False          # keepdim's size-1 dims only: a per-row value
+                if any(
+                    d.extent != 1 for j, d in enumerate(e.outputs[0].shape_domain) if j not in bd
+                ):
+                    return False  # keepdim's size-1 dims only: a per-row value
             elif e.op.name not in _TRANSPARENT:
                 return False
         elif e.op.kind is not OpKind.POINTWISE:

@@ -48,19 +48,22 @@ class _Segmentation:
     kernels chosen and the outputs stored so far."""
 
     fusion: Fusion
-    outputs: list[TensorView]              # the computed outputs
+    outputs: list[TensorView]  # the computed outputs
     inputs: set[int]
-    reductions: list[Expr]                 # in fusion order
-    pending: list[TensorView]              # outputs computed by pointwise work, widest first
-    covered: set[int] = field(default_factory=set)    # outputs a kernel already stores
+    reductions: list[Expr]  # in fusion order
+    pending: list[TensorView]  # outputs computed by pointwise work, widest first
+    covered: set[int] = field(default_factory=set)  # outputs a kernel already stores
     groups: list[_GroupKernel] = field(default_factory=list)
 
     @classmethod
     def of(cls, fusion: Fusion, computed_outputs: list[TensorView]) -> _Segmentation:
         reductions = [e for e in fusion.exprs if e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD)]
-        pending = [o for o in computed_outputs
-                   if o.definition is not None and o.definition.op.kind not in (OpKind.REDUCTION,
-                                                                                OpKind.WELFORD)]
+        pending = [
+            o
+            for o in computed_outputs
+            if o.definition is not None
+            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD)
+        ]
         pending.sort(key=lambda t: -len(t.shape_domain))
         return cls(fusion, computed_outputs, {id(v) for v in fusion.inputs}, reductions, pending)
 
@@ -72,16 +75,16 @@ class _Segmentation:
         """The inputs and the results of every reduction not among ``members``: what a
         kernel computing ``members`` reads from memory."""
         ids = {id(e) for e in members}
-        return self.inputs | {id(o) for e in self.reductions if id(e) not in ids
-                              for o in e.outputs}
+        return self.inputs | {id(o) for e in self.reductions if id(e) not in ids for o in e.outputs}
 
     def needed(self, e: Expr) -> bool:
         """Whether reduction ``e``'s results are an output or used again."""
         return any(id(o) in self.output_ids for o in e.outputs) or _used(self.fusion, e)
 
 
-def segment(fusion: Fusion, computed_outputs: list[TensorView]) -> tuple[list[KernelSpec],
-                                                                         list[TensorView]]:
+def segment(
+    fusion: Fusion, computed_outputs: list[TensorView]
+) -> tuple[list[KernelSpec], list[TensorView]]:
     """Kernel specs in run order, and the intermediate tensors that need buffers."""
     seg = _Segmentation.of(fusion, computed_outputs)
     _normalization_groups(seg)
@@ -94,8 +97,12 @@ def segment(fusion: Fusion, computed_outputs: list[TensorView]) -> tuple[list[Ke
     # read another group's results: a first pass builds them without extra stores)
     first, _ = _group_specs(seg, memory_ids, set())
     loaded = {id(a.tv) for s in specs for a in s.accesses[: s.n_loads]}
-    loaded |= {id(a.tv) for s in first for a in _loads(s)
-               if not any(a.tv is o for e in s.group.reductions for o in e.outputs)}
+    loaded |= {
+        id(a.tv)
+        for s in first
+        for a in _loads(s)
+        if not any(a.tv is o for e in s.group.reductions for o in e.outputs)
+    }
     group_specs, stored_by_groups = _group_specs(seg, memory_ids, loaded)
     return _run_order(specs + group_specs), intermediates + stored_by_groups
 
@@ -119,14 +126,18 @@ def _normalization_groups(seg: _Segmentation) -> None:
         seg.groups.append(_GroupKernel(group, stores, xstores))
 
 
-def _group_stores(seg: _Segmentation, group: Group,
-                  root: TensorView) -> tuple[list[Access], list[Access]]:
+def _group_stores(
+    seg: _Segmentation, group: Group, root: TensorView
+) -> tuple[list[Access], list[Access]]:
     """What the group's kernel stores: ``root`` and the pending outputs it reaches in its
     coordinates, and the outputs computed per row."""
     memory = seg.memory_outside(group.reductions)
     reached = group_reached(group, memory)
-    xstores = [Access(o, (), store=True, backward=True) for o in seg.outputs
-               if id(o) not in seg.covered and xspace_output(o, group, memory)]
+    xstores = [
+        Access(o, (), store=True, backward=True)
+        for o in seg.outputs
+        if id(o) not in seg.covered and xspace_output(o, group, memory)
+    ]
     xs_ids = {id(a.tv) for a in xstores}
     stores = [Access(root, (), store=True)]
     for o in seg.pending:
@@ -145,16 +156,23 @@ def _sibling_groups(seg: _Segmentation) -> None:
     in_groups = {id(e) for g in seg.groups for e in g.group.reductions}
     rest = [e for e in seg.reductions if id(e) not in in_groups and seg.needed(e)]
     for cluster in siblings(rest, seg.inputs):
-        group = Group(cluster[0].inputs[0], tuple(cluster[0].attrs["dims"]), cluster,
-                      {id(e): 0 for e in cluster}, rows=False)
+        group = Group(
+            cluster[0].inputs[0],
+            tuple(cluster[0].attrs["dims"]),
+            cluster,
+            {id(e): 0 for e in cluster},
+            rows=False,
+        )
         memory = seg.memory_outside(cluster)
-        xs = [o for o in seg.outputs
-              if id(o) not in seg.covered and xspace_output(o, group, memory)]
+        xs = [
+            o for o in seg.outputs if id(o) not in seg.covered and xspace_output(o, group, memory)
+        ]
         if len(cluster) == 1 and all(o.definition is cluster[0] for o in xs):
-            continue                           # no epilogue: a plain reduction kernel
+            continue  # no epilogue: a plain reduction kernel
         seg.covered |= {id(o) for o in xs}
-        seg.groups.append(_GroupKernel(group, [], [Access(o, (), store=True, backward=True)
-                                                   for o in xs]))
+        seg.groups.append(
+            _GroupKernel(group, [], [Access(o, (), store=True, backward=True) for o in xs])
+        )
 
 
 def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpec]:
@@ -164,8 +182,9 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
     ups = {id(r): upstream_tensors(r, memory_ids) for r in seg.pending}
     # an output upstream of another pending output is stored by that output's kernel: the
     # downstream ones are roots first (stable otherwise)
-    roots = sorted(seg.pending, key=lambda r: any(
-        id(r) in ups[id(o)] for o in seg.pending if o is not r))
+    roots = sorted(
+        seg.pending, key=lambda r: any(id(r) in ups[id(o)] for o in seg.pending if o is not r)
+    )
     for root in roots:
         if id(root) in seg.covered:
             continue
@@ -177,15 +196,20 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
                 stores.append(Access(o, up[id(o)][1], store=True))
                 seg.covered.add(id(o))
         red_outs = {id(o) for e in seg.reductions for o in e.outputs}
-        why = ("pointwise work after the reductions" if red_outs & set(up) else
-               "pointwise work beside the reductions" if seg.reductions else
-               "a fusion without reductions")
+        why = (
+            "pointwise work after the reductions"
+            if red_outs & set(up)
+            else "pointwise work beside the reductions"
+            if seg.reductions
+            else "a fusion without reductions"
+        )
         specs.append(kernel_spec("pointwise", root, memory_ids, stores, reason=why))
     return specs
 
 
-def _reduction_specs(seg: _Segmentation,
-                     memory_ids: set[int]) -> tuple[list[KernelSpec], list[TensorView]]:
+def _reduction_specs(
+    seg: _Segmentation, memory_ids: set[int]
+) -> tuple[list[KernelSpec], list[TensorView]]:
     """A reduction kernel for each needed reduction outside the normalization kernels,
     and its results that are not outputs (they need buffers)."""
     grouped = {id(e) for g in seg.groups for e in g.group.reductions}
@@ -199,8 +223,9 @@ def _reduction_specs(seg: _Segmentation,
     return specs, intermediates
 
 
-def _group_specs(seg: _Segmentation, memory_ids: set[int],
-                 loaded: set[int]) -> tuple[list[KernelSpec], list[TensorView]]:
+def _group_specs(
+    seg: _Segmentation, memory_ids: set[int], loaded: set[int]
+) -> tuple[list[KernelSpec], list[TensorView]]:
     """The normalization kernels, and the group results they store because another
     kernel reads them (``loaded``; they need buffers)."""
     specs: list[KernelSpec] = []
@@ -208,9 +233,14 @@ def _group_specs(seg: _Segmentation, memory_ids: set[int],
     stored_by_group: set[int] = set()
     for group, stores, xstores in seg.groups:
         # a group's reduction result that another kernel reads is stored from the group
-        extra = [Access(o, (), store=True, backward=True) for e in group.reductions
-                 for o in e.outputs if id(o) in loaded and id(o) not in stored_by_group
-                 and all(a.tv is not o for a in xstores)]
+        extra = [
+            Access(o, (), store=True, backward=True)
+            for e in group.reductions
+            for o in e.outputs
+            if id(o) in loaded
+            and id(o) not in stored_by_group
+            and all(a.tv is not o for a in xstores)
+        ]
         extras += [a.tv for a in extra]
         xstores = xstores + extra
         stored_by_group |= {id(a.tv) for a in xstores}
@@ -219,7 +249,7 @@ def _group_specs(seg: _Segmentation, memory_ids: set[int],
     return specs, extras
 
 
-_SAME_COORDINATES = ("set", "stride_order")     # shape ops that keep every coordinate
+_SAME_COORDINATES = ("set", "stride_order")  # shape ops that keep every coordinate
 
 
 def siblings(reductions: list[Expr], memory: set[int]) -> list[list[Expr]]:
@@ -232,9 +262,12 @@ def siblings(reductions: list[Expr], memory: set[int]) -> list[list[Expr]]:
         dims, rank = tuple(e.attrs["dims"]), len(e.inputs[0].shape_domain)
         for c in clusters:
             head = c[0]
-            if (tuple(head.attrs["dims"]) == dims and len(head.inputs[0].shape_domain) == rank
-                    and leaves[id(e)] & leaves[id(head)]
-                    and not members_upstream(e, {id(r) for r in c}, memory)):
+            if (
+                tuple(head.attrs["dims"]) == dims
+                and len(head.inputs[0].shape_domain) == rank
+                and leaves[id(e)] & leaves[id(head)]
+                and not members_upstream(e, {id(r) for r in c}, memory)
+            ):
                 c.append(e)
                 break
         else:

@@ -18,23 +18,23 @@ from .normalization import Group, group_reached
 
 @dataclass(eq=False)
 class KernelSpec:
-    kind: str                          # "pointwise" or "reduction"
-    root: TensorView                   # the iteration tensor
+    kind: str  # "pointwise" or "reduction"
+    root: TensorView  # the iteration tensor
     exprs: list[Expr]
-    memory: list[TensorView]           # pointer arguments: loaded tensors, then stored ones
-    accesses: list[Access]             # loads, then stores, then coordinates (iota)
+    memory: list[TensorView]  # pointer arguments: loaded tensors, then stored ones
+    accesses: list[Access]  # loads, then stores, then coordinates (iota)
     n_loads: int
     n_stores: int
     scalars: list[Scalar]
-    reduction: Expr | None = None      # a reduction kernel's (first) reduction
+    reduction: Expr | None = None  # a reduction kernel's (first) reduction
     reason: str = ""
     outputs: list[TensorView] = field(default_factory=list)
-    group: Group | None = None                  # a normalization kernel's reductions
-    fallback: list[KernelSpec] = field(default_factory=list)   # its multi-kernel plan
+    group: Group | None = None  # a normalization kernel's reductions
+    fallback: list[KernelSpec] = field(default_factory=list)  # its multi-kernel plan
     fallback_buffers: list[TensorView] = field(default_factory=list)
-    siblings: list[Expr] = field(default_factory=list)   # a reduction kernel's others
+    siblings: list[Expr] = field(default_factory=list)  # a reduction kernel's others
     online: dict[int, Expr] = field(default_factory=dict)  # softmax's id(sum) -> its max,
-                                                          # accumulated together (online)
+    # accumulated together (online)
 
     @property
     def reductions(self) -> list[Expr]:
@@ -83,8 +83,16 @@ def _in_fusion_order(exprs: list[Expr], fusion: Fusion) -> list[Expr]:
     return sorted(exprs, key=lambda e: order[id(e)])
 
 
-def kernel_spec(kind, root, memory_ids, stores: list[Access], reduction=None, reason="",
-                siblings: tuple[Expr, ...] = (), online: dict[int, Expr] | None = None):
+def kernel_spec(
+    kind,
+    root,
+    memory_ids,
+    stores: list[Access],
+    reduction=None,
+    reason="",
+    siblings: tuple[Expr, ...] = (),
+    online: dict[int, Expr] | None = None,
+):
     """A kernel iterating over ``root``'s coordinates; sibling reductions' inputs share
     them, so their loads join (each access once). An ``online`` sum loads nothing of its
     own: its terms come from its max's input."""
@@ -96,58 +104,116 @@ def kernel_spec(kind, root, memory_ids, stores: list[Access], reduction=None, re
             reached.setdefault(a.key(), a)
     ups = list(reached.values())
     loads = [a for a in ups if a.tv.definition is None or id(a.tv) in memory_ids]
-    coords = [a for a in ups if a.tv.definition is not None
-              and id(a.tv) not in memory_ids and a.tv.definition.op.name == "iota"]
+    coords = [
+        a
+        for a in ups
+        if a.tv.definition is not None
+        and id(a.tv) not in memory_ids
+        and a.tv.definition.op.name == "iota"
+    ]
     found = {id(e): e for r in roots for e in _exprs_upstream(r, memory_ids)}
-    exprs = _in_fusion_order(list(found.values()) + [e for e in (reduction, *siblings)
-                                                     if e is not None], root.fusion)
-    return KernelSpec(kind, root, exprs, _distinct_tensors(loads + stores),
-                      loads + stores + coords, len(loads), len(stores),
-                      _scalars_of(exprs), reduction, reason, [a.tv for a in stores],
-                      siblings=list(siblings), online=dict(online))
+    exprs = _in_fusion_order(
+        list(found.values()) + [e for e in (reduction, *siblings) if e is not None], root.fusion
+    )
+    return KernelSpec(
+        kind,
+        root,
+        exprs,
+        _distinct_tensors(loads + stores),
+        loads + stores + coords,
+        len(loads),
+        len(stores),
+        _scalars_of(exprs),
+        reduction,
+        reason,
+        [a.tv for a in stores],
+        siblings=list(siblings),
+        online=dict(online),
+    )
 
 
-def reduction_spec(e: Expr, memory_ids: set[int], siblings: tuple[Expr, ...] = (),
-                   online: dict[int, Expr] | None = None) -> KernelSpec:
+def reduction_spec(
+    e: Expr,
+    memory_ids: set[int],
+    siblings: tuple[Expr, ...] = (),
+    online: dict[int, Expr] | None = None,
+) -> KernelSpec:
     """A reduction kernel: ``e``, with ``siblings`` (reductions of the same rows, computed
     from the same loads into their own accumulators and outputs); ``online``: softmax's
     sum among them, with its max ``e`` (id(sum) -> max), one running pair per lane."""
     stores = [Access(o, (), store=True) for r in (e, *siblings) for o in r.outputs]
-    why = f"{e.op.name} over dims {e.attrs['dims']}: one reduction per kernel" if not siblings \
-        else (f"{', '.join(r.op.name for r in (e, *siblings))} over dims {e.attrs['dims']}: "
-              + ("softmax's max and sum in one pass (a running max and a rescaled running "
-                 "sum)" if online else "reductions of the same rows in one reduction kernel"))
-    return kernel_spec("reduction", e.inputs[0], memory_ids, stores, reduction=e, reason=why,
-                       siblings=siblings, online=online)
+    why = (
+        f"{e.op.name} over dims {e.attrs['dims']}: one reduction per kernel"
+        if not siblings
+        else (
+            f"{', '.join(r.op.name for r in (e, *siblings))} over dims {e.attrs['dims']}: "
+            + (
+                "softmax's max and sum in one pass (a running max and a rescaled running sum)"
+                if online
+                else "reductions of the same rows in one reduction kernel"
+            )
+        )
+    )
+    return kernel_spec(
+        "reduction",
+        e.inputs[0],
+        memory_ids,
+        stores,
+        reduction=e,
+        reason=why,
+        siblings=siblings,
+        online=online,
+    )
 
 
-def group_spec(group: Group, memory: set[int], stores: list[Access], xstores: list[Access],
-               memory_ids: set[int]) -> KernelSpec:
+def group_spec(
+    group: Group,
+    memory: set[int],
+    stores: list[Access],
+    xstores: list[Access],
+    memory_ids: set[int],
+) -> KernelSpec:
     """One kernel for the group, with the multi-kernel plan it falls back to."""
     reached = group_reached(group, memory)
     loads = [Access(tv, c) for tv, c in reached if id(tv) in memory or tv.definition is None]
-    coords = [Access(tv, c) for tv, c in reached if tv.definition is not None
-              and id(tv) not in memory and tv.definition.op.name == "iota"]
+    coords = [
+        Access(tv, c)
+        for tv, c in reached
+        if tv.definition is not None and id(tv) not in memory and tv.definition.op.name == "iota"
+    ]
     exprs = _group_exprs(group, reached, memory, xstores)
-    return KernelSpec("normalization", group.root, exprs,
-                      _distinct_tensors(loads + stores + xstores),
-                      loads + stores + xstores + coords, len(loads), len(stores) + len(xstores),
-                      _scalars_of(exprs), reason=_group_reason(group),
-                      outputs=[a.tv for a in stores + xstores], group=group,
-                      fallback=_fallback_plan(group, stores, xstores, memory_ids),
-                      fallback_buffers=[o for e in group.reductions for o in e.outputs
-                                        if all(a.tv is not o for a in xstores)])
+    return KernelSpec(
+        "normalization",
+        group.root,
+        exprs,
+        _distinct_tensors(loads + stores + xstores),
+        loads + stores + xstores + coords,
+        len(loads),
+        len(stores) + len(xstores),
+        _scalars_of(exprs),
+        reason=_group_reason(group),
+        outputs=[a.tv for a in stores + xstores],
+        group=group,
+        fallback=_fallback_plan(group, stores, xstores, memory_ids),
+        fallback_buffers=[
+            o for e in group.reductions for o in e.outputs if all(a.tv is not o for a in xstores)
+        ],
+    )
 
 
 def _group_exprs(group: Group, reached, memory: set[int], xstores: list[Access]) -> list[Expr]:
     """The group kernel's exprs in fusion order: those that compute what it reaches from
     its root, and the per-row epilogue of each ``xstores`` output."""
-    exprs = {id(e): e for tv, _ in reached if tv.definition is not None
-             and id(tv) not in memory for e in [tv.definition]}
+    exprs = {
+        id(e): e
+        for tv, _ in reached
+        if tv.definition is not None and id(tv) not in memory
+        for e in [tv.definition]
+    }
     for a in xstores:
         # the per-row epilogue: everything between the group's results and the output
         for tv, _ in upstream_tensors(a.tv, group.red_outputs()).values():
-            if tv.definition is not None:          # the group's reductions included
+            if tv.definition is not None:  # the group's reductions included
                 exprs.setdefault(id(tv.definition), tv.definition)
     return _in_fusion_order(list(exprs.values()), group.root.fusion)
 
@@ -161,18 +227,20 @@ def _group_reason(group: Group) -> str:
     return f"{names}: reductions of the same rows, one read in one kernel"
 
 
-def _fallback_plan(group: Group, stores: list[Access], xstores: list[Access],
-                   memory_ids: set[int]) -> list[KernelSpec]:
+def _fallback_plan(
+    group: Group, stores: list[Access], xstores: list[Access], memory_ids: set[int]
+) -> list[KernelSpec]:
     """The group's multi-kernel plan: each reduction its own kernel (siblings: one kernel
     for all), then pointwise kernels for the rest."""
-    return (_fallback_reductions(group, memory_ids)
-            + _fallback_pointwise(group, stores, xstores, memory_ids))
+    return _fallback_reductions(group, memory_ids) + _fallback_pointwise(
+        group, stores, xstores, memory_ids
+    )
 
 
 def _fallback_reductions(group: Group, memory_ids: set[int]) -> list[KernelSpec]:
     if len(group.reductions) == 2 and len(group.online) == 1:
         # softmax: its max and its sum of exp(x - max) in one reduction kernel, one read
-        (sid, mx), = group.online.items()
+        ((sid, mx),) = group.online.items()
         sm = next(e for e in group.reductions if id(e) == sid)
         return [reduction_spec(mx, memory_ids, (sm,), online=dict(group.online))]
     if not group.rows and len(group.reductions) > 1:
@@ -180,25 +248,46 @@ def _fallback_reductions(group: Group, memory_ids: set[int]) -> list[KernelSpec]
     return [reduction_spec(e, memory_ids) for e in group.reductions]
 
 
-def _fallback_pointwise(group: Group, stores: list[Access], xstores: list[Access],
-                        memory_ids: set[int]) -> list[KernelSpec]:
+def _fallback_pointwise(
+    group: Group, stores: list[Access], xstores: list[Access], memory_ids: set[int]
+) -> list[KernelSpec]:
     """Pointwise kernels for the group's stores after the reduction kernels: the root's
     (with the outputs upstream of it), one per output computed before a reduction, one
     per per-row value that is not a reduction's result."""
     fb: list[KernelSpec] = []
     up = upstream_tensors(group.root, memory_ids)
     if stores:
-        fb.append(kernel_spec("pointwise", group.root, memory_ids,
-                              [a for a in stores if a.tv is group.root or id(a.tv) in up],
-                              reason="pointwise work after the reductions"))
+        fb.append(
+            kernel_spec(
+                "pointwise",
+                group.root,
+                memory_ids,
+                [a for a in stores if a.tv is group.root or id(a.tv) in up],
+                reason="pointwise work after the reductions",
+            )
+        )
     for a in stores:
         if a.tv is not group.root and id(a.tv) not in up:
-            fb.append(kernel_spec("pointwise", a.tv, memory_ids, [Access(a.tv, (), store=True)],
-                                  reason="an output computed before a reduction"))
+            fb.append(
+                kernel_spec(
+                    "pointwise",
+                    a.tv,
+                    memory_ids,
+                    [Access(a.tv, (), store=True)],
+                    reason="an output computed before a reduction",
+                )
+            )
     members = {id(e) for e in group.reductions}
     for a in xstores:
         if id(a.tv.definition) in members:
             continue
-        fb.append(kernel_spec("pointwise", a.tv, memory_ids, [Access(a.tv, (), store=True)],
-                              reason="per-row values after the reductions"))
+        fb.append(
+            kernel_spec(
+                "pointwise",
+                a.tv,
+                memory_ids,
+                [Access(a.tv, (), store=True)],
+                reason="per-row values after the reductions",
+            )
+        )
     return fb

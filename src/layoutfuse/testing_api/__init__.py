@@ -35,7 +35,18 @@ from .tensors import (
 from .validate import validate as test_validate
 
 __all__ = [
-    "DataType", "Fusion", "FusionExecutorCache", "FusionGuard", "IrBuilder", "TensorView",
-    "make_concrete_tensor", "make_contig_concrete_tensor", "make_contig_tensor",
-    "make_symbolic_tensor", "test_validate", "testing", *_ops_all, *_pointwise_all,
+    "DataType",
+    "Fusion",
+    "FusionExecutorCache",
+    "FusionGuard",
+    "IrBuilder",
+    "TensorView",
+    "make_concrete_tensor",
+    "make_contig_concrete_tensor",
+    "make_contig_tensor",
+    "make_symbolic_tensor",
+    "test_validate",
+    "testing",
+    *_ops_all,
+    *_pointwise_all,
 ]

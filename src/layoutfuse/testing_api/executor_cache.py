@@ -21,8 +21,9 @@ class FusionExecutorCache:
 
     def __init__(self, fusion: Fusion):
         if not isinstance(fusion, Fusion):
-            raise ArgumentTypeError(f"FusionExecutorCache: fusion must be a Fusion, got "
-                                    f"{describe(fusion)}")
+            raise ArgumentTypeError(
+                f"FusionExecutorCache: fusion must be a Fusion, got {describe(fusion)}"
+            )
         self._fusion = fusion
         self._executor = FusionExecutor(fusion)
 

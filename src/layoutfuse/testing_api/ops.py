@@ -39,9 +39,11 @@ def _reduction_function(name: str) -> Callable:
 
     op.__name__ = op.__qualname__ = name
     op.__module__ = __name__
-    op.__doc__ = f"``{name}(tv, reduction_axes, keep_dim, dtype)``" + (
-        f"; with a Val second operand, nvFuser's binary ``{name}``." if binary else ".") + \
-        f"\n\n{REDUCTION_DIMS_RULE}"
+    op.__doc__ = (
+        f"``{name}(tv, reduction_axes, keep_dim, dtype)``"
+        + (f"; with a Val second operand, nvFuser's binary ``{name}``." if binary else ".")
+        + f"\n\n{REDUCTION_DIMS_RULE}"
+    )
     return op
 
 
@@ -56,13 +58,16 @@ def mean(tv: TensorView, axes, keep_dim: bool = False) -> TensorView:
     """``mean(tv, dims, keepdim)``: the sum divided by the number of reduced elements."""
     if is_integral(tv.dtype) or is_boolean(tv.dtype):
         tv = ir_ops.cast(tv, DataType.Float)
-    total = ir_ops.reduction("sum", tv, axes, keepdim=keep_dim)   # checks axes
+    total = ir_ops.reduction("sum", tv, axes, keepdim=keep_dim)  # checks axes
     dims = [axes] if isinstance(axes, int) else list(axes)
     count: Scalar | int = 1
     for d in dims:
         extent = tv.shape_domain[d].extent
-        count = count * extent if isinstance(count, int) and extent is not None else \
-            ir_ops.pointwise("mul", count, ir_ops.size(tv, d))
+        count = (
+            count * extent
+            if isinstance(count, int) and extent is not None
+            else ir_ops.pointwise("mul", count, ir_ops.size(tv, d))
+        )
     return ir_ops.pointwise("div", total, count)
 
 
@@ -82,14 +87,14 @@ def welford(tv: TensorView, axes) -> WelfordResult:
     return WelfordResult(*ir_ops.welford(tv, axes))
 
 
-def variance(tv: TensorView, dims, correction: int | bool = 1,
-             keepdim: bool = False) -> TensorView:
+def variance(tv: TensorView, dims, correction: int | bool = 1, keepdim: bool = False) -> TensorView:
     """``variance(x, dims, unbiased | correction, keepdim)``; ``unbiased=True`` is correction 1."""
     return ir_ops.var(tv, dims, int(correction), keepdim)
 
 
-def var_mean(tv: TensorView, dims, correction: int | bool = 1,
-             keepdim: bool = False) -> VarMeanResult:
+def var_mean(
+    tv: TensorView, dims, correction: int | bool = 1, keepdim: bool = False
+) -> VarMeanResult:
     """``variance_mean(x, dims, correction, keepdim)``: (var, mean)."""
     return VarMeanResult(*ir_ops.var_mean(tv, dims, int(correction), keepdim))
 
@@ -153,13 +158,17 @@ def reshape(tv: TensorView, original_sizes, new_sizes=None) -> TensorView:
         return ir_ops.reshape(tv, original_sizes)
     original = list(original_sizes)
     if len(original) != tv.ndim:
-        raise DefinitionError(f"reshape: original_sizes {original} has {len(original)} entries "
-                              f"but the tensor has rank {tv.ndim}")
+        raise DefinitionError(
+            f"reshape: original_sizes {original} has {len(original)} entries "
+            f"but the tensor has rank {tv.ndim}"
+        )
     for i, (given, d) in enumerate(zip(original, tv.shape_domain)):
         value = static_value(given) if isinstance(given, Scalar) else given
         if d.extent is not None and value is not None and value != d.extent:
-            raise DefinitionError(f"reshape: original_sizes[{i}] is {value} but the tensor's "
-                                  f"dim {i} has extent {d.extent}")
+            raise DefinitionError(
+                f"reshape: original_sizes[{i}] is {value} but the tensor's "
+                f"dim {i} has extent {d.extent}"
+            )
     return ir_ops.reshape(tv, new_sizes)
 
 
@@ -212,8 +221,27 @@ def iota(length, start=None, step=None, dtype: DataType = DataType.Int) -> Tenso
     return ir_ops.iota(length, start, step, dtype)
 
 
-__all__ = sorted([
-    "VarMeanResult", "WelfordResult", "broadcast", "cast", "cast_op", "expand", "full", "iota",
-    "mean", "ones", "permute", "reshape", "set", "squeeze", "var_mean", "variance",
-    "variance_mean", "welford", "zeros", *REDUCTIONS,
-])
+__all__ = sorted(
+    [
+        "VarMeanResult",
+        "WelfordResult",
+        "broadcast",
+        "cast",
+        "cast_op",
+        "expand",
+        "full",
+        "iota",
+        "mean",
+        "ones",
+        "permute",
+        "reshape",
+        "set",
+        "squeeze",
+        "var_mean",
+        "variance",
+        "variance_mean",
+        "welford",
+        "zeros",
+        *REDUCTIONS,
+    ]
+)

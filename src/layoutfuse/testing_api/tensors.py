@@ -43,8 +43,9 @@ def make_contig_tensor(ndims: int, dtype: DataType = DataType.Float) -> TensorVi
     return _make([-1] * _rank(ndims, "make_contig_tensor"), dtype, True, "make_contig_tensor")
 
 
-def make_symbolic_tensor(ndims: int | Sequence[int],
-                         dtype: DataType = DataType.Float) -> TensorView:
+def make_symbolic_tensor(
+    ndims: int | Sequence[int], dtype: DataType = DataType.Float
+) -> TensorView:
     """``makeSymbolicTensor``: symbolic extents, no contiguity promise.
 
     Given a shape instead of a rank, size-1 entries become broadcast axes and
@@ -62,11 +63,16 @@ def make_concrete_tensor(shape: Sequence[int], dtype: DataType = DataType.Float)
     return _make(list(shape), dtype, False, "make_concrete_tensor")
 
 
-def make_contig_concrete_tensor(shape: Sequence[int],
-                                dtype: DataType = DataType.Float) -> TensorView:
+def make_contig_concrete_tensor(
+    shape: Sequence[int], dtype: DataType = DataType.Float
+) -> TensorView:
     """``makeContigConcreteTensor``: static extents (-1: symbolic), contiguous row-major."""
     return _make(list(shape), dtype, True, "make_contig_concrete_tensor")
 
 
-__all__ = ["make_concrete_tensor", "make_contig_concrete_tensor", "make_contig_tensor",
-           "make_symbolic_tensor"]
+__all__ = [
+    "make_concrete_tensor",
+    "make_contig_concrete_tensor",
+    "make_contig_tensor",
+    "make_symbolic_tensor",
+]

@@ -50,8 +50,9 @@ def default_rtol(dtype: DataType, reduction_size: int = 1) -> float:
     base = BASE_RTOL.get(dtype, 0.0)
     if reduction_size <= 1 or base == 0.0:
         return base
-    accumulator = DataType.Double if dtype in (DataType.Double, DataType.ComplexDouble) \
-        else DataType.Float
+    accumulator = (
+        DataType.Double if dtype in (DataType.Double, DataType.ComplexDouble) else DataType.Float
+    )
     return base + BASE_RTOL[accumulator] * math.sqrt(reduction_size) / 128
 
 
@@ -100,14 +101,27 @@ def _check_layout(label: str, tv: TensorView, out: torch.Tensor) -> None:
         )
 
 
-def _compare(label: str, out: torch.Tensor, ref: torch.Tensor, dtype: DataType, n: int,
-             rtol: float | None, atol: float | None) -> None:
+def _compare(
+    label: str,
+    out: torch.Tensor,
+    ref: torch.Tensor,
+    dtype: DataType,
+    n: int,
+    rtol: float | None,
+    atol: float | None,
+) -> None:
     exact = not (is_floating(dtype) or dtype in COMPLEX) and rtol is None and atol is None
     if exact:
         bad = out.to(torch.int64) != ref.to(device=out.device, dtype=torch.int64)
         if bad.any():
-            _fail(label, out, ref, bad, (out.to(torch.float64) - ref.to(out.device).double()).abs(),
-                  "exact match")
+            _fail(
+                label,
+                out,
+                ref,
+                bad,
+                (out.to(torch.float64) - ref.to(out.device).double()).abs(),
+                "exact match",
+            )
         return
     wide = torch.complex128 if out.is_complex() or ref.is_complex() else torch.float64
     o, r = out.to(wide), ref.to(device=out.device, dtype=wide)
@@ -121,12 +135,24 @@ def _compare(label: str, out: torch.Tensor, ref: torch.Tensor, dtype: DataType, 
     err = torch.where(nan_o & nan_r, torch.zeros_like(err), err)
     bad = (err > atol + rtol * r.abs()) | (nan_o != nan_r) | (torch.isinf(r) & (o != r))
     if bad.any():
-        _fail(label, out, ref, bad, err, f"atol={atol:.3g}, rtol={rtol:.3g} "
-              f"({dtype.value}, reduction size {n})")
+        _fail(
+            label,
+            out,
+            ref,
+            bad,
+            err,
+            f"atol={atol:.3g}, rtol={rtol:.3g} ({dtype.value}, reduction size {n})",
+        )
 
 
-def _fail(label: str, out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor,
-          err: torch.Tensor, tolerance: str) -> None:
+def _fail(
+    label: str,
+    out: torch.Tensor,
+    ref: torch.Tensor,
+    bad: torch.Tensor,
+    err: torch.Tensor,
+    tolerance: str,
+) -> None:
     err = torch.where(bad, torch.nan_to_num(err, nan=math.inf), torch.zeros_like(err))
     flat = int(err.reshape(-1).argmax())
     where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(out.shape)))
@@ -138,12 +164,20 @@ def _fail(label: str, out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor,
 
 
 def _as_tensor(x: Any, like: torch.Tensor | None = None) -> torch.Tensor:
-    return x if torch.is_tensor(x) else torch.as_tensor(
-        x, device=None if like is None else like.device)
+    return (
+        x
+        if torch.is_tensor(x)
+        else torch.as_tensor(x, device=None if like is None else like.device)
+    )
 
 
-def validate(fusion: Fusion, outputs: Sequence[Any], inputs: Sequence[Any],
-             rtol: float | None = None, atol: float | None = None) -> None:
+def validate(
+    fusion: Fusion,
+    outputs: Sequence[Any],
+    inputs: Sequence[Any],
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> None:
     """Raise AssertionError unless ``outputs`` are what ``fusion`` computes from ``inputs``.
 
     ``outputs`` are in ``add_output`` order, with or without the outputs aliased to
@@ -151,13 +185,16 @@ def validate(fusion: Fusion, outputs: Sequence[Any], inputs: Sequence[Any],
     """
     outputs = list(outputs)
     if len(inputs) != len(fusion.inputs):
-        raise AssertionError(f"validate: the fusion has {len(fusion.inputs)} inputs, "
-                             f"{len(inputs)} were given")
+        raise AssertionError(
+            f"validate: the fusion has {len(fusion.inputs)} inputs, {len(inputs)} were given"
+        )
     returned = [s for s in fusion.outputs if s.alias_input is None]
     specs = returned if len(outputs) == len(returned) else fusion.outputs
     if len(outputs) != len(specs):
-        raise AssertionError(f"validate: the fusion returns {len(returned)} outputs "
-                             f"({len(fusion.outputs)} with aliases), got {len(outputs)}")
+        raise AssertionError(
+            f"validate: the fusion returns {len(returned)} outputs "
+            f"({len(fusion.outputs)} with aliases), got {len(outputs)}"
+        )
     env = evaluate(fusion, [_upcast(x) for x in inputs])
     sizes = reduction_sizes(fusion, env)
     for k, (spec, out) in enumerate(zip(specs, outputs)):
@@ -167,11 +204,13 @@ def validate(fusion: Fusion, outputs: Sequence[Any], inputs: Sequence[Any],
             if not torch.is_tensor(out):
                 raise AssertionError(f"validate: {label} is a tensor, got {type(out).__name__}")
             if tuple(out.shape) != tuple(ref.shape):
-                raise AssertionError(f"validate: {label} has shape {tuple(out.shape)}, "
-                                     f"expected {tuple(ref.shape)}")
+                raise AssertionError(
+                    f"validate: {label} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
+                )
             if out.dtype != to_torch(v.dtype):
-                raise AssertionError(f"validate: {label} has dtype {out.dtype}, "
-                                     f"expected {to_torch(v.dtype)}")
+                raise AssertionError(
+                    f"validate: {label} has dtype {out.dtype}, expected {to_torch(v.dtype)}"
+                )
             _check_layout(label, v, out)
         elif isinstance(v, Scalar):
             out = _as_tensor(out, ref).reshape(())

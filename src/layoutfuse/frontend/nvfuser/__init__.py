@@ -26,7 +26,18 @@ def clone(from_fd: FusionDefinition, to_fd: FusionDefinition) -> None:
 
 
 __all__ = [
-    "DataType", "FusionCache", "FusionDefinition", "FusionProfile", "Operators", "Scalar",
-    "Tensor", "Vector", "Version", "clone", "compute_contiguity", "compute_tensor_descriptor",
-    "dense_strides", "version",
+    "DataType",
+    "FusionCache",
+    "FusionDefinition",
+    "FusionProfile",
+    "Operators",
+    "Scalar",
+    "Tensor",
+    "Vector",
+    "Version",
+    "clone",
+    "compute_contiguity",
+    "compute_tensor_descriptor",
+    "dense_strides",
+    "version",
 ]

@@ -66,17 +66,21 @@ def bool_list(x: object, op: str, arg: str) -> list[bool]:
     return list(x)
 
 
-def bind_arguments(op: str, names: tuple[str, ...], args: tuple, kwargs: dict,
-                   defaults: dict[str, Any]) -> dict[str, Any]:
+def bind_arguments(
+    op: str, names: tuple[str, ...], args: tuple, kwargs: dict, defaults: dict[str, Any]
+) -> dict[str, Any]:
     """Python's argument binding for an overload given as parameter names and defaults."""
     if len(args) > len(names):
-        raise ArgumentTypeError(f"{op}() takes at most {len(names)} arguments "
-                                f"({', '.join(names)}), {len(args)} given")
+        raise ArgumentTypeError(
+            f"{op}() takes at most {len(names)} arguments ({', '.join(names)}), {len(args)} given"
+        )
     bound = dict(zip(names, args))
     for k, v in kwargs.items():
         if k not in names:
-            raise ArgumentTypeError(f"{op}() got an unexpected keyword argument {k!r}; this "
-                                    f"form takes {', '.join(names)}")
+            raise ArgumentTypeError(
+                f"{op}() got an unexpected keyword argument {k!r}; this "
+                f"form takes {', '.join(names)}"
+            )
         if k in bound:
             raise ArgumentTypeError(f"{op}() got multiple values for argument {k!r}")
         bound[k] = v
@@ -88,5 +92,13 @@ def bind_arguments(op: str, names: tuple[str, ...], args: tuple, kwargs: dict,
     return bound
 
 
-__all__ = ["bind_arguments", "bool_arg", "bool_list", "dtype_arg", "int_arg", "int_list",
-           "is_int", "type_error"]
+__all__ = [
+    "bind_arguments",
+    "bool_arg",
+    "bool_list",
+    "dtype_arg",
+    "int_arg",
+    "int_list",
+    "is_int",
+    "type_error",
+]

@@ -54,11 +54,15 @@ class FusionCache:
         self.max_fusions = max_fusions
         self._by_key: dict[tuple[str, ...], CacheEntry] = {}
         self._entries: list[CacheEntry] = []
-        self._lock = threading.Lock()       # guards _by_key and _entries together
+        self._lock = threading.Lock()  # guards _by_key and _entries together
 
     @classmethod
-    def get(cls, max_fusions: int = 8192, selected_device=None,
-            load_from_default_workspace: bool = False) -> FusionCache:
+    def get(
+        cls,
+        max_fusions: int = 8192,
+        selected_device=None,
+        load_from_default_workspace: bool = False,
+    ) -> FusionCache:
         with cls._instance_lock:
             if cls._instance is None:
                 cls._instance = FusionCache(max_fusions)
@@ -78,8 +82,10 @@ class FusionCache:
             count = len(self._entries)
             if isinstance(fusion_id, int) and 0 <= fusion_id < count:
                 return self._entries[fusion_id]
-        raise DefinitionError(f"FusionDefinition({fusion_id!r}): no fusion with this id in the "
-                              f"FusionCache ({count} fusions)")
+        raise DefinitionError(
+            f"FusionDefinition({fusion_id!r}): no fusion with this id in the "
+            f"FusionCache ({count} fusions)"
+        )
 
     def finalize(self, recorder: Recorder) -> CacheEntry:
         """The entry for a finished definition: an existing one when the records match."""

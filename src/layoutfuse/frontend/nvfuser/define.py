@@ -31,8 +31,11 @@ def _is_strides_form(args: tuple, kwargs: dict) -> bool:
     if {"shape", "contiguity", "stride_order"} & set(kwargs) or len(args) < 2:
         return False
     second = args[1]
-    return (isinstance(second, list | tuple) and len(second) > 0
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in second))
+    return (
+        isinstance(second, list | tuple)
+        and len(second) > 0
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in second)
+    )
 
 
 def constant_value(value, dtype: DataType | None):
@@ -70,19 +73,29 @@ class DefineMixin:
         ``define_tensor(sizes, strides, dtype=Float, static_sizes=False, is_cpu=False)``."""
         rec = self._recorder_for("define_tensor")
         if _is_strides_form(args, kwargs):
-            b = bind_arguments("define_tensor", _FROM_STRIDES, args, kwargs,
-                               {"dtype": DataType.Float, "static_sizes": False, "is_cpu": False})
+            b = bind_arguments(
+                "define_tensor",
+                _FROM_STRIDES,
+                args,
+                kwargs,
+                {"dtype": DataType.Float, "static_sizes": False, "is_cpu": False},
+            )
             sizes = int_list(b["sizes"], "define_tensor", "sizes")
             strides = int_list(b["strides"], "define_tensor", "strides")
             if len(sizes) != len(strides):
-                raise DefinitionError(f"define_tensor: {len(sizes)} sizes but {len(strides)} "
-                                      f"strides")
+                raise DefinitionError(
+                    f"define_tensor: {len(sizes)} sizes but {len(strides)} strides"
+                )
             contiguity, stride_order = desc.compute_tensor_descriptor(sizes, strides)
             shape = desc.builder_sizes(sizes, b["static_sizes"])
         else:
-            b = bind_arguments("define_tensor", _CANONICAL, args, kwargs,
-                               {"contiguity": False, "dtype": DataType.Float, "is_cpu": False,
-                                "stride_order": ()})
+            b = bind_arguments(
+                "define_tensor",
+                _CANONICAL,
+                args,
+                kwargs,
+                {"contiguity": False, "dtype": DataType.Float, "is_cpu": False, "stride_order": ()},
+            )
             if not isinstance(b["shape"], list | tuple):
                 raise type_error("define_tensor", "shape", "a list of ints", b["shape"])
             shape = list(b["shape"])
@@ -100,16 +113,21 @@ class DefineMixin:
             raise DefinitionError("define_tensor: dtype DataType.Null is not a tensor dtype")
         is_cpu = bool_arg(b["is_cpu"], "define_tensor", "is_cpu")
         if is_cpu and shape:
-            raise DefinitionError("define_tensor: CPU non-scalar tensor is not supported! "
-                                  f"(is_cpu=True with shape {shape})")
+            raise DefinitionError(
+                "define_tensor: CPU non-scalar tensor is not supported! "
+                f"(is_cpu=True with shape {shape})"
+            )
         tv = desc.build_input_tensor(rec.fusion, shape, contiguity, dtype, so)
         rec.fusion.add_input(tv)
         out = rec.new(Tensor, tv)
         rec.input_states.append(out.index)
         order_text = f", stride_order={format_list(stride_order)}" if stride_order else ""
-        rec.record([out], f"fd.define_tensor(shape={format_list(shape)}, "
-                          f"contiguity={format_list(contiguity)}, dtype={dtype!r}, "
-                          f"is_cpu={is_cpu}{order_text})")
+        rec.record(
+            [out],
+            f"fd.define_tensor(shape={format_list(shape)}, "
+            f"contiguity={format_list(contiguity)}, dtype={dtype!r}, "
+            f"is_cpu={is_cpu}{order_text})",
+        )
         return out
 
     def from_pytorch(self, tensor: torch.Tensor, static_sizes: bool = False) -> Tensor:
@@ -124,11 +142,15 @@ class DefineMixin:
         try:
             dtype = from_torch(tensor.dtype)
         except ValueError:
-            raise UnsupportedError(f"from_pytorch: tensor has dtype {tensor.dtype}, which has "
-                                   f"no DataType ({describe(tensor)})") from None
+            raise UnsupportedError(
+                f"from_pytorch: tensor has dtype {tensor.dtype}, which has "
+                f"no DataType ({describe(tensor)})"
+            ) from None
         return self.define_tensor(
-            sizes=tuple(tensor.size()), strides=tuple(tensor.stride()),
-            dtype=dtype, static_sizes=static_sizes,
+            sizes=tuple(tensor.size()),
+            strides=tuple(tensor.stride()),
+            dtype=dtype,
+            static_sizes=static_sizes,
             is_cpu=tensor.is_cpu and tensor.dim() == 0,
         )
 
@@ -137,8 +159,9 @@ class DefineMixin:
         a constant (dtype inferred: bool Bool, int Int, float Double, complex ComplexDouble),
         or an input when ``value`` is None."""
         rec = self._recorder_for("define_scalar")
-        b = bind_arguments("define_scalar", ("value", "dtype"), args, kwargs,
-                           {"value": _MISSING, "dtype": None})
+        b = bind_arguments(
+            "define_scalar", ("value", "dtype"), args, kwargs, {"value": _MISSING, "dtype": None}
+        )
         value, dtype = b["value"], b["dtype"]
         if isinstance(value, DataType) and dtype is None:
             value, dtype = _MISSING, value
@@ -161,8 +184,11 @@ class DefineMixin:
 
     def define_constant(self, value, dtype: DataType | None = None) -> Scalar:
         """Deprecated in nvFuser in favor of ``define_scalar(value, dtype)``."""
-        warnings.warn("Deprecating define_constant functions in favor of define_scalar for "
-                      "constants.", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "Deprecating define_constant functions in favor of define_scalar for constants.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.define_scalar(value, dtype)
 
     def define_vector(self, *args, **kwargs) -> Vector:
@@ -184,11 +210,13 @@ class DefineMixin:
                 elements.append(s)
             values = elements
         else:
-            b = bind_arguments("define_vector", ("values", "dtype"), args, kwargs,
-                               {"dtype": DataType.Int})
+            b = bind_arguments(
+                "define_vector", ("values", "dtype"), args, kwargs, {"dtype": DataType.Int}
+            )
             if b["dtype"] is not DataType.Int:
-                raise DefinitionError(f"define_vector: only DataType.Int vectors are supported, "
-                                      f"got {b['dtype']!r}")
+                raise DefinitionError(
+                    f"define_vector: only DataType.Int vectors are supported, got {b['dtype']!r}"
+                )
             values = b["values"]
         vec, text = rec.vector_of(values, "define_vector", "values")
         rec.record([vec], f"fd.define_vector({text}, dtype=DataType.Int)")
@@ -204,12 +232,12 @@ class DefineMixin:
         rec = self._recorder_for("add_output")
         if isinstance(alias_input, list | tuple) and stride_order is None:
             alias_input, stride_order = None, alias_input  # add_output(T, [1, 0])
-        order = [] if stride_order is None else int_list(stride_order, "add_output",
-                                                           "stride_order")
+        order = [] if stride_order is None else int_list(stride_order, "add_output", "stride_order")
         if isinstance(output, Scalar):
             if alias_input is not None or order:
-                raise DefinitionError("add_output: a Scalar output cannot alias an input or "
-                                      "have a stride_order")
+                raise DefinitionError(
+                    "add_output: a Scalar output cannot alias an input or have a stride_order"
+                )
             rec.fusion.add_output(rec.scalar(output, "add_output", "output"))
             rec.output_states.append(output.index)
             rec.record([], f"fd.add_output({output.name})")
@@ -217,12 +245,14 @@ class DefineMixin:
         tv = rec.tensor(output, "add_output", "output")
         if alias_input is not None:
             if order:
-                raise DefinitionError("add_output: stride_order can't be dictated for aliased "
-                                      "outputs")
+                raise DefinitionError(
+                    "add_output: stride_order can't be dictated for aliased outputs"
+                )
             target = rec.tensor(alias_input, "add_output", "alias_input")
             if not any(v is target for v in rec.fusion.inputs):
-                raise DefinitionError(f"add_output: alias_input {alias_input.name} is not a "
-                                      f"fusion input")
+                raise DefinitionError(
+                    f"add_output: alias_input {alias_input.name} is not a fusion input"
+                )
             rec.fusion.add_output(tv, alias_input=target)
             rec.record([], f"fd.add_output({output.name}, {alias_input.name})")
             return
@@ -240,8 +270,10 @@ class DefineMixin:
         keeps its own layout: the output is then a copy (``set``) of it."""
         n = tv.ndim
         if len(order) != n or sorted(order) != list(range(n)):
-            raise DefinitionError(f"add_output: stride_order {order} must be a permutation of "
-                                  f"range({n}) (the output's rank)")
+            raise DefinitionError(
+                f"add_output: stride_order {order} must be a permutation of "
+                f"range({n}) (the output's rank)"
+            )
         fusion = tv.fusion
         if any(v is tv for v in fusion.inputs) or any(v is tv for v in fusion.output_vals):
             tv = ir_ops.set_(tv)

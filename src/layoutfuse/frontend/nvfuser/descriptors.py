@@ -24,8 +24,10 @@ def compute_contiguity(sizes, strides) -> list[bool | None]:
     """Contiguity in logical order (nvFuser's ``computeContiguity``); None marks broadcasts."""
     sizes, strides = list(sizes), list(strides)
     if len(sizes) != len(strides):
-        raise DefinitionError("compute_contiguity: sizes and strides must have the same number "
-                              f"of dimensions, got {len(sizes)} and {len(strides)}")
+        raise DefinitionError(
+            "compute_contiguity: sizes and strides must have the same number "
+            f"of dimensions, got {len(sizes)} and {len(strides)}"
+        )
 
     def not_broadcast(i):
         return strides[i] != 0 and sizes[i] != 1
@@ -58,12 +60,16 @@ def compute_tensor_descriptor(sizes, strides) -> tuple[list[bool | None], list[i
     sizes, strides = list(sizes), list(strides)
     rank = len(sizes)
     if rank != len(strides):
-        raise DefinitionError("compute_tensor_descriptor: sizes and strides must have the same "
-                              f"number of dimensions, got {rank} and {len(strides)}")
+        raise DefinitionError(
+            "compute_tensor_descriptor: sizes and strides must have the same "
+            f"number of dimensions, got {rank} and {len(strides)}"
+        )
     for i, st in enumerate(strides):
         if st < 0:
-            raise DefinitionError(f"compute_tensor_descriptor: negative stride on tensor is not "
-                                  f"supported: strides[{i}]={st}")
+            raise DefinitionError(
+                f"compute_tensor_descriptor: negative stride on tensor is not "
+                f"supported: strides[{i}]={st}"
+            )
     dims = sorted((i for i in range(rank) if strides[i] != 0), key=lambda i: -strides[i])
     for i in range(rank):
         if strides[i] == 0:
@@ -76,7 +82,7 @@ def compute_tensor_descriptor(sizes, strides) -> tuple[list[bool | None], list[i
     for pos, d in enumerate(dims):
         if is_broadcast(d):
             continue
-        inner = next((e for e in dims[pos + 1:] if not is_broadcast(e)), None)
+        inner = next((e for e in dims[pos + 1 :] if not is_broadcast(e)), None)
         expected = 1 if inner is None else strides[inner] * sizes[inner]
         contiguity[pos] = strides[d] == expected
     stride_order = [0] * rank
@@ -101,8 +107,10 @@ def check_shape(shape, op: str = "define_tensor") -> list[int]:
         if not isinstance(s, int) or isinstance(s, bool):
             raise ArgumentTypeError(f"{op}: shape[{i}] must be an int, got {describe(s)}")
         if s < -1:
-            raise DefinitionError(f"{op}: the value {s} at index {i} of shape was neither "
-                                  f"symbolic(-1), zero_element(0), broadcast(1), or static(>1)")
+            raise DefinitionError(
+                f"{op}: the value {s} at index {i} of shape was neither "
+                f"symbolic(-1), zero_element(0), broadcast(1), or static(>1)"
+            )
     return shape
 
 
@@ -112,14 +120,14 @@ def normalize_stride_order(stride_order, rank: int, op: str = "define_tensor") -
     if not so:
         return []
     if len(so) != rank:
-        raise DefinitionError(f"{op}: stride_order {so} has {len(so)} entries but the tensor has "
-                              f"rank {rank}")
+        raise DefinitionError(
+            f"{op}: stride_order {so} has {len(so)} entries but the tensor has rank {rank}"
+        )
     for v in so:
         if not isinstance(v, int) or isinstance(v, bool):
             raise ArgumentTypeError(f"{op}: stride_order entries must be ints, got {describe(v)}")
         if not -rank <= v < rank:
-            raise DefinitionError(f"{op}: stride_order entry {v} is out of range "
-                                  f"[{-rank}, {rank})")
+            raise DefinitionError(f"{op}: stride_order entry {v} is out of range [{-rank}, {rank})")
     wrapped = [v % rank for v in so]
     if len(set(wrapped)) != rank:
         raise DefinitionError(f"{op}: stride_order {so} has duplicated entries")
@@ -140,28 +148,37 @@ def contiguity_from_bool(shape, stride_order: list[int], contiguous: bool) -> li
     return out
 
 
-def check_contiguity(contiguity, shape: list[int], stride_order: list[int],
-                     op: str = "define_tensor") -> list[bool | None]:
+def check_contiguity(
+    contiguity, shape: list[int], stride_order: list[int], op: str = "define_tensor"
+) -> list[bool | None]:
     contiguity = list(contiguity)
     rank = len(shape)
     if len(contiguity) != rank:
-        raise DefinitionError(f"{op}: length of contiguity ({len(contiguity)}) must match that of "
-                              f"shape ({rank})")
+        raise DefinitionError(
+            f"{op}: length of contiguity ({len(contiguity)}) must match that of shape ({rank})"
+        )
     for k, c in enumerate(contiguity):
         if c is not None and not isinstance(c, bool):
-            raise ArgumentTypeError(f"{op}: contiguity[{k}] must be True, False or None, got "
-                                    f"{describe(c)}")
+            raise ArgumentTypeError(
+                f"{op}: contiguity[{k}] must be True, False or None, got {describe(c)}"
+            )
     for i, s in enumerate(shape):
         pos = allocation_position(rank, stride_order, i)
         if s == 1 and contiguity[pos] is not None:
             raise DefinitionError(
                 f"{op}: dim {i} has size 1 (a broadcast), so its contiguity (contiguity[{pos}], "
-                f"in allocation order) must be None, got {contiguity[pos]}")
+                f"in allocation order) must be None, got {contiguity[pos]}"
+            )
     return contiguity
 
 
-def build_input_tensor(fusion: Fusion, shape: list[int], contiguity: list[bool | None],
-                       dtype: DataType, stride_order: list[int]) -> TensorView:
+def build_input_tensor(
+    fusion: Fusion,
+    shape: list[int],
+    contiguity: list[bool | None],
+    dtype: DataType,
+    stride_order: list[int],
+) -> TensorView:
     """An input TensorView, always with an allocation domain that carries the contiguity.
 
     ``shape``, ``contiguity`` and ``stride_order`` must already be checked
@@ -189,7 +206,7 @@ def dense_strides(shape, stride_order=None, expanded=()) -> tuple[int, ...]:
     (``getContiguousStrides``): expanded dims get stride 0, size-0 dims stride 1."""
     rank = len(shape)
     so = list(stride_order) if stride_order else list(range(rank - 1, -1, -1))
-    order = [0] * rank                      # dims, outermost first
+    order = [0] * rank  # dims, outermost first
     for i in range(rank):
         order[rank - 1 - so[i] % rank] = i
     return _dense_in_order(shape, order, expanded)

@@ -71,8 +71,13 @@ def normalize_device(device):
 
 
 class FusionDefinition(DefineMixin):
-    def __init__(self, id: int | None = None, max_length: int = 9999,
-                 use_multidevice_executor: bool = False, backend_type=None):
+    def __init__(
+        self,
+        id: int | None = None,
+        max_length: int = 9999,
+        use_multidevice_executor: bool = False,
+        backend_type=None,
+    ):
         self.ops = Operators(self)
         self.max_length = max_length
         self.profiled = False
@@ -81,7 +86,7 @@ class FusionDefinition(DefineMixin):
         self._recorder: Recorder | None = None
         self._profile: FusionProfile | None = None
         self._debug_output: str | None = None
-        self._replay = None         # the executor's replay, once this definition has run
+        self._replay = None  # the executor's replay, once this definition has run
         if use_multidevice_executor:
             raise UnsupportedError("FusionDefinition: multidevice execution is not supported")
         if id is not None:
@@ -113,8 +118,10 @@ class FusionDefinition(DefineMixin):
         rec.guard.__exit__(None, None, None)
         self._recorder = None
         if len(rec.lines) > self.max_length:
-            raise DefinitionError(f"the definition has {len(rec.lines)} records, more than "
-                                  f"max_length={self.max_length}")
+            raise DefinitionError(
+                f"the definition has {len(rec.lines)} records, more than "
+                f"max_length={self.max_length}"
+            )
         self._entry = FusionCache.get().finalize(rec)
 
     def _abandon_definition(self) -> None:
@@ -127,8 +134,10 @@ class FusionDefinition(DefineMixin):
             return self._recorder
         if self._entry is not None:
             raise DefinitionError(f"{op}: Attempting to add to a completed definition!")
-        raise DefinitionError(f"{op}: no definition in progress; define inside "
-                              f"`with FusionDefinition() as fd:` or in definition()")
+        raise DefinitionError(
+            f"{op}: no definition in progress; define inside "
+            f"`with FusionDefinition() as fd:` or in definition()"
+        )
 
     def definition(self) -> None:
         raise NotImplementedError("definition() should be implemented by child class!")
@@ -184,8 +193,9 @@ class FusionDefinition(DefineMixin):
 
     def profile(self) -> FusionProfile:
         if not self.profiled or self._profile is None:
-            raise ValueError("The execute() method was not previously called with profiling "
-                             "enabled!")
+            raise ValueError(
+                "The execute() method was not previously called with profiling enabled!"
+            )
         return self._profile
 
     def segment(self, inputs) -> list[dict]:
@@ -197,25 +207,41 @@ class FusionDefinition(DefineMixin):
         record = self._entry.executor().last_run
         if record is None:
             return []
-        return [dict(scheduler=run.scheduler, ops=[e.op.name for e in run.segment.exprs],
-                     writes=[f"T{t.index}" for t in run.segment.outputs], reason=run.reason,
-                     rejected=[f"{name}: {why}" for name, why in run.rejected])
-                for run in record.segments]
+        return [
+            dict(
+                scheduler=run.scheduler,
+                ops=[e.op.name for e in run.segment.exprs],
+                writes=[f"T{t.index}" for t in run.segment.outputs],
+                reason=run.reason,
+                rejected=[f"{name}: {why}" for name, why in run.rejected],
+            )
+            for run in record.segments
+        ]
 
     def repro_script_for(self, inputs=None) -> str:
         return repro_script(self, inputs)
 
     def last_repro_script(self) -> str:
         if self.last_input_reproducers is None:
-            raise AssertionError("fd.last_repro_script() needs a previous "
-                                 "fd.execute(inputs, save_repro_inputs=True)")
+            raise AssertionError(
+                "fd.last_repro_script() needs a previous fd.execute(inputs, save_repro_inputs=True)"
+            )
         return repro_script(self, self.last_input_reproducers)
 
     # --- execution ------------------------------------------------------------------------------
-    def execute(self, inputs, *, device=None, override_user_schedule: bool = False,
-                capture_debug_output: bool = False, print_repro: bool = False,
-                profile: bool = False, save_repro_inputs: bool = False,
-                _enable_options=(), _disable_options=()) -> list[torch.Tensor]:
+    def execute(
+        self,
+        inputs,
+        *,
+        device=None,
+        override_user_schedule: bool = False,
+        capture_debug_output: bool = False,
+        print_repro: bool = False,
+        profile: bool = False,
+        save_repro_inputs: bool = False,
+        _enable_options=(),
+        _disable_options=(),
+    ) -> list[torch.Tensor]:
         """Run the fusion on ``inputs`` (tensors and Python scalars in definition order;
         a list or tuple is a vector input). Returns the outputs in ``add_output`` order,
         aliased outputs omitted. ``device`` (int, str or torch.device) is passed to the
@@ -223,8 +249,11 @@ class FusionDefinition(DefineMixin):
 
         A call whose inputs have the signature of an earlier call replays that call's
         launches (``FusionExecutor.replay``) before any other work here."""
-        if self._replay is not None and type(inputs) in (list, tuple) and not (
-                profile or save_repro_inputs or print_repro or capture_debug_output):
+        if (
+            self._replay is not None
+            and type(inputs) in (list, tuple)
+            and not (profile or save_repro_inputs or print_repro or capture_debug_output)
+        ):
             outputs = self._replay(inputs, None if device is None else normalize_device(device))
             if outputs is not None:
                 self.profiled = False
@@ -243,11 +272,12 @@ class FusionDefinition(DefineMixin):
         flat = flatten_inputs(inputs)
         start = time.perf_counter()
         executor = self._entry.executor()
-        self._replay = executor.replay      # inputs with vector (list) entries never match
+        self._replay = executor.replay  # inputs with vector (list) entries never match
         outputs = executor.run(flat, device=normalize_device(device), profile=profile)
         if profile:
-            self._profile = _profile_of(self._entry.id, executor.last_run,
-                                        (time.perf_counter() - start) * 1e3)
+            self._profile = _profile_of(
+                self._entry.id, executor.last_run, (time.perf_counter() - start) * 1e3
+            )
         self._debug_output = "" if capture_debug_output else None
         return list(outputs)
 
@@ -255,8 +285,9 @@ class FusionDefinition(DefineMixin):
         if self._recorder is not None:
             raise DefinitionError("execute: the definition is still in progress")
         if callable(getattr(self, "schedule", None)):
-            raise UnsupportedError("FusionDefinition.schedule(): user schedules are not "
-                                   "supported by layoutfuse")
+            raise UnsupportedError(
+                "FusionDefinition.schedule(): user schedules are not supported by layoutfuse"
+            )
         self._setup_definition()
         try:
             self.definition()
@@ -271,9 +302,11 @@ def _check_input_list(inputs) -> None:
     if isinstance(inputs, list | tuple):
         return
     hint = "; for one input pass [x]" if isinstance(inputs, torch.Tensor) else ""
-    raise InputListError(f"execute: inputs must be a list or tuple of the fusion's inputs "
-                         f"(tensors and Python scalars, in definition order), got "
-                         f"{describe(inputs)}{hint}")
+    raise InputListError(
+        f"execute: inputs must be a list or tuple of the fusion's inputs "
+        f"(tensors and Python scalars, in definition order), got "
+        f"{describe(inputs)}{hint}"
+    )
 
 
 def _profile_of(fusion_id: int, record, host_ms: float) -> FusionProfile:
@@ -281,7 +314,14 @@ def _profile_of(fusion_id: int, record, host_ms: float) -> FusionProfile:
     if record is None:
         return FusionProfile(fusion_id, 0, host_ms)
     scheduler = {id(k): run.scheduler for run in record.segments for k in run.kernels}
-    kernels = tuple(KernelProfile(r.kernel.name, scheduler.get(id(r.kernel), ""), r.time_ms,
-                                  "cuda" if r.compiled is not None else "host")
-                    for r in record.launches if r.time_ms is not None)
+    kernels = tuple(
+        KernelProfile(
+            r.kernel.name,
+            scheduler.get(id(r.kernel), ""),
+            r.time_ms,
+            "cuda" if r.compiled is not None else "host",
+        )
+        for r in record.launches
+        if r.time_ms is not None
+    )
     return FusionProfile(fusion_id, len(record.segments), host_ms, kernels)

@@ -57,7 +57,8 @@ def _binary_operator(op_name: str, symbol: str):
             raise ArgumentTypeError(
                 f"unsupported operand type for {symbol} (fd.ops.{op_name}): {type(self).__name__} "
                 f"and {describe(other)}; operands must be Tensor or Scalar handles "
-                f"(define Python numbers with fd.define_scalar)")
+                f"(define Python numbers with fd.define_scalar)"
+            )
         return getattr(self._fd.ops, op_name)(self, other)
 
     method.__name__ = f"__{op_name}__"
@@ -77,11 +78,19 @@ def _comparison(op_name: str):
 
 
 _OPERATORS = {
-    "__add__": ("add", "+"), "__sub__": ("sub", "-"), "__mul__": ("mul", "*"),
-    "__truediv__": ("div", "/"), "__pow__": ("pow", "**"), "__mod__": ("mod", "%"),
-    "__and__": ("bitwise_and", "&"), "__or__": ("bitwise_or", "|"),
-    "__xor__": ("bitwise_xor", "^"), "__lt__": ("lt", "<"), "__le__": ("le", "<="),
-    "__gt__": ("gt", ">"), "__ge__": ("ge", ">="),
+    "__add__": ("add", "+"),
+    "__sub__": ("sub", "-"),
+    "__mul__": ("mul", "*"),
+    "__truediv__": ("div", "/"),
+    "__pow__": ("pow", "**"),
+    "__mod__": ("mod", "%"),
+    "__and__": ("bitwise_and", "&"),
+    "__or__": ("bitwise_or", "|"),
+    "__xor__": ("bitwise_xor", "^"),
+    "__lt__": ("lt", "<"),
+    "__le__": ("le", "<="),
+    "__gt__": ("gt", ">"),
+    "__ge__": ("ge", ">="),
 }
 
 

@@ -61,8 +61,9 @@ def _pointwise_op(name: str, row_name: str, arity: int):
 
     def op(self, *args):
         if len(args) != arity:
-            raise ArgumentTypeError(f"fd.ops.{name}() takes {arity} operands "
-                                    f"({', '.join(names)}), {len(args)} given")
+            raise ArgumentTypeError(
+                f"fd.ops.{name}() takes {arity} operands ({', '.join(names)}), {len(args)} given"
+            )
         rec = self._fd._recorder_for(name)
         vals = [rec.operand(a, name, n) for a, n in zip(args, names)]
         out = ir_ops.pointwise(row_name, *vals)
@@ -72,7 +73,8 @@ def _pointwise_op(name: str, row_name: str, arity: int):
     op.__doc__ = f"nvFuser's ``{name}``: {arity} Tensor or Scalar operands."
     op.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
-        + [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names])
+        + [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
+    )
     return op
 
 
@@ -86,19 +88,36 @@ def _reduction_arguments(op: str, args: tuple, kwargs: dict):
     unknown = sorted(set(kwargs) - {"dim", "dims", "keepdim", "dtype"})
     if unknown or {"dim", "dims"} <= set(kwargs):
         got = f"an unexpected keyword argument {unknown[0]!r}" if unknown else "both dim and dims"
-        raise ArgumentTypeError(f"{op}() got {got}; it takes dims (a list of ints) or dim (an "
-                                f"int), then keepdim and dtype")
+        raise ArgumentTypeError(
+            f"{op}() got {got}; it takes dims (a list of ints) or dim (an "
+            f"int), then keepdim and dtype"
+        )
     first = args[0] if args else None
     if "dims" in kwargs or (args and not is_int(first) and not isinstance(first, DataType)):
-        b = bind_arguments(op, ("dims", "keepdim", "dtype"), args, kwargs,
-                           {"keepdim": False, "dtype": DataType.Null})
+        b = bind_arguments(
+            op,
+            ("dims", "keepdim", "dtype"),
+            args,
+            kwargs,
+            {"keepdim": False, "dtype": DataType.Null},
+        )
         if is_int(b["dims"]):
-            raise type_error(op, "dims", "a list of ints", b["dims"],
-                             f"; for one dim pass dims=[{b['dims']}] or dim={b['dims']}")
+            raise type_error(
+                op,
+                "dims",
+                "a list of ints",
+                b["dims"],
+                f"; for one dim pass dims=[{b['dims']}] or dim={b['dims']}",
+            )
         dims = int_list(b["dims"], op, "dims")
     elif "dim" in kwargs or is_int(first):
-        b = bind_arguments(op, ("dim", "keepdim", "dtype"), args, kwargs,
-                           {"keepdim": False, "dtype": DataType.Null})
+        b = bind_arguments(
+            op,
+            ("dim", "keepdim", "dtype"),
+            args,
+            kwargs,
+            {"keepdim": False, "dtype": DataType.Null},
+        )
         dims = [int_arg(b["dim"], op, "dim")]
     else:
         b = bind_arguments(op, ("dtype",), args, kwargs, {"dtype": DataType.Null})
@@ -113,20 +132,29 @@ def _reduction_op(name: str, doc: str):
         dims, keepdim, dtype = _reduction_arguments(name, args, kwargs)
         out = ir_ops.reduction(name, x, dims, keepdim, dtype)
         dims = list(range(x.ndim)) if dims is None else dims
-        return rec.emit(out, f"fd.ops.{name}({arg.name}, dims={format_list(dims)}, "
-                             f"keepdim={keepdim}, dtype={dtype!r})")
+        return rec.emit(
+            out,
+            f"fd.ops.{name}({arg.name}, dims={format_list(dims)}, "
+            f"keepdim={keepdim}, dtype={dtype!r})",
+        )
 
     op.__name__ = name
-    op.__doc__ = (f"``{name}(arg, dtype=Null)`` (every dim), ``{name}(arg, dim: int, "
-                  f"keepdim=False, dtype=Null)`` or ``{name}(arg, dims: list, keepdim=False, "
-                  f"dtype=Null)``: {doc}.\n\n{REDUCTION_DIMS_RULE}")
-    op.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-        inspect.Parameter("arg", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-        inspect.Parameter("dims", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-        inspect.Parameter("keepdim", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False),
-        inspect.Parameter("dtype", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                          default=DataType.Null)])
+    op.__doc__ = (
+        f"``{name}(arg, dtype=Null)`` (every dim), ``{name}(arg, dim: int, "
+        f"keepdim=False, dtype=Null)`` or ``{name}(arg, dims: list, keepdim=False, "
+        f"dtype=Null)``: {doc}.\n\n{REDUCTION_DIMS_RULE}"
+    )
+    op.__signature__ = inspect.Signature(
+        [  # type: ignore[attr-defined]
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("arg", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("dims", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("keepdim", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False),
+            inspect.Parameter(
+                "dtype", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=DataType.Null
+            ),
+        ]
+    )
     return op
 
 
@@ -167,8 +195,11 @@ class Operators:
         x = rec.tensor(arg, "var")
         dims, correction, keepdim = self._norm_args("var", dims, correction, keepdim)
         out = ir_ops.var(x, dims, correction, keepdim)
-        return rec.emit(out, f"fd.ops.var({arg.name}, dims={format_list(dims)}, "
-                             f"correction={correction}, keepdim={keepdim})")
+        return rec.emit(
+            out,
+            f"fd.ops.var({arg.name}, dims={format_list(dims)}, "
+            f"correction={correction}, keepdim={keepdim})",
+        )
 
     def var_mean(self, arg, dims, correction=1, keepdim=False):
         """(var, mean) over ``dims``."""
@@ -177,8 +208,11 @@ class Operators:
         dims, correction, keepdim = self._norm_args("var_mean", dims, correction, keepdim)
         var, mean = ir_ops.var_mean(x, dims, correction, keepdim)
         outs = [rec.new(Tensor, var), rec.new(Tensor, mean)]
-        rec.record(outs, f"fd.ops.var_mean({arg.name}, dims={format_list(dims)}, "
-                         f"correction={correction}, keepdim={keepdim})")
+        rec.record(
+            outs,
+            f"fd.ops.var_mean({arg.name}, dims={format_list(dims)}, "
+            f"correction={correction}, keepdim={keepdim})",
+        )
         return tuple(outs)
 
     def welford(self, arg, dims):
@@ -192,8 +226,11 @@ class Operators:
 
     @staticmethod
     def _norm_args(op, dims, correction, keepdim):
-        return (int_list(dims, op, "dims"), int_arg(correction, op, "correction"),
-                bool_arg(keepdim, op, "keepdim"))
+        return (
+            int_list(dims, op, "dims"),
+            int_arg(correction, op, "correction"),
+            bool_arg(keepdim, op, "keepdim"),
+        )
 
     # --- shape ops --------------------------------------------------------------------------
     def permute(self, arg, dims):
@@ -210,8 +247,10 @@ class Operators:
         x = rec.tensor(arg, "stride_order")
         order = int_list(stride_order, "stride_order", "stride_order")
         if len(order) != x.ndim:
-            raise DefinitionError(f"stride_order: stride_order {order} has {len(order)} entries "
-                                  f"but the input has rank {x.ndim}")
+            raise DefinitionError(
+                f"stride_order: stride_order {order} has {len(order)} entries "
+                f"but the input has rank {x.ndim}"
+            )
         out = ir_ops.stride_order(x, order)
         norm = [d % x.ndim for d in order]
         return rec.emit(out, f"fd.ops.stride_order({arg.name}, stride_order={format_list(norm)})")
@@ -229,8 +268,11 @@ class Operators:
         bdims = int_list(broadcast_dims, "broadcast_in_dim", "broadcast_dims")
         vec, text = rec.shape(shape, "broadcast_in_dim")
         out = ir_ops.broadcast_in_dim(x, vec, bdims)
-        return rec.emit(out, f"fd.ops.broadcast_in_dim({arg.name}, shape={text}, "
-                             f"broadcast_dims={format_list(bdims)})")
+        return rec.emit(
+            out,
+            f"fd.ops.broadcast_in_dim({arg.name}, shape={text}, "
+            f"broadcast_dims={format_list(bdims)})",
+        )
 
     def broadcast(self, arg, is_broadcast_dim):
         rec = self._fd._recorder_for("broadcast")
@@ -252,8 +294,11 @@ class Operators:
         dims = int_list(dims, "squeeze", "dims")
         squeeze_expanded = bool_arg(squeeze_expanded, "squeeze", "squeeze_expanded")
         out = ir_ops.squeeze(x, dims, squeeze_expanded)
-        return rec.emit(out, f"fd.ops.squeeze({arg.name}, dims={format_list(dims)}, "
-                             f"squeeze_expanded={squeeze_expanded})")
+        return rec.emit(
+            out,
+            f"fd.ops.squeeze({arg.name}, dims={format_list(dims)}, "
+            f"squeeze_expanded={squeeze_expanded})",
+        )
 
     # --- creation -------------------------------------------------------------------------------
     def full(self, shape, fill_value, dtype):
@@ -262,8 +307,9 @@ class Operators:
         dtype = _dtype(dtype, "full")
         vec, text = rec.shape(shape, "full")
         out = ir_ops.full(vec, fill, dtype)
-        return rec.emit(out, f"fd.ops.full(shape={text}, fill_value={fill_value.name}, "
-                             f"dtype={dtype!r})")
+        return rec.emit(
+            out, f"fd.ops.full(shape={text}, fill_value={fill_value.name}, dtype={dtype!r})"
+        )
 
     def iota(self, length, start=None, step=None, dtype=DataType.Int):
         rec = self._fd._recorder_for("iota")

@@ -31,8 +31,10 @@ def _hint(x) -> str:
     """What to do instead, for the usual mistakes: a torch tensor or a Python number where a
     handle goes."""
     if isinstance(x, torch.Tensor):
-        return ("; define a fusion input with fd.define_tensor or fd.from_pytorch and pass "
-                "the torch tensor to execute")
+        return (
+            "; define a fusion input with fd.define_tensor or fd.from_pytorch and pass "
+            "the torch tensor to execute"
+        )
     if isinstance(x, bool | int | float | complex):
         return "; Python numbers are not accepted, define them with fd.define_scalar"
     return ""
@@ -109,7 +111,8 @@ class Recorder:
                 if v < -1:
                     raise DefinitionError(
                         f"{op}: the value {v} at index {k} of {arg} was neither symbolic(-1), "
-                        f"zero_element(0), broadcast(1), or static(>1)")
+                        f"zero_element(0), broadcast(1), or static(>1)"
+                    )
                 const = IrScalar(self.fusion, DataType.Int, v)
                 self.new(Scalar, const)  # an inline state: numbered, never printed alone
                 elements.append(const)

@@ -29,15 +29,18 @@ class InputReproducer:
     def to_make_tensor_str(self) -> str:
         device = repr(str(self.device))
         if self.is_contiguous:
-            return (f"torch.testing.make_tensor({self.size}, dtype={self.dtype}, "
-                    f"device={device}, low={self.low}, high={self.high})")
+            return (
+                f"torch.testing.make_tensor({self.size}, dtype={self.dtype}, "
+                f"device={device}, low={self.low}, high={self.high})"
+            )
         storage = 1 + sum((s - 1) * st for s, st in zip(self.size, self.strides) if s > 0)
         if self.dtype.is_floating_point:
             base = f"torch.randn(({storage},), dtype={self.dtype}, device={device})"
         else:
             low, high = (0, 2) if self.low is None else (int(self.low), int(self.high) + 1)
-            base = (f"torch.randint({low}, {high}, ({storage},), dtype={self.dtype}, "
-                    f"device={device})")
+            base = (
+                f"torch.randint({low}, {high}, ({storage},), dtype={self.dtype}, device={device})"
+            )
         return f"{base}.as_strided({self.size}, {self.strides})"
 
 
@@ -63,13 +66,15 @@ def repro_script(fd: FusionDefinition, inputs=None) -> str:
     """A script that rebuilds ``fd`` and, given inputs, runs it on look-alike inputs."""
     from .version import version
 
-    msg = (f"# torch version: {torch.__version__}\n"
-           f"# layoutfuse nvFuser-compatible frontend, nvFuser API version {version()}\n"
-           "import torch\n"
-           "from layoutfuse.nvfuser import FusionDefinition, DataType\n"
-           f"{fd!r}"
-           "with FusionDefinition() as fd:\n"
-           f"    nvfuser_fusion_id{fd.id()}(fd)\n")
+    msg = (
+        f"# torch version: {torch.__version__}\n"
+        f"# layoutfuse nvFuser-compatible frontend, nvFuser API version {version()}\n"
+        "import torch\n"
+        "from layoutfuse.nvfuser import FusionDefinition, DataType\n"
+        f"{fd!r}"
+        "with FusionDefinition() as fd:\n"
+        f"    nvfuser_fusion_id{fd.id()}(fd)\n"
+    )
     if inputs is not None:
         msg += "\ninputs = [\n"
         for x in inputs:

@@ -52,8 +52,9 @@ def as_val(fusion: Fusion, x: object, op: str) -> Val:
     raise ArgumentTypeError(f"{op}: cannot use {describe(x)} as an operand")
 
 
-def as_shape(fusion: Fusion, shape: object, op: str, arg: str = "shape",
-             minus_one: str | None = None) -> list[Scalar]:
+def as_shape(
+    fusion: Fusion, shape: object, op: str, arg: str = "shape", minus_one: str | None = None
+) -> list[Scalar]:
     """A shape argument (Vector, or list/tuple of ints and Scalars) as a list of Scalars.
 
     Static extents must be >= 0; -1 too where ``minus_one`` says what it means for op
@@ -66,19 +67,23 @@ def as_shape(fusion: Fusion, shape: object, op: str, arg: str = "shape",
         for k, s in enumerate(shape):
             v = s if isinstance(s, Scalar) and is_integral(s.dtype) else None
             if v is None and (not isinstance(s, int) or isinstance(s, bool)):
-                raise ArgumentTypeError(f"{op}: {arg}[{k}] must be an int or an integer "
-                                        f"Scalar, got {describe(s)}")
+                raise ArgumentTypeError(
+                    f"{op}: {arg}[{k}] must be an int or an integer Scalar, got {describe(s)}"
+                )
             out.append(v if v is not None else Scalar(fusion, DataType.Int, s))
     else:
-        raise ArgumentTypeError(f"{op}: {arg} must be a Vector, list or tuple of ints and "
-                                f"Scalars, got {describe(shape)}")
+        raise ArgumentTypeError(
+            f"{op}: {arg} must be a Vector, list or tuple of ints and "
+            f"Scalars, got {describe(shape)}"
+        )
     values = [static_value(s) for s in out]
     for k, v in enumerate(values):
         if v is None or v >= 0 or (v == -1 and minus_one is not None):
             continue
         allowed = f"or -1 ({minus_one})" if minus_one else "(-1 has no meaning here)"
-        raise DefinitionError(f"{op}: {arg} {values} has the extent {v} at index {k}; extents "
-                              f"are >= 0 {allowed}")
+        raise DefinitionError(
+            f"{op}: {arg} {values} has the extent {v} at index {k}; extents are >= 0 {allowed}"
+        )
     return out
 
 
@@ -90,8 +95,7 @@ def static_value(s: Scalar) -> int | None:
 def int_sequence(x: object, op: str, arg: str) -> list[int]:
     """``x``, a list or tuple of ints (dims, a permutation, a stride order), as a list."""
     if not isinstance(x, list | tuple):
-        hint = f"; for one dim pass [{x}]" if isinstance(x, int) and not isinstance(x, bool) \
-            else ""
+        hint = f"; for one dim pass [{x}]" if isinstance(x, int) and not isinstance(x, bool) else ""
         raise ArgumentTypeError(f"{op}: {arg} must be a list of ints, got {describe(x)}{hint}")
     for k, v in enumerate(x):
         if not isinstance(v, int) or isinstance(v, bool):
@@ -117,8 +121,9 @@ def normalize_dims(dims: Sequence[int], ndim: int, op: str, arg: str = "dims") -
     return tuple(sorted(out))
 
 
-def emit(fusion: Fusion, op: OpDef, inputs: Iterable[Val], outputs: Iterable[Val],
-         **attrs: Any) -> Expr:
+def emit(
+    fusion: Fusion, op: OpDef, inputs: Iterable[Val], outputs: Iterable[Val], **attrs: Any
+) -> Expr:
     return fusion.add_expr(Expr(op, tuple(inputs), tuple(outputs), dict(attrs)))
 
 

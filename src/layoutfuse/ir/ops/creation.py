@@ -16,11 +16,17 @@ def _full_ref(fill: complex, *shape: int, dtype: DataType, device: torch.device)
     return torch.full(tuple(int(s) for s in shape), fill, dtype=to_torch(dtype), device=device)
 
 
-def _iota_ref(length: int, start: complex, step: complex, dtype: DataType,
-              device: torch.device) -> torch.Tensor:
+def _iota_ref(
+    length: int, start: complex, step: complex, dtype: DataType, device: torch.device
+) -> torch.Tensor:
     t = to_torch(dtype)
-    return start + torch.arange(int(length), dtype=torch.float64 if t.is_floating_point else
-                                torch.int64, device=device).to(t) * step
+    return (
+        start
+        + torch.arange(
+            int(length), dtype=torch.float64 if t.is_floating_point else torch.int64, device=device
+        ).to(t)
+        * step
+    )
 
 
 FULL = register(OpDef("full", OpKind.CREATION, reference=_full_ref))
@@ -39,12 +45,19 @@ def full(shape: Shape, fill_value: Operand, dtype: DataType) -> TensorView:
     return out
 
 
-def iota(length: Operand, start: Operand | None = None, step: Operand | None = None,
-         dtype: DataType = DataType.Int) -> TensorView:
+def iota(
+    length: Operand,
+    start: Operand | None = None,
+    step: Operand | None = None,
+    dtype: DataType = DataType.Int,
+) -> TensorView:
     f = fusion_of(length, start, step)
     n = as_val(f, length, "iota")
-    zero, one = (0.0, 1.0) if dtype in (DataType.Float, DataType.Double, DataType.Half,
-                                        DataType.BFloat16) else (0, 1)
+    zero, one = (
+        (0.0, 1.0)
+        if dtype in (DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16)
+        else (0, 1)
+    )
     st = as_val(f, zero if start is None else start, "iota")
     sp = as_val(f, one if step is None else step, "iota")
     if not isinstance(n, Scalar) or not is_integral(n.dtype):

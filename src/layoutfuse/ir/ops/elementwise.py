@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 
 class DtypeRule(enum.Enum):
-    PROMOTE = "promote"    # PyTorch promotion of the operands
-    FLOAT = "float"        # promotion, then integers and bools become Float
-    BOOL = "bool"          # result is Bool (comparisons, predicates, logical ops)
+    PROMOTE = "promote"  # PyTorch promotion of the operands
+    FLOAT = "float"  # promotion, then integers and bools become Float
+    BOOL = "bool"  # result is Bool (comparisons, predicates, logical ops)
     INTEGRAL = "integral"  # promotion; operands must be integers or bools
 
 
@@ -84,25 +84,37 @@ ROWS: list[PointwiseRow] = [
     PointwiseRow("cos", 1, DtypeRule.FLOAT, torch.cos, lambda x: f"lib.cos({x})"),
     PointwiseRow("tan", 1, DtypeRule.FLOAT, torch.tan, lambda x: f"lib.tan({x})"),
     PointwiseRow("tanh", 1, DtypeRule.FLOAT, torch.tanh, lambda x: f"lib.tanh({x})"),
-    PointwiseRow("sigmoid", 1, DtypeRule.FLOAT, torch.sigmoid,
-                 lambda x: f"(1.0 / (1.0 + _exp(-{x})))"),
-    PointwiseRow("silu", 1, DtypeRule.FLOAT, torch.nn.functional.silu,
-                 lambda x: f"({x} / (1.0 + _exp(-{x})))"),
-    PointwiseRow("relu", 1, DtypeRule.PROMOTE, torch.relu,
-                 lambda x: f"tl.where({x} < 0, 0, {x})"),
+    PointwiseRow(
+        "sigmoid", 1, DtypeRule.FLOAT, torch.sigmoid, lambda x: f"(1.0 / (1.0 + _exp(-{x})))"
+    ),
+    PointwiseRow(
+        "silu",
+        1,
+        DtypeRule.FLOAT,
+        torch.nn.functional.silu,
+        lambda x: f"({x} / (1.0 + _exp(-{x})))",
+    ),
+    PointwiseRow("relu", 1, DtypeRule.PROMOTE, torch.relu, lambda x: f"tl.where({x} < 0, 0, {x})"),
     PointwiseRow("erf", 1, DtypeRule.FLOAT, torch.erf, lambda x: f"lib.erf({x})"),
     PointwiseRow("erfc", 1, DtypeRule.FLOAT, torch.erfc, lambda x: f"lib.erfc({x})"),
     PointwiseRow("floor", 1, DtypeRule.PROMOTE, torch.floor, lambda x: f"lib.floor({x})"),
     PointwiseRow("ceil", 1, DtypeRule.PROMOTE, torch.ceil, lambda x: f"lib.ceil({x})"),
     PointwiseRow("round", 1, DtypeRule.PROMOTE, torch.round, lambda x: f"lib.nearbyint({x})"),
     PointwiseRow("trunc", 1, DtypeRule.PROMOTE, torch.trunc, lambda x: f"lib.trunc({x})"),
-    PointwiseRow("sign", 1, DtypeRule.PROMOTE, torch.sign,
-                 lambda x: f"(({x} > 0).to({x}.dtype) - ({x} < 0).to({x}.dtype))"),
+    PointwiseRow(
+        "sign",
+        1,
+        DtypeRule.PROMOTE,
+        torch.sign,
+        lambda x: f"(({x} > 0).to({x}.dtype) - ({x} < 0).to({x}.dtype))",
+    ),
     PointwiseRow("isnan", 1, DtypeRule.BOOL, torch.isnan, lambda x: f"({x} != {x})"),
-    PointwiseRow("isinf", 1, DtypeRule.BOOL, torch.isinf,
-                 lambda x: f"(tl.abs({x}) == float('inf'))"),
-    PointwiseRow("isfinite", 1, DtypeRule.BOOL, torch.isfinite,
-                 lambda x: f"(tl.abs({x}) < float('inf'))"),
+    PointwiseRow(
+        "isinf", 1, DtypeRule.BOOL, torch.isinf, lambda x: f"(tl.abs({x}) == float('inf'))"
+    ),
+    PointwiseRow(
+        "isfinite", 1, DtypeRule.BOOL, torch.isfinite, lambda x: f"(tl.abs({x}) < float('inf'))"
+    ),
     PointwiseRow("logical_not", 1, DtypeRule.BOOL, torch.logical_not, lambda x: f"({x} == 0)"),
     PointwiseRow("bitwise_not", 1, DtypeRule.INTEGRAL, torch.bitwise_not, lambda x: f"(~{x})"),
     # --- binary -------------------------------------------------------------------------
@@ -113,13 +125,24 @@ ROWS: list[PointwiseRow] = [
     PointwiseRow("div", 2, DtypeRule.PROMOTE, _div_ref, lambda a, b: f"({a} / {b})"),
     PointwiseRow("truediv", 2, DtypeRule.FLOAT, torch.true_divide, lambda a, b: f"({a} / {b})"),
     PointwiseRow("fmod", 2, DtypeRule.PROMOTE, torch.fmod, lambda a, b: f"lib.fmod({a}, {b})"),
-    PointwiseRow("remainder", 2, DtypeRule.PROMOTE, _remainder_ref,
-                 lambda a, b: f"_remainder({a}, {b})"),
+    PointwiseRow(
+        "remainder", 2, DtypeRule.PROMOTE, _remainder_ref, lambda a, b: f"_remainder({a}, {b})"
+    ),
     PointwiseRow("pow", 2, DtypeRule.PROMOTE, torch.pow, lambda a, b: f"lib.pow({a}, {b})"),
-    PointwiseRow("minimum", 2, DtypeRule.PROMOTE, torch.minimum,
-                 lambda a, b: f"tl.minimum({a}, {b}, {_nan_all})"),
-    PointwiseRow("maximum", 2, DtypeRule.PROMOTE, torch.maximum,
-                 lambda a, b: f"tl.maximum({a}, {b}, {_nan_all})"),
+    PointwiseRow(
+        "minimum",
+        2,
+        DtypeRule.PROMOTE,
+        torch.minimum,
+        lambda a, b: f"tl.minimum({a}, {b}, {_nan_all})",
+    ),
+    PointwiseRow(
+        "maximum",
+        2,
+        DtypeRule.PROMOTE,
+        torch.maximum,
+        lambda a, b: f"tl.maximum({a}, {b}, {_nan_all})",
+    ),
     PointwiseRow("atan2", 2, DtypeRule.FLOAT, torch.atan2, lambda a, b: f"lib.atan2({a}, {b})"),
     PointwiseRow("eq", 2, DtypeRule.BOOL, torch.eq, lambda a, b: f"({a} == {b})"),
     PointwiseRow("ne", 2, DtypeRule.BOOL, torch.ne, lambda a, b: f"({a} != {b})"),
@@ -127,45 +150,74 @@ ROWS: list[PointwiseRow] = [
     PointwiseRow("le", 2, DtypeRule.BOOL, torch.le, lambda a, b: f"({a} <= {b})"),
     PointwiseRow("gt", 2, DtypeRule.BOOL, torch.gt, lambda a, b: f"({a} > {b})"),
     PointwiseRow("ge", 2, DtypeRule.BOOL, torch.ge, lambda a, b: f"({a} >= {b})"),
-    PointwiseRow("logical_and", 2, DtypeRule.BOOL, torch.logical_and,
-                 lambda a, b: f"(({a} != 0) & ({b} != 0))"),
-    PointwiseRow("logical_or", 2, DtypeRule.BOOL, torch.logical_or,
-                 lambda a, b: f"(({a} != 0) | ({b} != 0))"),
-    PointwiseRow("bitwise_and", 2, DtypeRule.INTEGRAL, torch.bitwise_and,
-                 lambda a, b: f"({a} & {b})"),
-    PointwiseRow("bitwise_or", 2, DtypeRule.INTEGRAL, torch.bitwise_or,
-                 lambda a, b: f"({a} | {b})"),
-    PointwiseRow("bitwise_xor", 2, DtypeRule.INTEGRAL, torch.bitwise_xor,
-                 lambda a, b: f"({a} ^ {b})"),
+    PointwiseRow(
+        "logical_and",
+        2,
+        DtypeRule.BOOL,
+        torch.logical_and,
+        lambda a, b: f"(({a} != 0) & ({b} != 0))",
+    ),
+    PointwiseRow(
+        "logical_or", 2, DtypeRule.BOOL, torch.logical_or, lambda a, b: f"(({a} != 0) | ({b} != 0))"
+    ),
+    PointwiseRow(
+        "bitwise_and", 2, DtypeRule.INTEGRAL, torch.bitwise_and, lambda a, b: f"({a} & {b})"
+    ),
+    PointwiseRow(
+        "bitwise_or", 2, DtypeRule.INTEGRAL, torch.bitwise_or, lambda a, b: f"({a} | {b})"
+    ),
+    PointwiseRow(
+        "bitwise_xor", 2, DtypeRule.INTEGRAL, torch.bitwise_xor, lambda a, b: f"({a} ^ {b})"
+    ),
     # --- ternary ------------------------------------------------------------------------
-    PointwiseRow("where", 3, DtypeRule.PROMOTE, lambda c, a, b: torch.where(c != 0, a, b),
-                 lambda c, a, b: f"tl.where({c} != 0, {a}, {b})"),
-    PointwiseRow("clamp", 3, DtypeRule.PROMOTE, torch.clamp,
-                 lambda x, lo, hi: f"tl.minimum(tl.maximum({x}, {lo}), {hi})"),
-    PointwiseRow("lerp", 3, DtypeRule.PROMOTE, _lerp_ref,
-                 lambda a, b, w: f"tl.where(tl.abs({w}) < 0.5, {a} + {w} * ({b} - {a}), "
-                                 f"{b} - ({b} - {a}) * (1.0 - {w}))"),
+    PointwiseRow(
+        "where",
+        3,
+        DtypeRule.PROMOTE,
+        lambda c, a, b: torch.where(c != 0, a, b),
+        lambda c, a, b: f"tl.where({c} != 0, {a}, {b})",
+    ),
+    PointwiseRow(
+        "clamp",
+        3,
+        DtypeRule.PROMOTE,
+        torch.clamp,
+        lambda x, lo, hi: f"tl.minimum(tl.maximum({x}, {lo}), {hi})",
+    ),
+    PointwiseRow(
+        "lerp",
+        3,
+        DtypeRule.PROMOTE,
+        _lerp_ref,
+        lambda a, b, w: (
+            f"tl.where(tl.abs({w}) < 0.5, {a} + {w} * ({b} - {a}), {b} - ({b} - {a}) * (1.0 - {w}))"
+        ),
+    ),
 ]
 
+
 # ``addcmul(a, b, c, value)`` is a + value * b * c; ``cast`` is in casts below.
-def _addcmul_ref(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, v: torch.Tensor | float
-                 ) -> torch.Tensor:
+def _addcmul_ref(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, v: torch.Tensor | float
+) -> torch.Tensor:
     if torch.is_tensor(v) and v.dim() == 0:
         return torch.addcmul(a, b, c, value=v.item())
     return a + v * b * c
 
 
 ROWS.append(
-    PointwiseRow("addcmul", 4, DtypeRule.PROMOTE, _addcmul_ref,
-                 lambda a, b, c, v: f"({a} + {v} * {b} * {c})")
+    PointwiseRow(
+        "addcmul", 4, DtypeRule.PROMOTE, _addcmul_ref, lambda a, b, c, v: f"({a} + {v} * {b} * {c})"
+    )
 )
 
 # The operands whose dtype takes part in promotion (``where``'s predicate does not).
 PROMOTION_OPERANDS = {"where": (1, 2)}
 
 
-def result_dtype(row: PointwiseRow, tensor_dtypes: Iterable[DataType],
-                 scalar_dtypes: Iterable[DataType]) -> DataType:
+def result_dtype(
+    row: PointwiseRow, tensor_dtypes: Iterable[DataType], scalar_dtypes: Iterable[DataType]
+) -> DataType:
     """The output dtype of ``row`` for operand dtypes, tensors and scalars apart."""
     if row.rule is DtypeRule.BOOL:
         return DataType.Bool
@@ -178,16 +230,19 @@ def result_dtype(row: PointwiseRow, tensor_dtypes: Iterable[DataType],
 
 
 def _make_opdef(row: PointwiseRow) -> OpDef:
-    return register(
-        OpDef(row.name, OpKind.POINTWISE, reference=row.reference, triton=row.triton)
-    )
+    return register(OpDef(row.name, OpKind.POINTWISE, reference=row.reference, triton=row.triton))
 
 
 OPDEFS = {row.name: _make_opdef(row) for row in ROWS}
 
 CAST = register(
-    OpDef("cast", OpKind.POINTWISE, reference=lambda x: x, triton=lambda x: x,
-          doc="converts to the output dtype; the conversion happens at the store or use")
+    OpDef(
+        "cast",
+        OpKind.POINTWISE,
+        reference=lambda x: x,
+        triton=lambda x: x,
+        doc="converts to the output dtype; the conversion happens at the store or use",
+    )
 )
 
 
@@ -231,8 +286,10 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     for k, v in enumerate(vals):
         if isinstance(v, TensorView) and v.ndim < rank:
             vals[k] = broadcast(v, [True] * (rank - v.ndim) + [False] * v.ndim)
-    ids = [combine_ids([v.shape_domain[i] for v in vals if isinstance(v, TensorView)], name, i)
-           for i in range(rank)]
+    ids = [
+        combine_ids([v.shape_domain[i] for v in vals if isinstance(v, TensorView)], name, i)
+        for i in range(rank)
+    ]
     out = TensorView(f, ids, dtype)
     emit(f, OPDEFS[name], vals, [out])
     return out
@@ -248,15 +305,16 @@ def _check_torch_defines(name: str, operands: tuple[tuple[bool, DataType], ...])
     args = []
     for is_tensor, dt in operands:
         if row.rule is DtypeRule.FLOAT and (is_integral(dt) or is_boolean(dt)):
-            dt = DataType.Float      # the op computes in Float (reference.py does the same)
+            dt = DataType.Float  # the op computes in Float (reference.py does the same)
         t = torch.ones(1, dtype=to_torch(compute_dtype(dt)))
         args.append(t if is_tensor else t[0])
     try:
         row.reference(*args)
     except (RuntimeError, TypeError) as e:
         kinds = ", ".join(f"{'tensor' if t else 'scalar'} {d.value}" for t, d in operands)
-        raise DefinitionError(f"{name}: not defined for operands ({kinds}); torch says: "
-                              f"{str(e).splitlines()[0]}") from None
+        raise DefinitionError(
+            f"{name}: not defined for operands ({kinds}); torch says: {str(e).splitlines()[0]}"
+        ) from None
 
 
 @overload

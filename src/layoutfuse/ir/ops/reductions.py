@@ -31,6 +31,7 @@ INF = float("inf")
 class Identity:
     """A reduction's identity in each dtype class: a number, or ``"min"`` / ``"max"`` for the
     integer dtype's bounds. Floats include the complex dtypes; Bool is its own class."""
+
     floating: float
     signed: int | str
     unsigned: int | str
@@ -58,6 +59,7 @@ class ReductionRow:
     ``accumulator``: the accumulator dtype of the reduced values' dtype. ``promote_integers``:
     integer and Bool inputs are reduced as Int (torch's sum and prod); ``bool_inputs``: Bool
     inputs are accepted."""
+
     name: str
     torch_fn: Callable
     identity: Identity | None
@@ -78,8 +80,13 @@ class ReductionRow:
 
 def float_accumulator(dtype: DataType) -> DataType:
     """Floats of up to 32 bits accumulate in Float; Double and integers in their own dtype."""
-    if dtype in (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Float8_e4m3fn,
-                 DataType.Float8_e5m2):
+    if dtype in (
+        DataType.Half,
+        DataType.BFloat16,
+        DataType.Float,
+        DataType.Float8_e4m3fn,
+        DataType.Float8_e5m2,
+    ):
         return DataType.Float
     return dtype
 
@@ -108,7 +115,7 @@ def _amin_ref(x, dims):
 
 def _prod_ref(x, dims):
     if not dims:
-        return x.clone()                  # a copy, as the other rows' references return
+        return x.clone()  # a copy, as the other rows' references return
     for d in sorted(dims, reverse=True):
         x = torch.prod(x, dim=d)
     return x
@@ -117,8 +124,11 @@ def _prod_ref(x, dims):
 def _welford_ref(x, dims):
     xf = x.to(torch.float64) if x.dtype == torch.float64 else x.to(torch.float32)
     mean = xf.mean(dim=dims) if dims else xf.clone()
-    m2 = ((xf - xf.mean(dim=dims, keepdim=True)) ** 2).sum(dim=dims) if dims else \
-        torch.zeros_like(xf)
+    m2 = (
+        ((xf - xf.mean(dim=dims, keepdim=True)) ** 2).sum(dim=dims)
+        if dims
+        else torch.zeros_like(xf)
+    )
     n = 1
     for d in dims:
         n *= x.shape[d]
@@ -130,40 +140,73 @@ _NAN_AWARE = "propagate_nan=tl.PropagateNan.ALL"
 
 # In this order the rows' combine helpers make the reduction kernels' prelude.
 ROWS = (
-    ReductionRow("sum", _sum_ref, Identity(0, 0, 0, False), "_add_combine",
-                 _jit("_add_combine(a, b)", "return a + b"), float_accumulator,
-                 promote_integers=True, doc="the sum; integers and Bool sum as Int"),
-    ReductionRow("prod", _prod_ref, Identity(1, 1, 1, True), "_mul_combine",
-                 _jit("_mul_combine(a, b)", "return a * b"), float_accumulator,
-                 promote_integers=True, doc="the product; integers and Bool multiply as Int"),
-    ReductionRow("max", _amax_ref, Identity(-INF, "min", "min", False), "_max_combine",
-                 _jit("_max_combine(a, b)", f"return tl.maximum(a, b, {_NAN_AWARE})"),
-                 float_accumulator, bool_inputs=False,
-                 doc="the maximum, NaN if any value is NaN (torch's amax); over no element "
-                     "-inf for floats, as nvFuser fills it (torch raises), the minimum for "
-                     "integers"),
-    ReductionRow("min", _amin_ref, Identity(INF, "max", "max", True), "_min_combine",
-                 _jit("_min_combine(a, b)", f"return tl.minimum(a, b, {_NAN_AWARE})"),
-                 float_accumulator, bool_inputs=False,
-                 doc="the minimum, NaN if any value is NaN (torch's amin); over no element "
-                     "inf for floats, as nvFuser fills it (torch raises), the maximum for "
-                     "integers"),
-    ReductionRow("welford", _welford_ref, None, "_welford_combine",
-                 _jit("_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b)",
-                      "n = n_a + n_b",
-                      "delta = mean_b - mean_a",
-                      "w = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))",
-                      "return mean_a + delta * w, m2_a + m2_b + delta * delta * n_a * w, n"),
-                 _welford_accumulator, parts=("mean", "m2", "n"),
-                 empty_fill=(float("nan"), 0, 0), kind=OpKind.WELFORD,
-                 doc="(mean, M2, count) over dims, combined with Chan's formula; over no "
-                     "element (NaN, 0, 0)"),
+    ReductionRow(
+        "sum",
+        _sum_ref,
+        Identity(0, 0, 0, False),
+        "_add_combine",
+        _jit("_add_combine(a, b)", "return a + b"),
+        float_accumulator,
+        promote_integers=True,
+        doc="the sum; integers and Bool sum as Int",
+    ),
+    ReductionRow(
+        "prod",
+        _prod_ref,
+        Identity(1, 1, 1, True),
+        "_mul_combine",
+        _jit("_mul_combine(a, b)", "return a * b"),
+        float_accumulator,
+        promote_integers=True,
+        doc="the product; integers and Bool multiply as Int",
+    ),
+    ReductionRow(
+        "max",
+        _amax_ref,
+        Identity(-INF, "min", "min", False),
+        "_max_combine",
+        _jit("_max_combine(a, b)", f"return tl.maximum(a, b, {_NAN_AWARE})"),
+        float_accumulator,
+        bool_inputs=False,
+        doc="the maximum, NaN if any value is NaN (torch's amax); over no element "
+        "-inf for floats, as nvFuser fills it (torch raises), the minimum for "
+        "integers",
+    ),
+    ReductionRow(
+        "min",
+        _amin_ref,
+        Identity(INF, "max", "max", True),
+        "_min_combine",
+        _jit("_min_combine(a, b)", f"return tl.minimum(a, b, {_NAN_AWARE})"),
+        float_accumulator,
+        bool_inputs=False,
+        doc="the minimum, NaN if any value is NaN (torch's amin); over no element "
+        "inf for floats, as nvFuser fills it (torch raises), the maximum for "
+        "integers",
+    ),
+    ReductionRow(
+        "welford",
+        _welford_ref,
+        None,
+        "_welford_combine",
+        _jit(
+            "_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b)",
+            "n = n_a + n_b",
+            "delta = mean_b - mean_a",
+            "w = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))",
+            "return mean_a + delta * w, m2_a + m2_b + delta * delta * n_a * w, n",
+        ),
+        _welford_accumulator,
+        parts=("mean", "m2", "n"),
+        empty_fill=(float("nan"), 0, 0),
+        kind=OpKind.WELFORD,
+        doc="(mean, M2, count) over dims, combined with Chan's formula; over no "
+        "element (NaN, 0, 0)",
+    ),
 )
 ROW_BY_NAME = {r.name: r for r in ROWS}
 
-OPDEFS = {
-    r.name: register(OpDef(r.name, r.kind, reference=r.torch_fn, doc=r.doc)) for r in ROWS
-}
+OPDEFS = {r.name: register(OpDef(r.name, r.kind, reference=r.torch_fn, doc=r.doc)) for r in ROWS}
 WELFORD = OPDEFS["welford"]
 
 
@@ -207,9 +250,10 @@ def _reduced_domain(x: TensorView, dims: tuple[int, ...]) -> list[IterDomain]:
 
 REDUCTION_DIMS_RULE = (
     "Dims: every dim when none are given; an empty dims list (or every dim of a 0-dim "
-    "tensor) is refused, as nvFuser refuses it (\"No reduction axis specified\"; torch "
+    'tensor) is refused, as nvFuser refuses it ("No reduction axis specified"; torch '
     "would reduce every dim). A reduction over a zero extent fills its output (sum 0, prod "
-    "1, max -inf and min inf for floats, Welford NaN, 0, 0), as nvFuser does.")
+    "1, max -inf and min inf for floats, Welford NaN, 0, 0), as nvFuser does."
+)
 
 
 def _dims_arg(x: TensorView, dims, op: str) -> tuple[int, ...]:
@@ -217,23 +261,29 @@ def _dims_arg(x: TensorView, dims, op: str) -> tuple[int, ...]:
     No dims at all is refused (:data:`REDUCTION_DIMS_RULE`)."""
     if dims is None:
         if x.ndim == 0:
-            raise DefinitionError(f"{op}: the input has rank 0, so reducing every dim reduces "
-                                  f"none: no reduction axis specified (nvFuser refuses it)")
+            raise DefinitionError(
+                f"{op}: the input has rank 0, so reducing every dim reduces "
+                f"none: no reduction axis specified (nvFuser refuses it)"
+            )
         return tuple(range(x.ndim))
     if isinstance(dims, int) and not isinstance(dims, bool):
         dims = [dims]
     if not isinstance(dims, list | tuple):
-        raise ArgumentTypeError(f"{op}: dims must be an int or a list of ints, got "
-                                f"{describe(dims)}")
+        raise ArgumentTypeError(
+            f"{op}: dims must be an int or a list of ints, got {describe(dims)}"
+        )
     if not dims:
-        raise DefinitionError(f"{op}: dims is empty: no reduction axis specified (nvFuser "
-                              f"refuses a reduction over no dims); omit dims to reduce every "
-                              f"dim")
+        raise DefinitionError(
+            f"{op}: dims is empty: no reduction axis specified (nvFuser "
+            f"refuses a reduction over no dims); omit dims to reduce every "
+            f"dim"
+        )
     return normalize_dims(list(dims), x.ndim, op)
 
 
-def reduction(name: str, x: TensorView, dims=None, keepdim: bool = False,
-              dtype: DataType = DataType.Null) -> TensorView:
+def reduction(
+    name: str, x: TensorView, dims=None, keepdim: bool = False, dtype: DataType = DataType.Null
+) -> TensorView:
     """Row ``name`` (one of one result: sum, prod, max, min) over ``dims`` (None: all dims)."""
     from .elementwise import cast
     from .shape import broadcast
@@ -272,8 +322,7 @@ def welford(x: TensorView, dims) -> tuple[TensorView, TensorView, TensorView]:
     return outs
 
 
-def var_mean(x: TensorView, dims=None, correction=1, keepdim: bool = False,
-             op: str = "var_mean"):
+def var_mean(x: TensorView, dims=None, correction=1, keepdim: bool = False, op: str = "var_mean"):
     """(var, mean) with Bessel-style ``correction``, in the input's dtype (Float for integers).
     ``dims`` as for every reduction (:data:`REDUCTION_DIMS_RULE`); ``op`` names the call in
     errors."""
@@ -281,8 +330,11 @@ def var_mean(x: TensorView, dims=None, correction=1, keepdim: bool = False,
     from .shape import broadcast
 
     x = check_tensor(x, op)
-    out_dtype = x.dtype if x.dtype in (DataType.Double, DataType.Float, DataType.Half,
-                                       DataType.BFloat16) else DataType.Float
+    out_dtype = (
+        x.dtype
+        if x.dtype in (DataType.Double, DataType.Float, DataType.Half, DataType.BFloat16)
+        else DataType.Float
+    )
     nd = _dims_arg(x, dims, op)
     mean, m2, n = welford(x, nd)
     denom = pointwise("sub", cast(n, mean.dtype), float(correction))

@@ -7,8 +7,14 @@ from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView, Vector
 from .common import check_tensor, emit, normalize_dim
 
-SIZE = register(OpDef("size", OpKind.SCALAR, reference=lambda x, dim: x.shape[dim],
-                      doc="the extent of one dim of a tensor, known at run time"))
+SIZE = register(
+    OpDef(
+        "size",
+        OpKind.SCALAR,
+        reference=lambda x, dim: x.shape[dim],
+        doc="the extent of one dim of a tensor, known at run time",
+    )
+)
 
 
 def size(x: TensorView, dim: int) -> Scalar:

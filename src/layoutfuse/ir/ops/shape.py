@@ -54,14 +54,16 @@ def set_(x: TensorView) -> TensorView:
 
 
 # --- stride_order ----------------------------------------------------------------------------
-def stride_order_to_allocation(ids: Sequence[IterDomain], stride_order: Sequence[int],
-                               op: str) -> list[IterDomain]:
+def stride_order_to_allocation(
+    ids: Sequence[IterDomain], stride_order: Sequence[int], op: str
+) -> list[IterDomain]:
     """nvFuser's rule: ``alloc[rank-1-stride_order[i]] = logical[i]`` (0 = innermost)."""
     r = len(ids)
     so = [s % r if -r <= s < r else s for s in stride_order]
     if len(so) != r or sorted(so) != list(range(r)):
-        raise DefinitionError(f"{op}: stride_order {list(stride_order)} is not a permutation of "
-                              f"range({r})")
+        raise DefinitionError(
+            f"{op}: stride_order {list(stride_order)} is not a permutation of range({r})"
+        )
     alloc: list[IterDomain | None] = [None] * r
     for i, s in enumerate(so):
         alloc[r - 1 - s] = ids[i]
@@ -88,8 +90,11 @@ def _permute_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[A
     return in_idx
 
 
-PERMUTE = register(OpDef("permute", OpKind.SHAPE, reference=lambda x, dims: x.permute(dims),
-                         index_map=_permute_map))
+PERMUTE = register(
+    OpDef(
+        "permute", OpKind.SHAPE, reference=lambda x, dims: x.permute(dims), index_map=_permute_map
+    )
+)
 
 
 def permute(x: TensorView, dims: Sequence[int]) -> TensorView:
@@ -99,8 +104,10 @@ def permute(x: TensorView, dims: Sequence[int]) -> TensorView:
     norm = [d % n if n and -n <= d < n else None for d in dims]
     # ``sorted`` runs (and the cast holds) only when ``norm`` has no None
     if len(dims) != n or None in norm or sorted(cast(list[int], norm)) != list(range(n)):
-        raise DefinitionError(f"permute: dims {list(dims)} is not a permutation of range({n}) "
-                              f"(the input has rank {n})")
+        raise DefinitionError(
+            f"permute: dims {list(dims)} is not a permutation of range({n}) "
+            f"(the input has rank {n})"
+        )
     perm = cast(list[int], norm)
     src = x.shape_domain
     out = TensorView(x.fusion, [clone_id(src[d]) for d in perm], x.dtype)
@@ -113,8 +120,7 @@ def _bid_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[Any]:
     x = expr.inputs[0]
     assert isinstance(x, TensorView)
     bdims = expr.attrs["broadcast_dims"]
-    return [ix.zero if x.shape_domain[i].is_broadcast else out_idx[d]
-            for i, d in enumerate(bdims)]
+    return [ix.zero if x.shape_domain[i].is_broadcast else out_idx[d] for i, d in enumerate(bdims)]
 
 
 def _bid_ref(x: torch.Tensor, *shape: int, broadcast_dims: Sequence[int]) -> torch.Tensor:
@@ -124,8 +130,9 @@ def _bid_ref(x: torch.Tensor, *shape: int, broadcast_dims: Sequence[int]) -> tor
     return x.reshape(view).expand(*shape)
 
 
-BROADCAST_IN_DIM = register(OpDef("broadcast_in_dim", OpKind.SHAPE, reference=_bid_ref,
-                                  index_map=_bid_map))
+BROADCAST_IN_DIM = register(
+    OpDef("broadcast_in_dim", OpKind.SHAPE, reference=_bid_ref, index_map=_bid_map)
+)
 
 
 def _out_extent(s: Scalar) -> int | None:
@@ -139,31 +146,41 @@ def broadcast_in_dim(x: TensorView, shape: Shape, broadcast_dims: Sequence[int])
     (1 for a new dim), as nvFuser's broadcast_in_dim (broadcast, then expand) does."""
     x = check_tensor(x, "broadcast_in_dim")
     f = x.fusion
-    shape_s = as_shape(f, shape, "broadcast_in_dim",
-                       minus_one="keep the input's extent, 1 for a new dim")
+    shape_s = as_shape(
+        f, shape, "broadcast_in_dim", minus_one="keep the input's extent, 1 for a new dim"
+    )
     r = len(shape_s)
     bdims = int_sequence(broadcast_dims, "broadcast_in_dim", "broadcast_dims")
     if len(bdims) != x.ndim:
-        raise DefinitionError(f"broadcast_in_dim: broadcast_dims has {len(bdims)} entries but the "
-                              f"input has rank {x.ndim}")
+        raise DefinitionError(
+            f"broadcast_in_dim: broadcast_dims has {len(bdims)} entries but the "
+            f"input has rank {x.ndim}"
+        )
     if any(not 0 <= d < r for d in bdims) or bdims != sorted(set(bdims)):
-        raise DefinitionError(f"broadcast_in_dim: broadcast_dims {bdims} must be strictly "
-                              f"increasing and within range({r}) (shape has {r} entries)")
-    shape_s = [_kept_extent(f, x, bdims, j) if static_value(s) == -1 else s
-               for j, s in enumerate(shape_s)]
+        raise DefinitionError(
+            f"broadcast_in_dim: broadcast_dims {bdims} must be strictly "
+            f"increasing and within range({r}) (shape has {r} entries)"
+        )
+    shape_s = [
+        _kept_extent(f, x, bdims, j) if static_value(s) == -1 else s for j, s in enumerate(shape_s)
+    ]
     out_ids: list[IterDomain] = []
     for j, s in enumerate(shape_s):
         ext = _out_extent(s)
         if j in bdims:
             src = x.shape_domain[bdims.index(j)]
             if src.is_broadcast:
-                out_ids.append(IterDomain.broadcast(ext if ext is not None else None)
-                               if ext != 1 else IterDomain.broadcast(1))
+                out_ids.append(
+                    IterDomain.broadcast(ext if ext is not None else None)
+                    if ext != 1
+                    else IterDomain.broadcast(1)
+                )
             else:
                 if ext is not None and src.extent is not None and ext != src.extent:
                     raise DefinitionError(
                         f"broadcast_in_dim: input dim {bdims.index(j)} has extent {src.extent}, "
-                        f"which cannot become {ext} at output dim {j}")
+                        f"which cannot become {ext} at output dim {j}"
+                    )
                 out_ids.append(IterDomain(src.extent if src.extent is not None else ext))
         else:
             out_ids.append(IterDomain.broadcast(ext))
@@ -186,13 +203,17 @@ def broadcast(x: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
     """Insert size-1 broadcast dims where ``is_broadcast_dim`` is True."""
     x = check_tensor(x, "broadcast")
     if not isinstance(is_broadcast_dim, list | tuple) or any(
-            not isinstance(b, bool) for b in is_broadcast_dim):
-        raise ArgumentTypeError(f"broadcast: is_broadcast_dim must be a list of bools, got "
-                                f"{describe(is_broadcast_dim)}")
+        not isinstance(b, bool) for b in is_broadcast_dim
+    ):
+        raise ArgumentTypeError(
+            f"broadcast: is_broadcast_dim must be a list of bools, got {describe(is_broadcast_dim)}"
+        )
     flags = list(is_broadcast_dim)
     if len(flags) - sum(bool(b) for b in flags) != x.ndim:
-        raise DefinitionError(f"broadcast: is_broadcast_dim {flags} has {len(flags) - sum(flags)} "
-                              f"kept dims but the input has rank {x.ndim}")
+        raise DefinitionError(
+            f"broadcast: is_broadcast_dim {flags} has {len(flags) - sum(flags)} "
+            f"kept dims but the input has rank {x.ndim}"
+        )
     shape: list[int | Scalar] = []
     bdims, k = [], 0
     for j, b in enumerate(flags):
@@ -226,8 +247,10 @@ def expand(x: TensorView, shape: Shape) -> TensorView:
             full.append(d.extent if d.extent is not None else _size_scalar(x, i))
         else:
             if not d.is_broadcast and v is not None and d.extent is not None and v != d.extent:
-                raise DefinitionError(f"expand: dim {i} has extent {d.extent} and is not a "
-                                      f"broadcast; it cannot expand to {v}")
+                raise DefinitionError(
+                    f"expand: dim {i} has extent {d.extent} and is not a "
+                    f"broadcast; it cannot expand to {v}"
+                )
             full.append(s)
     return broadcast_in_dim(x, full, list(range(x.ndim)))
 
@@ -245,8 +268,7 @@ def _squeeze_ref(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
     return x[index]
 
 
-SQUEEZE = register(OpDef("squeeze", OpKind.SHAPE, reference=_squeeze_ref,
-                         index_map=_squeeze_map))
+SQUEEZE = register(OpDef("squeeze", OpKind.SHAPE, reference=_squeeze_ref, index_map=_squeeze_map))
 
 
 def squeeze(x: TensorView, dims: Sequence[int], squeeze_expanded: bool = False) -> TensorView:
@@ -255,11 +277,15 @@ def squeeze(x: TensorView, dims: Sequence[int], squeeze_expanded: bool = False) 
     for d in nd:
         dom = x.shape_domain[d]
         if dom.is_broadcast and dom.expanded and not squeeze_expanded:
-            raise DefinitionError(f"squeeze: dim {d} is an expanded broadcast; pass "
-                                  f"squeeze_expanded=True to squeeze it")
+            raise DefinitionError(
+                f"squeeze: dim {d} is an expanded broadcast; pass "
+                f"squeeze_expanded=True to squeeze it"
+            )
         if not dom.is_broadcast and dom.extent != 1:
-            raise DefinitionError(f"squeeze: dim {d} has extent "
-                                  f"{'symbolic' if dom.extent is None else dom.extent}, expected 1")
+            raise DefinitionError(
+                f"squeeze: dim {d} has extent "
+                f"{'symbolic' if dom.extent is None else dom.extent}, expected 1"
+            )
     out_ids = [clone_id(d) for i, d in enumerate(x.shape_domain) if i not in nd]
     out = TensorView(x.fusion, out_ids, x.dtype)
     emit(x.fusion, SQUEEZE, [x], [out], dims=nd)
@@ -286,7 +312,7 @@ def _reshape_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[A
             lin = ix.add(ix.mul(lin, ix.extent(out, j)), out_idx[j])
         for pos, i in enumerate(in_dims):
             inner = ix.one
-            for k in in_dims[pos + 1:]:
+            for k in in_dims[pos + 1 :]:
                 inner = ix.mul(inner, ix.extent(x, k))
             q = ix.floordiv(lin, inner)
             in_idx[i] = q if pos == 0 else ix.mod(q, ix.extent(x, i))
@@ -296,12 +322,19 @@ def _reshape_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[A
     return in_idx
 
 
-RESHAPE = register(OpDef("reshape", OpKind.SHAPE, reference=lambda x, *shape: x.reshape(shape),
-                         index_map=_reshape_map))
+RESHAPE = register(
+    OpDef(
+        "reshape",
+        OpKind.SHAPE,
+        reference=lambda x, *shape: x.reshape(shape),
+        index_map=_reshape_map,
+    )
+)
 
 
-def reshape_groups(in_shape: Sequence[int | None], out_shape: Sequence[int | None]
-                   ) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
+def reshape_groups(
+    in_shape: Sequence[int | None], out_shape: Sequence[int | None]
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
     """Pairs (input dims, output dims) with equal extent products, for static shapes.
 
     Size-1 dims on either side form no group (their index is 0). Returns None
@@ -344,18 +377,23 @@ def reshape(x: TensorView, new_shape: Shape) -> TensorView:
     if -1 in vals:
         known = [v for v in vals if v != -1]
         if None in known or numel is None:
-            raise DefinitionError(f"reshape: the -1 in new_shape {vals} needs the input's and the "
-                                  f"other extents to be static")
+            raise DefinitionError(
+                f"reshape: the -1 in new_shape {vals} needs the input's and the "
+                f"other extents to be static"
+            )
         rest = _prod(known)
         if rest == 0 or numel % rest:
-            raise DefinitionError(f"reshape: cannot infer -1 in new_shape {vals} for {numel} "
-                                  f"elements")
+            raise DefinitionError(
+                f"reshape: cannot infer -1 in new_shape {vals} for {numel} elements"
+            )
         k = vals.index(-1)
         vals[k] = numel // rest
         shape_s[k] = Scalar(f, shape_s[k].dtype, vals[k])
     if numel is not None and None not in vals and _prod(vals) != numel:
-        raise DefinitionError(f"reshape: cannot reshape {in_static} ({numel} elements) into "
-                              f"{vals} ({_prod(vals)} elements)")
+        raise DefinitionError(
+            f"reshape: cannot reshape {in_static} ({numel} elements) into "
+            f"{vals} ({_prod(vals)} elements)"
+        )
     out_ids = [IterDomain.broadcast(1) if v == 1 else IterDomain(v) for v in vals]
     out = TensorView(f, out_ids, x.dtype)
     groups = reshape_groups(in_static, vals)
@@ -372,5 +410,14 @@ def _prod(xs: Sequence[int | None]) -> int:
     return p
 
 
-__all__ = ["broadcast", "broadcast_in_dim", "expand", "permute", "reshape", "set_", "squeeze",
-           "stride_order", "IterType"]
+__all__ = [
+    "broadcast",
+    "broadcast_in_dim",
+    "expand",
+    "permute",
+    "reshape",
+    "set_",
+    "squeeze",
+    "stride_order",
+    "IterType",
+]
