@@ -24,3 +24,23 @@ def test_the_nvfuser_example_chooses_outer_from_the_input_layout():
     (params,) = schedules(fd)
     assert params.family == "outer"
     assert (out - x.sum(1)).abs().max() < 1e-3
+
+
+def test_the_readmes_links_resolve_in_a_plain_clone():
+    """Every relative link points into the repository (nothing beside a clone, such as
+    ../shared); web links are left to the reader."""
+    root = README.parent
+    links = re.findall(r"\]\(([^)#\s]+)", README.read_text())
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links to nothing in the repository"
+    for link in local:
+        path = (root / link).resolve()
+        assert path.is_relative_to(root.resolve()) and path.exists(), link
+
+
+def test_the_quick_start_pins_the_toolchain():
+    install = next(
+        line for line in README.read_text().splitlines() if line.startswith("pip install")
+    )
+    for pin in ("torch==", "triton==", "numpy<"):
+        assert pin in install, f"the quick start's install line does not pin {pin}"

@@ -66,16 +66,18 @@ def playground(shape, alloc, dims):
 
 
 def cases(gpu: bool):
+    """The seed's cases at its sizes on the GPU; on the CPU (the interpreter) smaller, and
+    each label gives the size that runs."""
     s = 1 if gpu else 8
-    yield "ReductionOnPermutedReshape (output alloc [i2, r0, r1])", *permuted_reshape(s, True)
-    yield "ReductionOnPermutedReshape (no output alloc)", *permuted_reshape(s, False)
+    for pinned in (True, False):
+        fusion, x, ref = permuted_reshape(s, pinned)
+        how = "output alloc [i2, r0, r1]" if pinned else "no output alloc"
+        yield f"ReductionOnPermutedReshape {list(x.shape)} ({how})", fusion, x, ref
+    p = (16, 1024 // s, 1024 // s)
+    yield f"PlayGround [{p[0]},{p[1]},{p[2]}] sum{{0,1}}", *playground(p, None, (0, 1))
     yield (
-        "PlayGround [16,1024,1024] sum{0,1}",
-        *playground((16, 1024 // s, 1024 // s), None, (0, 1)),
-    )
-    yield (
-        "PlayGround alloc [2,0,1] sum{0,1}",
-        *playground((16, 1024 // s, 1024 // s), [2, 0, 1], (0, 1)),
+        f"PlayGround [{p[0]},{p[1]},{p[2]}] alloc [2,0,1] sum{{0,1}}",
+        *playground(p, [2, 0, 1], (0, 1)),
     )
     m, n = (16 * 1024, 1024 * 36) if gpu else (256, 576)
     yield f"PlayGround column-major [{m},{n}] sum{{1}}", *playground((m, n), [1, 0], (1,))
