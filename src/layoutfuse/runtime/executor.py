@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -58,11 +58,17 @@ class FusionExecutor:
         self._compiled: CompiledFusion | None = None
         self._compiled_outputs: list[int] = []
         self._lock = threading.Lock()
-        self._plans: dict[tuple, LaunchPlan] = {}
+        # looked up with None too (unkeyable inputs): never stored under it
+        self._plans: dict[tuple[Any, ...] | None, LaunchPlan] = {}
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
 
     # --- public ------------------------------------------------------------------------------
-    def run(self, inputs: Sequence[Any], device=None, profile: bool = False) -> list[Any]:
+    def run(
+        self,
+        inputs: Sequence[Any],
+        device: torch.device | str | int | None = None,
+        profile: bool = False,
+    ) -> list[Any]:
         """The fusion's outputs for ``inputs``, in ``add_output`` order, aliased ones omitted.
 
         Tensor outputs come back in the layout ``OutputLayoutPass`` chose; scalar
@@ -75,13 +81,17 @@ class FusionExecutor:
             return plan.replay(inputs)
         return self._plan_and_run(list(inputs), device, key, profile)
 
-    def replay(self, inputs: Sequence[Any], device=None) -> list[Any] | None:
+    def replay(
+        self, inputs: Sequence[Any], device: torch.device | str | int | None = None
+    ) -> list[Any] | None:
         """The outputs through the plan recorded for ``inputs``' signature, or None when
         there is none yet (then ``run`` validates, plans and records one)."""
         plan = self._plans.get(signature(inputs, device))
         return None if plan is None else plan.replay(inputs)
 
-    def plan(self, inputs: Sequence[Any], device=None) -> RunRecord:
+    def plan(
+        self, inputs: Sequence[Any], device: torch.device | str | int | None = None
+    ) -> RunRecord:
         """What ``run`` would launch for ``inputs`` (meta tensors too), launching nothing."""
         inputs = list(inputs)
         bindings = validate_inputs(self.fusion, inputs, device)
@@ -125,7 +135,11 @@ class FusionExecutor:
 
     # --- the first run of a signature --------------------------------------------------------
     def _plan_and_run(
-        self, inputs: list[Any], device, key: tuple | None, profile: bool = False
+        self,
+        inputs: list[Any],
+        device: torch.device | str | int | None,
+        key: tuple[Any, ...] | None,
+        profile: bool = False,
     ) -> list[Any]:
         """Validate, lay out, run the kernels, and record a plan for ``key``'s later calls."""
         self.planned_runs += 1
@@ -140,6 +154,7 @@ class FusionExecutor:
             outputs[pos] for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
         ]
         if key is not None and replayable and len(self._plans) < 64:
+            assert record is not None  # replayable: the kernels ran
             kept = self._compiled.kept_tensors() if self._compiled is not None else frozenset()
             plan = build_plan(self.fusion, inputs, result, record.launches, kept)
             if plan is not None:
@@ -176,7 +191,9 @@ class FusionExecutor:
             for v in self.fusion.vals
             if isinstance(v, Scalar) and v.index in bindings.scalars
         }
-        record = compiled.run(tensors, bindings.extents, scalars, bindings.device, launch, profile)
+        # cast: the extents are the dict validate_inputs built (Bindings shows it read-only)
+        extents = cast(dict[int, int], bindings.extents)
+        record = compiled.run(tensors, extents, scalars, bindings.device, launch, profile)
         if launch:
             for dst, src in late_copies:
                 writable(dst).copy_(writable_source(dst, src))
@@ -187,18 +204,21 @@ class FusionExecutor:
 
     def _kernel_destinations(
         self, bindings: Bindings, inputs: list[Any], outputs: list[Any]
-    ) -> tuple[list[TensorView], dict[int, Any], list[tuple]]:
+    ) -> tuple[list[TensorView], dict[int, Any], list[tuple[Any, Any]]]:
         """The outputs the kernels compute, every tensor by TensorView id (inputs and
         destinations), and the copies to make after the kernels (aliases, repeats)."""
         layouts = self.output_layouts()
         computed_tvs: list[TensorView] = []
         tensors: dict[int, Any] = {}
-        late_copies: list[tuple] = []
+        late_copies: list[tuple[Any, Any]] = []
         input_ids = {id(v) for v in self.fusion.inputs}
         for pos, spec in enumerate(self.fusion.outputs):
             tv = spec.value
             if not isinstance(tv, TensorView):
-                outputs[pos] = torch.tensor(bindings.scalar(tv), dtype=to_torch(tv.dtype))
+                # cast: a non-tensor output is a Scalar
+                outputs[pos] = torch.tensor(
+                    bindings.scalar(cast(Scalar, tv)), dtype=to_torch(tv.dtype)
+                )
                 continue
             layout = layouts.get(pos)
             if (
@@ -238,7 +258,7 @@ class FusionExecutor:
             return self._compiled
 
     @staticmethod
-    def _is_view_result(out, inputs) -> bool:
+    def _is_view_result(out: torch.Tensor, inputs: list[Any]) -> bool:
         return any(
             isinstance(x, torch.Tensor)
             and out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
@@ -258,6 +278,7 @@ class FusionExecutor:
                 outputs.append(None)
                 computed.append(True)
             elif layout.kind == "alias":
+                assert layout.alias_input is not None  # set for every alias layout
                 dst = inputs[layout.alias_input]
                 shape = bindings.shape(tv)
                 if tuple(dst.shape) != shape:
@@ -268,7 +289,9 @@ class FusionExecutor:
                 outputs.append(dst)
                 computed.append(True)
             elif layout.kind == "view":
+                assert layout.view_of is not None  # set for every view layout
                 src = self.fusion.inputs[layout.view_of]
+                assert isinstance(src, TensorView)  # a view is of a tensor input
                 view = make_view(view_chain(self.fusion, tv, src), inputs[layout.view_of], bindings)
                 outputs.append(
                     view if view is not None else allocate_output(tv, layout.order, bindings)

@@ -28,7 +28,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,7 @@ from ..analysis.accesses import shape_of
 from ..analysis.device import DeviceInfo, device_info
 from ..codegen import backend
 from ..codegen.kernel import Kernel
-from ..dtypes import to_torch
+from ..dtypes import DataType, to_torch
 from ..errors import UnsupportedError
 from ..ir import Fusion, TensorView
 from ..ir.ops.reductions import empty_fill_values
@@ -131,8 +131,9 @@ class CompiledFusion:
         self.tuning = tuning  # every scheduler's knobs
         self.schedulers = schedulers
         self._lock = threading.Lock()
-        self._kernels: dict[tuple, tuple[tuple[Kernel, Any], ...]] = {}
-        self._tickets: dict[tuple, torch.Tensor] = {}  # split counters, zero between launches
+        self._kernels: dict[tuple[int, str, Any], tuple[tuple[Kernel, Any], ...]] = {}
+        # split counters, zero between launches
+        self._tickets: dict[tuple[int, str, str], torch.Tensor] = {}
 
     def run(
         self,
@@ -167,6 +168,7 @@ class CompiledFusion:
         if scheduler is None:
             self._run_parts(spec, call, rejected)
             return
+        assert problem is not None  # every scheduler rejects a segment without a problem
         tuning = self.tuning.of(scheduler.name)
         params = (self.heuristics or default_heuristics)(scheduler, problem, call.info, tuning)
         kernels = self._loaded(spec, scheduler, params)
@@ -249,7 +251,8 @@ class CompiledFusion:
             kernel, loaded = kernels[launch_spec.kernel]
             args, slots = bind(kernel, launch_spec, values, spec)
             meta = kernel.meta()
-            fn = loaded.for_device(call.device.type) if call.launch else None
+            # None: no launch (then fn is not called)
+            fn: Any = loaded.for_device(call.device.type) if call.launch else None
             timer = _Timer(call.device) if call.profile and call.launch else None
             compiled = fn[launch_spec.grid](*args, **meta) if call.launch else None
             call.record.launches.append(
@@ -290,7 +293,7 @@ class CompiledFusion:
             return frozenset(id(t) for t in self._tickets.values())
 
     @staticmethod
-    def _empty(shape, dtype, device) -> torch.Tensor:
+    def _empty(shape: Sequence[int], dtype: DataType, device: torch.device) -> torch.Tensor:
         return torch.empty(tuple(shape), dtype=to_torch(dtype), device=device)
 
 
@@ -310,8 +313,8 @@ class _Timer:
     def __init__(self, device: torch.device):
         self.cuda = device.type == "cuda"
         if self.cuda:
-            self.start = torch.cuda.Event(enable_timing=True)
-            self.end = torch.cuda.Event(enable_timing=True)
+            self.start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            self.end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             self.start.record()
         else:
             self.t0 = time.perf_counter()

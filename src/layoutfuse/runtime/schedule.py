@@ -89,7 +89,7 @@ def choose(
 ) -> tuple[Scheduler | None, tuple[tuple[str, str], ...]]:
     """The first scheduler that accepts ``segment`` under its part of ``tuning``, and
     (name, reason) of each that rejected it before (all of them when none accepts)."""
-    rejected = []
+    rejected: list[tuple[str, str]] = []
     for s in schedulers:
         why = s.can_schedule(segment, problem, device, tuning.of(s.name))
         if why is None:

@@ -38,6 +38,7 @@ benchmarks/NOTES.md, "Measurements behind the heuristics".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..analysis.device import DeviceInfo
@@ -367,7 +368,7 @@ def _outer_loop(
     )
 
 
-def grid(params: NormalizationParams, sizes) -> int:
+def grid(params: NormalizationParams, sizes: Sequence[int]) -> int:
     """Programs: row blocks (inner), or column blocks times the other kept groups (outer)."""
     nx = prod(sizes[k] for k in params.x_groups)
     if params.template == "inner":

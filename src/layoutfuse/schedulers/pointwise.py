@@ -34,6 +34,7 @@ groups are the single coordinates; that access's offset comes from
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..analysis.device import DeviceInfo
@@ -143,6 +144,7 @@ def heuristics(
     )
     rest_first = y_first = False
     if transpose:
+        assert gy is not None  # transpose is set only with gy
         bx, by, warps = transpose_tile(size_x, size_y, widest_itemsize(p), tuning)
         rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(p, gy, {gx, gx2, gy})
         # a flattened Y spans the stores' contiguous run across its tiles: neighbouring
@@ -188,7 +190,7 @@ def _broadcast_along(p: Problem, gx: int, gy: int) -> bool:
     )
 
 
-def _store_continues_on_grid(p: Problem, gy: int, tiled: set) -> bool:
+def _store_continues_on_grid(p: Problem, gy: int, tiled: set[int | None]) -> bool:
     """Whether every store continues its stride-1 run past the Y group (which one tile
     covers whole) in a group the grid walks: consecutive programs along that group then
     write consecutive memory (mem1230 -> mem3210: each program writes a 4 KB run per X
@@ -208,7 +210,9 @@ def continuation(p: Problem, access: int, k: int) -> int | None:
     return next((j for j, g in enumerate(p.groups) if j != k and g.strides[access] == want), None)
 
 
-def flattened(p: Problem, access: int, k: int, taken: set, edge: int) -> tuple[int | None, int]:
+def flattened(
+    p: Problem, access: int, k: int, taken: set[int | None], edge: int
+) -> tuple[int | None, int]:
     """(outer group, split) of a tile axis whose inner group ``k`` is ``access``'s
     stride-1 group: when ``k``'s extent, rounded up to a power of two (``split``), is
     under ``edge`` elements and the group that continues ``k`` in ``access``'s memory is
@@ -263,7 +267,7 @@ def transpose_tile(
     return bx, by, warps
 
 
-def axis_extents(params: PointwiseParams, sizes) -> tuple[int, int]:
+def axis_extents(params: PointwiseParams, sizes: Sequence[int]) -> tuple[int, int]:
     """Index extents of the X and Y tile axes (a flattened axis: split x outer extent)."""
     if not sizes:
         return 1, 1
@@ -278,7 +282,7 @@ def axis_extents(params: PointwiseParams, sizes) -> tuple[int, int]:
     return x, y
 
 
-def tile_counts(params: PointwiseParams, sizes) -> tuple[int, int]:
+def tile_counts(params: PointwiseParams, sizes: Sequence[int]) -> tuple[int, int]:
     """(NUM_PX, NUM_PY): tiles along X and Y."""
     x, y = axis_extents(params, sizes)
     return cdiv(x, params.block_x), cdiv(y, params.block_y)
@@ -295,7 +299,7 @@ def tile_groups(params: PointwiseParams) -> tuple[tuple[int, ...], tuple[int, ..
     return (x if params.n_groups else ()), y
 
 
-def grid(params: PointwiseParams, sizes) -> int:
+def grid(params: PointwiseParams, sizes: Sequence[int]) -> int:
     """Programs: tiles along X and Y times every other group's extent."""
     if not sizes:
         return 1

@@ -6,10 +6,16 @@ cached by the runtime under the inputs' signature.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.canonical import Group, family, pattern
 from ..dtypes import DataType, itemsize
+
+if TYPE_CHECKING:
+    from .pointwise import PointwiseParams
+    from .reduction import ReductionParams
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ def stride_flags(p: Problem) -> tuple[tuple[tuple[bool, ...], ...], tuple[tuple[
     return zero, unit
 
 
-def generic_fields(p: Problem) -> dict:
+def generic_fields(p: Problem) -> dict[str, Any]:
     """The params fields of generic mode: the per-access affine flags and the iteration
     coordinate of every (single-coordinate) group. Empty when every access is affine."""
     if not p.generic:
@@ -110,10 +116,10 @@ def generic_fields(p: Problem) -> dict:
     return {"generic": True, "affine": p.affine, "group_dims": tuple(g.dims[0] for g in p.groups)}
 
 
-def is_affine(params, access: int) -> bool:
+def is_affine(params: PointwiseParams | ReductionParams, access: int) -> bool:
     """Whether ``access`` is addressed by group strides in the kernel ``params`` describe."""
     return not params.generic or params.affine[access]
 
 
-def max_offset(extents, strides) -> int:
+def max_offset(extents: Sequence[int], strides: Sequence[int]) -> int:
     return sum((n - 1) * abs(s) for n, s in zip(extents, strides) if n > 0)

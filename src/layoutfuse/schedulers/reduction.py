@@ -27,7 +27,9 @@ groups are the single coordinates and that access's offset comes from
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..analysis.device import DeviceInfo
 from ..dtypes import DataType
@@ -236,7 +238,7 @@ def _transposed(
     return transposed if grid(transposed, p.sizes)[0] >= tuning.waves * resident else None
 
 
-def _split_units(params: ReductionParams, sizes) -> tuple[int, int]:
+def _split_units(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, int]:
     """R as the split cuts it: (units, least units per program). Loop steps of
     ``block_r * unroll`` elements, at least 2 per program; nested: outer R rows."""
     nr = prod(sizes[k] for k in params.r_groups)
@@ -245,7 +247,7 @@ def _split_units(params: ReductionParams, sizes) -> tuple[int, int]:
     return cdiv(nr, params.block_r * params.unroll), 2
 
 
-def with_split(params: ReductionParams, split: int, sizes) -> ReductionParams:
+def with_split(params: ReductionParams, split: int, sizes: Sequence[int]) -> ReductionParams:
     """``params`` with R cut into ``split`` chunks of whole loop steps (the split may come
     out smaller: every chunk but the last is full)."""
     if params.y_group is not None:  # R rows in one program: no split
@@ -255,7 +257,7 @@ def with_split(params: ReductionParams, split: int, sizes) -> ReductionParams:
     return replace(params, split=cdiv(units, per_split))
 
 
-def chunk(params: ReductionParams, sizes) -> int:
+def chunk(params: ReductionParams, sizes: Sequence[int]) -> int:
     """R per split program: whole loop steps (nested: outer R rows); all of R unsplit."""
     nr = prod(sizes[k] for k in params.r_groups)
     if params.y_group is not None:
@@ -267,7 +269,7 @@ def chunk(params: ReductionParams, sizes) -> int:
     return per_split * params.block_r * params.unroll if params.split > 1 else nr
 
 
-def override(params: ReductionParams, sizes, **fields) -> ReductionParams:
+def override(params: ReductionParams, sizes: Sequence[int], **fields: Any) -> ReductionParams:
     """``params`` with ``fields`` replaced and the split re-derived for ``sizes`` (a variant
     of ``benchmarks.tune``); ``split`` may be among the fields."""
     split = fields.pop("split", params.split)
@@ -285,7 +287,7 @@ def combine_block(params: ReductionParams, block_x: int) -> int:
     return block_s
 
 
-def grid(params: ReductionParams, sizes) -> tuple[int, int]:
+def grid(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, int]:
     """(programs over the kept groups, split programs along R)."""
     nx = prod(sizes[k] for k in params.x_groups)
     if params.template == "inner":

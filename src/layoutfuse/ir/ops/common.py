@@ -60,6 +60,7 @@ def as_shape(
     Static extents must be >= 0; -1 too where ``minus_one`` says what it means for op
     ``op`` (reshape: inferred; expand, broadcast_in_dim: the input's extent is kept).
     """
+    v: Scalar | int | None  # a Scalar in the first loop, a static extent in the second
     if isinstance(shape, Vector):
         out = list(shape.elements)
     elif isinstance(shape, list | tuple):

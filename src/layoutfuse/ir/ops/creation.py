@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from ...dtypes import DataType, is_integral, to_torch
@@ -62,7 +64,8 @@ def iota(
     sp = as_val(f, one if step is None else step, "iota")
     if not isinstance(n, Scalar) or not is_integral(n.dtype):
         raise ArgumentTypeError(f"iota: length must be an integer Scalar, got {describe(n)}")
-    if static_value(n) is not None and static_value(n) < 0:
+    # cast: the same pure call was just checked to be not None
+    if static_value(n) is not None and cast(int, static_value(n)) < 0:
         raise DefinitionError(f"iota: length {static_value(n)} must be >= 0")
     out = TensorView(f, [IterDomain(static_value(n))], dtype)
     emit(f, IOTA, [n, st, sp], [out], dtype=dtype)

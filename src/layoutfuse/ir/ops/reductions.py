@@ -12,8 +12,9 @@ the ``welford`` row, whose partial results (mean, M2, count) combine stably.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,6 +24,9 @@ from ..domain import IterDomain, IterType
 from ..opdef import OpDef, OpKind, register
 from ..values import TensorView
 from .common import check_tensor, emit, normalize_dims
+
+if TYPE_CHECKING:
+    from ..fusion import Expr
 
 INF = float("inf")
 
@@ -61,7 +65,7 @@ class ReductionRow:
     inputs are accepted."""
 
     name: str
-    torch_fn: Callable
+    torch_fn: Callable[..., Any]
     identity: Identity | None
     combine: str
     combine_source: str
@@ -101,19 +105,19 @@ def _jit(signature: str, *body: str) -> str:
     return "@triton.jit\ndef " + signature + ":\n" + "".join(f"    {b}\n" for b in body)
 
 
-def _sum_ref(x, dims):
+def _sum_ref(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
     return torch.sum(x, dim=dims) if dims else x.clone()
 
 
-def _amax_ref(x, dims):
+def _amax_ref(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
     return torch.amax(x, dim=dims) if dims else x.clone()
 
 
-def _amin_ref(x, dims):
+def _amin_ref(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
     return torch.amin(x, dim=dims) if dims else x.clone()
 
 
-def _prod_ref(x, dims):
+def _prod_ref(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
     if not dims:
         return x.clone()  # a copy, as the other rows' references return
     for d in sorted(dims, reverse=True):
@@ -121,7 +125,9 @@ def _prod_ref(x, dims):
     return x
 
 
-def _welford_ref(x, dims):
+def _welford_ref(
+    x: torch.Tensor, dims: tuple[int, ...]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     xf = x.to(torch.float64) if x.dtype == torch.float64 else x.to(torch.float32)
     mean = xf.mean(dim=dims) if dims else xf.clone()
     m2 = (
@@ -210,31 +216,32 @@ OPDEFS = {r.name: register(OpDef(r.name, r.kind, reference=r.torch_fn, doc=r.doc
 WELFORD = OPDEFS["welford"]
 
 
-def reduction_row(expr) -> ReductionRow:
+def reduction_row(expr: Expr) -> ReductionRow:
     """The row of reduction (or Welford) expr ``expr``."""
     return ROW_BY_NAME[expr.op.name]
 
 
-def n_results(expr) -> int:
+def n_results(expr: Expr) -> int:
     """Results of reduction expr ``expr``, by its row: one, or three for a Welford (mean,
     M2, n)."""
     return reduction_row(expr).n_results
 
 
-def accumulator_dtype(expr) -> DataType:
+def accumulator_dtype(expr: Expr) -> DataType:
     """The accumulator of reduction expr ``expr``, by its row: fp32 for 16-bit and fp32
     values, fp64 for doubles; integers in their own dtype, but a Welford's statistics in
     fp32."""
     return reduction_row(expr).accumulator(expr.inputs[0].dtype)
 
 
-def empty_fill_values(expr) -> tuple[float | int | bool, ...]:
+def empty_fill_values(expr: Expr) -> tuple[float | int | bool, ...]:
     """What each output of reduction ``expr`` holds when it reduces no element: the row's
     ``empty_fill``, else its identity in the output's dtype (sum 0, prod 1, max -inf and
     min inf for floats, as nvFuser fills them; Welford NaN, 0, 0)."""
     row = reduction_row(expr)
     if row.empty_fill is not None:
         return row.empty_fill
+    assert row.identity is not None  # only welford has none, and it has an empty_fill
     return tuple(row.identity.value(out.dtype) for out in expr.outputs)
 
 
@@ -256,7 +263,7 @@ REDUCTION_DIMS_RULE = (
 )
 
 
-def _dims_arg(x: TensorView, dims, op: str) -> tuple[int, ...]:
+def _dims_arg(x: TensorView, dims: object, op: str) -> tuple[int, ...]:
     """The reduced dims, sorted: ``dims`` (an int or a list of ints), or None for every dim.
     No dims at all is refused (:data:`REDUCTION_DIMS_RULE`)."""
     if dims is None:
@@ -282,7 +289,11 @@ def _dims_arg(x: TensorView, dims, op: str) -> tuple[int, ...]:
 
 
 def reduction(
-    name: str, x: TensorView, dims=None, keepdim: bool = False, dtype: DataType = DataType.Null
+    name: str,
+    x: TensorView,
+    dims: int | Sequence[int] | None = None,
+    keepdim: bool = False,
+    dtype: DataType = DataType.Null,
 ) -> TensorView:
     """Row ``name`` (one of one result: sum, prod, max, min) over ``dims`` (None: all dims)."""
     from .elementwise import cast
@@ -307,7 +318,9 @@ def reduction(
 
 
 # --- Welford -----------------------------------------------------------------------------------
-def welford(x: TensorView, dims) -> tuple[TensorView, TensorView, TensorView]:
+def welford(
+    x: TensorView, dims: int | Sequence[int] | None
+) -> tuple[TensorView, TensorView, TensorView]:
     """(avg, var_sum, n): the mean, the sum of squared deviations and the count.
     ``dims`` as for every reduction (:data:`REDUCTION_DIMS_RULE`)."""
     x = check_tensor(x, "welford")
@@ -322,7 +335,13 @@ def welford(x: TensorView, dims) -> tuple[TensorView, TensorView, TensorView]:
     return outs
 
 
-def var_mean(x: TensorView, dims=None, correction=1, keepdim: bool = False, op: str = "var_mean"):
+def var_mean(
+    x: TensorView,
+    dims: int | Sequence[int] | None = None,
+    correction: float = 1,
+    keepdim: bool = False,
+    op: str = "var_mean",
+) -> tuple[TensorView, TensorView]:
     """(var, mean) with Bessel-style ``correction``, in the input's dtype (Float for integers).
     ``dims`` as for every reduction (:data:`REDUCTION_DIMS_RULE`); ``op`` names the call in
     errors."""
@@ -347,7 +366,12 @@ def var_mean(x: TensorView, dims=None, correction=1, keepdim: bool = False, op: 
     return var, mean
 
 
-def var(x: TensorView, dims=None, correction=1, keepdim: bool = False) -> TensorView:
+def var(
+    x: TensorView,
+    dims: int | Sequence[int] | None = None,
+    correction: float = 1,
+    keepdim: bool = False,
+) -> TensorView:
     """The variance of :func:`var_mean`."""
     return var_mean(x, dims, correction, keepdim, op="var")[0]
 

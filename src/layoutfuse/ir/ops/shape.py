@@ -34,7 +34,7 @@ from .common import (
 if TYPE_CHECKING:
     import torch
 
-    from ..fusion import Expr
+    from ..fusion import Expr, Fusion
     from ..opdef import IndexAlgebra
 
 
@@ -189,7 +189,7 @@ def broadcast_in_dim(x: TensorView, shape: Shape, broadcast_dims: Sequence[int])
     return out
 
 
-def _kept_extent(f, x: TensorView, bdims: list[int], j: int) -> Scalar:
+def _kept_extent(f: Fusion, x: TensorView, bdims: list[int], j: int) -> Scalar:
     """What -1 at output dim ``j`` of broadcast_in_dim stands for: the extent of the input dim
     mapped there (its size at run time where it is symbolic), or 1 for a new dim."""
     if j not in bdims:
