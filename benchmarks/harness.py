@@ -311,6 +311,7 @@ class Harness:
         del input_sets, ref
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
+            row["cuda_allocated_after"] = torch.cuda.memory_allocated(self.device)
         return row
 
     def _measure(self, system: System, case: Case, input_sets, ref) -> dict:

@@ -107,10 +107,25 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
 
     doc["partial"] = False
     doc["summary"] = report.summarize(doc["rows"], names)
+    doc["memory"] = memory_after_cases(doc["rows"])
     report.write_json(out, doc)
     print("\n".join(report.summary_lines(doc["summary"])))
+    if doc["memory"]:
+        print(
+            "CUDA memory allocated after each case (bytes): first {first}, max {max}, "
+            "last {last}".format(**doc["memory"])
+        )
     print(f"wrote {out}")
     return 0
+
+
+def memory_after_cases(rows: list[dict]) -> dict:
+    """The CUDA memory still allocated after each case (inputs, outputs and every system's
+    results dropped): flat when nothing of a case outlives it. Empty off CUDA."""
+    after = [r["cuda_allocated_after"] for r in rows if "cuda_allocated_after" in r]
+    if not after:
+        return {}
+    return {"first": after[0], "max": max(after), "last": after[-1]}
 
 
 def suite_command(argv: list[str]) -> str:

@@ -288,3 +288,11 @@ def test_flush_mode_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv(harness.FLUSH_ENV, "zero")
     with pytest.raises(ValueError, match="LAYOUTFUSE_BENCH_FLUSH='zero'"):
         harness.flush_mode()
+
+
+def test_memory_after_cases_reports_the_growth():
+    from benchmarks.suite import memory_after_cases
+
+    rows = [{"cuda_allocated_after": n} for n in (512, 1024, 512)]
+    assert memory_after_cases(rows) == {"first": 512, "max": 1024, "last": 512}
+    assert memory_after_cases([{"case": "cpu"}]) == {}
