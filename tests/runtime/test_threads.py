@@ -8,6 +8,7 @@ right under any interleaving.
 import multiprocessing
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -147,33 +148,47 @@ def test_threads_finishing_one_definition_share_its_entry_and_executor(monkeypat
     assert FusionCache.get().num_fusions() == 2
 
 
-@pytest.mark.usefixtures("on_cpu")  # the interleaving is forced in the interpreter
-def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
-    """Forced interleaving: thread A pauses before its second kernel's launch while thread B
-    runs the same definition, with the same input signature, from start to end. A's later
-    replay must compute A's inputs (the race leaves out A's first kernel: wrong values)."""
+def _sum_of_row_sums() -> FusionDefinition:
+    """Two kernels: a row sum of exp(x) into an intermediate buffer, then its sum."""
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
         fd.add_output(fd.ops.sum(fd.ops.sum(fd.ops.exp(x), dims=[1]), dims=[0]))
+    return fd
+
+
+def _pause_a(monkeypatch, pause: Callable[[int], bool]):
+    """Thread "A"'s interpreted launches wait where ``pause(A's launch count, whether
+    the launch already ran)`` says so, until ``b_done`` is set (``paused`` is set then).
+    Returns (paused, b_done, A's launch grids). Install it before the launches are bound
+    (a replay plan binds them when it is built)."""
     paused, b_done = threading.Event(), threading.Event()
     original = backend.InterpretedKernel.__getitem__
-    a_launches = []
+    a_launches: list = []
 
     def getitem(self, grid):
         run = original(self, grid)
 
         def launch(*args, **kwargs):
-            if threading.current_thread().name == "A":
+            a = threading.current_thread().name == "A"
+            if a:
                 a_launches.append(grid)
-                if len(a_launches) == 2:
-                    paused.set()
-                    b_done.wait(timeout=5)  # a runtime that serializes runs: go on
-            return run(*args, **kwargs)
+            if a and pause(len(a_launches), False):
+                paused.set()
+                b_done.wait(timeout=5)  # a runtime that serializes runs: go on
+            out = run(*args, **kwargs)
+            if a and pause(len(a_launches), True):
+                paused.set()
+                b_done.wait(timeout=5)
+            return out
 
         return launch
 
     monkeypatch.setattr(backend.InterpretedKernel, "__getitem__", getitem)
-    a, b, a2 = (torch.randn(8, 16, generator=torch.Generator().manual_seed(s)) for s in range(3))
+    return paused, b_done, a_launches
+
+
+def _a_then_b(fd: FusionDefinition, a, b, paused, b_done) -> dict:
+    """Thread A executes ``fd`` on ``a``; thread B, once A pauses, on ``b`` whole."""
     results = {}
 
     def run_a():
@@ -189,6 +204,22 @@ def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
         thread.start()
     for thread in threads:
         thread.join()
+    return results
+
+
+def _seeded(*seeds: int) -> list[torch.Tensor]:
+    return [torch.randn(8, 16, generator=torch.Generator().manual_seed(s)) for s in seeds]
+
+
+@pytest.mark.usefixtures("on_cpu")  # the interleaving is forced in the interpreter
+def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
+    """Forced interleaving: thread A pauses before its second kernel's launch while thread B
+    runs the same definition, with the same input signature, from start to end. A's later
+    replay must compute A's inputs (the race leaves out A's first kernel: wrong values)."""
+    fd = _sum_of_row_sums()
+    paused, b_done, _ = _pause_a(monkeypatch, lambda n, ran: n == 2 and not ran)
+    a, b, a2 = _seeded(0, 1, 2)
+    results = _a_then_b(fd, a, b, paused, b_done)
     (later,) = fd.execute([a2])
     for name, x, out in (("A", a, results["a"]), ("B", b, results["b"]), ("A's replay", a2, later)):
         torch.testing.assert_close(
@@ -198,49 +229,15 @@ def test_a_run_planned_while_another_runs_replays_its_own_launches(monkeypatch):
 
 @pytest.mark.usefixtures("on_cpu")  # the interleaving is forced in the interpreter
 def test_replays_of_one_plan_do_not_share_scratch(monkeypatch):
-    """Forced interleaving of two replays of one two-kernel plan (a row sum into an
-    intermediate buffer, then its sum): thread B replays whole between thread A's two
-    launches. Each replay allocates its own intermediate, so A still reads its own."""
-    with FusionDefinition() as fd:
-        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
-        fd.add_output(fd.ops.sum(fd.ops.sum(fd.ops.exp(x), dims=[1]), dims=[0]))
-    paused, b_done = threading.Event(), threading.Event()
-    original = backend.InterpretedKernel.__getitem__
-    a_launches = []
-
-    def getitem(self, grid):
-        run = original(self, grid)
-
-        def launch(*args, **kwargs):
-            out = run(*args, **kwargs)
-            if threading.current_thread().name == "A":
-                a_launches.append(grid)
-                if len(a_launches) == 1:
-                    paused.set()
-                    b_done.wait(timeout=5)
-            return out
-
-        return launch
-
-    monkeypatch.setattr(backend.InterpretedKernel, "__getitem__", getitem)
+    """Forced interleaving of two replays of one two-kernel plan: thread B replays whole
+    between thread A's two launches. Each replay allocates its own intermediate buffer,
+    so A still reads its own."""
+    fd = _sum_of_row_sums()
+    paused, b_done, a_launches = _pause_a(monkeypatch, lambda n, ran: n == 1 and ran)
     fd.execute([torch.randn(8, 16)])  # planned (through the hook): later calls replay
     assert len(fd.executor()._plans) == 1
-    a, b = (torch.randn(8, 16, generator=torch.Generator().manual_seed(s)) for s in (7, 8))
-    results = {}
-
-    def run_a():
-        results["a"] = fd.execute([a])[0]
-
-    def run_b():
-        paused.wait(timeout=5)
-        results["b"] = fd.execute([b])[0]
-        b_done.set()
-
-    threads = [threading.Thread(target=run_a, name="A"), threading.Thread(target=run_b, name="B")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    a, b = _seeded(7, 8)
+    results = _a_then_b(fd, a, b, paused, b_done)
     assert len(a_launches) == 2 and fd.executor().planned_runs == 1, "both replayed"
     for name, inp in (("a", a), ("b", b)):
         torch.testing.assert_close(results[name], torch.exp(inp).sum(), rtol=1e-5, atol=1e-4)
