@@ -10,28 +10,12 @@ import torch
 from layoutfuse.nvfuser import DataType, FusionDefinition  # noqa: F401 (used by the body)
 
 
-def nvfuser_fusion_id33(fd: FusionDefinition) -> None:
-    T0 = fd.define_tensor(
-        shape=[1, -1, -1, -1],
-        contiguity=[None, True, True, True],
-        dtype=DataType.Float,
-        is_cpu=False,
-        stride_order=[3, 2, 1, 0],
-    )
-    T1 = fd.define_tensor(
-        shape=[1, 1, -1],
-        contiguity=[None, None, True],
-        dtype=DataType.Float,
-        is_cpu=False,
-        stride_order=[2, 1, 0],
-    )
-    T2 = fd.define_tensor(
-        shape=[-1, 1, -1],
-        contiguity=[True, None, True],
-        dtype=DataType.Float,
-        is_cpu=False,
-        stride_order=[2, 1, 0],
-    )
+# nvFuser's own printing, which the test compares to the letter: not reformatted
+# fmt: off
+def nvfuser_fusion_id33(fd : FusionDefinition) -> None :
+    T0 = fd.define_tensor(shape=[1, -1, -1, -1], contiguity=[None, True, True, True], dtype=DataType.Float, is_cpu=False, stride_order=[3, 2, 1, 0])
+    T1 = fd.define_tensor(shape=[1, 1, -1], contiguity=[None, None, True], dtype=DataType.Float, is_cpu=False, stride_order=[2, 1, 0])
+    T2 = fd.define_tensor(shape=[-1, 1, -1], contiguity=[True, None, True], dtype=DataType.Float, is_cpu=False, stride_order=[2, 1, 0])
     T3 = fd.ops.sum(T2, dims=[1], keepdim=False, dtype=DataType.Null)
     T4 = fd.ops.permute(T3, dims=[1, 0])
     S5 = fd.define_scalar(1, dtype=DataType.Int)
@@ -131,6 +115,7 @@ def nvfuser_fusion_id33(fd: FusionDefinition) -> None:
     fd.add_output(T79)
     fd.add_output(T63)
     fd.add_output(T98)
+# fmt: on
 
 
 def seed_inputs(seed: int = 0):
