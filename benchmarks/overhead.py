@@ -22,9 +22,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
+import sys
 import time
 
 import torch
+
+from benchmarks.harness import environment
 
 
 def _per_call_us(fn, n: int, sync) -> float:
@@ -146,7 +150,21 @@ def main(argv=None) -> int:
         )
     if args.out:
         with open(args.out, "w") as f:
-            json.dump(dict(device=device, stub_launch=args.stub_launch, rows=rows), f, indent=1)
+            env = environment(
+                device,
+                shlex.join(
+                    [
+                        "python",
+                        "-m",
+                        "benchmarks",
+                        "overhead",
+                        *(sys.argv[1:] if argv is None else argv),
+                    ]
+                ),
+            )
+            json.dump(
+                dict(env=env, device=device, stub_launch=args.stub_launch, rows=rows), f, indent=1
+            )
     return 0
 
 

@@ -320,7 +320,7 @@ def test_full(dtype):
     with FusionGuard(f):
         out = ops.full([2, 3], fill, from_torch(dtype))
         f.add_output(out)
-    (res,) = run_reference(f, [])
+    (res,) = run_reference(f, [], torch.get_default_device())
     check(out, res, torch.full((2, 3), fill, dtype=dtype), dtype)
 
 
@@ -330,6 +330,6 @@ def test_iota(dtype, start, step):
     with FusionGuard(f):
         out = ops.iota(4, start, step, from_torch(dtype))
         f.add_output(out)
-    (res,) = run_reference(f, [])
+    (res,) = run_reference(f, [], torch.get_default_device())
     s0, s1 = start or 0, step or 1
     check(out, res, s0 + torch.arange(4, dtype=torch.float64) * s1, dtype)
