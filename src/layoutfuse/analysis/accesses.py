@@ -98,6 +98,14 @@ def shape_of(tv: TensorView, extents: dict[int, int]) -> tuple[int, ...]:
     return tuple(extents[d.uid] for d in tv.shape_domain)
 
 
+def unexpanded_broadcasts(access: Access) -> set[int]:
+    """Dims of the tensor ``access`` reaches in the iteration coordinates (its chain's
+    last output) that are broadcasts of extent 1: a pointwise op broadcasts them to the
+    iteration extent, so their index there is always 0 (their stride means nothing)."""
+    end = access.chain[0].outputs[0] if access.chain else access.tv
+    return {i for i, d in enumerate(end.shape_domain) if d.is_broadcast and not d.expanded}
+
+
 def load_strides(access: Access, real_strides: tuple[int, ...],
                  extents: dict[int, int]) -> tuple[int, ...] | None:
     """Strides of a load over the iteration coordinates (None when not affine)."""
@@ -107,7 +115,8 @@ def load_strides(access: Access, real_strides: tuple[int, ...],
                        shape_of(e.outputs[0], extents))
         if s is None:
             return None
-    return s
+    zero = unexpanded_broadcasts(access)
+    return tuple(0 if i in zero else x for i, x in enumerate(s))
 
 
 def store_strides_backward(chain: tuple[Expr, ...], real_strides: tuple[int, ...],
@@ -132,4 +141,5 @@ def vals_of(exprs: list[Expr]) -> set[int]:
 
 
 __all__ = ["Access", "Val", "load_strides", "reached", "store_strides_backward",
+           "unexpanded_broadcasts",
            "upstream_accesses", "upstream_tensors"]

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .accesses import Access
+from .accesses import Access, unexpanded_broadcasts
 
 
 def memory_indices(access: Access, root_idx: Sequence, ix) -> list:
     """The memory tensor's per-dim indices for the iteration tensor's ``root_idx``."""
     if access.backward:
         raise ValueError("an epilogue access has no index walk from the iteration side")
-    idx = list(root_idx)
+    zero = unexpanded_broadcasts(access)
+    idx = [ix.zero if i in zero else x for i, x in enumerate(root_idx)]
     for e in access.chain:
         idx = e.op.index_map(e, idx, ix)
     return idx
