@@ -381,18 +381,23 @@ def test_an_output_one_ulp_off_fails():
 
 
 # --- regressions the generator found ----------------------------------------------------------
-@pytest.mark.parametrize("generic", [False, True], ids=["affine", "generic"])
-def test_a_size_one_dim_broadcasts_in_a_pointwise_op(generic):
+@pytest.mark.parametrize("case", ["affine", "generic", "below_a_shape_op"])
+def test_a_size_one_dim_broadcasts_in_a_pointwise_op(case):
     """A size-1 (broadcast) dim of an operand of the same rank is broadcast by the
     pointwise op itself: its index is 0, whatever its stride (it was read with its real
-    stride: out of bounds). ``generic``: the operand comes through a reshape that is not
-    a view, so its address is walked per element."""
-    x = torch.arange(6.0).reshape(2, 3).t() if generic else torch.tensor([[10.0, 20.0]])
-    y = torch.arange(24.0).reshape(4, 6) if generic else torch.arange(6.0).reshape(3, 2)
+    stride, out of bounds). ``generic``: the operand comes through a reshape that is not
+    a view, so its address is walked per element; ``below_a_shape_op``: the broadcasting
+    op feeds a permute, so the load's chain passes the permute."""
+    if case == "generic":
+        x, y = torch.arange(6.0).reshape(2, 3).t(), torch.arange(24.0).reshape(4, 6)
+    else:
+        x, y = torch.tensor([[10.0, 20.0]]), torch.arange(6.0).reshape(3, 2)
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
-        if generic:
+        if case == "generic":
             t = fd.ops.reshape(t, new_shape=[1, 6])
-        fd.add_output(fd.ops.add(fd.from_pytorch(y), t))
+        out = fd.ops.add(fd.from_pytorch(y), t)
+        fd.add_output(fd.ops.permute(out, dims=[1, 0]) if case == "below_a_shape_op" else out)
     (out,) = fd.execute([x, y])
-    assert torch.equal(out, y + x.reshape(1, -1))
+    expected = y + x.reshape(1, -1)
+    assert torch.equal(out, expected.t() if case == "below_a_shape_op" else expected)

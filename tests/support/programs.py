@@ -93,7 +93,7 @@ def realize(values: torch.Tensor, layout: Layout) -> torch.Tensor:
     phys = torch.empty([base[d] for d in layout.alloc], dtype=values.dtype)
     phys.copy_(torch.full_like(phys, 7) if values.dtype is not BOOL else phys.fill_(True))
     x = phys.to(torch.get_default_device()).permute(
-        *[layout.alloc.index(d) for d in range(values.dim())])
+        tuple(layout.alloc.index(d) for d in range(values.dim())))
     x = x[tuple(slice(1, None, 2) if d in layout.sliced else slice(None)
                 for d in range(values.dim()))]
     x.copy_(values[tuple(slice(0, 1) if d in layout.expanded else slice(None)
@@ -255,9 +255,36 @@ def check_finite(faithful: torch.Tensor, true: torch.Tensor) -> None:
 
 # --- pointwise ----------------------------------------------------------------------------------
 def pointwise_compute(name: str, args: Sequence[Operand]) -> tuple[torch.Tensor, float, float]:
+    """The result, its relative and absolute error bounds. 0-dim tensor operands are
+    computed as 1-element tensors: Python numbers are 0-dim tensors here, and must
+    promote below every tensor."""
     tensors = [a for a in args if isinstance(a, Value)]
+    check_zero_dim_promotion(name, args)
     floats = any(t.dtype.is_floating_point for t in tensors)
-    as_torch = [a.ref if isinstance(a, Value) else scalar_tensor(a.value, floats) for a in args]
+    shape = torch.broadcast_shapes(*[t.shape for t in tensors])
+    as_torch = [(a.ref.reshape(1) if not a.ref.dim() else a.ref) if isinstance(a, Value)
+                else scalar_tensor(a.value, floats) for a in args]
+    faithful, err, abs_err = _pointwise_compute(name, args, as_torch)
+    return faithful.reshape(shape), err, abs_err
+
+
+# The operands whose dtypes take part in promotion (where's predicate does not).
+PROMOTION_OPERANDS = {"where": (1, 2)}
+
+
+def check_zero_dim_promotion(name: str, args: Sequence[Operand]) -> None:
+    """torch and nvFuser promote a 0-dim tensor below dimensioned ones (add of a Half
+    [3] and a Float [] is Half); layoutfuse promotes it as a dimensioned tensor
+    (``test_a_zero_dim_tensor_promotes_below_dimensioned_ones``): not drawn."""
+    roles = PROMOTION_OPERANDS.get(name, range(len(args)))
+    ts = [args[k] for k in roles if isinstance(args[k], Value)]
+    if any(not t.shape for t in ts) and any(t.shape for t in ts) and \
+            len({t.dtype for t in ts}) > 1:
+        raise Unusable("a 0-dim tensor of another dtype (known bug, xfail)")
+
+
+def _pointwise_compute(name: str, args: Sequence[Operand], as_torch: list[torch.Tensor]):
+    tensors = [a for a in args if isinstance(a, Value)]
     dtype = torch_result_dtype(name, as_torch)
     for k in NONZERO.get(name, ()):
         if bool((as_torch[k] == 0).any()):

@@ -16,18 +16,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .accesses import Access, unexpanded_broadcasts
+from .accesses import Access, unit_broadcasts
 
 
 def memory_indices(access: Access, root_idx: Sequence, ix) -> list:
     """The memory tensor's per-dim indices for the iteration tensor's ``root_idx``."""
     if access.backward:
         raise ValueError("an epilogue access has no index walk from the iteration side")
-    zero = unexpanded_broadcasts(access)
-    idx = [ix.zero if i in zero else x for i, x in enumerate(root_idx)]
+    idx = list(root_idx)
     for e in access.chain:
-        idx = e.op.index_map(e, idx, ix)
-    return idx
+        idx = e.op.index_map(e, _zero_unit_broadcasts(idx, e.outputs[0], ix), ix)
+    return _zero_unit_broadcasts(idx, access.tv, ix)
+
+
+def _zero_unit_broadcasts(idx: list, tv, ix) -> list:
+    """A pointwise op broadcasts ``tv``'s extent-1 broadcast dims: their index is 0."""
+    zero = unit_broadcasts(tv)
+    return [ix.zero if i in zero else x for i, x in enumerate(idx)]
 
 
 class IntIndex:
