@@ -401,3 +401,21 @@ def test_a_size_one_dim_broadcasts_in_a_pointwise_op(case):
     (out,) = fd.execute([x, y])
     expected = y + x.reshape(1, -1)
     assert torch.equal(out, expected.t() if case == "below_a_shape_op" else expected)
+
+
+def test_a_per_row_output_with_keepdim_over_leading_dims():
+    """A normalization kernel stores a per-row result with ``keepdim`` over leading dims
+    (var of var_mean, its mean used on the rows) at the right place: its strides were
+    misaligned with the root's kept dims (out of bounds: heap corruption on the CPU)."""
+    x = torch.arange(4 * 6 * 5 * 4.0).reshape(4, 6, 5, 4) % 7
+    y = torch.linspace(-1, 8, 4 * 6 * 5 * 4).reshape(4, 6, 5, 4)
+    with FusionDefinition() as fd:
+        var, mean = fd.ops.var_mean(fd.from_pytorch(x), dims=[0, 3], correction=0,
+                                    keepdim=True)
+        fd.add_output(fd.ops.maximum(mean, fd.from_pytorch(y)))
+        fd.add_output(var)
+    out, got_var = fd.execute([x, y])
+    want_var, want_mean = torch.var_mean(x, [0, 3], correction=0, keepdim=True)
+    assert [s["scheduler"] for s in fd.segment([x, y])] == ["normalization"]
+    torch.testing.assert_close(got_var, want_var)
+    torch.testing.assert_close(out, torch.maximum(want_mean, y))

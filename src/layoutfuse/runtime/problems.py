@@ -37,7 +37,9 @@ def access_strides(spec: KernelSpec, env, extents) -> tuple[list[tuple[int, ...]
             # a per-row result of a normalization kernel: its strides over the reduction
             # result's coordinates, with 0 along the reduced dims
             back = store_strides_backward(a.chain, real, extents)
-            st = None if back is None else _with_reduced(back, spec.group.dims, rank)
+            st = None if back is None else _per_row(back, shape_of(a.tv, extents),
+                                                   shape_of(spec.root, extents),
+                                                   spec.group.dims)
         else:
             st = load_strides(a, real, extents)
         affine.append(st is not None)
@@ -48,6 +50,15 @@ def access_strides(spec: KernelSpec, env, extents) -> tuple[list[tuple[int, ...]
 def _with_reduced(strides, dims, rank: int) -> tuple[int, ...]:
     it = iter(strides)
     return tuple(0 if d in dims else next(it) for d in range(rank))
+
+
+def _per_row(strides, shape, root_shape, dims) -> tuple[int, ...]:
+    """Strides over the root's coordinates of a per-row result of ``shape``: the reduction
+    result's kept dims, in order, with size-1 dims anywhere (``keepdim``'s, or another
+    broadcast's); a root dim of extent 1 or reduced has stride 0 (index 0, or one value
+    for the whole row)."""
+    wide = iter(s for s, n in zip(strides, shape) if n != 1)
+    return tuple(0 if d in dims or n == 1 else next(wide) for d, n in enumerate(root_shape))
 
 
 def build_problem(spec: KernelSpec, env, extents) -> Problem | None:
