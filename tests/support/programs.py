@@ -120,6 +120,9 @@ FLOAT_COMPUTE = {"exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt"
 KEEPS = {"abs", "neg", "relu", "minimum", "maximum", "clamp", "where"}  # max of the operands'
 SCALES = {"mul": 1.0, "div": 1.0, "truediv": 1.0, "reciprocal": 1.0, "sqrt": 0.5, "rsqrt": 0.5}
 NO_CANCEL = {"add": 1, "sub": -1}        # approximate operands only where signs do not cancel
+# Exact on approximate operands too: the error bound never crosses to or from nan or inf
+# (``check_finite`` refuses results that overflow).
+CLASSIFIES = {"isnan", "isinf", "isfinite"}
 EXACT = KEEPS | set(NO_CANCEL) | {
     "mul", "sign", "floor", "ceil", "round", "trunc", "isnan", "isinf", "isfinite",
     "logical_not", "bitwise_not", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge",
@@ -261,7 +264,10 @@ def pointwise_compute(name: str, args: Sequence[Operand]) -> tuple[torch.Tensor,
     tensors = [a for a in args if isinstance(a, Value)]
     check_zero_dim_promotion(name, args)
     floats = any(t.dtype.is_floating_point for t in tensors)
-    shape = torch.broadcast_shapes(*[t.shape for t in tensors])
+    try:
+        shape = torch.broadcast_shapes(*[t.shape for t in tensors])
+    except RuntimeError:
+        raise Unusable(f"{name}: operands that do not broadcast") from None
     as_torch = [(a.ref.reshape(1) if not a.ref.dim() else a.ref) if isinstance(a, Value)
                 else scalar_tensor(a.value, floats) for a in args]
     faithful, err, abs_err = _pointwise_compute(name, args, as_torch)
@@ -296,7 +302,7 @@ def _pointwise_compute(name: str, args: Sequence[Operand], as_torch: list[torch.
         except (RuntimeError, TypeError) as e:            # a value torch refuses
             raise Unusable(f"{name}: {str(e).splitlines()[0]}") from None
         if not dtype.is_floating_point:
-            if any(not t.exact for t in tensors):
+            if name not in CLASSIFIES and any(not t.exact for t in tensors):
                 raise Unusable(f"{name}: not continuous in an approximate operand")
             return faithful, 0.0, 0.0
         true = direct(name)(*[true_form(x, name) for x in as_torch]).double()
