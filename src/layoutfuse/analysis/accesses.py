@@ -101,18 +101,31 @@ def shape_of(tv: TensorView, extents: dict[int, int]) -> tuple[int, ...]:
     return tuple(extents[d.uid] for d in tv.shape_domain)
 
 
+def unit_broadcasts(tv: TensorView) -> set[int]:
+    """Dims of ``tv`` that are broadcasts of extent 1. The pointwise ops that consume ``tv``
+    broadcast them to their own extents, so along a chain every such dim has index 0
+    (its stride means nothing, its coordinate may be larger)."""
+    return {i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and not d.expanded}
+
+
 def load_strides(
     access: Access, real_strides: tuple[int, ...], extents: dict[int, int]
 ) -> tuple[int, ...] | None:
     """Strides of a load over the iteration coordinates (None when not affine)."""
-    s = tuple(real_strides)
+    s = _zero_unit_broadcasts(tuple(real_strides), access.tv)
     for e in reversed(access.chain):
         s = st.forward(
             e.op.name, e.attrs, shape_of(e.inputs[0], extents), s, shape_of(e.outputs[0], extents)
         )
         if s is None:
             return None
+        s = _zero_unit_broadcasts(s, e.outputs[0])
     return s
+
+
+def _zero_unit_broadcasts(strides: tuple[int, ...], tv: TensorView) -> tuple[int, ...]:
+    zero = unit_broadcasts(tv)
+    return tuple(0 if i in zero else x for i, x in enumerate(strides))
 
 
 def store_strides_backward(
@@ -144,6 +157,7 @@ __all__ = [
     "load_strides",
     "reached",
     "store_strides_backward",
+    "unit_broadcasts",
     "upstream_accesses",
     "upstream_tensors",
 ]

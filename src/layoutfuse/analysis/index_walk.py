@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .accesses import Access
+from .accesses import Access, unit_broadcasts
 
 
 def memory_indices(access: Access, root_idx: Sequence, ix) -> list:
@@ -25,8 +25,14 @@ def memory_indices(access: Access, root_idx: Sequence, ix) -> list:
         raise ValueError("an epilogue access has no index walk from the iteration side")
     idx = list(root_idx)
     for e in access.chain:
-        idx = e.op.index_map(e, idx, ix)
-    return idx
+        idx = e.op.index_map(e, _zero_unit_broadcasts(idx, e.outputs[0], ix), ix)
+    return _zero_unit_broadcasts(idx, access.tv, ix)
+
+
+def _zero_unit_broadcasts(idx: list, tv, ix) -> list:
+    """A pointwise op broadcasts ``tv``'s extent-1 broadcast dims: their index is 0."""
+    zero = unit_broadcasts(tv)
+    return [ix.zero if i in zero else x for i, x in enumerate(idx)]
 
 
 class IntIndex:

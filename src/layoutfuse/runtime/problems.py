@@ -49,7 +49,16 @@ def access_strides(
             # a per-row result of a normalization kernel: its strides over the reduction
             # result's coordinates, with 0 along the reduced dims
             back = store_strides_backward(a.chain, real, extents)
-            st = None if back is None else _with_reduced(back, reduced_dims(spec), rank)
+            st = (
+                None
+                if back is None
+                else _per_row(
+                    back,
+                    shape_of(a.tv, extents),
+                    shape_of(spec.root, extents),
+                    reduced_dims(spec),
+                )
+            )
         else:
             st = load_strides(a, real, extents)
         affine.append(st is not None)
@@ -68,6 +77,20 @@ def reduced_dims(spec: KernelSpec) -> tuple[int, ...]:
 def _with_reduced(strides: tuple[int, ...], dims: tuple[int, ...], rank: int) -> tuple[int, ...]:
     it = iter(strides)
     return tuple(0 if d in dims else next(it) for d in range(rank))
+
+
+def _per_row(
+    strides: tuple[int, ...],
+    shape: tuple[int, ...],
+    root_shape: tuple[int, ...],
+    dims: tuple[int, ...],
+) -> tuple[int, ...]:
+    """Strides over the root's coordinates of a per-row result of ``shape``: the reduction
+    result's kept dims, in order, with size-1 dims anywhere (``keepdim``'s, or another
+    broadcast's); a root dim of extent 1 or reduced has stride 0 (index 0, or one value
+    for the whole row)."""
+    wide = iter(s for s, n in zip(strides, shape) if n != 1)
+    return tuple(0 if d in dims or n == 1 else next(wide) for d, n in enumerate(root_shape))
 
 
 def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | None:

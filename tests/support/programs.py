@@ -1,0 +1,696 @@
+"""Generated fusion programs: values, their torch reference with an error bound, and layouts.
+
+Used by ``tests/test_generated_programs.py``, which draws programs step by step. A program
+has tensor inputs (logical values, dtype, memory layout), scalar inputs and constants, and
+steps; each step is one op (``STEP_KINDS``) with three meanings, all computed while the
+program is drawn: how ``FusionDefinition`` defines it (``define``), what torch computes for
+it (``compute``: the values as torch computes them in the result's dtype, per op, and an
+error bound) and which input dims the result's dims come from (``layout``: for the
+output layout inferred from the dominant input).
+
+The error bound decides how a result is compared (``assert_close_to``):
+
+* exact values (``err == 0``) must be equal: a value is exact when its operands are and
+  the op's result is representable, which the float64 computation tells (inputs are
+  small multiples of 1/4; ``exact_sum``/``exact_prod`` for reductions in any order);
+* library functions (``LIBRARY``: exp, div, ...) are never exact: a few ulps of their
+  compute dtype (plus ``|x|`` ulps for exp and trig: the GPU's ``_exp``) and the
+  rounding to the result's dtype (one whole ulp: the CPU interpreter truncates to bf16,
+  and layoutfuse keeps Half/BFloat16 intermediates in Float within a kernel);
+* an op that is not continuous in its operands (comparisons, floor, casts to integers,
+  ``where``'s predicate, ...) only takes exact operands, and an approximate operand only
+  reaches ops that do not amplify its error (``KEEPS``, ``SCALES``; ``add``/``sub`` where
+  the signs do not cancel; reductions of values of one sign). ``compute`` raises
+  ``Unusable`` for anything else, and the drawing picks another op.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from layoutfuse.ir.ops.elementwise import ROWS
+
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+I32, I64, BOOL = torch.int32, torch.int64, torch.bool
+FLOATS, INTS = (F32, BF16, F16), (I32, I64)
+DTYPES = FLOATS + INTS + (BOOL,)
+EPS32 = torch.finfo(F32).eps
+ULPS = 8  # library functions: within 8 ulps of their compute dtype
+
+
+class Unusable(Exception):
+    """The op cannot be checked on these operands (it would amplify an error, divide by
+    zero, overflow its dtype): the drawing picks another."""
+
+
+class TorchRejects(Exception):
+    """torch does not define the op for these operand dtypes."""
+
+
+# --- inputs ----------------------------------------------------------------------------------
+DOMAINS = ("any", "positive", "nonzero", "small")
+
+
+def input_values(
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    domain: str,
+    constant_dims: Sequence[int],
+    gen: torch.Generator,
+) -> torch.Tensor:
+    """Logical values (CPU, contiguous): floats are multiples of 1/4 in [-4, 4] (exact in
+    every float dtype, and sums and products of a few stay exact); integers in [-9, 9];
+    ``constant_dims`` hold one value along them (the dims an input gives stride 0)."""
+    draw = [1 if d in constant_dims else s for d, s in enumerate(shape)]
+    if dtype is BOOL:
+        x = torch.rand(draw, generator=gen) > 0.5
+    else:
+        hi = 16 if dtype.is_floating_point else 9
+        lo = {"any": -hi, "positive": 1, "nonzero": 1, "small": 0}[domain]
+        top = {"small": hi // 2 if dtype.is_floating_point else 3}.get(domain, hi)
+        x = torch.randint(lo, top + 1, draw, generator=gen)
+        if domain == "nonzero":
+            x = x * (torch.randint(0, 2, draw, generator=gen) * 2 - 1)
+        x = (x / 4.0 if dtype.is_floating_point else x).to(dtype)
+    return x.expand(tuple(shape)).contiguous()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """An input's memory: ``alloc`` its dims outermost first; ``expanded`` dims have stride 0;
+    ``sliced`` dims step over every other element of a buffer twice as long (offset 1)."""
+
+    alloc: tuple[int, ...]
+    expanded: frozenset[int] = frozenset()
+    sliced: frozenset[int] = frozenset()
+
+
+def realize(values: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """``values`` in ``layout``, on the default device; the gaps of sliced dims hold garbage."""
+    shape = values.shape
+    base = [
+        1 if d in layout.expanded else 2 * shape[d] if d in layout.sliced else shape[d]
+        for d in range(values.dim())
+    ]
+    phys = torch.empty([base[d] for d in layout.alloc], dtype=values.dtype)
+    phys.copy_(torch.full_like(phys, 7) if values.dtype is not BOOL else phys.fill_(True))
+    x = phys.to(torch.get_default_device()).permute(
+        tuple(layout.alloc.index(d) for d in range(values.dim()))
+    )
+    x = x[
+        tuple(slice(1, None, 2) if d in layout.sliced else slice(None) for d in range(values.dim()))
+    ]
+    x.copy_(
+        values[
+            tuple(slice(0, 1) if d in layout.expanded else slice(None) for d in range(values.dim()))
+        ]
+    )
+    return x.expand(tuple(shape))
+
+
+# --- torch's meaning of the pointwise rows -------------------------------------------------------
+def _div(a, b):
+    if a.is_floating_point() or b.is_floating_point():
+        return torch.true_divide(a, b)
+    return torch.div(a, b, rounding_mode="trunc")  # nvFuser's div of integers truncates
+
+
+TORCH = {
+    "div": _div,
+    "truediv": torch.true_divide,
+    "silu": F.silu,
+    "addcmul": lambda a, b, c, v: torch.addcmul(a, b, c, value=v.item()),
+}
+
+# Rows that compute in Float: integer and bool operands become Float (torch has no integer
+# silu; nvFuser's rule).
+FLOAT_COMPUTE = {
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "silu",
+    "erf",
+    "erfc",
+    "truediv",
+    "atan2",
+}
+# How a row carries error on float results (each row is in EXACT or LIBRARY):
+KEEPS = {"abs", "neg", "relu", "minimum", "maximum", "clamp", "where"}  # max of the operands'
+SCALES = {"mul": 1.0, "div": 1.0, "truediv": 1.0, "reciprocal": 1.0, "sqrt": 0.5, "rsqrt": 0.5}
+NO_CANCEL = {"add": 1, "sub": -1}  # approximate operands only where signs do not cancel
+# Exact on approximate operands too: the error bound never crosses to or from nan or inf
+# (``check_finite`` refuses results that overflow).
+CLASSIFIES = {"isnan", "isinf", "isfinite"}
+EXACT = (
+    KEEPS
+    | set(NO_CANCEL)
+    | {
+        "mul",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "logical_not",
+        "bitwise_not",
+        "fmod",
+        "remainder",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "logical_and",
+        "logical_or",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "lerp",
+        "addcmul",
+    }
+)
+LIBRARY = {
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "silu",
+    "erf",
+    "erfc",
+    "div",
+    "truediv",
+    "pow",
+    "atan2",
+}
+GROWS_WITH_ARG = {"exp", "exp2", "expm1", "sigmoid", "silu", "sin", "cos", "tan"}
+# Operands that must hold no zero: integer division faults; a signed zero flips the sign
+# of an infinite (or pi-sized) result, and kernels need not keep it.
+NONZERO = {
+    "div": (1,),
+    "truediv": (1,),
+    "fmod": (1,),
+    "remainder": (1,),
+    "reciprocal": (0,),
+    "rsqrt": (0,),
+    "atan2": (0,),
+    "pow": (0,),
+}
+ARITY = {row.name: row.arity for row in ROWS}
+
+
+def direct(name: str) -> Callable:
+    return TORCH.get(name) or getattr(torch, name)
+
+
+def compute_form(x: torch.Tensor, name: str) -> torch.Tensor:
+    """``x`` as torch computes with it: Half/BF16 in Float; integers and bools of the
+    Float-computing rows in Float."""
+    if x.dtype in (F16, BF16) or (name in FLOAT_COMPUTE and not x.is_floating_point()):
+        return x.float()
+    return x
+
+
+def true_form(x: torch.Tensor, name: str) -> torch.Tensor:
+    """``x`` in float64 (integers too, for the Float-computing rows): the exact operand."""
+    return x.double() if x.is_floating_point() or name in FLOAT_COMPUTE else x
+
+
+def scalar_tensor(value, float_tensors: bool) -> torch.Tensor:
+    """A Python number as a 0-dim tensor that promotes like it: a float over integer
+    tensors gives the default Float, not Double."""
+    if isinstance(value, bool):
+        return torch.tensor(value)
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.float64 if float_tensors else F32)
+    return torch.tensor(value, dtype=I64)
+
+
+def torch_result_dtype(name: str, operands: Sequence[torch.Tensor]) -> torch.dtype:
+    """The dtype torch gives ``name`` on operands of these dtypes (probed on ones, as
+    layoutfuse probes); ``TorchRejects`` where torch defines none."""
+    if name in FLOAT_COMPUTE and not any(x.is_floating_point() for x in operands):
+        return F32
+    probes = [torch.ones([1] * x.dim(), dtype=x.dtype) for x in operands]
+    try:
+        return direct(name)(*probes).dtype
+    except (RuntimeError, TypeError) as e:
+        raise TorchRejects(str(e).splitlines()[0]) from None
+
+
+# --- values ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Value:
+    """A tensor of the program: its reference (CPU), error bound and layout facts.
+
+    ``err``: relative error bound of the reference and of any correct kernel against the
+    true value (0: exact); ``abs_err``: an absolute bound on top (reductions that may
+    cancel, var_mean). Per dim: ``bcast`` (a broadcast: extent 1 or expanded),
+    ``expanded`` (a broadcast of extent > 1) and ``origins`` ({input: its dim} that the
+    dim is, through pointwise, permute, broadcast and reductions' kept dims); ``consumed``:
+    (input, dim) pairs a reduction on the way consumed; ``deps``: the tensor inputs it
+    depends on; ``reshaped``: a reshape lies on the way; ``view``: (input, torch view
+    functions) when it is a chain of view ops of an input; ``pinned``: its own memory
+    order (a ``stride_order`` op), outermost first.
+    """
+
+    ref: torch.Tensor
+    bcast: tuple[bool, ...]
+    expanded: tuple[bool, ...]
+    origins: tuple[dict, ...]
+    err: float = 0.0
+    abs_err: float = 0.0
+    consumed: frozenset = frozenset()
+    deps: frozenset = frozenset()
+    reshaped: bool = False
+    view: tuple | None = None
+    pinned: tuple[int, ...] | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.ref.shape)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.ref.dtype
+
+    @property
+    def exact(self) -> bool:
+        return self.err == 0 and self.abs_err == 0
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant scalar operand (``fd.define_scalar(value)``)."""
+
+    value: int | float
+
+
+@dataclass(frozen=True)
+class ScalarInput:
+    """A symbolic scalar input (``fd.define_scalar(dtype)``), its value given to execute."""
+
+    index: int  # position among the program's inputs
+    value: int | float
+
+
+Operand = Value | Const | ScalarInput
+
+
+def input_value(i: int, values: torch.Tensor, layout: Layout) -> Value:
+    n = values.dim()
+    bcast = tuple(values.shape[d] == 1 or d in layout.expanded for d in range(n))
+    return Value(
+        values,
+        bcast,
+        tuple(d in layout.expanded and values.shape[d] > 1 for d in range(n)),
+        tuple({i: d} for d in range(n)),
+        deps=frozenset({i}),
+        view=(i, ()),
+    )
+
+
+def rounding(dtype: torch.dtype) -> float:
+    """The relative error of rounding a Float result to ``dtype`` (one whole ulp)."""
+    return EPS32 + (torch.finfo(dtype).eps if dtype in (F16, BF16) else 0.0)
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(
+        torch.equal(a.double(), b.double())
+        or ((a.double() == b.double()) | (a.isnan() & b.isnan())).all()
+    )
+
+
+def check_finite(faithful: torch.Tensor, true: torch.Tensor) -> None:
+    if faithful.is_floating_point() and bool((~faithful.isfinite() & true.isfinite()).any()):
+        raise Unusable("overflows its dtype")
+
+
+# --- pointwise ----------------------------------------------------------------------------------
+def pointwise_compute(name: str, args: Sequence[Operand]) -> tuple[torch.Tensor, float, float]:
+    """The result, its relative and absolute error bounds. 0-dim tensor operands are
+    computed as 1-element tensors: Python numbers are 0-dim tensors here, and must
+    promote below every tensor."""
+    tensors = [a for a in args if isinstance(a, Value)]
+    check_zero_dim_promotion(name, args)
+    floats = any(t.dtype.is_floating_point for t in tensors)
+    try:
+        shape = torch.broadcast_shapes(*[t.shape for t in tensors])
+    except RuntimeError:
+        raise Unusable(f"{name}: operands that do not broadcast") from None
+    as_torch = [
+        (a.ref.reshape(1) if not a.ref.dim() else a.ref)
+        if isinstance(a, Value)
+        else scalar_tensor(a.value, floats)
+        for a in args
+    ]
+    faithful, err, abs_err = _pointwise_compute(name, args, as_torch)
+    return faithful.reshape(shape), err, abs_err
+
+
+# The operands whose dtypes take part in promotion (where's predicate does not).
+PROMOTION_OPERANDS = {"where": (1, 2)}
+
+
+def check_zero_dim_promotion(name: str, args: Sequence[Operand]) -> None:
+    """torch and nvFuser promote a 0-dim tensor below dimensioned ones (add of a Half
+    [3] and a Float [] is Half); layoutfuse promotes it as a dimensioned tensor
+    (``test_a_zero_dim_tensor_promotes_below_dimensioned_ones``): not drawn."""
+    roles = PROMOTION_OPERANDS.get(name, range(len(args)))
+    ts = [args[k] for k in roles if isinstance(args[k], Value)]
+    if any(not t.shape for t in ts) and any(t.shape for t in ts) and len({t.dtype for t in ts}) > 1:
+        raise Unusable("a 0-dim tensor of another dtype (known bug, xfail)")
+
+
+def _pointwise_compute(name: str, args: Sequence[Operand], as_torch: list[torch.Tensor]):
+    tensors = [a for a in args if isinstance(a, Value)]
+    dtype = torch_result_dtype(name, as_torch)
+    for k in NONZERO.get(name, ()):
+        if bool((as_torch[k] == 0).any()):
+            raise Unusable(f"{name}: operand {k} has a zero")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            faithful = direct(name)(*[compute_form(x, name) for x in as_torch]).to(dtype)
+        except (RuntimeError, TypeError) as e:  # a value torch refuses
+            raise Unusable(f"{name}: {str(e).splitlines()[0]}") from None
+        if not dtype.is_floating_point:
+            if name not in CLASSIFIES and any(not t.exact for t in tensors):
+                raise Unusable(f"{name}: not continuous in an approximate operand")
+            return faithful, 0.0, 0.0
+        true = direct(name)(*[true_form(x, name) for x in as_torch]).double()
+    check_finite(faithful, true)
+    errs = [a.err if isinstance(a, Value) else 0.0 for a in args]
+    abs_errs = [a.abs_err if isinstance(a, Value) else 0.0 for a in args]
+    own = rounding(dtype)
+    if name in LIBRARY:
+        scale = max((float(x.double().abs().max()) for x in as_torch if x.numel()), default=0.0)
+        own += ULPS * EPS32 + (2 * EPS32 * scale if name in GROWS_WITH_ARG else 0.0)
+    if all(e == 0 for e in errs + abs_errs):
+        if name in LIBRARY or not same_values(faithful, true):
+            return faithful, own, 0.0
+        return faithful, 0.0, 0.0
+    if name == "where" and (errs[0] or abs_errs[0]):
+        raise Unusable("where: an approximate predicate")
+    if name in KEEPS:
+        return faithful, max(errs), max(abs_errs)
+    if any(abs_errs):
+        raise Unusable(f"{name}: an operand with an absolute error bound")
+    if name in SCALES:
+        return faithful, SCALES[name] * sum(errs) + own, 0.0
+    if name in NO_CANCEL:
+        a, b = as_torch[0].double(), as_torch[1].double() * NO_CANCEL[name]
+        if bool((a * b < 0).any()):
+            raise Unusable(f"{name}: approximate operands may cancel")
+        return faithful, max(errs) + own, 0.0
+    raise Unusable(f"{name}: not continuous in an approximate operand")
+
+
+def pointwise_layout(args: Sequence[Operand], out_rank: int) -> dict:
+    """Layout facts of a pointwise result: operands aligned on the right (numpy)."""
+    tensors = [a for a in args if isinstance(a, Value)]
+    bcast, origins = [], []
+    for j in range(out_rank):
+        at = [(t, j - out_rank + len(t.shape)) for t in tensors if j - out_rank + len(t.shape) >= 0]
+        bcast.append(all(t.bcast[i] for t, i in at))
+        origins.append(merge_origins([t.origins[i] for t, i in at]))
+    return dict(bcast=tuple(bcast), origins=tuple(origins), **joined(tensors))
+
+
+def merge_origins(maps: Sequence[dict]) -> dict:
+    """{input: dim} for an axis that several operand axes are: an input reached at two
+    different dims maps to neither."""
+    out: dict = {}
+    for i in {i for m in maps for i in m}:
+        dims = {m[i] for m in maps if i in m}
+        if len(dims) == 1:
+            out[i] = dims.pop()
+    return out
+
+
+def joined(tensors: Sequence[Value]) -> dict:
+    return dict(
+        consumed=frozenset().union(*(t.consumed for t in tensors)),
+        deps=frozenset().union(*(t.deps for t in tensors)),
+        reshaped=any(t.reshaped for t in tensors),
+    )
+
+
+def make_value(ref: torch.Tensor, err: float, abs_err: float, bcast, origins, **facts) -> Value:
+    expanded = tuple(b and s > 1 for b, s in zip(bcast, ref.shape))
+    return Value(ref, tuple(bcast), expanded, tuple(origins), err, abs_err, **facts)
+
+
+# --- reductions ---------------------------------------------------------------------------------
+def frac_bits(x: torch.Tensor) -> int:
+    """The least k with every element of ``x`` (float64, finite) a multiple of 2**-k."""
+    for k in range(64):
+        if bool(((x * 2.0**k) == (x * 2.0**k).round()).all()):
+            return k
+    return 64
+
+
+def exact_sum(x: torch.Tensor, dims: Sequence[int]) -> bool:
+    """Every partial sum, in any order, is exact in Float: all elements are multiples of
+    2**-k and the sum of magnitudes stays below 2**24 of those units."""
+    total = x.abs().sum(dims).max() if x.numel() else torch.tensor(0.0)
+    return float(total) * 2.0 ** frac_bits(x) < 2.0**24
+
+
+def exact_prod(x: torch.Tensor, dims: Sequence[int]) -> bool:
+    """Every partial product is exact in Float: the significands' bits add up to <= 24."""
+    mant, _ = torch.frexp(x)
+    bits = torch.zeros_like(x)
+    for k in range(1, 54):
+        bits = torch.where(
+            (bits == 0) & ((mant * 2.0**k) == (mant * 2.0**k).round()), float(k), bits
+        )
+    return float(torch.where(x == 0, 0.0, bits).sum(dims).max()) <= 24
+
+
+def reduce_torch(name: str, x: torch.Tensor, dims: Sequence[int], keepdim: bool):
+    dims = list(dims)
+    if name == "sum":
+        return x.sum(dims, keepdim=keepdim)
+    if name == "max":
+        return x.amax(dims, keepdim=keepdim)
+    if name == "min":
+        return x.amin(dims, keepdim=keepdim)
+    for d in sorted(dims, reverse=True):
+        x = x.prod(d, keepdim=keepdim)
+    return x
+
+
+def reduction_compute(name: str, x: Value, dims: Sequence[int], keepdim: bool):
+    """sum / prod / max / min: Half and BF16 accumulate in Float; integers and Bool sum and
+    multiply as Int64 (modular, so exact in any order)."""
+    if name in ("max", "min") and x.dtype is BOOL:
+        raise Unusable("max/min of Bool: layoutfuse asks for a cast to Int (by design)")
+    float_in = x.dtype.is_floating_point
+    out = x.dtype if float_in or name in ("max", "min") else I64
+    acc = x.ref.float() if x.dtype in (F16, BF16) else x.ref.to(out)
+    faithful = reduce_torch(name, acc, dims, keepdim).to(out)
+    if not float_in:
+        return faithful, 0.0, 0.0
+    true = reduce_torch(name, x.ref.double(), dims, keepdim)
+    check_finite(faithful, true)
+    if name in ("max", "min"):
+        return faithful, x.err, x.abs_err
+    if x.abs_err:
+        raise Unusable(f"{name}: an operand with an absolute error bound")
+    n = math.prod(x.shape[d] for d in dims)
+    steps = (math.ceil(math.log2(n)) + 1 if n > 1 else 0) * EPS32
+    data = x.ref.double()
+    if name == "prod":
+        if x.exact and exact_prod(data, dims):
+            return faithful, 0.0 if same_values(faithful, true) else rounding(out), 0.0
+        return faithful, n * (x.err + 2 * EPS32) + rounding(out), 0.0
+    if x.exact and exact_sum(data, dims):
+        return faithful, 0.0 if same_values(faithful, true) else rounding(out), 0.0
+    if bool((data >= 0).all() or (data <= 0).all()):
+        return faithful, x.err + steps + rounding(out), 0.0
+    if not x.exact:
+        raise Unusable("sum: approximate values of both signs")
+    total = float(data.abs().sum(dims).max())
+    return faithful, rounding(out), steps * total
+
+
+def var_mean_compute(x: Value, dims: Sequence[int], correction: int, keepdim: bool):
+    """(var, mean) in the input's float dtype (Float for integers and Bool), with the bounds
+    of a Welford accumulation in Float (tests/support/reductions.py)."""
+    if x.abs_err:
+        raise Unusable("var_mean: an operand with an absolute error bound")
+    out = x.dtype if x.dtype.is_floating_point else F32
+    with warnings.catch_warnings():  # correction >= n: nan or inf, as intended
+        warnings.simplefilter("ignore")
+        var, mean = torch.var_mean(
+            x.ref.float(), list(dims), correction=correction, keepdim=keepdim
+        )
+    m = float(x.ref.double().abs().max()) if x.ref.numel() else 0.0
+    return [
+        (var.to(out), rounding(out), (256 * EPS32 + 2 * x.err) * m * m),
+        (mean.to(out), rounding(out), (256 * EPS32 + x.err) * m),
+    ]
+
+
+def reduction_layout(x: Value, dims: Sequence[int], keepdim: bool) -> dict:
+    consumed = {(i, d) for k in dims for i, d in x.origins[k].items()}
+    keep = [k for k in range(len(x.shape)) if keepdim or k not in dims]
+    return dict(
+        bcast=tuple(True if k in dims else x.bcast[k] for k in keep),
+        origins=tuple({} if k in dims else x.origins[k] for k in keep),
+        consumed=x.consumed | consumed,
+        deps=x.deps,
+        reshaped=x.reshaped,
+    )
+
+
+# --- shape ops ----------------------------------------------------------------------------------
+def shaped(x: Value, ref: torch.Tensor, src: Sequence[int | None], view_fn, **over) -> Value:
+    """``x`` reshaped to ``ref``: output dim j is input dim ``src[j]`` (None: a new
+    broadcast); ``view_fn`` extends the view chain (None: not a view)."""
+    bcast = tuple(True if s is None else x.bcast[s] for s in src)
+    origins = tuple({} if s is None else x.origins[s] for s in src)
+    view = None if x.view is None or view_fn is None else (x.view[0], x.view[1] + (view_fn,))
+    facts = dict(consumed=x.consumed, deps=x.deps, reshaped=x.reshaped, view=view)
+    facts.update(over)
+    return make_value(ref, x.err, x.abs_err, bcast, origins, **facts)
+
+
+def bid_view(t: torch.Tensor, shape: Sequence[int], bdims: Sequence[int]) -> torch.Tensor:
+    """broadcast_in_dim as torch views (unsqueeze, expand), as layoutfuse makes it."""
+    for j in range(len(shape)):
+        if j not in bdims:
+            t = t.unsqueeze(j)
+    return t.expand(tuple(shape))
+
+
+def squeeze_view(t: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    return t[tuple(0 if i in dims else slice(None) for i in range(t.dim()))]
+
+
+def order_from_stride_order(stride_order: Sequence[int]) -> tuple[int, ...]:
+    """nvFuser's ``alloc[rank-1-stride_order[i]] = i``: dims outermost first."""
+    r = len(stride_order)
+    alloc = [0] * r
+    for i, s in enumerate(stride_order):
+        alloc[r - 1 - s] = i
+    return tuple(alloc)
+
+
+# --- output layouts -------------------------------------------------------------------------------
+def dense_strides(
+    shape: Sequence[int], order: Sequence[int], expanded: Sequence[bool]
+) -> tuple[int, ...]:
+    strides, running = [0] * len(shape), 1
+    for d in reversed(order):
+        if not expanded[d]:
+            strides[d] = running
+            running *= shape[d]
+    return tuple(strides)
+
+
+def inferred_order(
+    v: Value, inputs: Sequence[Value | None], allocs: Sequence[tuple[int, ...] | None]
+) -> tuple[int, ...]:
+    """nvFuser's AllocationDomainPass (README, research §2): the dominant input's memory
+    order mapped onto ``v``'s dims; dims a reduction consumed are skipped; row-major if
+    the dominant inputs disagree or nothing maps."""
+    rank = len(v.shape)
+    row_major = tuple(range(rank))
+    if not v.deps or not rank:
+        return row_major
+    score = {i: sum(not b for b in inputs[i].bcast) for i in v.deps}
+    best = [i for i in sorted(v.deps) if score[i] == max(score.values())]
+    orders = {mapped_order(v, i, inputs[i], allocs[i]) for i in best}
+    order = orders.pop() if len(orders) == 1 else None
+    return row_major if order is None else order
+
+
+def mapped_order(v: Value, i: int, ref: Value, alloc: tuple[int, ...]):
+    mapped: list[int] = []
+    for k in reversed(alloc):
+        if ref.bcast[k]:
+            continue
+        positions = [j for j in range(len(v.shape)) if not v.bcast[j] and v.origins[j].get(i) == k]
+        if positions:
+            mapped.extend(reversed(positions))
+        elif (i, k) not in v.consumed:
+            break
+    if not mapped:
+        return None
+    return tuple(j for j in range(len(v.shape)) if j not in mapped) + tuple(reversed(mapped))
+
+
+def is_dense(t: torch.Tensor, expanded: Sequence[bool]) -> bool:
+    """``t`` is dense in some memory order (its expanded dims stride 0)."""
+    if any(expanded[d] and t.shape[d] > 1 and t.stride(d) != 0 for d in range(t.dim())):
+        return False
+    running = 1
+    dims = [d for d in range(t.dim()) if t.shape[d] > 1 and not expanded[d]]
+    for d in sorted(dims, key=t.stride):
+        if t.stride(d) != running:
+            return False
+        running *= t.shape[d]
+    return True
+
+
+# --- comparing --------------------------------------------------------------------------------------
+def mismatch(got: torch.Tensor, v: Value) -> str | None:
+    """Why ``got`` is not ``v``'s value within its bound, or None."""
+    ref = v.ref
+    if got.dtype != ref.dtype:
+        return f"dtype {got.dtype}, expected {ref.dtype}"
+    if tuple(got.shape) != tuple(ref.shape):
+        return f"shape {tuple(got.shape)}, expected {tuple(ref.shape)}"
+    got = got.cpu()
+    if not ref.is_floating_point():
+        bad = got != ref
+        allowed = None
+    else:
+        g, r = got.double(), ref.double()
+        tiny = 4 * torch.finfo(ref.dtype).tiny
+        allowed = 2.5 * v.err * r.abs() + 2 * v.abs_err + (tiny if not v.exact else 0.0)
+        same = (g == r) | (g.isnan() & r.isnan())
+        bad = ~same & ~((g - r).abs() <= allowed)
+    if not bool(bad.any()):
+        return None
+    idx = tuple(int(i) for i in bad.nonzero()[0])
+    bound = "exact" if allowed is None or v.exact else f"allowed {float(allowed[idx]):.3g}"
+    return (
+        f"{int(bad.sum())} of {bad.numel()} elements differ; first at {idx}: got "
+        f"{got[idx].item()!r}, expected {ref[idx].item()!r} ({bound})"
+    )
