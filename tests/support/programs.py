@@ -676,7 +676,7 @@ def mismatch(got: torch.Tensor, v: Value) -> str | None:
         return f"dtype {got.dtype}, expected {ref.dtype}"
     if tuple(got.shape) != tuple(ref.shape):
         return f"shape {tuple(got.shape)}, expected {tuple(ref.shape)}"
-    got = got.cpu()
+    got, ref = got.cpu(), ref.cpu()  # compared on the CPU (with --device cuda too)
     if not ref.is_floating_point():
         bad = got != ref
         allowed = None
