@@ -182,7 +182,8 @@ ROWS: list[PointwiseRow] = [
         3,
         DtypeRule.PROMOTE,
         torch.clamp,
-        lambda x, lo, hi: f"tl.minimum(tl.maximum({x}, {lo}), {hi})",
+        # NaN propagates as in torch (Triton's minimum/maximum drop it by default on the GPU)
+        lambda x, lo, hi: f"tl.minimum(tl.maximum({x}, {lo}, {_nan_all}), {hi}, {_nan_all})",
     ),
     PointwiseRow(
         "lerp",
