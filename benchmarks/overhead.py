@@ -66,7 +66,9 @@ def stub_launches(executor) -> None:
         launches = [
             dataclasses.replace(launch, fn=_NoLaunch(), compiled=None) for launch in plan.launches
         ]
-        executor._plans[key] = LaunchPlan(plan.outputs, launches, plan.tensor_inputs)
+        executor._plans[key] = LaunchPlan(
+            plan.outputs, launches, plan.tensor_inputs, views=plan.views, copies=plan.copies
+        )
 
 
 def breakdown(fd, inputs: list, n: int, sync, rounds: int) -> dict[str, float]:

@@ -145,18 +145,19 @@ class FusionExecutor:
         self.planned_runs += 1
         bindings = validate_inputs(self.fusion, inputs, device)
         outputs, computed = self._destinations(bindings, inputs)
+        copies: list[tuple[Any, Any]] | None = None
         if self.compute == "reference":
             self._run_reference(bindings, inputs, outputs, computed)
-            record, replayable = None, False
+            record = None
         else:
-            record, replayable = self._run_kernels(bindings, inputs, outputs, profile=profile)
+            record, copies = self._run_kernels(bindings, inputs, outputs, profile=profile)
         result = [
             outputs[pos] for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
         ]
-        if key is not None and replayable and len(self._plans) < 64:
-            assert record is not None  # replayable: the kernels ran
+        if key is not None and copies is not None and len(self._plans) < 64:
+            assert record is not None  # copies: the kernels ran
             kept = self._compiled.kept_tensors() if self._compiled is not None else frozenset()
-            plan = build_plan(self.fusion, inputs, result, record.launches, kept)
+            plan = build_plan(self.fusion, inputs, result, record.launches, kept, copies)
             if plan is not None:
                 self._plans[key] = plan
         if record is not None:
@@ -171,9 +172,9 @@ class FusionExecutor:
         outputs: list[Any],
         launch: bool = True,
         profile: bool = False,
-    ) -> tuple[RunRecord, bool]:
-        """Compute the outputs with generated kernels; the run's record, and whether a
-        replay plan can reproduce it.
+    ) -> tuple[RunRecord, list[tuple[Any, Any]]]:
+        """Compute the outputs with generated kernels; the run's record and the copies made
+        after the kernels (destination, source), which a replay plan makes too.
 
         ``outputs[pos]`` is the destination of ``fusion.outputs[pos]``: a buffer
         already laid out as ``output_layouts()[pos]`` says (write into it), the
@@ -197,10 +198,7 @@ class FusionExecutor:
         if launch:
             for dst, src in late_copies:
                 writable(dst).copy_(writable_source(dst, src))
-        replayable = not late_copies and len(computed_tvs) == sum(
-            isinstance(s.value, TensorView) and s.alias_input is None for s in self.fusion.outputs
-        )
-        return record, replayable
+        return record, late_copies
 
     def _kernel_destinations(
         self, bindings: Bindings, inputs: list[Any], outputs: list[Any]

@@ -5,8 +5,11 @@ device, 16-byte alignment, integer scalar values) validates, lays out, plans and
 launches. It records every launch with its arguments, and this module turns that
 record into a ``LaunchPlan``: input and output tensors become slots, scratch
 buffers (intermediates, split-reduction workspaces) are kept and reused, scalar
-inputs are read from the call. A later call with the same signature then costs
-the key, one dictionary lookup, the output allocations and the launches.
+inputs are read from the call (and host arithmetic on them redone), outputs that
+are views of inputs are made again as views, and the copies made after the kernels
+(into aliased inputs: ``add_output(t, alias_input=x)``; an output listed twice)
+are made again. A later call with the same signature then costs the key, one
+dictionary lookup, the output allocations, the launches and those copies.
 
 The plan is compiled into one small Python function (``plan.source`` shows it):
 input slots read by position, outputs allocated with ``torch.empty_strided``,
@@ -26,6 +29,7 @@ from typing import Any
 import torch
 
 from ..ir import Fusion, Scalar
+from ..reference import evaluate_expr
 from .launch import LaunchRecord
 
 _Tensor = torch.Tensor
@@ -60,8 +64,9 @@ class PlannedLaunch:
     ``("val", v)`` a kept value (split tickets, which every launch leaves zeroed),
     ``("scratch", (k, shape, strides, dtype, device))`` scratch buffer ``k``, allocated
     anew by each replay (intermediates, split partials: concurrent replays of one plan
-    must not share them), ``("scalar", (i, kind))`` input i as a Python ``kind``),
-    the keyword arguments, the compiled CUDA kernel (or None) and its constexpr values."""
+    must not share them), ``("scalar", (i, kind))`` input i as a Python ``kind``,
+    ``("host", (k, fn))`` a value computed on the host by ``fn(inputs)`` (arithmetic on
+    scalar inputs)), the keyword arguments, the compiled CUDA kernel (or None) and its constexpr values."""
 
     fn: Any
     grid: tuple[int, ...]
@@ -71,12 +76,23 @@ class PlannedLaunch:
     consts: tuple[Any, ...] = ()
 
 
+Ref = tuple[str, Any]
+"""A tensor of a plan: ``("in", i)``, ``("out", j)`` or ``("scratch", (k, shape, ...))``."""
+
+
 @dataclass
 class LaunchPlan:
-    outputs: list[tuple[Any, ...]]  # (shape, strides, dtype, device) per returned output
+    # per returned output: (shape, strides, dtype, device) of a new buffer, or None for a
+    # view of an input (``views``)
+    outputs: list[tuple[Any, ...] | None]
     launches: list[PlannedLaunch]
     tensor_inputs: list[bool]  # per input, whether it is a tensor (a scalar as 0-dim: .item())
     direct: bool = True  # launch compiled CUDA kernels through their launcher
+    # returned output j -> (input i, shape, strides, storage offset from the input's)
+    views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = field(
+        default_factory=dict
+    )
+    copies: list[tuple[Ref, Ref]] = field(default_factory=list)  # (dst, src) after the launches
     # replay(inputs) -> new outputs, every launch replayed: compiled from ``source``
     replay: Callable[[Any], list[torch.Tensor]] = field(init=False, repr=False)
     source: str = field(init=False, repr=False)
@@ -117,7 +133,9 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             env[bound[id(value)]] = value
         return bound[id(value)]
 
-    tensors = sorted({v for launch in plan.launches for kind, v in launch.argspec if kind == "in"})
+    used = [v for launch in plan.launches for v in launch.argspec]
+    used += [r for copy in plan.copies for r in copy]
+    tensors = sorted({v for kind, v in used if kind == "in"})
     scalars = dict(
         sorted({v for launch in plan.launches for kind, v in launch.argspec if kind == "scalar"})
     )
@@ -125,21 +143,23 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     for i, kind in scalars.items():  # as validation converts it (a 0-dim tensor: its item)
         value = f"inputs[{i}].item()" if plan.tensor_inputs[i] else f"inputs[{i}]"
         body.append(f"in{i} = {kind.__name__}({value})")
-    for j, (shape, stride, dtype, device) in enumerate(plan.outputs):
+    hosts = {v[0]: v[1] for launch in plan.launches for kind, v in launch.argspec if kind == "host"}
+    for k, fn in sorted(hosts.items()):
+        body.append(f"host{k} = {name('host_fn', fn)}(inputs)")
+    for j, out in enumerate(plan.outputs):
+        if out is None:
+            i, shape, stride, delta = plan.views[j]
+            body.append(
+                f"out{j} = inputs[{i}].as_strided({shape!r}, {stride!r}, "
+                f"inputs[{i}].storage_offset() + {delta})"
+            )
+            continue
+        shape, stride, dtype, device = out
         body.append(
             f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
             f"dtype={name('dtype', dtype)}, device={name('device', device)})"
         )
-    scratch = dict(
-        sorted(
-            {
-                v[0]: v[1:]
-                for launch in plan.launches
-                for kind, v in launch.argspec
-                if kind == "scratch"
-            }.items()
-        )
-    )
+    scratch = dict(sorted({v[0]: v[1:] for kind, v in used if kind == "scratch"}.items()))
     for k, (shape, stride, dtype, device) in scratch.items():
         body.append(
             f"scratch{k} = empty_strided({shape!r}, {stride!r}, "
@@ -156,6 +176,8 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             if kind == "out"
             else f"scratch{v[0]}"
             if kind == "scratch"
+            else f"host{v[0]}"
+            if kind == "host"
             else name("v", v)
             for kind, v in launch.argspec
         ]
@@ -174,8 +196,15 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         body.append("    return fall_back(inputs)")
     else:
         body += calls
+    for dst, src in plan.copies:
+        body.append(f"{_ref_source(dst)}.copy_({_ref_source(src)})")
     body.append(f"return [{', '.join(f'out{j}' for j in range(len(plan.outputs)))}]")
     return "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body), env
+
+
+def _ref_source(ref: Ref) -> str:
+    kind, v = ref
+    return {"in": f"in{v}", "out": f"out{v}"}.get(kind) or f"scratch{v[0]}"
 
 
 def _direct_call(k: int, grid: tuple[int, ...], compiled: Any, env: dict[str, Any]) -> str | None:
@@ -228,43 +257,55 @@ def build_plan(
     returned: list[Any],
     log: list[LaunchRecord],
     kept: frozenset[int] = frozenset(),
+    copies: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
 ) -> LaunchPlan | None:
-    """A plan that reproduces the launches ``log``, or None when the run cannot be replayed
-    that way. ``kept``: ids of the tensors the plan keeps (split tickets); the other tensors
-    that are neither inputs nor outputs are scratch, allocated by each replay."""
+    """A plan that reproduces the launches ``log`` and then the ``copies`` (destination,
+    source), or None when the run cannot be replayed that way. ``kept``: ids of the tensors
+    the plan keeps (split tickets); the other tensors that are neither inputs nor outputs
+    are scratch, allocated by each replay. A returned tensor that shares an input's memory
+    and that no launch or copy writes is a view of that input, made again by the replay."""
     scratch: dict[int, int] = {}
     in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
-    out_ids = {}
+    written = {id(a) for r in log for a in r.args if isinstance(a, torch.Tensor)}
+    written |= {id(dst) for dst, _ in copies}
+    out_ids: dict[int, int] = {}
+    views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
     for j, t in enumerate(returned):
-        if not isinstance(t, torch.Tensor) or 0 in t.stride() and t.numel() > 1:
+        if not isinstance(t, torch.Tensor):
             return None
-        if id(t) in in_ids or any(
-            t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
-            for x in inputs
-            if isinstance(x, torch.Tensor)
-        ):
-            return None
+        base = _input_sharing_memory(t, inputs)
+        if base is not None:
+            if id(t) in written or t.device != inputs[base].device:
+                return None
+            x = inputs[base]
+            views[j] = (base, tuple(t.shape), t.stride(), t.storage_offset() - x.storage_offset())
+            continue
         out_ids[id(t)] = j
+
+    def ref(t: torch.Tensor) -> Ref:
+        if id(t) in in_ids:
+            return ("in", in_ids[id(t)])
+        if id(t) in out_ids:
+            return ("out", out_ids[id(t)])
+        return _scratch_or_kept(t, kept, scratch)
+
     scalar_pos = {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
     launches = []
     for record in log:
         args = record.args
-        spec: list[tuple[str, Any]] = []
-        for a in args:
-            if isinstance(a, torch.Tensor):
-                if id(a) in in_ids:
-                    spec.append(("in", in_ids[id(a)]))
-                elif id(a) in out_ids:
-                    spec.append(("out", out_ids[id(a)]))
-                else:
-                    spec.append(_scratch_or_kept(a, kept, scratch))
-            else:
-                spec.append(("val", a))
+        spec: list[tuple[str, Any]] = [
+            ref(a) if isinstance(a, torch.Tensor) else ("val", a) for a in args
+        ]
         for k, s in record.scalar_slots:
             if id(s) in scalar_pos:  # args[k]: the value as validated
                 spec[k] = ("scalar", (scalar_pos[id(s)], type(args[k])))
             elif s.definition is not None and s.definition.op.name != "size":
-                return None  # host arithmetic on scalar inputs
+                try:
+                    fn = host_scalar(s, scalar_pos, type(args[k]))
+                except ValueError:
+                    return None  # arithmetic on scalar inputs and extents together
+                if fn is not None:  # None: no scalar input upstream (a constant of the key)
+                    spec[k] = ("host", (id(s), fn))
         launches.append(
             PlannedLaunch(
                 record.fn,
@@ -275,8 +316,81 @@ def build_plan(
                 tuple(record.constexpr_values()),
             )
         )
-    outputs = [(tuple(t.shape), t.stride(), t.dtype, t.device) for t in returned]
-    return LaunchPlan(outputs, launches, [isinstance(x, torch.Tensor) for x in inputs])
+    planned_copies = []
+    for dst, src in copies:
+        if 0 in dst.stride() and dst.numel() > 1:
+            return None  # an expanded destination: the executor copies its first elements
+        planned_copies.append((ref(dst), ref(src)))
+    outputs = [
+        None if j in views else (tuple(t.shape), t.stride(), t.dtype, t.device)
+        for j, t in enumerate(returned)
+    ]
+    return LaunchPlan(
+        outputs,
+        launches,
+        [isinstance(x, torch.Tensor) for x in inputs],
+        views=views,
+        copies=planned_copies,
+    )
+
+
+def _input_sharing_memory(t: torch.Tensor, inputs: list[Any]) -> int | None:
+    """The position of the input whose memory ``t`` shares, or None."""
+    ptr = t.untyped_storage().data_ptr()
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == ptr:
+            return i
+    return None
+
+
+def host_scalar(
+    s: Scalar, scalar_pos: dict[int, int], kind: type
+) -> Callable[[Sequence[Any]], Any] | None:
+    """``fn(inputs)``: the value of ``s``, computed on the host from the call's scalar
+    inputs by its definition (the arithmetic ``runtime/extents.py`` does), as ``kind``;
+    None when ``s`` depends on no scalar input (then its value is fixed by the key).
+    Raises ValueError when it depends on scalar inputs and on an extent (``size``) too."""
+    order: list[Scalar] = []
+    seen: set[int] = set()
+    depends = False
+
+    def visit(v: Scalar) -> None:
+        nonlocal depends
+        if id(v) in seen:
+            return
+        seen.add(id(v))
+        if id(v) in scalar_pos:
+            depends = True
+        elif v.definition is not None:
+            for u in v.definition.inputs:
+                if isinstance(u, Scalar):
+                    visit(u)
+        order.append(v)
+
+    visit(s)
+    if not depends:
+        return None
+    if any(v.definition is not None and v.definition.op.name == "size" for v in order):
+        raise ValueError(f"{s!r}: host arithmetic on extents and scalar inputs")
+    fixed = {id(v): v.value for v in order if v.is_constant}
+
+    def fn(inputs: Sequence[Any]) -> Any:
+        values = dict(fixed)
+        for v in order:
+            if id(v) in values:
+                continue
+            if id(v) in scalar_pos:
+                x = inputs[scalar_pos[id(v)]]
+                values[id(v)] = x.item() if isinstance(x, torch.Tensor) else x
+                continue
+            expr = v.definition
+            assert expr is not None  # a scalar neither input nor constant is defined
+            args = [values[id(u)] for u in expr.inputs]
+            for o, r in zip(expr.outputs, evaluate_expr(expr, args, torch.device("cpu"))):
+                values[id(o)] = r
+        return kind(values[id(s)])
+
+    return fn
 
 
 def _scratch_or_kept(

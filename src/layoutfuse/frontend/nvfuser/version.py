@@ -51,8 +51,9 @@ GATES: tuple[Gate, ...] = (
 )  # fmt: skip
 
 
-def missing(gate: Gate, ops: Collection[str], dtypes: Collection[str],
-            modules: Collection[str]) -> list[str]:  # fmt: skip
+def missing(
+    gate: Gate, ops: Collection[str], dtypes: Collection[str], modules: Collection[str]
+) -> list[str]:
     """What ``gate`` needs that is not there (``fd.ops.X``, ``DataType.X``, ``module X``)."""
     return (
         [f"fd.ops.{n}" for n in gate.ops if n not in ops]
@@ -61,8 +62,9 @@ def missing(gate: Gate, ops: Collection[str], dtypes: Collection[str],
     )
 
 
-def supported_version(ops: Collection[str], dtypes: Collection[str],
-                      modules: Collection[str] = MODULES_PROVIDED) -> str:  # fmt: skip
+def supported_version(
+    ops: Collection[str], dtypes: Collection[str], modules: Collection[str] = MODULES_PROVIDED
+) -> str:
     """The highest gate's version whose needs, and every lower gate's, are met."""
     best = GATES[0].version
     for gate in GATES[1:]:
