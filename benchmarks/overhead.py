@@ -12,6 +12,12 @@ own in the same loop:
 - ``alloc``: the outputs' ``torch.empty_strided``;
 - ``launch``: the rest of the plan's replay (stream, launch calls).
 
+Then the same for Thunder-style definitions (``benchmarks/thunder_style.py``: add,
+bias+GELU, layer norm forward as Thunder writes and calls them) beside their
+hand-written twins and one eager ``torch.add`` (result ``rows["thunder_style"]``: kernels,
+cached execute us, the issue's target of 15 us + 4 us per kernel past the first,
+whether the calls replayed).
+
 ``--stub-launch`` replaces every launch by a no-op call (the Python work around
 the launches is what remains): meant for the CPU, where a real launch would go
 through Triton's interpreter.
@@ -98,6 +104,49 @@ def breakdown(fd, inputs: list, n: int, sync, rounds: int) -> dict[str, float]:
     )
 
 
+def thunder_style_rows(n: int, sync, device: str, stub: bool, rounds: int) -> list[dict]:
+    """Host time of a cached execute of Thunder-style definitions and their hand-written
+    twins (``benchmarks/thunder_style.py``), beside one eager ``torch.add`` in this run;
+    each with its kernel count, whether every timed call replayed, and the issue's target
+    (the least of ``rounds`` loops, as the stages)."""
+    from benchmarks import thunder_style
+
+    x = torch.randn(thunder_style.ROWS, thunder_style.COLS, device=device)
+    eager_add = _best_us(lambda: torch.add(x, 1.0), n, sync, rounds)
+    rows = []
+    for case in thunder_style.CASES:
+        inputs = case.inputs(device)
+        for style, body in (("thunder", case.thunder), ("hand", case.hand)):
+            fd = thunder_style.define(body)
+            call = (
+                thunder_style.thunder_call(fd, inputs)
+                if style == "thunder"
+                else (lambda fd=fd, inputs=inputs: fd.execute(inputs))
+            )
+            call()
+            kernels = len(fd.executor().last_run.launches)
+            if stub:
+                stub_launches(fd.executor())
+            us = _best_us(call, n, sync, rounds)
+            row = dict(
+                case=case.name,
+                style=style,
+                kernels=kernels,
+                execute_us=us,
+                eager_add_us=eager_add,
+                target_us=thunder_style.target_us(kernels),
+                replayed=fd.executor().planned_runs == 1,
+            )
+            rows.append(row)
+            print(
+                f"{case.name} ({style}): {kernels} kernel(s), cached execute {us:.1f} us/call "
+                f"(target {row['target_us']:.0f}; eager torch.add {eager_add:.1f}); "
+                f"replayed: {row['replayed']}",
+                flush=True,
+            )
+    return rows
+
+
 def main(argv=None) -> int:
     from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
 
@@ -150,6 +199,7 @@ def main(argv=None) -> int:
             f"least of {args.rounds} loops per stage (us): {stages}",
             flush=True,
         )
+    rows["thunder_style"] = thunder_style_rows(n, sync, device, args.stub_launch, args.rounds)
     if args.out:
         with open(args.out, "w") as f:
             env = environment(

@@ -32,3 +32,16 @@ def test_the_stubbed_run_reports_every_stage(tmp_path):
         stages = result["rows"][kind]["stages_us"]
         assert set(stages) == {"execute", "frontend", "key", "alloc", "launch"}
         assert stages["execute"] > 0 and stages["key"] > 0
+
+
+def test_thunder_style_rows_replay_and_report_their_kernels(tmp_path):
+    path = tmp_path / "overhead.json"
+    assert overhead.main(["--stub-launch", "-n", "5", "--rounds", "1", "--out", str(path)]) == 0
+    rows = json.loads(path.read_text())["rows"]["thunder_style"]
+    assert {(r["case"], r["style"]) for r in rows} == {
+        (c, s) for c in ("add", "bias_gelu", "layer_norm") for s in ("thunder", "hand")
+    }
+    for r in rows:
+        assert r["replayed"], r
+        assert r["kernels"] >= 1 and r["execute_us"] > 0 and r["eager_add_us"] > 0
+        assert r["target_us"] == 15.0 + (4.0 * r["kernels"] if r["kernels"] > 1 else 0.0)
