@@ -64,7 +64,10 @@ class _Segmentation:
             if o.definition is not None
             and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD)
         ]
-        pending.sort(key=lambda t: -len(t.shape_domain))
+        # widest first; of one rank, those without broadcast dims first: a per-row value
+        # of keepdim shape (layer norm's rstd as Thunder returns it, [N, 1]) is stored by
+        # the kernel of the full-shape output it normalizes, not a root of its own
+        pending.sort(key=lambda t: (-len(t.shape_domain), _broadcast_dims(t)))
         return cls(fusion, computed_outputs, {id(v) for v in fusion.inputs}, reductions, pending)
 
     @property
@@ -119,8 +122,8 @@ def _normalization_groups(seg: _Segmentation) -> None:
         if id(root) in seg.covered:
             continue
         group, _ = find_group(root, seg.inputs)
-        if group is None:
-            continue
+        if group is None or any(root.shape_domain[d].is_broadcast for d in group.dims):
+            continue  # a per-row value (broadcast where the rows are reduced): not a root
         stores, xstores = _group_stores(seg, group, root)
         seg.covered |= {id(a.tv) for a in stores + xstores}
         seg.groups.append(_GroupKernel(group, stores, xstores))
@@ -323,6 +326,10 @@ def _run_order(specs: list[KernelSpec]) -> list[KernelSpec]:
     for i in range(len(specs)):
         visit(i)
     return [specs[i] for i in done]
+
+
+def _broadcast_dims(tv: TensorView) -> int:
+    return sum(d.is_broadcast for d in tv.shape_domain)
 
 
 def _used(fusion: Fusion, e: Expr) -> bool:
