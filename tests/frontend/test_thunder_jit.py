@@ -51,10 +51,10 @@ PROGRAMS = {
 }
 # kernels per nvFuser region, in execution order: (forward, backward), fp32 and bf16
 KERNELS = {
-    ("layer_norm", "fp32"): ([1], [6]),
-    ("layer_norm", "bf16"): ([1], [6]),
-    ("rms_norm", "fp32"): ([1], [4]),
-    ("rms_norm", "bf16"): ([1], [4]),
+    ("layer_norm", "fp32"): ([1], [2]),
+    ("layer_norm", "bf16"): ([1], [2]),
+    ("rms_norm", "fp32"): ([1], [2]),
+    ("rms_norm", "bf16"): ([1], [2]),
     ("softmax", "fp32"): ([1], [1]),
     ("softmax", "bf16"): ([1], [1]),
     ("bias_gelu", "fp32"): ([1], [2]),

@@ -76,3 +76,56 @@ def test_norm_forward_stores_per_row_values_from_one_kernel(name, order):
         assert kernels == 1 and fd.last_schedule()[0].__class__.__name__ == "NormalizationParams"
     else:
         assert kernels <= 3
+
+
+def layer_norm_backward(fd, mean, w, g, x, rstd):
+    """Thunder 0.2.6's layer norm backward region, op for op (its printed fusion): row
+    sums, sums of [B, S, 1] over their size-1 dim (squeezes), column sums for dw and db."""
+    B, S, N = SHAPE
+    row, full = [B, S, 1], list(SHAPE)
+    mean_full = _bcast(fd, _bcast(fd, mean, row, [0, 1]), full, [0, 1, 2])
+    wg = fd.ops.mul(_bcast(fd, w, full, [2]), g)
+    xc = fd.ops.sub(x, mean_full)
+    t23 = fd.ops.sum(fd.ops.mul(xc, wg), dims=[2], keepdim=False, dtype=DataType.Null)
+    rstd_full = _bcast(fd, rstd, full, [0, 1, 2])
+    t29 = fd.ops.mul(rstd_full, wg)
+    t37 = fd.ops.pow(rstd, fd.define_scalar(3.0, dtype=DataType.Double))
+    t39 = fd.ops.mul(fd.define_scalar(-0.5, dtype=DataType.Double), _bcast(fd, t23, row, [0, 1]))
+    t41 = fd.ops.sum(fd.ops.neg(t29), dims=[2], keepdim=False, dtype=DataType.Null)
+    t42 = fd.ops.sum(fd.ops.mul(t39, t37), dims=[2], keepdim=False, dtype=DataType.Null)
+    t58 = fd.ops.sum(_bcast(fd, t41, row, [0, 1]), dims=[2], keepdim=False, dtype=DataType.Null)
+    t68 = _bcast(fd, _bcast(fd, t42, row, [0, 1]), full, [0, 1, 2])
+    t78 = fd.ops.mul(fd.ops.mul(fd.define_scalar(2.0, dtype=DataType.Double), t68), xc)
+    t83 = _bcast(fd, _bcast(fd, t58, row, [0, 1]), full, [0, 1, 2])
+    t87 = fd.ops.mul(t78, fd.ops.reciprocal(fd.define_scalar(float(N), dtype=DataType.Double)))
+    t90 = fd.ops.add(fd.ops.mul(fd.define_scalar(1.0 / N, dtype=DataType.Double), t83), t87)
+    dw = fd.ops.sum(fd.ops.mul(fd.ops.mul(xc, rstd_full), g), dims=[0, 1], dtype=DataType.Null)
+    db = fd.ops.sum(g, dims=[0, 1], keepdim=False, dtype=DataType.Null)
+    return [db, dw, fd.ops.add(t29, t90)]
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (1, 0, 2), (2, 0, 1)], ids=str)
+def test_layer_norm_backward_as_thunder_emits_it_takes_two_kernels(order):
+    from layoutfuse.codegen.hopper_check import compile_last_run
+
+    x = with_order(SHAPE, order, torch.float32, seed=2)
+    g = with_order(SHAPE, order, torch.float32, seed=3)
+    w, b = torch.randn(SHAPE[2]), torch.randn(SHAPE[2])
+    var, mean = torch.var_mean(x, dim=2, correction=0)
+    rstd = torch.rsqrt(var + 1e-5)[..., None]
+    with FusionDefinition() as fd:
+        outs = layer_norm_backward(fd, *(fd.from_pytorch(t) for t in (mean, w, g, x, rstd)))
+        for o in outs:
+            fd.add_output(o)
+    db, dw, dx = fd.execute([mean, w, g, x, rstd])
+    xr, wr, br = (t.clone().requires_grad_(True) for t in (x, w, b))
+    y = torch.nn.functional.layer_norm(xr, (SHAPE[2],), wr, br, eps=1e-5)
+    want = torch.autograd.grad(y, [br, wr, xr], g)
+    for got, ref in zip((db, dw, dx), want):
+        torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+    kernels = len(fd.executor().last_run.launches)
+    if order[-1] == 2:  # rows innermost: the row sums with dx, then dw and db together
+        assert kernels == 2
+        compile_last_run(fd.executor())  # the kernels compile for sm_90
+    else:
+        assert kernels <= 4

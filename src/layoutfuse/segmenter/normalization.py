@@ -39,6 +39,8 @@ def chain_restores(
             for i, d in enumerate(e.attrs["broadcast_dims"]):
                 out[d] = pos[i]
             pos = out
+        elif name == "squeeze":  # drops size-1 dims (a reduction of one element)
+            pos = [p for i, p in enumerate(pos) if i not in e.attrs["dims"]]
         elif name not in _TRANSPARENT:
             return False
     kept = [d for d in range(rank) if d not in dims]
@@ -249,7 +251,7 @@ def xspace_output(tv: TensorView, group: Group, memory: set[int]) -> bool:
                     d.extent != 1 for j, d in enumerate(e.outputs[0].shape_domain) if j not in bd
                 ):
                     return False  # keepdim's size-1 dims only: a per-row value
-            elif e.op.name not in _TRANSPARENT:
+            elif e.op.name not in (*_TRANSPARENT, "squeeze"):
                 return False
         elif e.op.kind is not OpKind.POINTWISE:
             return False

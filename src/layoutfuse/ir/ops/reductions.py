@@ -310,11 +310,30 @@ def reduction(
         x = cast(x, DataType.Int)
     if not row.bool_inputs and is_boolean(x.dtype):
         raise DefinitionError(f"{name}: Bool inputs are not supported; cast to Int first")
+    if _over_one_element(x, nd):
+        # a reduction of one element along each dim is that element, as in nvFuser: a
+        # squeeze (Thunder's backward sums [B, S, 1] over its last dim), which kernels
+        # compute in place instead of cutting a reduction there
+        from .shape import squeeze
+
+        out = squeeze(x, nd)
+        return broadcast(out, [i in nd for i in range(x.ndim)]) if keepdim else out
     out = TensorView(x.fusion, _reduced_domain(x, nd), x.dtype)
     emit(x.fusion, OPDEFS[name], [x], [out], dims=nd)
     if keepdim:
         out = broadcast(out, [i in nd for i in range(x.ndim)])
     return out
+
+
+def _over_one_element(x: TensorView, dims: tuple[int, ...]) -> bool:
+    """Whether ``dims`` are all broadcast dims of extent 1 (not expanded) of a computed
+    tensor (a fusion input's reduction stays one: its output is no view of the input)."""
+    doms = [x.shape_domain[d] for d in dims]
+    return (
+        bool(dims)
+        and x.definition is not None
+        and all(d.is_broadcast and not d.expanded for d in doms)
+    )
 
 
 # --- Welford -----------------------------------------------------------------------------------
