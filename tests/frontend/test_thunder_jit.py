@@ -58,7 +58,7 @@ KERNELS = {
     ("softmax", "fp32"): ([1], [1]),
     ("softmax", "bf16"): ([1], [1]),
     ("bias_gelu", "fp32"): ([1], [2]),
-    ("bias_gelu", "bf16"): ([2], [2]),
+    ("bias_gelu", "bf16"): ([1], [2]),
     ("gelu_mlp", "fp32"): ([1], [1]),
     ("gelu_mlp", "bf16"): ([1], [1]),
 }

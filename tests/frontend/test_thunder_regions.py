@@ -129,3 +129,32 @@ def test_layer_norm_backward_as_thunder_emits_it_takes_two_kernels(order):
         compile_last_run(fd.executor())  # the kernels compile for sm_90
     else:
         assert kernels <= 4
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=str)
+def test_bias_gelu_bf16_as_thunder_emits_it_is_one_kernel(order):
+    """Two outputs in the same coordinates, neither upstream of the other (``x + b`` and
+    ``gelu(x + b)``, each cast to bf16): one pointwise kernel stores both."""
+    x = with_order(SHAPE, order, torch.bfloat16, seed=4)
+    b = torch.randn(SHAPE[2]).to(torch.bfloat16)
+    with FusionDefinition() as fd:
+        tb, tx = fd.from_pytorch(b), fd.from_pytorch(x)
+        h = fd.ops.add(
+            fd.ops.cast(tx, DataType.Float), fd.ops.cast(_bcast(fd, tb, SHAPE, [2]), DataType.Float)
+        )
+        erf = fd.ops.erf(fd.ops.mul(h, fd.ops.reciprocal(fd.define_scalar(2.0**0.5))))
+        gelu = fd.ops.mul(
+            h, fd.ops.add(fd.define_scalar(0.5), fd.ops.mul(fd.define_scalar(0.5), erf))
+        )
+        fd.add_output(fd.ops.cast(h, DataType.BFloat16))
+        fd.add_output(fd.ops.cast(gelu, DataType.BFloat16))
+    h_out, y = fd.execute([b, x])
+    hf = x.float() + b.float()
+    torch.testing.assert_close(h_out, hf.to(torch.bfloat16))
+    torch.testing.assert_close(y, torch.nn.functional.gelu(hf).to(torch.bfloat16))
+    assert h_out.stride() == x.stride() and y.stride() == x.stride()
+    assert len(fd.executor().last_run.launches) == 1
+    if order == (0, 1, 2):
+        from layoutfuse.codegen.hopper_check import compile_last_run
+
+        compile_last_run(fd.executor())  # the kernel compiles for sm_90

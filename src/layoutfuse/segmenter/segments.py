@@ -198,6 +198,10 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
             if id(o) not in seg.covered and id(o) in up:
                 stores.append(Access(o, up[id(o)][1], store=True))
                 seg.covered.add(id(o))
+        beside = _same_coordinates(root, seg, memory_ids)
+        for o in beside:
+            stores.append(Access(o, (), store=True))
+            seg.covered.add(id(o))
         red_outs = {id(o) for e in seg.reductions for o in e.outputs}
         why = (
             "pointwise work after the reductions"
@@ -206,8 +210,30 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
             if seg.reductions
             else "a fusion without reductions"
         )
-        specs.append(kernel_spec("pointwise", root, memory_ids, stores, reason=why))
+        specs.append(
+            kernel_spec("pointwise", root, memory_ids, stores, reason=why, beside=tuple(beside))
+        )
     return specs
+
+
+def _same_coordinates(
+    root: TensorView, seg: _Segmentation, memory_ids: set[int]
+) -> list[TensorView]:
+    """Pending outputs not yet stored that have ``root``'s coordinates (both reach one
+    tensor without broadcast dims through pointwise ops alone, neither has broadcast
+    dims): ``x + b`` cast to bf16 beside ``gelu(x + b)`` cast to bf16, one kernel."""
+    if any(d.is_broadcast for d in root.shape_domain):
+        return []
+    leaves = _pointwise_leaves(root, memory_ids)
+    return [
+        o
+        for o in seg.pending
+        if id(o) not in seg.covered
+        and o is not root
+        and len(o.shape_domain) == len(root.shape_domain)
+        and not any(d.is_broadcast for d in o.shape_domain)
+        and leaves & _pointwise_leaves(o, memory_ids)
+    ]
 
 
 def _reduction_specs(
