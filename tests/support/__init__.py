@@ -9,6 +9,7 @@ tests/conftest.py there), so a test imports these as ``from support.reductions i
 * ``pointwise_sweep``: the pointwise layout sweep's cases and oracles;
 * ``seed``: the seed report's Thunder fusion;
 * ``tensors``: tensors of a chosen memory order.
+* ``thunder``: Lightning Thunder with layoutfuse as its nvFuser (skips without Thunder).
 
 Fixtures live in the conftest.py files (``kernel_cache_in_tmp`` in tests/conftest.py).
 """
