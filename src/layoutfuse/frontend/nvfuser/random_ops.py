@@ -28,28 +28,47 @@ def _seed_text(rng_seed, rng_offset) -> str:
     return f", rng_seed={names[0]}, rng_offset={names[1]}"
 
 
-def _distribution(name: str, first: str, second: str):
-    build = getattr(ir_random, name)
-
-    def op(self, arg1, arg2, shape, *, rng_seed=None, rng_offset=None, dtype=DataType.Float):
-        rec = self._fd._recorder_for(name)
-        a, b = rec.scalar(arg1, name, first), rec.scalar(arg2, name, second)
-        dtype = dtype_arg(dtype, name)
-        vec, text = rec.shape(shape, name)
-        seed, offset = _seed_offset(rec, name, rng_seed, rng_offset)
-        out = build(a, b, vec, dtype, seed, offset)
-        return rec.emit(
-            out,
-            f"fd.ops.{name}({arg1.name}, {arg2.name}, shape={text}"
-            f"{_seed_text(rng_seed, rng_offset)}, dtype={dtype!r})",
-        )
-
-    op.__name__ = name
-    op.__doc__ = (
-        f"``{name}({first}, {second}, shape, *, rng_seed=None, rng_offset=None, "
-        f"dtype=DataType.Float)``: {(ir_random.UNIFORM if name == 'uniform' else ir_random.NORMAL).doc}."
+def _distribution(self, name: str, args: tuple, names: tuple[str, str], shape, seeds, dtype):
+    """The shared body of ``uniform`` and ``normal``: ``args`` their two Scalars."""
+    rec = self._fd._recorder_for(name)
+    a, b = (rec.scalar(h, name, n) for h, n in zip(args, names))
+    dtype = dtype_arg(dtype, name)
+    vec, text = rec.shape(shape, name)
+    seed, offset = _seed_offset(rec, name, *seeds)
+    out = getattr(ir_random, name)(a, b, vec, dtype, seed, offset)
+    return rec.emit(
+        out,
+        f"fd.ops.{name}({args[0].name}, {args[1].name}, shape={text}"
+        f"{_seed_text(*seeds)}, dtype={dtype!r})",
     )
-    return op
+
+
+def uniform(self, minval, maxval, shape, *, rng_seed=None, rng_offset=None, dtype=DataType.Float):
+    return _distribution(
+        self,
+        "uniform",
+        (minval, maxval),
+        ("minval", "maxval"),
+        shape,
+        (rng_seed, rng_offset),
+        dtype,
+    )
+
+
+def normal(self, mean, std, shape, *, rng_seed=None, rng_offset=None, dtype=DataType.Float):
+    return _distribution(
+        self, "normal", (mean, std), ("mean", "std"), shape, (rng_seed, rng_offset), dtype
+    )
+
+
+uniform.__doc__ = (
+    "``uniform(minval, maxval, shape, *, rng_seed=None, rng_offset=None, "
+    f"dtype=DataType.Float)``: {ir_random.UNIFORM.doc}."
+)
+normal.__doc__ = (
+    "``normal(mean, std, shape, *, rng_seed=None, rng_offset=None, "
+    f"dtype=DataType.Float)``: {ir_random.NORMAL.doc}."
+)
 
 
 def _like(name: str):
@@ -68,8 +87,8 @@ def _like(name: str):
 
 
 RANDOM_OPERATORS = {
-    "uniform": _distribution("uniform", "minval", "maxval"),
-    "normal": _distribution("normal", "mean", "std"),
+    "uniform": uniform,
+    "normal": normal,
     "rand_like": _like("rand_like"),
     "randn_like": _like("randn_like"),
 }
