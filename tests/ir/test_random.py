@@ -254,6 +254,20 @@ def test_other_seeds_and_offsets_give_other_numbers():
     assert (flat2[1:] == flat[:-1]).float().mean() < 0.01
 
 
+@pytest.mark.parametrize(
+    "seed, offset", [(-1, 0), (2**63 - 1, 2**40 + 3), (0, -5), (1, 1), (16, 2**32)]
+)
+def test_any_int64_seed_and_offset_gives_the_reference_numbers(seed, offset):
+    """Negative values, both 32-bit halves of the seed (Philox's key) and of the offset
+    (the counter's high words), 1 and multiples of 16 (which Triton specializes)."""
+    fd = random_fd("uniform", (16, 9), DataType.Float)
+    (out,) = fd.execute([seed, offset])
+    assert torch.equal(out, reference("uniform", (16, 9), DataType.Float, seed, offset))
+    if offset >= 2**32:  # the high word alone changes every number
+        (low,) = fd.execute([seed, offset - 2**32])
+        assert (low == out).float().mean() < 0.02
+
+
 def _unseeded() -> FusionDefinition:
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
@@ -393,3 +407,26 @@ def test_argument_errors():
     assert "fd.ops.uniform(S3, S3, shape=[4], rng_seed=S2, rng_offset=S2, dtype=DataType.Half)" in (
         str(fd)
     )
+
+
+def test_the_cpp_test_api_forms():
+    """nvFuser's C++ signatures (shape first; a constant philox seed and offset), and
+    ``testing.validate`` against the reference, which computes the same numbers."""
+    from layoutfuse import testing_api as api
+
+    fusion = api.Fusion()
+    with api.FusionGuard(fusion):
+        tv0 = api.make_contig_tensor(2)
+        fusion.add_input(tv0)
+        keep = api.lt(api.rand_like(tv0, 123, 4), 0.5)
+        fusion.add_output(api.where(keep, api.mul(tv0, 2.0), 0.0))
+        fusion.add_output(api.uniform([3, 5], -1.0, 1.0, DataType.Float, 9, 0))
+        fusion.add_output(api.randn([4], DataType.Double, 9, 1))
+    x = torch.randn(6, 10, generator=torch.Generator().manual_seed(4))
+    fec = api.FusionExecutorCache(fusion)
+    dropped, u, n = fec.run_fusion_with_inputs([x])
+    api.testing.validate(fec.fusion(), [dropped, u, n], [x])
+    mask = reference("uniform", (6, 10), DataType.Float, 123, 4) < 0.5
+    torch.testing.assert_close(dropped, torch.where(mask, x * 2.0, 0.0))
+    torch.testing.assert_close(u, reference("uniform", (3, 5), DataType.Float, 9, 0, -1.0, 1.0))
+    torch.testing.assert_close(n, reference("normal", (4,), DataType.Double, 9, 1))
