@@ -17,6 +17,7 @@ import math
 import pytest
 import torch
 
+from layoutfuse.codegen.backend import ptx_vector_widths
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.errors import DefinitionError, UnsupportedError
 from layoutfuse.ir.ops.random import UNIFORM_BITS, _normal_ref, _uniform_ref
@@ -90,6 +91,28 @@ def test_the_kernel_computes_the_reference_numbers(op, dtype):
         assert torch.equal(out, ref)  # exact: top bits of a word times a power of two
     else:
         torch.testing.assert_close(out, ref, **NORMAL_TOL[dtype])
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (), (1, 1, 5)], ids=str)
+def test_empty_scalar_and_unit_shapes(shape):
+    (out,) = random_fd("uniform", shape, DataType.Float).execute([SEED, OFFSET])
+    assert out.shape == shape
+    assert torch.equal(out, reference("uniform", shape, DataType.Float))
+
+
+def test_rand_like_of_a_broadcast_input():
+    """A [1, n] input declared broadcast along dim 0: rand_like has its shape, and dropout
+    of it keeps the input's broadcast (one row)."""
+    x = torch.randn(1, 9, generator=torch.Generator().manual_seed(6))
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[1, -1], contiguity=[None, True], dtype=DataType.Float)
+        s, o = (fd.define_scalar(dtype=DataType.Int) for _ in range(2))
+        fd.add_output(fd.ops.rand_like(t, rng_seed=s, rng_offset=o))
+        fd.add_output(dropout(fd, t, s, o, 0.5))
+    r, y = fd.execute([x, SEED, OFFSET])
+    ref = reference("uniform", (1, 9), DataType.Float)
+    assert torch.equal(r, ref)
+    torch.testing.assert_close(y, torch.where(ref < 0.5, x / 0.5, 0.0))
 
 
 def test_bounds_scale_the_numbers():
@@ -227,12 +250,14 @@ def test_dropout_is_one_kernel_with_its_neighbours(kind, layout):
 
 
 def test_a_normalization_that_rereads_its_rows_recomputes_the_same_numbers():
-    """Rows longer than the tile: the normalization kernel walks each row again (or the
-    fusion falls back to several kernels) and computes the random numbers anew each time."""
+    """Rows longer than the tile: the normalization kernel walks each row twice and computes
+    the random numbers anew each time."""
     x = torch.randn(6, 300, generator=torch.Generator().manual_seed(3))
     fd = _dropout_then("softmax", x)
     configured(fd, tuning=DEFAULT.with_fields(normalization=dict(max_tile=64)), target=small_gpu(4))
     (y,) = fd.execute([x, SEED, OFFSET])
+    (params,) = schedules(fd)
+    assert params.mode == "looped", params  # each row is read, and its numbers made, twice
     ref = FusionExecutor(fd.executor().fusion, compute="reference").run([x, SEED, OFFSET])[0]
     torch.testing.assert_close(y, ref)
     torch.testing.assert_close(y.sum(1), torch.ones(6))
@@ -293,6 +318,21 @@ def test_without_a_seed_each_call_draws_one_from_torch():
     u1, _, u2 = first
     assert (u1 == u2).float().mean() < 0.01  # each op its own seed
     assert 0.0 <= u1.min() and u1.max() < 1.0
+
+
+def test_without_a_seed_every_kernel_of_a_call_sees_the_same_numbers():
+    """The random tensor is an output and feeds a reduction: two kernels compute it, with
+    the one seed the call drew."""
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        r = fd.ops.rand_like(t)
+        fd.add_output(r)
+        fd.add_output(fd.ops.sum(r, dims=[1]))
+    x = torch.zeros(12, 20)
+    for _ in range(2):  # planned, then replayed
+        r_out, total = fd.execute([x])
+        torch.testing.assert_close(total, r_out.sum(1))
+    assert [s.scheduler for s in fd.executor().last_run.segments] == ["pointwise", "reduction"]
 
 
 def test_without_a_seed_a_replay_matches_a_planned_call():
@@ -380,6 +420,22 @@ def test_random_kernels_compile_for_sm_90(op, dtype):
     (art,) = compile_last_run(fd.executor())
     assert ".target sm_90" in art.ptx
     assert "mul.hi.u32" in art.ptx  # Philox's rounds
+
+
+@pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16], ids=str)
+def test_dropout_keeps_16_byte_vectors(dtype):
+    """The random numbers are computed, not loaded: the dropout kernel reads its input and
+    writes its output in 16-byte vectors only, as a plain pointwise kernel does."""
+    x = torch.randn(128, 256, generator=torch.Generator().manual_seed(5)).to(DTYPES[dtype])
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        s, o = (fd.define_scalar(dtype=DataType.Int) for _ in range(2))
+        fd.add_output(fd.ops.cast(dropout(fd, t, s, o, 0.1), dtype))
+    fd.execute([x, SEED, OFFSET])
+    (art,) = compile_last_run(fd.executor())
+    widths = ptx_vector_widths(art.ptx)
+    assert widths.get("ld.global.v4", 0) > 0 and widths.get("st.global.v4", 0) > 0, widths
+    assert set(widths) == {"ld.global.v4", "st.global.v4"}, widths
 
 
 # --- arguments ---------------------------------------------------------------------------------
