@@ -16,10 +16,13 @@ with u1 and u2 from the first two words (Double: from the four), in Float for th
 compute dtype.
 
 Without ``rng_seed``/``rng_offset`` an op takes a seed that the ``philox_seed`` scalar op
-draws from torch's default (CPU) generator on every call, and offset 0: consecutive
-calls differ, ``torch.manual_seed`` makes them reproducible. Drawn seeds are odd and
-in [2**62, 2**63) (always an int64 launch argument, never specialized as 1 or as a
-multiple of 16, so every call reuses one compiled kernel).
+draws from torch's default CPU generator on every call (nvFuser takes the CUDA
+generator's seed and advances its offset instead: the same numbers as nvFuser are not a
+goal), and offset 0: consecutive calls differ, ``torch.manual_seed`` makes them
+reproducible. Each such op draws its own seed, so two of them differ. Drawn seeds are
+odd and in [2**62, 2**63): always an int64 launch argument, never specialized as 1 or as
+a multiple of 16, so every call reuses one compiled kernel (and a replay plan stays
+right for every seed it draws, ``runtime.replay``).
 
 The torch reference (``philox``) computes the same words with int64 arithmetic, so a
 kernel's uniform numbers equal the reference's bit for bit (normal ones up to the
@@ -117,8 +120,10 @@ def _normal_ref(
 
 
 def draw_seed() -> int:
-    """A fresh seed from torch's default generator: odd, in [2**62, 2**63)."""
-    return int(torch.randint(0, 2**62, (), dtype=torch.int64).item()) | (1 << 62) | 1
+    """A fresh seed from torch's default CPU generator (also when torch's default device is
+    another): odd, in [2**62, 2**63)."""
+    drawn = torch.randint(0, 2**62, (), dtype=torch.int64, device="cpu")
+    return int(drawn.item()) | (1 << 62) | 1
 
 
 # --- the Triton emission ----------------------------------------------------------------------
