@@ -218,10 +218,18 @@ def test_shape_ops_move_the_numbers_with_their_elements():
 
 def _dropout_then(kind: str, x: torch.Tensor) -> FusionDefinition:
     """dropout of ``x`` (a [rows, cols] input in its own layout), then sum over dim 1, or a
-    softmax over dim 1: the random op inside a reduction or a normalization kernel."""
+    softmax over dim 1: the random op inside a reduction or a normalization kernel; or a
+    layer norm over dim 1, then dropout: in the normalization kernel's epilogue."""
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
         s, o = (fd.define_scalar(dtype=DataType.Int) for _ in range(2))
+        if kind == "layer_norm":
+            var, mean = fd.ops.var_mean(t, dims=[1], correction=0)
+            rstd = fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-5, dtype=DataType.Double)))
+            centred = fd.ops.sub(t, fd.ops.broadcast_in_dim(mean, t.shape(), [0]))
+            normed = fd.ops.mul(centred, fd.ops.broadcast_in_dim(rstd, t.shape(), [0]))
+            fd.add_output(dropout(fd, normed, s, o, 0.1))
+            return fd
         y = dropout(fd, fd.ops.cast(t, DataType.Float), s, o, 0.1)
         if kind == "sum":
             y = fd.ops.sum(y, dims=[1])
@@ -232,7 +240,7 @@ def _dropout_then(kind: str, x: torch.Tensor) -> FusionDefinition:
     return fd
 
 
-@pytest.mark.parametrize("kind", ["pointwise", "sum", "softmax"])
+@pytest.mark.parametrize("kind", ["pointwise", "sum", "softmax", "layer_norm"])
 @pytest.mark.parametrize("layout", ["row", "column"])
 def test_dropout_is_one_kernel_with_its_neighbours(kind, layout):
     g = torch.Generator().manual_seed(2)
@@ -241,7 +249,7 @@ def test_dropout_is_one_kernel_with_its_neighbours(kind, layout):
     (y,) = fd.execute([x, SEED, OFFSET])
     run = fd.executor().last_run
     assert len(run.launches) == 1, [s.reason for s in run.segments]
-    scheduler = {"pointwise": "pointwise", "sum": "reduction", "softmax": "normalization"}[kind]
+    scheduler = {"pointwise": "pointwise", "sum": "reduction"}.get(kind, "normalization")
     assert run.segments[0].scheduler == scheduler
     ref = FusionExecutor(fd.executor().fusion, compute="reference").run([x, SEED, OFFSET])[0]
     torch.testing.assert_close(y, ref)
