@@ -140,6 +140,27 @@ def test_symbolic_shapes_from_scalar_inputs():
         assert torch.equal(out, reference("uniform", shape, DataType.Half))
 
 
+def test_a_vector_shape():
+    """The shape as a Vector: a symbolic input's ``shape()`` and a defined vector."""
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        seed, offset = (fd.define_scalar(dtype=DataType.Int) for _ in range(2))
+        mean = fd.define_scalar(0.0, dtype=DataType.Double)
+        std = fd.define_scalar(1.0, dtype=DataType.Double)
+        r = fd.ops.normal(mean, std, t.shape(), rng_seed=seed, rng_offset=offset)
+        fd.add_output(fd.ops.add(t, r))
+        v = fd.define_vector([4, 3])
+        fd.add_output(fd.ops.normal(mean, std, v, rng_seed=seed, rng_offset=offset))
+    x = torch.zeros(7, 2)
+    out, fixed = fd.execute([x, SEED, OFFSET])
+    torch.testing.assert_close(
+        out, reference("normal", (7, 2), DataType.Float), **NORMAL_TOL[DataType.Float]
+    )
+    torch.testing.assert_close(
+        fixed, reference("normal", (4, 3), DataType.Float), **NORMAL_TOL[DataType.Float]
+    )
+
+
 # --- whatever the schedule ---------------------------------------------------------------------
 def _forced_block(block_x: int):
     """Heuristics that take the scheduler's params with another BLOCK_X for pointwise kernels."""
