@@ -162,14 +162,11 @@ def test_a_vector_shape():
 
 
 # --- whatever the schedule ---------------------------------------------------------------------
-def _forced_block(block_x: int):
-    """Heuristics that take the scheduler's params with another BLOCK_X for pointwise kernels."""
+def _forced(**fields):
+    """Heuristics that take the scheduler's params with ``fields`` replaced."""
 
     def heuristics(scheduler, problem, info, tuning):
-        params = scheduler.heuristics(problem, info, tuning)
-        if scheduler.name == "pointwise":
-            params = dataclasses.replace(params, block_x=block_x)
-        return params
+        return dataclasses.replace(scheduler.heuristics(problem, info, tuning), **fields)
 
     return heuristics
 
@@ -194,7 +191,7 @@ def test_the_numbers_do_not_depend_on_the_schedule(dtype):
                 r = fd.ops.rand_like(t, rng_seed=s, rng_offset=o)
                 fd.add_output(r, stride_order=list(out_order))
                 fd.add_output(dropout(fd, t, s, o, 0.25))
-            configured(fd, heuristics=_forced_block(block))
+            configured(fd, heuristics=_forced(block_x=block))
             r_out, y = fd.execute([x, SEED, OFFSET])
             assert torch.equal(r_out, ref), (order, out_order, block)
             expected = torch.where(ref < 0.75, (x.float() / 0.75).to(x.dtype), 0.0)
@@ -449,6 +446,27 @@ def test_random_kernels_compile_for_sm_90(op, dtype):
     (art,) = compile_last_run(fd.executor())
     assert ".target sm_90" in art.ptx
     assert "mul.hi.u32" in art.ptx  # Philox's rounds
+
+
+def test_64_bit_indexing_and_a_generic_walk_compile_for_sm_90():
+    """The index in int64 (as for tensors past 2**31 elements), and a reshape walked per
+    element: the same numbers, and kernels that compile for sm_90."""
+    a, b = 5, 6
+    ref = reference("uniform", (a, b), DataType.Float)
+    for index64 in (False, True):
+        with FusionDefinition() as fd:
+            s, o = (fd.define_scalar(dtype=DataType.Int) for _ in range(2))
+            zero = fd.define_scalar(0.0, dtype=DataType.Double)
+            one = fd.define_scalar(1.0, dtype=DataType.Double)
+            r = fd.ops.uniform(zero, one, [a, b], rng_seed=s, rng_offset=o)
+            fd.add_output(fd.ops.reshape(fd.ops.permute(r, [1, 0]), [a * b]))
+        configured(fd, heuristics=_forced(index64=index64))
+        (flat,) = fd.execute([SEED, OFFSET])
+        assert torch.equal(flat, ref.t().reshape(-1))
+        (params,) = schedules(fd)
+        assert params.generic and params.index64 is index64
+        (art,) = compile_last_run(fd.executor())
+        assert ".target sm_90" in art.ptx
 
 
 @pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16], ids=str)
