@@ -319,6 +319,40 @@ def test_any_int64_seed_and_offset_gives_the_reference_numbers(seed, offset):
         assert (low == out).float().mean() < 0.02
 
 
+def test_new_seeds_and_offsets_replay_the_plan():
+    """Thunder passes a new (seed, offset) every step: one plan serves them all (a new plan
+    only where Triton would specialize the value otherwise: 1, multiples of 16), and each
+    call's numbers are its own seed's and offset's."""
+    x = torch.randn(10, 12, generator=torch.Generator().manual_seed(7))
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        s, o = (fd.define_scalar(dtype=DataType.Int) for _ in range(2))
+        fd.add_output(fd.ops.rand_like(t, rng_seed=s, rng_offset=o))
+        fd.add_output(dropout(fd, t, s, o, 0.5))
+    planned = fd.executor().planned_runs
+    ordinary = [(SEED + 2 * k, 3 + 2 * k) for k in range(4)]  # odd: one specialization
+    special = [(16, 32), (1, 1), (SEED, 2**40 + 1), (SEED, 2**40 + 1)]
+    for k, (seed, offset) in enumerate(ordinary + special):
+        r, y = fd.execute([x, seed, offset])
+        ref = reference("uniform", x.shape, DataType.Float, seed, offset)
+        assert torch.equal(r, ref)
+        torch.testing.assert_close(y, torch.where(ref < 0.5, x / 0.5, 0.0))
+        if k == len(ordinary) - 1:
+            assert fd.executor().planned_runs == planned + 1
+
+
+def test_an_input_that_is_also_a_shape_is_keyed_by_its_value():
+    """A scalar input that is an offset and also an extent: its value changes the plan."""
+    with FusionDefinition() as fd:
+        n = fd.define_scalar(dtype=DataType.Int)
+        zero = fd.define_scalar(0.0, dtype=DataType.Double)
+        one = fd.define_scalar(1.0, dtype=DataType.Double)
+        fd.add_output(fd.ops.uniform(zero, one, [n, 3], rng_seed=n, rng_offset=n))
+    for k in (5, 7):
+        (out,) = fd.execute([k])
+        assert torch.equal(out, reference("uniform", (k, 3), DataType.Float, k, k))
+
+
 def _unseeded() -> FusionDefinition:
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)

@@ -32,17 +32,24 @@ from .launch import LaunchRecord
 _Tensor = torch.Tensor
 
 
-def signature(inputs: Sequence[Any], device: Any = None) -> tuple[Any, ...] | None:
+def signature(
+    inputs: Sequence[Any], device: Any = None, seeds: frozenset[int] = frozenset()
+) -> tuple[Any, ...] | None:
     """Everything the checks and the plan depend on; None when it cannot be keyed.
 
     Per tensor its shape, strides, dtype, device and pointer alignment (part of the
     compiled kernels' specialization); per int or bool its type and value; per float
-    its type. ``device``: execute's device argument, when one was given.
+    its type. ``device``: execute's device argument, when one was given. ``seeds``:
+    positions of ints used only as random ops' seeds or offsets
+    (``ir.ops.random.seed_inputs``), keyed by what Triton specializes an int launch
+    argument on (1, a multiple of 16, 32 bits), not by value: a new seed replays.
     """
     key: list[Any] = []
-    for x in inputs:
+    for i, x in enumerate(inputs):
         if isinstance(x, _Tensor):
             key.append((x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15))
+        elif isinstance(x, int) and i in seeds and type(x) is int:
+            key.append((int, x == 1, x % 16 == 0, -(2**31) <= x < 2**31))
         elif isinstance(x, int):
             key.append((type(x), x))
         elif isinstance(x, float):

@@ -41,7 +41,7 @@ from ...errors import ArgumentTypeError, DefinitionError, UnsupportedError, desc
 from ..domain import IterDomain
 from ..fusion import Fusion
 from ..opdef import OpDef, OpKind, register
-from ..values import Scalar, TensorView
+from ..values import Scalar, TensorView, Vector
 from .common import Operand, Shape, as_shape, as_val, check_tensor, emit, fusion_of, static_value
 from .scalars import size
 
@@ -303,3 +303,21 @@ def randn_like(
 ) -> TensorView:
     """Standard normal numbers of ``x``'s shape and dtype."""
     return normal(0.0, 1.0, _like(x, "randn_like"), x.dtype, seed, offset)
+
+
+def seed_inputs(fusion: Fusion) -> frozenset[int]:
+    """Positions of the fusion's scalar inputs used only as random ops' ``rng_seed`` or
+    ``rng_offset``: their values decide no shape, layout or plan (only the numbers), so a
+    replay plan may serve every value of them (``runtime.replay.signature``)."""
+    uses: dict[int, bool] = {}  # id of a scalar input -> used only as a seed or an offset
+    for e in fusion.exprs:
+        for k, v in enumerate(e.inputs):
+            seed_use = e.op.name in NAMES and k in (2, 3)
+            for u in v.elements if isinstance(v, Vector) else [v]:  # a shape's entries too
+                uses[id(u)] = uses.get(id(u), True) and seed_use
+    outputs = {id(o.value) for o in fusion.outputs}
+    return frozenset(
+        i
+        for i, v in enumerate(fusion.inputs)
+        if isinstance(v, Scalar) and uses.get(id(v), False) and id(v) not in outputs
+    )
