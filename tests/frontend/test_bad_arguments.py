@@ -52,6 +52,13 @@ PARAM_KINDS = {
     "step": SCALAR,
     "dim": DIM,
     "index": INDEX,
+    # random ops
+    "minval": SCALAR,
+    "maxval": SCALAR,
+    "mean": SCALAR,
+    "std": SCALAR,
+    "rng_seed": SCALAR,
+    "rng_offset": SCALAR,
 }
 KIND_OVERRIDES = {
     ("cast", "arg"): OPERAND,
@@ -62,6 +69,7 @@ KIND_OVERRIDES = {
     ("expand", "shape"): INPUT_SHAPE,
 }
 GOOD_SHAPES = {"full": [2, 3], "reshape": [2], "broadcast_in_dim": [2, 1, 3], "expand": [2, 3]}
+GOOD_SHAPES |= {"uniform": [2, 3], "normal": [2, 3]}  # random ops
 # Where nvFuser gives a -1 extent a meaning, the result's static shape for the -1 row.
 MINUS_ONE_MEANS = {"reshape": (2,), "expand": (2, 3), "broadcast_in_dim": (2, 1, 3)}
 

@@ -135,10 +135,13 @@ def generic_index(spec, params) -> GenericIndex:
             continue
         terms: list[tuple[str, int | str]] = []
         conds: list[str] = []
-        for i, m in enumerate(memory_indices(access, root_idx, ix)):
+        mem = memory_indices(access, root_idx, ix)
+        if a >= first_coordinate:  # iota, random ops: the row-major linear index
+            mem = [_linear_index(mem, access.tv, ix)]
+        for i, m in enumerate(mem):
             if m == "0":
                 continue
-            if a >= first_coordinate:  # iota: its own linear coordinate
+            if a >= first_coordinate:
                 terms.append((m, 1))
                 continue
             s = f"ms{a}_{i}"
@@ -150,3 +153,12 @@ def generic_index(spec, params) -> GenericIndex:
         if conds:
             guards[a] = " & ".join(conds)
     return GenericIndex(tuple(ix.lines), offsets, guards, tuple(ix.extent_uids), tuple(strides))
+
+
+def _linear_index(indices: list[str], tv, ix: TritonIndex) -> str:
+    """``tv``'s row-major linear index of per-dim ``indices`` (Horner: one per dim)."""
+    lin = ix.zero
+    for d, m in enumerate(indices):
+        scaled = ix.mul(lin, ix.extent(tv, d)) if lin != ix.zero else ix.zero
+        lin = ix.add(scaled, m)
+    return lin

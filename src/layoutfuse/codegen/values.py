@@ -4,7 +4,7 @@ Shape ops are free here: they only change how an access is addressed, which
 the access analysis already folded into strides (or, for an access that is not
 affine, into its index walk: ``generic_index``). Pointwise ops are emitted from
 their OpDef rows in the compute dtype (Float for Half/BFloat16); creation ops
-are built from constants and coordinates.
+are built from constants and coordinates (random ops: Philox at the coordinate).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
 from ..ir import Expr, OpKind, Scalar, TensorView
+from ..ir.ops.random import NAMES as RANDOM_OPS
 from .writer import Writer, tl_compute
 
 SCALAR = object()  # marks a scalar operand's dtype in ``_pointwise``
@@ -166,6 +167,12 @@ class ValueEmitter:
             return self.w.assign(
                 "t", f"({start} + {step} * ({idx} + {self.tile_zeros})).to({tl_compute(out.dtype)})"
             )
+        if e.op.name in RANDOM_OPS:
+            a, b, seed, offset = (self.scalar_expr(v) for v in e.inputs[:4])
+            idx = self.coordinate(out, chain)
+            args = {"idx": idx, "zeros": self.tile_zeros, "seed": seed, "offset": offset}
+            name = e.op.triton(self.w, e.op.name, out.dtype, {**args, "a": a, "b": b})
+            return self.w.assign("t", f"({name}).to({tl_compute(out.dtype)})")
         raise ValueError(e.op.name)
 
 

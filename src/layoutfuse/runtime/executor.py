@@ -33,6 +33,7 @@ from ..analysis.device import DeviceInfo
 from ..dtypes import to_torch
 from ..errors import InputShapeError
 from ..ir import Fusion, Scalar, TensorView
+from ..ir.ops.random import seed_inputs
 from ..passes.output_layout import OutputLayout, OutputLayoutPass
 from ..reference import evaluate
 from ..schedulers.tuning import DEFAULT, Tuning
@@ -61,6 +62,7 @@ class FusionExecutor:
         # looked up with None too (unkeyable inputs): never stored under it
         self._plans: dict[tuple[Any, ...] | None, LaunchPlan] = {}
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
+        self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
 
     # --- public ------------------------------------------------------------------------------
     def run(
@@ -75,7 +77,7 @@ class FusionExecutor:
         outputs come back as 0-dim CPU tensors of their dtype. ``profile``: plan anew
         (no replay) and time every launch (``last_run.launches[i].time_ms``).
         """
-        key = signature(inputs, device)
+        key = signature(inputs, device, self._seed_inputs())
         plan = None if profile else self._plans.get(key)  # unkeyable inputs (None): none
         if plan is not None:
             return plan.replay(inputs)
@@ -86,8 +88,15 @@ class FusionExecutor:
     ) -> list[Any] | None:
         """The outputs through the plan recorded for ``inputs``' signature, or None when
         there is none yet (then ``run`` validates, plans and records one)."""
-        plan = self._plans.get(signature(inputs, device))
+        plan = self._plans.get(signature(inputs, device, self._seed_inputs()))
         return None if plan is None else plan.replay(inputs)
+
+    def _seed_inputs(self) -> frozenset[int]:
+        """Positions of the scalar inputs that are only random ops' seeds or offsets: a
+        replay plan serves all their values (``replay.signature``)."""
+        if self._seeds is None:
+            self._seeds = seed_inputs(self.fusion)
+        return self._seeds
 
     def plan(
         self, inputs: Sequence[Any], device: torch.device | str | int | None = None

@@ -19,6 +19,8 @@ import torch
 
 from ..errors import InputShapeError, UnsupportedError
 from ..ir import Expr, Fusion, IterDomain, OpKind, Scalar, TensorView, Val
+from ..ir.ops.random import N_PARAMS
+from ..ir.ops.random import NAMES as RANDOM_OPS
 from ..reference import evaluate_expr
 
 _MISSING = object()
@@ -133,6 +135,9 @@ class _Propagator:
             self.reshape(expr)
         elif name == "full":
             for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[1:])):
+                self.bind(expr, out, d, v, f"the shape of {expr!r}")
+        elif name in RANDOM_OPS:  # (a, b, seed, offset, *shape)
+            for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[N_PARAMS:])):
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
         elif name == "iota":
             (n,) = self.shape_values(expr, expr.inputs[:1])

@@ -27,10 +27,15 @@ Env = Mapping[int, torch.Tensor]
 Extents = dict[int, int]
 
 
-def real_strides(spec: KernelSpec, access: int, env: Env) -> tuple[int, ...]:
-    """The memory strides of an access's tensor (an iota's coordinate: its linear index)."""
+def real_strides(spec: KernelSpec, access: int, env: Env, extents: Extents) -> tuple[int, ...]:
+    """The memory strides of an access's tensor; a coordinate's (iota, random ops) are the
+    row-major strides of its tensor's shape: its value is a function of the linear index."""
     if access >= spec.n_loads + spec.n_stores:
-        return (1,)
+        strides, step = [], 1
+        for n in reversed(shape_of(spec.accesses[access].tv, extents)):
+            strides.append(step)
+            step *= max(n, 1)
+        return tuple(reversed(strides))
     return tuple(env[id(spec.accesses[access].tv)].stride())
 
 
@@ -42,7 +47,7 @@ def access_strides(
     strides: list[tuple[int, ...]] = []
     affine: list[bool] = []
     for i, a in enumerate(spec.accesses):
-        real = real_strides(spec, i, env)
+        real = real_strides(spec, i, env, extents)
         if spec.kind == "reduction" and spec.n_loads <= i < spec.n_loads + spec.n_stores:
             st: tuple[int, ...] | None = _with_reduced(real, reduced_dims(spec), rank)
         elif a.backward:
@@ -124,7 +129,7 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
     offs = tuple(
         max_offset(root_shape, s)
         if affine[i]
-        else max_offset(shape_of(a.tv, extents), real_strides(spec, i, env))
+        else max_offset(shape_of(a.tv, extents), real_strides(spec, i, env, extents))
         for i, (a, s) in enumerate(zip(spec.accesses, strides))
     )
     return Problem(

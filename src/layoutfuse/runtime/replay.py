@@ -26,22 +26,30 @@ from typing import Any
 import torch
 
 from ..ir import Fusion, Scalar
+from ..ir.ops.random import PHILOX_SEED, draw_seed
 from .launch import LaunchRecord
 
 _Tensor = torch.Tensor
 
 
-def signature(inputs: Sequence[Any], device: Any = None) -> tuple[Any, ...] | None:
+def signature(
+    inputs: Sequence[Any], device: Any = None, seeds: frozenset[int] = frozenset()
+) -> tuple[Any, ...] | None:
     """Everything the checks and the plan depend on; None when it cannot be keyed.
 
     Per tensor its shape, strides, dtype, device and pointer alignment (part of the
     compiled kernels' specialization); per int or bool its type and value; per float
-    its type. ``device``: execute's device argument, when one was given.
+    its type. ``device``: execute's device argument, when one was given. ``seeds``:
+    positions of ints used only as random ops' seeds or offsets
+    (``ir.ops.random.seed_inputs``), keyed by what Triton specializes an int launch
+    argument on (1, a multiple of 16, 32 bits), not by value: a new seed replays.
     """
     key: list[Any] = []
-    for x in inputs:
+    for i, x in enumerate(inputs):
         if isinstance(x, _Tensor):
             key.append((x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15))
+        elif isinstance(x, int) and i in seeds and type(x) is int:
+            key.append((int, x == 1, x % 16 == 0, -(2**31) <= x < 2**31))
         elif isinstance(x, int):
             key.append((type(x), x))
         elif isinstance(x, float):
@@ -77,6 +85,7 @@ class LaunchPlan:
     launches: list[PlannedLaunch]
     tensor_inputs: list[bool]  # per input, whether it is a tensor (a scalar as 0-dim: .item())
     direct: bool = True  # launch compiled CUDA kernels through their launcher
+    seeds: int = 0  # seeds each replay draws (random ops without rng_seed)
     # replay(inputs) -> new outputs, every launch replayed: compiled from ``source``
     replay: Callable[[Any], list[torch.Tensor]] = field(init=False, repr=False)
     source: str = field(init=False, repr=False)
@@ -122,6 +131,9 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         sorted({v for launch in plan.launches for kind, v in launch.argspec if kind == "scalar"})
     )
     body += [f"in{i} = inputs[{i}]" for i in tensors]
+    if plan.seeds:  # random ops without rng_seed: fresh seeds per call, in fusion order
+        env["draw_seed"] = draw_seed  # (as a planned call draws them: the same numbers)
+        body += [f"seed{k} = draw_seed()" for k in range(plan.seeds)]
     for i, kind in scalars.items():  # as validation converts it (a 0-dim tensor: its item)
         value = f"inputs[{i}].item()" if plan.tensor_inputs[i] else f"inputs[{i}]"
         body.append(f"in{i} = {kind.__name__}({value})")
@@ -156,6 +168,8 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             if kind == "out"
             else f"scratch{v[0]}"
             if kind == "scratch"
+            else f"seed{v}"
+            if kind == "seed"
             else name("v", v)
             for kind, v in launch.argspec
         ]
@@ -246,6 +260,10 @@ def build_plan(
             return None
         out_ids[id(t)] = j
     scalar_pos = {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
+    # a random op's drawn seed (by id) -> its number: fusion order, the order of the draws
+    seeds = {
+        id(e.outputs[0]): k for k, e in enumerate(e for e in fusion.exprs if e.op is PHILOX_SEED)
+    }
     launches = []
     for record in log:
         args = record.args
@@ -263,6 +281,8 @@ def build_plan(
         for k, s in record.scalar_slots:
             if id(s) in scalar_pos:  # args[k]: the value as validated
                 spec[k] = ("scalar", (scalar_pos[id(s)], type(args[k])))
+            elif s.definition is not None and s.definition.op is PHILOX_SEED:
+                spec[k] = ("seed", seeds[id(s)])  # drawn anew by each replay
             elif s.definition is not None and s.definition.op.name != "size":
                 return None  # host arithmetic on scalar inputs
         launches.append(
@@ -276,7 +296,9 @@ def build_plan(
             )
         )
     outputs = [(tuple(t.shape), t.stride(), t.dtype, t.device) for t in returned]
-    return LaunchPlan(outputs, launches, [isinstance(x, torch.Tensor) for x in inputs])
+    return LaunchPlan(
+        outputs, launches, [isinstance(x, torch.Tensor) for x in inputs], seeds=len(seeds)
+    )
 
 
 def _scratch_or_kept(

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 
 from ..analysis.accesses import Access, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
+from ..ir.ops import COORDINATE_OPS
+from ..ir.ops.random import N_PARAMS
+from ..ir.ops.random import NAMES as RANDOM_OPS
 from .normalization import Group, group_reached
 
 
@@ -22,7 +25,7 @@ class KernelSpec:
     root: TensorView  # the iteration tensor
     exprs: list[Expr]
     memory: list[TensorView]  # pointer arguments: loaded tensors, then stored ones
-    accesses: list[Access]  # loads, then stores, then coordinates (iota)
+    accesses: list[Access]  # loads, then stores, then coordinates (iota, random ops)
     n_loads: int
     n_stores: int
     scalars: list[Scalar]
@@ -46,7 +49,8 @@ def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
     out: dict[int, Scalar] = {}
     for e in exprs:
         if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION):
-            for v in e.inputs:
+            # a random op's shape is the kernel's extents: only its parameters are arguments
+            for v in e.inputs[:N_PARAMS] if e.op.name in RANDOM_OPS else e.inputs:
                 if isinstance(v, Scalar) and not v.is_constant:
                     out.setdefault(id(v), v)
                 if isinstance(v, Vector):
@@ -109,7 +113,7 @@ def kernel_spec(
         for a in ups
         if a.tv.definition is not None
         and id(a.tv) not in memory_ids
-        and a.tv.definition.op.name == "iota"
+        and a.tv.definition.op.name in COORDINATE_OPS
     ]
     found = {id(e): e for r in roots for e in _exprs_upstream(r, memory_ids)}
     exprs = _in_fusion_order(
@@ -179,7 +183,9 @@ def group_spec(
     coords = [
         Access(tv, c)
         for tv, c in reached
-        if tv.definition is not None and id(tv) not in memory and tv.definition.op.name == "iota"
+        if tv.definition is not None
+        and id(tv) not in memory
+        and tv.definition.op.name in COORDINATE_OPS
     ]
     exprs = _group_exprs(group, reached, memory, xstores)
     return KernelSpec(

@@ -33,6 +33,7 @@ from .arguments import (
 )
 from .handles import Scalar, Tensor, Vector
 from .printer import format_list
+from .random_ops import RANDOM_OPERATORS
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
@@ -360,3 +361,5 @@ for _name, _doc in REDUCTIONS.items():
     setattr(Operators, _name, _reduction_op(_name, _doc))
 for _method in (Operators.var, Operators.var_mean, Operators.welford):
     _method.__doc__ = f"{_method.__doc__}\n\n{REDUCTION_DIMS_RULE}"
+for _name, _op in RANDOM_OPERATORS.items():  # uniform, normal, rand_like, randn_like
+    setattr(Operators, _name, _op)
