@@ -2,12 +2,17 @@
 
 ``elementwise``: pointwise rows; ``reductions``: sum/max/min/prod and Welford;
 ``shape``: views and layout ops; ``creation``: full and iota; ``scalars``: size queries.
+``library``, ``matmul`` (as ``matmul_rows``), ``attention``: matmul-family ops that run as
+segments of their own, through torch.
 """
 
-from . import creation, elementwise, reductions, scalars, shape
+from . import attention, creation, elementwise, library, reductions, scalars, shape
+from . import matmul as matmul_rows
+from .attention import sdpfa_bwd, sdpfa_fwd
 from .creation import full, iota
 from .elementwise import ROW_BY_NAME as POINTWISE_ROWS
 from .elementwise import cast, pointwise
+from .matmul import grouped_mm, linear, matmul
 from .reductions import reduction, var, var_mean, welford
 from .scalars import size
 from .shape import (
@@ -45,4 +50,13 @@ __all__ = [
     "var",
     "var_mean",
     "welford",
+    # library rows
+    "attention",
+    "grouped_mm",
+    "library",
+    "linear",
+    "matmul",
+    "matmul_rows",
+    "sdpfa_bwd",
+    "sdpfa_fwd",
 ]
