@@ -68,7 +68,10 @@ def _linear_shape(s: Mapping[str, Dims], attrs: Mapping[str, Any]) -> list[Dims]
 
 
 def _linear_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.Tensor]:
-    return (torch.nn.functional.linear(v["a"], v["w"], v.get("bias")),)
+    a, w, bias = v["a"], v["w"], v.get("bias")
+    if w.ndim == 1 and bias is not None:  # torch's linear takes no bias with a 1-D weight
+        return (torch.matmul(a, w) + bias,)
+    return (torch.nn.functional.linear(a, w, bias),)
 
 
 LINEAR = library_row(
@@ -132,11 +135,19 @@ def grouped_matmul(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> t
     return out
 
 
+def _aligned(t: torch.Tensor) -> bool:
+    """torch._grouped_mm's requirement: 16-byte aligned data and strides (a dim of stride 1
+    apart)."""
+    ok = t.data_ptr() % 16 == 0
+    return ok and all(s == 1 or s * t.element_size() % 16 == 0 for s in t.stride())
+
+
 def _grouped_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.Tensor]:
     a, b, offs = v["a"], v["b"], v["offsets"]
     fast = getattr(torch, "_grouped_mm", None)
     if fast is not None and a.is_cuda and a.dtype == b.dtype == torch.bfloat16:
-        return (fast(a, b, offs=offs.to(torch.int32)),)
+        if _aligned(a) and _aligned(b):
+            return (fast(a, b, offs=offs.to(torch.int32)),)
     return (grouped_matmul(a, b, offs),)
 
 
