@@ -2,11 +2,11 @@
 
 ``elementwise``: pointwise rows; ``reductions``: sum/max/min/prod and Welford;
 ``shape``: views and layout ops; ``creation``: full and iota; ``scalars``: size queries.
-``library``, ``matmul`` (as ``matmul_rows``), ``attention``: matmul-family ops that run as
+``library``, ``matmul`` (as ``matmul_rows``), ``attention``, ``nvfp4``: matmul-family ops that run as
 segments of their own, through torch.
 """
 
-from . import attention, creation, elementwise, library, reductions, scalars, shape
+from . import attention, creation, elementwise, library, nvfp4, reductions, scalars, shape
 from . import matmul as matmul_rows
 from .attention import sdpfa_bwd, sdpfa_fwd
 from .creation import full, iota
@@ -57,6 +57,7 @@ __all__ = [
     "linear",
     "matmul",
     "matmul_rows",
+    "nvfp4",
     "sdpfa_bwd",
     "sdpfa_fwd",
 ]
