@@ -1,5 +1,6 @@
-"""``fd.ops`` for the library ops (matmul, linear, grouped_mm, sdpfa_fwd, sdpfa_bwd) and
-batch_norm, in nvFuser's argument forms (``python_bindings.cpp`` at fe9addc91).
+"""``fd.ops`` for the library ops (matmul, linear, grouped_mm, scaled_mm,
+cutlass_nvfp4_grouped_mm, sdpfa_fwd, sdpfa_bwd) and batch_norm, in nvFuser's argument forms
+(``python_bindings.cpp`` at fe9addc91).
 
 Each checks its handles, builds the IR (``ir/ops/matmul.py``, ``ir/ops/attention.py``,
 ``ir/ops/batch_norm.py``) and records the line nvFuser prints. The optional scalar
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...dtypes import DataType
 from ...errors import DefinitionError, UnsupportedError
 from ...ir import ops as ir_ops
 from ...ir.ops.batch_norm import batch_norm as ir_batch_norm
-from .arguments import bool_arg, type_error
+from .arguments import bool_arg, dtype_arg, int_arg, type_error
 from .handles import Scalar, Tensor
 
 
@@ -30,12 +32,17 @@ def _optional_tensor(rec, x, op: str, arg: str):
 
 
 def _optional_scalar(rec, x, op: str, arg: str):
-    """A Scalar handle's value, a Python bool/int/float, or None."""
-    if x is None or isinstance(x, bool | int | float):
+    """A Scalar handle's value, a Python number (a bool for ``is_causal``, else an int or
+    float), or None."""
+    if x is None:
         return x
     if isinstance(x, Scalar):
         return rec.scalar(x, op, arg)
-    raise type_error(op, arg, "a Scalar, a Python number or None", x)
+    flag = arg == "is_causal"
+    if isinstance(x, bool) == flag and isinstance(x, bool | int | float):
+        return x
+    what = "a bool" if flag else "a float"
+    raise type_error(op, arg, f"a Scalar, {what} or None", x)
 
 
 def matmul(self, arg1, arg2):
@@ -180,5 +187,89 @@ def batch_norm(
     return tuple(outs)
 
 
-OPERATORS = {f.__name__: f for f in (matmul, linear, grouped_mm, sdpfa_fwd, sdpfa_bwd, batch_norm)}
+def scaled_mm(
+    self,
+    mat1,
+    mat2,
+    scale1,
+    scale2,
+    alpha=None,
+    bias=None,
+    beta=None,
+    dtype=DataType.BFloat16,
+    output_block_scale_size=0,
+    output_block_scale_dtype=DataType.BFloat16,
+    output_gamma=False,
+):
+    """(out, None, None): the output quantization (block scales, gamma) is not supported."""
+    op = "scaled_mm"
+    rec = self._fd._recorder_for(op)
+    required = (("mat1", mat1), ("mat2", mat2), ("scale1", scale1), ("scale2", scale2))
+    tensors = [rec.tensor(x, op, n) for n, x in required]
+    optional = [
+        _optional_tensor(rec, x, op, n)
+        for n, x in (("alpha", alpha), ("bias", bias), ("beta", beta))
+    ]
+    out = ir_ops.scaled_mm(
+        *tensors,
+        *optional,
+        dtype=dtype_arg(dtype, op),
+        output_block_scale_size=int_arg(output_block_scale_size, op, "output_block_scale_size"),
+        output_gamma=bool_arg(output_gamma, op, "output_gamma"),
+    )
+    handle = rec.new(Tensor, out)
+    names = ", ".join(_name(x) for _, x in required)
+    rec.record(
+        [handle],
+        f"fd.ops.scaled_mm({names}, alpha={_name(alpha)}, bias={_name(bias)}, "
+        f"beta={_name(beta)}, dtype={dtype!r})",
+    )
+    return handle, None, None
+
+
+_NVFP4_OPERANDS = (
+    "mat1",
+    "mat2",
+    "scale1",
+    "scale2",
+    "alpha",
+    "problem_sizes",
+    "expert_offsets",
+    "sf_offsets",
+)
+
+
+def cutlass_nvfp4_grouped_mm(
+    self,
+    mat1,
+    mat2,
+    scale1,
+    scale2,
+    alpha,
+    problem_sizes,
+    expert_offsets,
+    sf_offsets,
+    dtype=DataType.BFloat16,
+):
+    op = "cutlass_nvfp4_grouped_mm"
+    rec = self._fd._recorder_for(op)
+    handles = (mat1, mat2, scale1, scale2, alpha, problem_sizes, expert_offsets, sf_offsets)
+    tensors = [rec.tensor(x, op, n) for x, n in zip(handles, _NVFP4_OPERANDS)]
+    out = ir_ops.cutlass_nvfp4_grouped_mm(*tensors, dtype=dtype_arg(dtype, op))
+    return rec.emit(out, f"fd.ops.{op}({', '.join(h.name for h in handles)}, dtype={dtype!r})")
+
+
+OPERATORS = {
+    f.__name__: f
+    for f in (
+        matmul,
+        linear,
+        grouped_mm,
+        scaled_mm,
+        cutlass_nvfp4_grouped_mm,
+        sdpfa_fwd,
+        sdpfa_bwd,
+        batch_norm,
+    )
+}
 """The operators ``fd.ops`` takes from this module (set on ``Operators`` by name)."""

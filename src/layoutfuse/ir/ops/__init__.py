@@ -2,19 +2,23 @@
 
 ``elementwise``: pointwise rows; ``reductions``: sum/max/min/prod and Welford;
 ``shape``: views and layout ops; ``creation``: full and iota; ``scalars``: size queries.
-``library``, ``matmul`` (as ``matmul_rows``), ``attention``, ``nvfp4``: matmul-family ops that run as
+``library``, ``matmul`` (as ``matmul_rows``), ``attention``, ``nvfp4``, ``scaled_mm`` (as
+``scaled_mm_rows``): matmul-family ops that run as
 segments of their own, through torch.
 """
 
 from . import attention, creation, elementwise, library, nvfp4, reductions, scalars, shape
 from . import matmul as matmul_rows
+from . import scaled_mm as scaled_mm_rows
 from .attention import sdpfa_bwd, sdpfa_fwd
 from .creation import full, iota
 from .elementwise import ROW_BY_NAME as POINTWISE_ROWS
 from .elementwise import cast, pointwise
 from .matmul import grouped_mm, linear, matmul
+from .nvfp4 import cutlass_nvfp4_grouped_mm
 from .reductions import reduction, var, var_mean, welford
 from .scalars import size
+from .scaled_mm import scaled_mm
 from .shape import (
     broadcast,
     broadcast_in_dim,
@@ -58,6 +62,9 @@ __all__ = [
     "matmul",
     "matmul_rows",
     "nvfp4",
+    "cutlass_nvfp4_grouped_mm",
+    "scaled_mm",
+    "scaled_mm_rows",
     "sdpfa_bwd",
     "sdpfa_fwd",
 ]

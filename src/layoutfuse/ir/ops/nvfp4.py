@@ -18,8 +18,9 @@ The op: rows ``expert_offsets[i] : expert_offsets[i] + problem_sizes[i][0]`` of 
 each operand scaled by its block scales (expert i's scale1 rows start at
 ``sf_offsets[i]``; scale2 is [g, n, k/16]), times ``alpha[i]``, in ``dtype``.
 
-The frontend binding waits for fp4 inputs (``DataType.Float4_e2m1fn``, whose torch
-tensors hold two elements a byte) in the dtype table and input validation.
+fp4 inputs are declared ``DataType.Float4_e2m1fn`` with their element extents (their
+torch tensors hold two elements a byte: ``dtypes.PACKED``), or ``Float4_e2m1fn_x2``
+with the packed extents (``from_pytorch`` of a ``float4_e2m1fn_x2`` tensor).
 """
 
 from __future__ import annotations
@@ -30,12 +31,27 @@ from typing import Any
 import torch
 
 from ...dtypes import DataType
-from .library import Dims, LibraryRow, library_row
+from ...errors import DefinitionError
+from ..values import TensorView
+from .common import check_tensor
+from .library import Dims, LibraryRow, library_op, library_row
 
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 """The non-negative fp4 e2m1 values by code 0-7; codes 8-15 are their negatives."""
 
 BLOCK = 16  # elements per NVFP4 block scale
+
+_FP4 = (DataType.Float4_e2m1fn, DataType.Float4_e2m1fn_x2)
+_OPERANDS = (
+    "mat1",
+    "mat2",
+    "scale1",
+    "scale2",
+    "alpha",
+    "problem_sizes",
+    "expert_offsets",
+    "sf_offsets",
+)
 
 
 def unpack_fp4(packed: torch.Tensor) -> torch.Tensor:
@@ -104,16 +120,7 @@ def _shape(s: Mapping[str, Dims], attrs: Mapping[str, Any]) -> list[Dims]:
 NVFP4_GROUPED_MM = library_row(
     LibraryRow(
         "cutlass_nvfp4_grouped_mm",
-        (
-            "mat1",
-            "mat2",
-            "scale1",
-            "scale2",
-            "alpha",
-            "problem_sizes",
-            "expert_offsets",
-            "sf_offsets",
-        ),
+        _OPERANDS,
         _shape,
         lambda d, attrs: [attrs["dtype"]],
         nvfp4_grouped_mm,
@@ -122,10 +129,36 @@ NVFP4_GROUPED_MM = library_row(
     )
 )
 
+
+def cutlass_nvfp4_grouped_mm(
+    mat1: TensorView,
+    mat2: TensorView,
+    scale1: TensorView,
+    scale2: TensorView,
+    alpha: TensorView,
+    problem_sizes: TensorView,
+    expert_offsets: TensorView,
+    sf_offsets: TensorView,
+    dtype: DataType = DataType.BFloat16,
+) -> TensorView:
+    op = "cutlass_nvfp4_grouped_mm"
+    args = (mat1, mat2, scale1, scale2, alpha, problem_sizes, expert_offsets, sf_offsets)
+    tensors = {n: check_tensor(x, op, n) for n, x in zip(_OPERANDS, args)}
+    for n in ("mat1", "mat2"):
+        if tensors[n].dtype not in _FP4:
+            raise DefinitionError(f"{op}: {n} must be Float4_e2m1fn, got {tensors[n].dtype}")
+    if tensors["mat1"].ndim != 2 or tensors["mat2"].ndim != 3:
+        raise DefinitionError(f"{op}: mat1 must have rank 2 ([m, k]) and mat2 rank 3 ([g, k, n])")
+    if dtype not in _TORCH_OUT:
+        raise DefinitionError(f"{op}: dtype must be BFloat16, Half or Float, got {dtype}")
+    return library_op(op, tensors, dtype=dtype)[0]
+
+
 __all__ = [
     "BLOCK",
     "E2M1_VALUES",
     "NVFP4_GROUPED_MM",
+    "cutlass_nvfp4_grouped_mm",
     "dequantize",
     "nvfp4_grouped_mm",
     "unpack_fp4",
