@@ -145,9 +145,10 @@ def test_sdpfa_backward_against_autograd(tdtype, dtype, is_causal, scale):
     )
     ref.backward(grad.float())
     expected = [ref.detach()] + [t.grad for t in leaves]
+    tol = _tol(tdtype) if tdtype == torch.float32 else dict(rtol=5e-2, atol=5e-2)
     for g, e in zip(got, expected):
         assert g.dtype == tdtype
-        torch.testing.assert_close(g.float(), e, **_tol(tdtype))
+        torch.testing.assert_close(g.float(), e, **tol)
 
 
 def test_sdpfa_fwd_value_head_dim_and_key_length_differ():

@@ -188,3 +188,58 @@ def test_plan_without_launching_keeps_the_library_segment():
     record = fd.executor().plan([a, b])
     assert [s.scheduler for s in record.segments] == ["library", "pointwise"]
     assert len(record.library_calls) == 1 and record.library_calls[0].at == 0
+
+
+PERMS = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
+
+
+@pytest.mark.parametrize("perm", PERMS)
+@pytest.mark.parametrize("through_kernel", [False, True])
+def test_batched_matmul_of_every_memory_order(perm, through_kernel):
+    """A [2, 3, 4] operand in each memory order, read by torch directly (an input) or
+    after a pointwise kernel (a buffer the kernel wrote); the output layout follows."""
+    g = torch.Generator().manual_seed(6)
+    shape = (2, 3, 4)
+    stored = torch.randn(tuple(shape[p] for p in perm), generator=g)
+    a = stored.permute(*[perm.index(d) for d in range(3)])  # logical [2, 3, 4]
+    assert a.shape == shape
+    b = torch.randn(4, 5, generator=g)
+    with FusionDefinition() as fd:
+        ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
+        x = fd.ops.abs(ta) if through_kernel else ta
+        fd.add_output(fd.ops.exp(fd.ops.matmul(x, tb)))
+    (out,) = fd.execute([a, b])
+    x = a.abs() if through_kernel else a
+    torch.testing.assert_close(out, torch.exp(x @ b), rtol=1e-5, atol=1e-5)
+    kinds = [s[0] for s in _segments(fd, [a, b])]
+    assert kinds == (["pointwise"] if through_kernel else []) + ["library", "pointwise"]
+
+
+def test_matmul_of_sliced_and_expanded_operands():
+    """A sliced input (every other column: not contiguous) and an expanded batch dim
+    (stride 0) reach torch as they are."""
+    g = torch.Generator().manual_seed(7)
+    a = torch.randn(3, 8, generator=g)[:, ::2]  # [3, 4], strides (8, 2)
+    b = torch.randn(1, 4, 5, generator=g).expand(2, 4, 5)  # stride 0 over the batch
+    with FusionDefinition() as fd:
+        ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
+        fd.add_output(fd.ops.neg(fd.ops.matmul(ta, tb)))
+    (out,) = fd.execute([a, b])
+    torch.testing.assert_close(out, -(a @ b), rtol=1e-5, atol=1e-5)
+    assert out.shape == (2, 3, 5)
+
+
+def test_a_size_one_batch_dim_broadcasts_against_the_kernel_after():
+    """matmul of [1, 3, 4] and [4, 5] gives a [1, 3, 5] whose size-1 dim is a broadcast
+    dim: adding a [2, 3, 5] input broadcasts it."""
+    g = torch.Generator().manual_seed(8)
+    a, b, c = (
+        torch.randn(1, 3, 4, generator=g),
+        torch.randn(4, 5, generator=g),
+        torch.randn(2, 3, 5, generator=g),
+    )  # noqa: E501
+    with FusionDefinition() as fd:
+        ta, tb, tc = fd.from_pytorch(a), fd.from_pytorch(b), fd.from_pytorch(c)
+        fd.add_output(fd.ops.add(fd.ops.matmul(ta, tb), tc))
+    (out,) = fd.execute([a, b, c])
+    torch.testing.assert_close(out, a @ b + c, rtol=1e-5, atol=1e-5)

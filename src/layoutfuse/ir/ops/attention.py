@@ -36,6 +36,11 @@ def _flash(q: torch.Tensor) -> bool:
     return q.is_cuda and q.dtype in _FLASH_DTYPES
 
 
+def _last_contiguous(*ts: torch.Tensor) -> list[torch.Tensor]:
+    """Flash attention's operands need a stride-1 last dim: a copy of those that lack it."""
+    return [t if t.stride(-1) == 1 else t.contiguous() for t in ts]
+
+
 def _options(v: Mapping[str, Any], q: torch.Tensor) -> tuple[float, bool, float]:
     dropout_p = float(v.get("dropout_p") or 0.0)
     is_causal = bool(v.get("is_causal") or False)
@@ -94,8 +99,9 @@ def _fwd_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.Tens
     q, k, val = v["query"], v["key"], v["value"]
     dropout_p, is_causal, scale = _options(v, q)
     if _flash(q):
+        fq, fk, fv = _last_contiguous(q, k, val)
         out, lse, _, _, _, _, seed, offset, _ = torch.ops.aten._scaled_dot_product_flash_attention(
-            q, k, val, dropout_p, is_causal, return_debug_mask=False, scale=scale
+            fq, fk, fv, dropout_p, is_causal, return_debug_mask=False, scale=scale
         )
         return out, lse, seed, offset
     _no_dropout("sdpfa_fwd", dropout_p)
@@ -168,8 +174,10 @@ def _bwd_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.Tens
     dropout_p, is_causal, scale = _options(v, q)
     if _flash(q):
         L, S = q.shape[2], k.shape[2]
+        # cum_seq_q and cum_seq_k are undefined (None) for tensors that are not nested
+        fg, fq, fk, fv, fo = _last_contiguous(g, q, k, val, out)
         dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_backward(
-            g, q, k, val, out, lse, None, None, L, S, dropout_p, is_causal,
+            fg, fq, fk, fv, fo, lse, None, None, L, S, dropout_p, is_causal,
             v["philox_seed"], v["philox_offset"], scale=scale,
         )  # fmt: skip
         return dq, dk, dv

@@ -146,8 +146,11 @@ def _grouped_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.
     a, b, offs = v["a"], v["b"], v["offsets"]
     fast = getattr(torch, "_grouped_mm", None)
     if fast is not None and a.is_cuda and a.dtype == b.dtype == torch.bfloat16:
-        if _aligned(a) and _aligned(b):
-            return (fast(a, b, offs=offs.to(torch.int32)),)
+        # the layouts its kernels take: mat1 row-major, mat2 column-major (last two dims)
+        a_rows = a.contiguous()
+        b_cols = b.transpose(-2, -1).contiguous().transpose(-2, -1)
+        if _aligned(a_rows) and _aligned(b_cols):
+            return (fast(a_rows, b_cols, offs=offs.to(torch.int32)),)
     return (grouped_matmul(a, b, offs),)
 
 
