@@ -219,10 +219,9 @@ def scaled_mm(
     )
     handle = rec.new(Tensor, out)
     names = ", ".join(_name(x) for _, x in required)
-    rec.record(
-        [handle],
-        f"fd.ops.scaled_mm({names}, alpha={_name(alpha)}, bias={_name(bias)}, "
-        f"beta={_name(beta)}, dtype={dtype!r})",
+    rec.lines.append(  # it returns three values, two of them None
+        f"{handle.name}, _, _ = fd.ops.scaled_mm({names}, alpha={_name(alpha)}, "
+        f"bias={_name(bias)}, beta={_name(beta)}, dtype={dtype!r})"
     )
     return handle, None, None
 
