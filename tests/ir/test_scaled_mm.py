@@ -60,3 +60,51 @@ def test_scaled_mm_refuses_output_quantization():
         a, b, s1, s2 = (fd.define_tensor(shape=[-1, -1], dtype=DataType.Float) for _ in range(4))
         with pytest.raises(UnsupportedError, match="quantizing the output"):
             fd.ops.scaled_mm(a, b, s1, s2, output_block_scale_size=16)
+
+
+def _grouped_reference(a, b, ends, s1, s2, alpha, bias):
+    """The scaled grouped product, group by group, written out."""
+    starts = [0] + ends[:-1]
+    if b.ndim == 3:  # groups of rows
+        out = torch.zeros(a.shape[0], b.shape[2])
+        for i, (lo, hi) in enumerate(zip(starts, ends)):
+            prod = (a[lo:hi].float() * s1[lo:hi, None]) @ (b[i].float() * s2[i][None, :])
+            out[lo:hi] = prod * alpha[i] + bias[i]
+        return out
+    out = torch.zeros(a.shape[1], b.shape[1])  # groups of columns
+    for i, (lo, hi) in enumerate(zip(starts, ends)):
+        prod = (a[i].float() * s1[i][:, None]) @ (b[:, lo:hi].float() * s2[None, lo:hi])
+        out[:, lo:hi] = prod * alpha[i] + bias[i, lo:hi]
+    return out
+
+
+@pytest.mark.parametrize("tdtype,dtype", OPERANDS)
+@pytest.mark.parametrize("form", ["rows", "columns"])
+def test_scaled_grouped_mm(tdtype, dtype, form):
+    gen = torch.Generator().manual_seed(11)
+    g, m, k, n, ends = 3, 10, 16, 6, [2, 7, 10]
+    if form == "rows":
+        a = (torch.rand(m, k, generator=gen) - 0.5).to(tdtype)
+        b = (torch.rand(g, k, n, generator=gen) - 0.5).to(tdtype)
+        s1, s2 = _rand((m,), 1), _rand((g, n), 2)
+        bias = _rand((g, n), 3)
+    else:
+        ends = [1, 4, 6]
+        a = (torch.rand(g, m, k, generator=gen) - 0.5).to(tdtype)
+        b = (torch.rand(k, n, generator=gen) - 0.5).to(tdtype)
+        s1, s2 = _rand((g, m), 1), _rand((n,), 2)
+        bias = _rand((g, n), 3)
+    alpha = _rand((g,), 4)
+    offsets = torch.tensor(ends, dtype=torch.int32)
+    with FusionDefinition() as fd:
+        ta, tb, to, ts1, ts2, tal, tbi = (
+            fd.from_pytorch(t) for t in (a, b, offsets, s1, s2, alpha, bias)
+        )
+        out, none1, none2 = fd.ops.grouped_mm(
+            ta, tb, to, ts1, ts2, alpha=tal, bias=tbi, dtype=DataType.Float
+        )
+        assert none1 is None and none2 is None
+        fd.add_output(out)
+    (got,) = fd.execute([a, b, offsets, s1, s2, alpha, bias])
+    ref = _grouped_reference(a, b, ends, s1, s2, alpha, bias)
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)

@@ -243,3 +243,18 @@ def test_a_size_one_batch_dim_broadcasts_against_the_kernel_after():
         fd.add_output(fd.ops.add(fd.ops.matmul(ta, tb), tc))
     (out,) = fd.execute([a, b, c])
     torch.testing.assert_close(out, a @ b + c, rtol=1e-5, atol=1e-5)
+
+
+def test_kernels_around_a_library_segment_compile_for_hopper():
+    """The generated kernels before and after the library call compile for sm_90."""
+    from layoutfuse.codegen.hopper_check import compile_last_run
+
+    g = torch.Generator().manual_seed(9)
+    a, b = torch.randn(8, 16, generator=g), torch.randn(16, 8, generator=g)
+    with FusionDefinition() as fd:
+        ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
+        m = fd.ops.matmul(fd.ops.sigmoid(ta), tb)
+        fd.add_output(fd.ops.sum(fd.ops.mul(m, m), dims=[1]))
+    fd.execute([a, b])
+    artifacts = compile_last_run(fd.executor())
+    assert len(artifacts) == 2 and all(x.ptx for x in artifacts)

@@ -59,11 +59,28 @@ def linear(self, arg1, arg2, bias=None):
     return rec.emit(ir_ops.linear(a, w, b), text)
 
 
-def grouped_mm(self, mat1, mat2, offsets, *scaled, **scaled_kw):
-    """``grouped_mm(mat1, mat2, offsets)``; the scaled form (scale1, scale2, ...) is not
-    supported yet."""
-    if scaled or scaled_kw:
-        raise UnsupportedError("grouped_mm: the scaled form (scale1, scale2, ...) is not supported")
+def grouped_mm(
+    self,
+    mat1,
+    mat2,
+    offsets,
+    scale1=None,
+    scale2=None,
+    alpha=None,
+    bias=None,
+    beta=None,
+    dtype=DataType.BFloat16,
+    output_block_scale_size=0,
+    output_block_scale_dtype=DataType.BFloat16,
+    output_gamma=False,
+):
+    """``grouped_mm(mat1, mat2, offsets) -> Tensor``, or the scaled form (scale1 and
+    scale2 given) ``-> (out, None, None)``."""
+    if scale1 is not None or scale2 is not None:
+        return _scaled_grouped_mm(
+            self, mat1, mat2, offsets, scale1, scale2, alpha, bias, beta, dtype,
+            output_block_scale_size, output_gamma,
+        )  # fmt: skip
     rec = self._fd._recorder_for("grouped_mm")
     a = rec.tensor(mat1, "grouped_mm", "mat1")
     b = rec.tensor(mat2, "grouped_mm", "mat2")
@@ -221,6 +238,34 @@ def scaled_mm(
     names = ", ".join(_name(x) for _, x in required)
     rec.lines.append(  # it returns three values, two of them None
         f"{handle.name}, _, _ = fd.ops.scaled_mm({names}, alpha={_name(alpha)}, "
+        f"bias={_name(bias)}, beta={_name(beta)}, dtype={dtype!r})"
+    )
+    return handle, None, None
+
+
+def _scaled_grouped_mm(
+    self, mat1, mat2, offsets, scale1, scale2, alpha, bias, beta, dtype, block_size, gamma
+):
+    op = "grouped_mm"
+    rec = self._fd._recorder_for(op)
+    required = (("mat1", mat1), ("mat2", mat2), ("offsets", offsets))
+    required += (("scale1", scale1), ("scale2", scale2))
+    tensors = [rec.tensor(x, op, n) for n, x in required]
+    optional = [
+        _optional_tensor(rec, x, op, n)
+        for n, x in (("alpha", alpha), ("bias", bias), ("beta", beta))
+    ]
+    out = ir_ops.scaled_grouped_mm(
+        *tensors,
+        *optional,
+        dtype=dtype_arg(dtype, op),
+        output_block_scale_size=int_arg(block_size, op, "output_block_scale_size"),
+        output_gamma=bool_arg(gamma, op, "output_gamma"),
+    )
+    handle = rec.new(Tensor, out)
+    names = ", ".join(_name(x) for _, x in required)
+    rec.lines.append(
+        f"{handle.name}, _, _ = fd.ops.grouped_mm({names}, alpha={_name(alpha)}, "
         f"bias={_name(bias)}, beta={_name(beta)}, dtype={dtype!r})"
     )
     return handle, None, None

@@ -18,7 +18,7 @@ from .matmul import grouped_mm, linear, matmul
 from .nvfp4 import cutlass_nvfp4_grouped_mm
 from .reductions import reduction, var, var_mean, welford
 from .scalars import size
-from .scaled_mm import scaled_mm
+from .scaled_mm import scaled_grouped_mm, scaled_mm
 from .shape import (
     broadcast,
     broadcast_in_dim,
@@ -63,6 +63,7 @@ __all__ = [
     "matmul_rows",
     "nvfp4",
     "cutlass_nvfp4_grouped_mm",
+    "scaled_grouped_mm",
     "scaled_mm",
     "scaled_mm_rows",
     "sdpfa_bwd",
