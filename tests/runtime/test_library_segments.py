@@ -258,3 +258,22 @@ def test_kernels_around_a_library_segment_compile_for_hopper():
     fd.execute([a, b])
     artifacts = compile_last_run(fd.executor())
     assert len(artifacts) == 2 and all(x.ptx for x in artifacts)
+
+
+def test_library_operands_computed_by_reductions_and_normalizations():
+    """An operand from a reduction kernel (a column sum) and one from a normalization
+    kernel (a softmax): both stored in buffers that torch then reads."""
+    g = torch.Generator().manual_seed(10)
+    x, y = torch.randn(5, 6, generator=g), torch.randn(6, 4, generator=g)
+    with FusionDefinition() as fd:
+        tx, ty = fd.from_pytorch(x), fd.from_pytorch(y)
+        col = fd.ops.sum(tx, dims=[0], keepdim=True)  # [1, 6]
+        mx = fd.ops.max(ty, dims=[1], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(ty, mx))
+        soft = fd.ops.div(e, fd.ops.sum(e, dims=[1], keepdim=True))  # [6, 4]
+        fd.add_output(fd.ops.matmul(col, soft))
+    (out,) = fd.execute([x, y])
+    ref = x.sum(0, keepdim=True) @ torch.softmax(y, 1)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    kinds = [s[0] for s in _segments(fd, [x, y])]
+    assert kinds[-1] == "library" and {"normalization", "reduction"} <= set(kinds)
