@@ -11,7 +11,9 @@ its pointwise and shape prologue recomputed from memory; its outputs are written
 memory (the fusion's output or an intermediate buffer). Every remaining output computed
 by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
 in the same coordinates, are stored by that kernel. Each cut says why it was made
-(``Segment.reason``).
+(``Segment.reason``). A library op (matmul, linear, attention: ``ir/ops/library.py``)
+is a segment of its own, run through torch; the kernels around it read and write its
+operands and results in memory (``segment``).
 
 A normalization kernel carries its fallback plan (``KernelSpec.fallback``, built in
 ``segmenter.specs``), which the runtime takes when the normalization scheduler says its

@@ -31,7 +31,7 @@ from ...dtypes import DataType
 from ...errors import DefinitionError
 from ..domain import IterDomain, IterType
 from ..opdef import OpDef, OpKind, register
-from ..values import Scalar, TensorView, Val
+from ..values import TensorView, Val
 from .common import emit, fusion_of
 
 if TYPE_CHECKING:
@@ -116,11 +116,6 @@ def _axis(extent: int | None) -> IterDomain:
     return IterDomain(extent, IterType.BROADCAST) if extent == 1 else IterDomain(extent)
 
 
-def scalar_value(v: Any, default: Any = None) -> Any:
-    """A scalar operand's value at run time (None: ``default``)."""
-    return default if v is None else v
-
-
 # --- shape helpers -------------------------------------------------------------------------
 def check_rank(op: str, arg: str, shape: Dims, ranks: Sequence[int]) -> None:
     if len(shape) not in ranks:
@@ -183,5 +178,4 @@ __all__ = [
     "library_row",
     "matmul_shape",
     "row_of",
-    "Scalar",
 ]
