@@ -158,7 +158,8 @@ def test_sdpfa_fwd_value_head_dim_and_key_length_differ():
         fd.add_output(out)
         fd.add_output(lse)
     out, lse = fd.execute([q, k, v])
-    torch.testing.assert_close(out, torch.nn.functional.scaled_dot_product_attention(q, k, v))
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
     assert out.shape == (2, 3, 3, 5) and lse.shape == (2, 3, 3)
 
 

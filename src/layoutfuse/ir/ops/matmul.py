@@ -150,7 +150,10 @@ def _grouped_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.
         a_rows = a.contiguous()
         b_cols = b.transpose(-2, -1).contiguous().transpose(-2, -1)
         if _aligned(a_rows) and _aligned(b_cols):
-            return (fast(a_rows, b_cols, offs=offs.to(torch.int32)),)
+            try:
+                return (fast(a_rows, b_cols, offs=offs.to(torch.int32)),)
+            except RuntimeError:  # a form or a device its kernels do not take
+                pass
     return (grouped_matmul(a, b, offs),)
 
 
