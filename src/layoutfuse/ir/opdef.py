@@ -26,6 +26,7 @@ class OpKind(enum.Enum):
     SHAPE = "shape"  # permute, reshape, broadcast, squeeze, expand, set
     CREATION = "creation"  # full, iota
     SCALAR = "scalar"  # scalar arithmetic and size queries, evaluated on the host
+    LIBRARY = "library"  # matmul, attention: a segment of its own that calls torch (ops/library.py)
 
 
 class IndexAlgebra(Protocol):

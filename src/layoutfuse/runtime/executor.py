@@ -165,7 +165,9 @@ class FusionExecutor:
         if key is not None and replayable and len(self._plans) < 64:
             assert record is not None  # replayable: the kernels ran
             kept = self._compiled.kept_tensors() if self._compiled is not None else frozenset()
-            plan = build_plan(self.fusion, inputs, result, record.launches, kept)
+            plan = build_plan(
+                self.fusion, inputs, result, record.launches, kept, record.library_calls
+            )
             if plan is not None:
                 self._plans[key] = plan
         if record is not None:

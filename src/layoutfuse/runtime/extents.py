@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from ..errors import InputShapeError, UnsupportedError
+from ..errors import DefinitionError, InputShapeError, UnsupportedError
 from ..ir import Expr, Fusion, IterDomain, OpKind, Scalar, TensorView, Val
+from ..ir.ops.library import row_of as library_row
 from ..ir.ops.random import N_PARAMS
 from ..ir.ops.random import NAMES as RANDOM_OPS
 from ..reference import evaluate_expr
@@ -139,6 +140,8 @@ class _Propagator:
         elif name in RANDOM_OPS:  # (a, b, seed, offset, *shape)
             for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[N_PARAMS:])):
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
+        elif kind is OpKind.LIBRARY:
+            self.library(expr)
         elif name == "iota":
             (n,) = self.shape_values(expr, expr.inputs[:1])
             self.bind(expr, out, out.shape_domain[0], n, f"the length of {expr!r}")
@@ -156,6 +159,20 @@ class _Propagator:
                         f"and T{o.index} has symbolic extents"
                     )
                 self.bind(expr, o, d, d.extent, f"the static extents of {expr!r}")
+
+    def library(self, expr: Expr) -> None:
+        """A library op's outputs from its row's shape rule on the operands' extents."""
+        tensors = [v for v in expr.inputs if isinstance(v, TensorView)]
+        shapes = [tuple(self.ext[d.uid] for d in t.shape_domain) for t in tensors]
+        try:
+            out_shapes = library_row(expr).output_shapes(expr, shapes)
+        except DefinitionError as e:
+            raise InputShapeError(f"{expr!r}: {e}") from None
+        for o, shape in zip(expr.outputs, out_shapes):
+            assert isinstance(o, TensorView)
+            for d, v in zip(o.shape_domain, shape):
+                assert v is not None  # every operand extent is known at run time
+                self.bind(expr, o, d, v, f"the shape rule of {expr.op.name}")
 
     def pointwise(self, expr: Expr) -> None:
         out = expr.outputs[0]

@@ -11,7 +11,9 @@ its pointwise and shape prologue recomputed from memory; its outputs are written
 memory (the fusion's output or an intermediate buffer). Every remaining output computed
 by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
 in the same coordinates, are stored by that kernel. Each cut says why it was made
-(``Segment.reason``).
+(``Segment.reason``). A library op (matmul, linear, attention: ``ir/ops/library.py``)
+is a segment of its own, run through torch; the kernels around it read and write its
+operands and results in memory (``segment``).
 
 A normalization kernel carries its fallback plan (``KernelSpec.fallback``, built in
 ``segmenter.specs``), which the runtime takes when the normalization scheduler says its
@@ -28,7 +30,7 @@ from typing import NamedTuple
 from ..analysis.accesses import Access, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, TensorView
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
-from .specs import KernelSpec, group_spec, kernel_spec, reduction_spec
+from .specs import KernelSpec, group_spec, kernel_spec, library_spec, reduction_spec
 
 __all__ = ["KernelSpec", "segment", "siblings"]
 
@@ -56,7 +58,10 @@ class _Segmentation:
     groups: list[_GroupKernel] = field(default_factory=list)
 
     @classmethod
-    def of(cls, fusion: Fusion, computed_outputs: list[TensorView]) -> _Segmentation:
+    def of(
+        cls, fusion: Fusion, computed_outputs: list[TensorView], results: set[int]
+    ) -> _Segmentation:
+        """``results``: ids of library results (in memory, as inputs are)."""
         reductions = [e for e in fusion.exprs if e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD)]
         pending = [
             o
@@ -65,7 +70,8 @@ class _Segmentation:
             and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD)
         ]
         pending.sort(key=lambda t: -len(t.shape_domain))
-        return cls(fusion, computed_outputs, {id(v) for v in fusion.inputs}, reductions, pending)
+        memory = {id(v) for v in fusion.inputs} | results
+        return cls(fusion, computed_outputs, memory, reductions, pending)
 
     @property
     def output_ids(self) -> set[int]:
@@ -85,14 +91,49 @@ class _Segmentation:
 def segment(
     fusion: Fusion, computed_outputs: list[TensorView]
 ) -> tuple[list[KernelSpec], list[TensorView]]:
-    """Kernel specs in run order, and the intermediate tensors that need buffers."""
-    seg = _Segmentation.of(fusion, computed_outputs)
+    """Kernel specs in run order, and the intermediate tensors that need buffers.
+
+    A library op (matmul, attention: ``ir/ops/library.py``) is a segment of its own
+    (``library_spec``): its results are in memory for the kernels after it, as inputs
+    are, and the kernels before it store its operands that they compute (in buffers
+    when they are not outputs). The library segment's results are not among the buffers:
+    torch makes them (those that are outputs are copied into their destinations)."""
+    library = [e for e in fusion.exprs if e.op.kind is OpKind.LIBRARY]
+    results = {id(o) for e in library for o in e.outputs}
+    kernel_outputs = [o for o in computed_outputs if id(o) not in results]
+    operands = _library_operands(library, fusion, results)
+    extra = [t for t in operands if all(t is not o for o in kernel_outputs)]
+    specs, intermediates = _kernel_segments(fusion, kernel_outputs + extra, results, library)
+    return specs, intermediates + extra
+
+
+def _library_operands(library: list[Expr], fusion: Fusion, results: set[int]) -> list[TensorView]:
+    """The tensor operands of library ops that kernels compute (each once, in order)."""
+    out: list[TensorView] = []
+    for e in library:
+        for v in e.inputs:
+            if (
+                isinstance(v, TensorView)
+                and v.definition is not None
+                and id(v) not in results
+                and all(v is not t for t in out)
+            ):
+                out.append(v)
+    return out
+
+
+def _kernel_segments(
+    fusion: Fusion, computed_outputs: list[TensorView], results: set[int], library: list[Expr]
+) -> tuple[list[KernelSpec], list[TensorView]]:
+    """The segments of ``segment``: ``results`` (library results) live in memory."""
+    seg = _Segmentation.of(fusion, computed_outputs, results)
     _normalization_groups(seg)
     _sibling_groups(seg)
     memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
     specs = _pointwise_specs(seg, memory_ids)
     reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
     specs += reduction_specs
+    specs += [library_spec(e) for e in library]
     # what the kernels load: the others', and the normalization kernels' own (a group can
     # read another group's results: a first pass builds them without extra stores)
     first, _ = _group_specs(seg, memory_ids, set())

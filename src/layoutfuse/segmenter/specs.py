@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..analysis.accesses import Access, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
 from ..ir.ops import COORDINATE_OPS
+from ..ir.ops.library import row_of
 from ..ir.ops.random import N_PARAMS
 from ..ir.ops.random import NAMES as RANDOM_OPS
 from .normalization import Group, group_reached
@@ -21,7 +22,7 @@ from .normalization import Group, group_reached
 
 @dataclass(eq=False)
 class KernelSpec:
-    kind: str  # "pointwise" or "reduction"
+    kind: str  # "pointwise", "reduction", "normalization" or "library"
     root: TensorView  # the iteration tensor
     exprs: list[Expr]
     memory: list[TensorView]  # pointer arguments: loaded tensors, then stored ones
@@ -133,6 +134,28 @@ def kernel_spec(
         [a.tv for a in stores],
         siblings=list(siblings),
         online=dict(online),
+    )
+
+
+def library_spec(e: Expr) -> KernelSpec:
+    """A library segment: one library op, run through torch (``ir/ops/library.py``). Its
+    loads are its tensor operands, its outputs the op's results; its scalars the
+    operands that are not constants."""
+    tensors = [v for v in e.inputs if isinstance(v, TensorView)]
+    loads = [Access(t, ()) for t in _distinct_tensors([Access(t, ()) for t in tensors])]
+    outputs = [o for o in e.outputs if isinstance(o, TensorView)]
+    scalars = [v for v in e.inputs if isinstance(v, Scalar) and not v.is_constant]
+    return KernelSpec(
+        "library",
+        outputs[0],
+        [e],
+        _distinct_tensors(loads) + outputs,
+        loads,
+        len(loads),
+        0,
+        scalars,
+        reason=row_of(e).reason,
+        outputs=outputs,
     )
 
 

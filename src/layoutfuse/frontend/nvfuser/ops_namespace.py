@@ -363,3 +363,9 @@ for _method in (Operators.var, Operators.var_mean, Operators.welford):
     _method.__doc__ = f"{_method.__doc__}\n\n{REDUCTION_DIMS_RULE}"
 for _name, _op in RANDOM_OPERATORS.items():  # uniform, normal, rand_like, randn_like
     setattr(Operators, _name, _op)
+
+# --- library ops and batch_norm (frontend/nvfuser/library_ops.py) ------------------------------
+from .library_ops import OPERATORS as _LIBRARY_OPERATORS  # noqa: E402
+
+for _name, _fn in _LIBRARY_OPERATORS.items():
+    setattr(Operators, _name, _fn)

@@ -3,15 +3,23 @@
 ``elementwise``: pointwise rows; ``reductions``: sum/max/min/prod and Welford;
 ``shape``: views and layout ops; ``creation``: full and iota; ``scalars``: size queries;
 ``random``: uniform and normal (Philox at each element's linear index).
+``library``, ``matmul`` (as ``matmul_rows``), ``attention``, ``nvfp4``, ``scaled_mm`` (as
+``scaled_mm_rows``): matmul-family ops that run as segments of their own, through torch.
 """
 
-from . import creation, elementwise, random, reductions, scalars, shape
+from . import attention, creation, elementwise, library, nvfp4, random, reductions, scalars, shape
+from . import matmul as matmul_rows
+from . import scaled_mm as scaled_mm_rows
+from .attention import sdpfa_bwd, sdpfa_fwd
 from .creation import full, iota
 from .elementwise import ROW_BY_NAME as POINTWISE_ROWS
 from .elementwise import cast, pointwise
+from .matmul import grouped_mm, linear, matmul
+from .nvfp4 import cutlass_nvfp4_grouped_mm
 from .random import normal, rand_like, randn_like, uniform
 from .reductions import reduction, var, var_mean, welford
 from .scalars import size
+from .scaled_mm import scaled_grouped_mm, scaled_mm
 from .shape import (
     broadcast,
     broadcast_in_dim,
@@ -54,6 +62,20 @@ __all__ = [
     "randn_like",
     "random",
     "uniform",
+    # library rows
+    "attention",
+    "grouped_mm",
+    "library",
+    "linear",
+    "matmul",
+    "matmul_rows",
+    "nvfp4",
+    "cutlass_nvfp4_grouped_mm",
+    "scaled_grouped_mm",
+    "scaled_mm",
+    "scaled_mm_rows",
+    "sdpfa_bwd",
+    "sdpfa_fwd",
 ]
 
 COORDINATE_OPS = frozenset({"iota"}) | random.NAMES
