@@ -87,7 +87,8 @@ class _Kernel:
             w.line(f"x = {self.idx[xg[0]]} + n{xg[0]} * rest")
         for a in range(len(self.spec.accesses)):
             terms = [self.stride(a, k, self.idx[k]) for k in xg if not p.zero_strides[a][k]]
-            self.xoff.append(w.assign("xo", offset_expr(terms, "x * 0")))
+            base = f" + b{a}" if a in p.based else ""  # a slice's start, a select's index
+            self.xoff.append(w.assign("xo", offset_expr(terms, "x * 0") + base))
 
     def tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
         """Offsets over the tile for loads, row-space stores and coordinates."""
@@ -291,7 +292,8 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
     ]
     ptrs = [f"p{i}" for i in range(len(spec.memory))]
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
-    args = ptrs + sizes + strides + scalars + ["NX", "NR", "NPX"]
+    bases = [f"b{a}" for a in params.based]
+    args = ptrs + sizes + strides + bases + scalars + ["NX", "NR", "NPX"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")

@@ -112,6 +112,7 @@ class NormalizationParams:
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
     n_groups: int
+    based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
 
     @property
     def pattern(self) -> str:
@@ -187,6 +188,7 @@ def heuristics(
         zero,
         unit,
         len(p.groups),
+        p.based,
     )
 
 

@@ -42,11 +42,14 @@ class KernelSpec:
         return ([self.reduction] if self.reduction is not None else []) + self.siblings
 
 
+_MOVEMENT = ("slice", "select", "pad")  # their runtime scalars (an index, a fill) are arguments
+
+
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
     out: dict[int, Scalar] = {}
     for e in exprs:
-        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION):
-            for v in e.inputs:
+        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION) or e.op.name in _MOVEMENT:
+            for v in e.inputs[:2] if e.op.name == "select" else e.inputs:
                 if isinstance(v, Scalar) and not v.is_constant:
                     out.setdefault(id(v), v)
                 if isinstance(v, Vector):

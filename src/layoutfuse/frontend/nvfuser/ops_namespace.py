@@ -360,3 +360,9 @@ for _name, _doc in REDUCTIONS.items():
     setattr(Operators, _name, _reduction_op(_name, _doc))
 for _method in (Operators.var, Operators.var_mean, Operators.welford):
     _method.__doc__ = f"{_method.__doc__}\n\n{REDUCTION_DIMS_RULE}"
+
+# data movement (slice, pad, cat, select): their methods live in movement_ops.py
+from .movement_ops import METHODS as _MOVEMENT_METHODS  # noqa: E402
+
+for _name, _fn in _MOVEMENT_METHODS.items():
+    setattr(Operators, _name, _fn)

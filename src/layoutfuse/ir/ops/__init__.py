@@ -4,10 +4,11 @@
 ``shape``: views and layout ops; ``creation``: full and iota; ``scalars``: size queries.
 """
 
-from . import creation, elementwise, reductions, scalars, shape
+from . import creation, elementwise, movement, reductions, scalars, shape
 from .creation import full, iota
 from .elementwise import ROW_BY_NAME as POINTWISE_ROWS
 from .elementwise import cast, pointwise
+from .movement import cat, pad, select, slice_
 from .reductions import reduction, var, var_mean, welford
 from .scalars import size
 from .shape import (
@@ -22,6 +23,11 @@ from .shape import (
 )
 
 __all__ = [
+    "cat",
+    "movement",
+    "pad",
+    "select",
+    "slice_",
     "POINTWISE_ROWS",
     "broadcast",
     "broadcast_in_dim",
