@@ -153,6 +153,8 @@ def test_pad_only_cropping_is_an_affine_slice():
     torch.testing.assert_close(out, x[0:3, 1:5])
     (params,) = fd.last_schedule()
     assert not params.generic and params.based  # a strided view at a base offset
+    (art,) = compile_last_run(fd.executor())
+    assert ".target sm_90" in art.ptx
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
@@ -333,3 +335,22 @@ def test_pad_and_cat_kernels_compile_for_sm90():
     torch.testing.assert_close(out, torch.cat([p, torch.nn.functional.pad(y, [0, 0, 0, 1])], 1))
     arts = compile_last_run(fd.executor())
     assert len(arts) == 1 and ".target sm_90" in arts[0].ptx
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0)], ids=str)
+@pytest.mark.parametrize("dims", [[2], [0], [0, 2]], ids=str)
+def test_sum_of_slice_and_select_is_one_affine_reduction(order, dims):
+    x = with_order((7, 5, 9), order, torch.float32)
+
+    def build(fd):
+        t = fd.from_pytorch(x)
+        s = fd.ops.slice(t, [1, 0, 2], [7, 5, 9], [2, 1, 3])
+        fd.add_output(fd.ops.sum(s, dims))
+        fd.add_output(fd.ops.sum(fd.ops.select(t, 3, 1), [0]))
+
+    fd, (a, b) = _run(build, [x])
+    torch.testing.assert_close(a, x[1:7:2, :, 2:9:3].sum(dims))
+    torch.testing.assert_close(b, x[:, 3].sum(0))
+    params = fd.last_schedule()
+    assert len(params) == 2 and all(isinstance(p, ReductionParams) for p in params)
+    assert all(p.based and not p.generic for p in params)
