@@ -15,6 +15,8 @@ from layoutfuse.errors import DefinitionError, InputShapeError
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.normalization import NormalizationParams
 from layoutfuse.schedulers.reduction import ReductionParams
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import configured, small_gpu
 from support.tensors import with_order
 
 pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
@@ -308,18 +310,40 @@ def test_layer_norm_of_selected_rows():
     assert isinstance(params, NormalizationParams)
 
 
-def test_softmax_through_pad_numerics():
-    """Masked reads are not in the normalization scheduler yet: its finer plan runs them."""
-    x = torch.randn(4, 6)
+LOOPED = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=32))
+
+
+@pytest.mark.parametrize(
+    ("mode", "order"), [("persistent", (0, 1)), ("persistent", (1, 0)), ("looped", (0, 1))]
+)
+def test_softmax_and_layer_norm_through_pad_are_one_normalization_kernel(mode, order):
+    """Masked reads in the normalization kernel: the pad's condition masks the load and
+    selects the fill, per R tile (generic mode: the padded load walks its chain). (Strided
+    columns that need two passes go segmented, padded or not: the scheduler's rule.)"""
+    x = with_order((6, 70) if mode == "looped" else (4, 6), order, torch.float32)
+    widths = [3, -1, 0, 1]
 
     def build(fd):
-        p = fd.ops.pad(fd.from_pytorch(x), [1, 2], fd.define_scalar(-1.0))
+        p = fd.ops.pad(fd.from_pytorch(x), widths, fd.define_scalar(-1.0))
         fd.add_output(_softmax(fd, p))
+        var, mean = fd.ops.var_mean(p, [1], correction=0, keepdim=True)
+        rstd = fd.ops.rsqrt(fd.ops.add(var, fd.define_scalar(1e-5)))
+        fd.add_output(fd.ops.mul(fd.ops.sub(p, mean), rstd))
 
-    _, (out,) = _run(build, [x])
-    torch.testing.assert_close(
-        out, torch.softmax(torch.nn.functional.pad(x, [1, 2], value=-1.0), 1)
-    )
+    with FusionDefinition() as fd:
+        build(fd)
+    if mode == "looped":
+        configured(fd, tuning=LOOPED, target=small_gpu(4))
+    sm, ln = fd.execute([x])
+    p = torch.nn.functional.pad(x, widths, value=-1.0)
+    torch.testing.assert_close(sm, torch.softmax(p, 1))
+    ref = torch.nn.functional.layer_norm(p, (p.shape[1],), eps=1e-5)
+    torch.testing.assert_close(ln, ref, atol=1e-5, rtol=1e-5)
+    params = fd.last_schedule()
+    assert all(isinstance(q, NormalizationParams) and q.generic for q in params), params
+    assert {q.mode for q in params} == {mode}
+    for art in compile_last_run(fd.executor()):
+        assert ".target sm_90" in art.ptx
 
 
 def test_pad_and_cat_kernels_compile_for_sm90():

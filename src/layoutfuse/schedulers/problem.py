@@ -14,6 +14,7 @@ from ..analysis.canonical import Group, family, pattern
 from ..dtypes import DataType, itemsize
 
 if TYPE_CHECKING:
+    from .normalization import NormalizationParams
     from .pointwise import PointwiseParams
     from .reduction import ReductionParams
 
@@ -125,7 +126,7 @@ def generic_fields(p: Problem) -> dict[str, Any]:
     }
 
 
-def is_affine(params: PointwiseParams | ReductionParams, access: int) -> bool:
+def is_affine(params: PointwiseParams | ReductionParams | NormalizationParams, access: int) -> bool:
     """Whether ``access`` is addressed by group strides in the kernel ``params`` describe."""
     return not params.generic or params.affine[access]
 
