@@ -31,6 +31,12 @@ def _orders(ndim: int, k: int) -> list[tuple[int, ...]]:
 
 
 LAYOUTS = [(n, o) for n in (2, 3, 4) for o in _orders(n, 4)]
+# the rest of the rank-4 orders: with --full
+FULL_LAYOUTS = [
+    pytest.param(4, o, marks=pytest.mark.full)
+    for o in itertools.permutations(range(4))
+    if (4, o) not in LAYOUTS
+]
 
 
 def _dense_in_order(shape, order) -> tuple[int, ...]:
@@ -54,7 +60,7 @@ def _check_layout(out: torch.Tensor, order) -> None:
     assert all(g == w for g, w, n in zip(got, want, out.shape) if n > 1), (got, want)
 
 
-@pytest.mark.parametrize(("ndim", "order"), LAYOUTS, ids=str)
+@pytest.mark.parametrize(("ndim", "order"), LAYOUTS + FULL_LAYOUTS, ids=str)
 def test_slice_every_layout(ndim, order):
     shape = SHAPES[ndim]
     x = with_order(shape, order, torch.float32)
@@ -117,7 +123,7 @@ def test_slice_of_expanded_size1_and_sliced_inputs():
     torch.testing.assert_close(out, ref)
 
 
-@pytest.mark.parametrize(("ndim", "order"), LAYOUTS[::2], ids=str)
+@pytest.mark.parametrize(("ndim", "order"), LAYOUTS + FULL_LAYOUTS, ids=str)
 @pytest.mark.parametrize("widths", [[1, 2], [2, -1, 0, 3], [-1, -2, 1, 0]], ids=str)
 def test_pad_every_layout(ndim, order, widths):
     x = with_order(SHAPES[ndim], order, torch.float32)
@@ -255,6 +261,9 @@ def test_slice_mul_cat_sum_is_one_kernel():
     torch.testing.assert_close(out, torch.cat([x[1:6:2] ** 2, y], 0).sum(0))
     (params,) = fd.last_schedule()
     assert isinstance(params, ReductionParams)
+    (segment,) = fd.segment([x, y])
+    assert segment["scheduler"] == "reduction"
+    assert {"slice", "mul", "pad", "sum"} <= set(segment["ops"])
     for art in compile_last_run(fd.executor()):
         assert ".target sm_90" in art.ptx
 
@@ -378,3 +387,19 @@ def test_sum_of_slice_and_select_is_one_affine_reduction(order, dims):
     params = fd.last_schedule()
     assert len(params) == 2 and all(isinstance(p, ReductionParams) for p in params)
     assert all(p.based and not p.generic for p in params)
+
+
+def test_runtime_select_inside_a_masked_walk():
+    """A select's runtime index on a chain that walks per element (through a pad) is the
+    kernel's scalar argument; each index gets its own plan (integers are in the signature)."""
+    x = torch.randn(4, 5, 3)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        i = fd.define_scalar(dtype=DataType.Int)
+        p = fd.ops.pad(fd.ops.select(t, i, 1), [1, 1], fd.define_scalar(7.0))
+        fd.add_output(fd.ops.sum(p, [1]))
+    for idx in (1, -1, 1, 3):
+        (out,) = fd.execute([x, idx])
+        ref = torch.nn.functional.pad(x.select(1, idx), [1, 1], value=7.0).sum(1)
+        torch.testing.assert_close(out, ref)
+    assert len(fd.last_schedule()) == 1
