@@ -403,3 +403,20 @@ def test_runtime_select_inside_a_masked_walk():
         ref = torch.nn.functional.pad(x.select(1, idx), [1, 1], value=7.0).sum(1)
         torch.testing.assert_close(out, ref)
     assert len(fd.last_schedule()) == 1
+
+
+@pytest.mark.parametrize("stride_order", [[0, 1, 2], [2, 1, 0], [1, 2, 0]], ids=str)
+def test_pinned_layout_of_cat_and_pad_outputs(stride_order):
+    x, y = with_order((3, 4, 5), (2, 0, 1), torch.float32), torch.randn(3, 2, 5)
+
+    def build(fd):
+        a, b = fd.from_pytorch(x), fd.from_pytorch(y)
+        fd.add_output(fd.ops.cat([a, b], 1), stride_order=stride_order)
+        fd.add_output(fd.ops.pad(a, [1, 1]), stride_order=stride_order)
+
+    _, (c, p) = _run(build, [x, y])
+    torch.testing.assert_close(c, torch.cat([x, y], 1))
+    torch.testing.assert_close(p, torch.nn.functional.pad(x, [1, 1]))
+    order = sorted(range(3), key=lambda d: -stride_order[d])  # outermost first
+    _check_layout(c, order)
+    _check_layout(p, order)
