@@ -4,7 +4,12 @@ defaults, the printed definition (it re-executes to the same results), argument 
 import pytest
 import torch
 
-from layoutfuse.errors import ArgumentTypeError, DefinitionError, UnsupportedError
+from layoutfuse.errors import (
+    ArgumentTypeError,
+    DefinitionError,
+    InputShapeError,
+    UnsupportedError,
+)
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
 
@@ -60,9 +65,9 @@ def test_slice_default_strides_and_manual_normalization():
         (lambda fd, t: fd.ops.slice(t, [0, 0], [1, 1], [0, 1]), DefinitionError, "positive"),
         (lambda fd, t: fd.ops.slice(t, 0, [1, 1]), ArgumentTypeError, "start_indices"),
         (
-            lambda fd, t: fd.ops.slice(t, [fd.define_scalar(dtype=DataType.Int), 0], [1, 1]),
-            UnsupportedError,
-            "runtime scalar",
+            lambda fd, t: fd.ops.pad(t, [fd.define_scalar(dtype=DataType.Double), 0]),
+            ArgumentTypeError,
+            "must be integral",
         ),
         (lambda fd, t: fd.ops.pad(t, [1, 1, 1]), DefinitionError, "even number"),
         (lambda fd, t: fd.ops.pad(t, [1, 1, 1, 1, 1, 1]), DefinitionError, "at most"),
@@ -77,3 +82,39 @@ def test_argument_errors(call, error, match):
         with FusionDefinition() as fd:
             t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
             call(fd, t)
+
+
+def test_slice_with_runtime_bounds():
+    """Runtime start and stop Scalars: normalized on the host for each run (negative counts
+    from the end, clamped), the start a kernel argument."""
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        s0 = fd.define_scalar(dtype=DataType.Int)
+        e0 = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.mul(fd.ops.slice(t, [s0, 1], [e0, 5], [2, 1]), t.size(0)))
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(9, 6, generator=g)
+    for start, stop in [(1, 8), (-4, -1), (-20, 20), (6, 2), (0, 9)]:
+        (out,) = fd.execute([x, start, stop])
+        torch.testing.assert_close(out, x[start:stop:2, 1:5] * 9)
+
+
+def test_pad_with_runtime_widths():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        lo = fd.define_scalar(dtype=DataType.Int)
+        hi = fd.define_scalar(dtype=DataType.Int)
+        fd.add_output(fd.ops.pad(t, [lo, hi, 1, 0], fd.define_scalar(4.0)))
+    x = torch.randn(3, 5)
+    for a, b in [(2, 1), (-2, 3), (0, -4), (-1, -1)]:
+        (out,) = fd.execute([x, a, b])
+        torch.testing.assert_close(out, torch.nn.functional.pad(x, [a, b, 1, 0], value=4.0))
+    with pytest.raises(InputShapeError, match="padded by"):
+        fd.execute([x, -4, -3])
+
+
+def test_runtime_slice_step_is_unsupported():
+    with pytest.raises(UnsupportedError, match="steps must be static"):
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+            fd.ops.slice(t, [0], [4], [fd.define_scalar(dtype=DataType.Int)])

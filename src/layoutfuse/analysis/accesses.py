@@ -66,8 +66,9 @@ def reached(
         e = tv.definition
         if e.op.kind is OpKind.SHAPE:
             walk(e.inputs[0], chain + (e,))
-            if e.op.name == "pad" and isinstance(e.inputs[1], TensorView):
-                walk(e.inputs[1], chain)  # cat: a tensor fill, in the pad's own coordinates
+            for k in e.op.same_coordinate_inputs:  # a pad's tensor fill (cat)
+                if isinstance(e.inputs[k], TensorView):
+                    walk(e.inputs[k], chain)
         elif e.op.kind is OpKind.POINTWISE:
             for i in e.inputs:
                 if isinstance(i, TensorView):

@@ -78,6 +78,9 @@ class OpDef:
     triton: Callable[..., str] | None = None
     index_map: IndexMap | None = None
     doc: str = ""
+    # a shape op's tensor inputs read at its own output coordinates, not through its
+    # index map (a pad's tensor fill: the earlier inputs of a cat)
+    same_coordinate_inputs: tuple[int, ...] = ()
 
     def __repr__(self) -> str:
         return f"OpDef({self.name}, {self.kind.value})"

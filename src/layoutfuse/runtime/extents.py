@@ -216,9 +216,11 @@ class _Propagator:
         ins = [self.ext[d.uid] for d in x.shape_domain]
         a = expr.attrs
         if expr.op.name == "slice":
+            r = x.ndim
+            bounds = self.shape_values(expr, expr.inputs[1 + r :])  # starts, then stops
             for d, n in enumerate(ins):
                 k = a["steps"][d]
-                _, m = slice_range(a["raw_starts"][d], a["stops"][d], k, n, a["manual"])
+                _, m = slice_range(bounds[d], bounds[r + d], k, n, a["manual"])
                 self.bind(
                     expr,
                     out,

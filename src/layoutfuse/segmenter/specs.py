@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.accesses import Access, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
+from ..ir.ops.movement import MOVEMENT_OPS, index_scalars
 from .normalization import Group, group_reached
 
 
@@ -42,14 +43,11 @@ class KernelSpec:
         return ([self.reduction] if self.reduction is not None else []) + self.siblings
 
 
-_MOVEMENT = ("slice", "select", "pad")  # their runtime scalars (an index, a fill) are arguments
-
-
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
     out: dict[int, Scalar] = {}
     for e in exprs:
-        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION) or e.op.name in _MOVEMENT:
-            for v in e.inputs[:2] if e.op.name == "select" else e.inputs:
+        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION) or e.op.name in MOVEMENT_OPS:
+            for v in index_scalars(e) if e.op.name in MOVEMENT_OPS else e.inputs:
                 if isinstance(v, Scalar) and not v.is_constant:
                     out.setdefault(id(v), v)
                 if isinstance(v, Vector):

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...ir.ops import movement
 from .arguments import bool_arg, int_arg
-from .handles import Scalar, Tensor, Vector
+from .handles import Scalar, Vector
 from .printer import format_list
 
 
@@ -82,4 +82,4 @@ def select(self, arg, index, dim):
 
 
 METHODS = {"slice": slice, "pad": pad, "cat": cat, "select": select}
-__all__ = ["METHODS", "Tensor"]
+__all__ = ["METHODS"]

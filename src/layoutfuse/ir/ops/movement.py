@@ -3,7 +3,8 @@
 No op here copies. A consumer reads through them as through the other shape ops:
 
 * ``slice``: input index ``start + step * i`` per dim (affine: a strided view of the
-  input, at a base offset the kernel receives as an argument);
+  input, at a base offset the kernel receives as an argument); static positive steps,
+  bounds static or runtime scalars;
 * ``select``: the dim disappears, its index is the (possibly runtime) scalar;
 * ``pad``: input index ``i - lo``, valid where it is inside the input (a
   ``MaskedIndex``); elsewhere the value is the fill, a scalar, or, for the pads that
@@ -61,8 +62,8 @@ def _int_arg(v: object, op: str, arg: str) -> int | None:
             raise ArgumentTypeError(f"{op}: {arg} must be integral, got {describe(v)}")
         if not v.is_constant:
             raise UnsupportedError(
-                f"{op}: {arg} is a runtime scalar; slice and pad take static bounds "
-                f"(select takes a runtime index)"
+                f"{op}: {arg} is a runtime scalar; slice steps must be static "
+                f"(bounds, widths and select's index may be runtime scalars)"
             )
         return int(v.value)
     if isinstance(v, bool) or not isinstance(v, int):
@@ -93,6 +94,8 @@ def _arith(name: str, *operands: Any) -> Scalar:
 
 
 # --- slice -----------------------------------------------------------------------------------
+# inputs: x, then per dim its normalized start (what the index map reads), its start and
+# its stop as given (what the run's extents are computed from); attrs: steps, manual
 def _slice_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[Any]:
     steps = expr.attrs["steps"]
     return [
@@ -101,17 +104,11 @@ def _slice_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[Any
     ]
 
 
-def _slice_ref(
-    x: torch.Tensor,
-    *starts: int,
-    stops: Sequence[int | None],
-    steps: Sequence[int],
-    manual: bool,
-    raw_starts: Sequence[int | None],
-) -> torch.Tensor:
+def _slice_ref(x: torch.Tensor, *bounds: int, steps: Sequence[int], manual: bool) -> torch.Tensor:
+    r = x.dim()
     index = []
-    for d, (s0, e0, k) in enumerate(zip(raw_starts, stops, steps)):
-        s, n = slice_range(s0, e0, k, x.shape[d], manual)
+    for d, k in enumerate(steps):
+        s, n = slice_range(bounds[r + d], bounds[2 * r + d], k, x.shape[d], manual)
         index.append(slice(s, s + k * n, k) if n else slice(0, 0))
     return x[tuple(index)]
 
@@ -119,17 +116,47 @@ def _slice_ref(
 SLICE = register(OpDef("slice", OpKind.SHAPE, reference=_slice_ref, index_map=_slice_map))
 
 
+def _bound(x: TensorView, v: object, d: int, arg: str) -> Scalar | None:
+    """A slice bound as a Scalar (None: absent); runtime integer Scalars are taken."""
+    if v is None:
+        return None
+    if isinstance(v, Scalar):
+        if not is_integral(v.dtype):
+            raise ArgumentTypeError(f"slice: {arg}[{d}] must be integral, got {describe(v)}")
+        return v
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ArgumentTypeError(f"slice: {arg}[{d}] must be an int, got {describe(v)}")
+    return Scalar(x.fusion, DataType.Int, v)
+
+
+def _bounds(x: TensorView, v: object, arg: str) -> list[Scalar | None]:
+    if not isinstance(v, list | tuple):
+        raise ArgumentTypeError(f"slice: {arg} must be a list of ints, got {describe(v)}")
+    if len(v) != x.ndim:
+        raise DefinitionError(f"slice: {arg} has {len(v)} entries, the input has rank {x.ndim}")
+    return [_bound(x, b, d, arg) for d, b in enumerate(v)]
+
+
+def _normalized_start(x: TensorView, d: int, start: Scalar) -> Scalar:
+    """``min(max(start < 0 ? start + n : start, 0), n)`` as a host scalar (runtime bounds or
+    a symbolic extent)."""
+    n = _size(x, d)
+    wrapped = _arith("where", _arith("lt", start, 0), _arith("add", start, n), start)
+    return _arith("minimum", _arith("maximum", wrapped, 0), n)
+
+
 def slice_(
     x: TensorView,
-    start_indices: Sequence[int | Scalar],
+    start_indices: Sequence[int | Scalar | None],
     end_indices: Sequence[int | Scalar | None],
     strides: Sequence[int | Scalar] | None = None,
     manual_normalization: bool = False,
 ) -> TensorView:
-    """``x[start:end:step]`` per dim (nvFuser's ``slice``, with any positive step)."""
+    """``x[start:end:step]`` per dim (nvFuser's ``slice``, with any positive static step;
+    bounds may be runtime scalars, normalized on the host)."""
     x = check_tensor(x, "slice")
-    starts = _int_list(start_indices, "slice", "start_indices", x.ndim)
-    stops = _int_list(end_indices, "slice", "end_indices", x.ndim)
+    starts = _bounds(x, start_indices, "start_indices")
+    stops = _bounds(x, end_indices, "end_indices")
     steps_raw = [1] * x.ndim if strides is None else _int_list(strides, "slice", "strides", x.ndim)
     steps: list[int] = []
     for k, st in enumerate(steps_raw):
@@ -137,23 +164,33 @@ def slice_(
             raise DefinitionError(f"slice: strides[{k}] is {st}; steps must be positive")
         steps.append(st)
     f = x.fusion
-    start_vals: list[Scalar] = []
+    manual = bool(manual_normalization)
+    norm: list[Scalar] = []
+    raw_starts: list[Scalar] = []
+    raw_stops: list[Scalar] = []
     out_ids: list[IterDomain] = []
     trivial = True
     for d, (s0, e0, k) in enumerate(zip(starts, stops, steps)):
         src = x.shape_domain[d]
         n = src.extent
-        if n is not None:
-            s, ext = slice_range(s0, e0, k, n, manual_normalization)
-            start_vals.append(Scalar(f, DataType.Int, s))
+        s_v = 0 if s0 is None else static_value(s0)
+        e_v = static_value(e0) if e0 is not None else n
+        s0 = s0 if s0 is not None else Scalar(f, DataType.Int, 0)
+        e0 = (
+            e0 if e0 is not None else (Scalar(f, DataType.Int, n) if n is not None else _size(x, d))
+        )
+        raw_starts.append(s0)
+        raw_stops.append(e0)
+        ext: int | None = None
+        if n is not None and s_v is not None and e_v is not None:
+            s, ext = slice_range(s_v, e_v, k, n, manual)
+            norm.append(Scalar(f, DataType.Int, s))
             trivial = trivial and s == 0 and ext == n and (k == 1 or n <= 1)
         else:
-            ext = None
-            trivial = trivial and not s0 and e0 is None and k == 1
-            if s0 is not None and s0 < 0 and not manual_normalization:
-                start_vals.append(_arith("maximum", _arith("add", _size(x, d), s0), 0))
-            else:
-                start_vals.append(Scalar(f, DataType.Int, s0 or 0))
+            trivial = trivial and s_v == 0 and stops[d] is None and k == 1
+            static_ok = s_v is not None and (manual or 0 <= s_v)  # used as given (or clamped
+            #   only where the output is empty)
+            norm.append(s0 if manual or static_ok else _normalized_start(x, d, s0))
         if src.is_broadcast and ext != 0:
             out_ids.append(IterDomain.broadcast(ext) if src.expanded else IterDomain.broadcast(1))
         else:
@@ -163,17 +200,20 @@ def slice_(
 
         return set_(x)
     out = TensorView(f, out_ids, x.dtype)
-    emit(
-        f,
-        SLICE,
-        [x, *start_vals],
-        [out],
-        raw_starts=tuple(starts),
-        stops=tuple(stops),
-        steps=tuple(steps),
-        manual=bool(manual_normalization),
-    )
+    emit(f, SLICE, [x, *norm, *raw_starts, *raw_stops], [out], steps=tuple(steps), manual=manual)
     return out
+
+
+def index_scalars(e: Expr) -> tuple[Any, ...]:
+    """The inputs of a movement expr that its kernel reads (its index map's scalars, a
+    pad's fill and widths): the runtime ones are kernel arguments."""
+    x = e.inputs[0]
+    assert isinstance(x, TensorView)
+    if e.op.name == "slice":
+        return e.inputs[1 : 1 + x.ndim]
+    if e.op.name == "select":
+        return e.inputs[1:2]
+    return e.inputs[1:]
 
 
 # --- select ----------------------------------------------------------------------------------
@@ -259,7 +299,15 @@ def _pad_ref(x: torch.Tensor, fill: Any, *widths: int) -> torch.Tensor:
     return out
 
 
-PAD = register(OpDef("pad", OpKind.SHAPE, reference=_pad_ref, index_map=_pad_map))
+PAD = register(
+    OpDef(
+        "pad",
+        OpKind.SHAPE,
+        reference=_pad_ref,
+        index_map=_pad_map,
+        same_coordinate_inputs=(1,),  # the fill, where it is a tensor (cat)
+    )
+)
 
 
 def _width(f: Fusion, v: int | Scalar) -> Scalar:
@@ -326,14 +374,25 @@ def pad(x: TensorView, pad_widths: Sequence[int | Scalar], value: Any = None) ->
             f"pad: pad_widths has {len(pad_widths)} entries; an even number, at most "
             f"twice the input's rank {x.ndim}"
         )
-    widths = [_int_arg(w, "pad", f"pad_widths[{k}]") or 0 for k, w in enumerate(pad_widths)]
-    lows, highs = [0] * x.ndim, [0] * x.ndim
+    widths = [_width_arg(w, k) for k, w in enumerate(pad_widths)]
+    lows: list[int | Scalar] = [0] * x.ndim
+    highs: list[int | Scalar] = [0] * x.ndim
     for p in range(len(widths) // 2):
         lows[x.ndim - 1 - p], highs[x.ndim - 1 - p] = widths[2 * p], widths[2 * p + 1]
-    if all(w <= 0 for w in widths):
-        return slice_(x, [-lo for lo in lows], [h if h < 0 else None for h in highs])
+    lo_i = [lo for lo in lows if isinstance(lo, int)]
+    hi_i = [h for h in highs if isinstance(h, int)]
+    if len(lo_i) == len(hi_i) == x.ndim and all(w <= 0 for w in lo_i + hi_i):
+        return slice_(x, [-lo for lo in lo_i], [h if h < 0 else None for h in hi_i])
     fill = _fill_scalar(x, value)
     return padded(x, lows, highs, fill)
+
+
+def _width_arg(w: object, k: int) -> int | Scalar:
+    """A pad width: an int, a constant (as an int) or a runtime integer Scalar."""
+    if isinstance(w, Scalar) and is_integral(w.dtype) and not w.is_constant:
+        return w
+    v = _int_arg(w, "pad", f"pad_widths[{k}]")
+    return 0 if v is None else v
 
 
 def _fill_scalar(x: TensorView, value: Any) -> Scalar:
@@ -422,4 +481,13 @@ def _cat_padded(xs: list[TensorView]) -> TensorView:
     return acc
 
 
-__all__ = ["MOVEMENT_OPS", "cat", "pad", "padded", "select", "slice_", "slice_range"]
+__all__ = [
+    "MOVEMENT_OPS",
+    "cat",
+    "index_scalars",
+    "pad",
+    "padded",
+    "select",
+    "slice_",
+    "slice_range",
+]
