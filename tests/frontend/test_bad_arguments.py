@@ -34,9 +34,11 @@ TENSOR, OPERAND, SCALAR, LENGTH, VECTOR = "Tensor", "Tensor or Scalar", "Scalar"
 DIMS, PERMUTATION, BROADCAST_DIMS = "dims", "permutation", "broadcast dims"
 DIM, INDEX, INT, BOOL, BOOL_LIST, DTYPE = "dim", "index", "int", "bool", "bools", "DataType"
 SHAPE, INPUT_SHAPE = "shape", "shape of the input's rank"
+BOUNDS, PAD_WIDTHS, TENSORS = "bounds of the input's rank", "pad widths", "Tensors"
 DIM_LISTS = {DIMS, PERMUTATION, BROADCAST_DIMS}
+INT_LISTS = {BOUNDS, PAD_WIDTHS}  # slice's starts, ends and steps; pad's widths
 # Kinds whose good value fits only a tensor of the good tensor's rank (2).
-RANK_BOUND = DIM_LISTS | {DIM, BOOL_LIST, INPUT_SHAPE}
+RANK_BOUND = DIM_LISTS | {DIM, BOOL_LIST, INPUT_SHAPE, BOUNDS}
 
 PARAM_KINDS = {
     "arg": TENSOR,
@@ -56,6 +58,15 @@ PARAM_KINDS = {
     "step": SCALAR,
     "dim": DIM,
     "index": INDEX,
+    # data movement
+    "start_indices": BOUNDS,
+    "end_indices": BOUNDS,
+    "strides": BOUNDS,
+    "manual_normalization": BOOL,
+    "pad_widths": PAD_WIDTHS,
+    "value": SCALAR,
+    "tensors": TENSORS,
+    "manual_padding": BOOL,
     # random ops
     "minval": SCALAR,
     "maxval": SCALAR,
@@ -74,6 +85,7 @@ KIND_OVERRIDES = {
 }
 GOOD_SHAPES = {"full": [2, 3], "reshape": [2], "broadcast_in_dim": [2, 1, 3], "expand": [2, 3]}
 GOOD_SHAPES |= {"uniform": [2, 3], "normal": [2, 3]}  # random ops
+GOOD_BOUNDS = {"start_indices": [0, 0], "end_indices": [2, 1], "strides": [1, 1]}  # slice
 # Where nvFuser gives a -1 extent a meaning, the result's static shape for the -1 row.
 MINUS_ONE_MEANS = {"reshape": (2,), "expand": (2, 3), "broadcast_in_dim": (2, 1, 3)}
 
@@ -117,6 +129,9 @@ def good_value(op: str, param: str, env: Env):
         DTYPE: lambda: DataType.Int if op == "iota" else DataType.Float,
         SHAPE: lambda: list(GOOD_SHAPES[op]),
         INPUT_SHAPE: lambda: list(GOOD_SHAPES[op]),
+        BOUNDS: lambda: list(GOOD_BOUNDS[param]),
+        PAD_WIDTHS: lambda: [1, 1],
+        TENSORS: lambda: [env.t, env.t],
     }[kind]()
 
 
@@ -140,20 +155,25 @@ class Row:
 
 
 ALL = frozenset(set(PARAM_KINDS.values()) | {OPERAND, VECTOR, PERMUTATION, INPUT_SHAPE})
+LISTS = frozenset({*DIM_LISTS, BOOL_LIST, *INT_LISTS, TENSORS})
 SHAPES = frozenset({SHAPE, INPUT_SHAPE})
 ROWS = [
     Row("a string", ALL, lambda env, good: "1"),
     Row("a Python float", ALL, lambda env, good: 1.5),
     Row(
         "a torch tensor",
-        frozenset({TENSOR, OPERAND, SCALAR, VECTOR, *DIM_LISTS, *SHAPES}),
+        frozenset({TENSOR, OPERAND, SCALAR, VECTOR, *DIM_LISTS, *SHAPES, *INT_LISTS, TENSORS}),
         lambda env, good: torch.ones(2, 1),
     ),
     Row("a Tensor handle", ALL - {TENSOR, OPERAND}, lambda env, good: env.t),
-    Row("a Scalar handle", frozenset({TENSOR, VECTOR}), lambda env, good: env.s_float),
+    Row("a Scalar handle", frozenset({TENSOR, VECTOR, TENSORS}), lambda env, good: env.s_float),
     Row("a Vector handle", frozenset({OPERAND}), lambda env, good: env.vec),
-    Row("an int for a list", frozenset({*DIM_LISTS, BOOL_LIST, *SHAPES}), lambda env, good: 1),
-    Row("a float entry", frozenset({*DIM_LISTS, *SHAPES}), lambda env, good: _first(good, 1.5)),
+    Row("an int for a list", LISTS | SHAPES, lambda env, good: 1),
+    Row(
+        "a float entry",
+        frozenset({*DIM_LISTS, *SHAPES, *INT_LISTS, TENSORS}),
+        lambda env, good: _first(good, 1.5),
+    ),
     Row("an int entry for a bool", frozenset({BOOL_LIST}), lambda env, good: _first(good, 0)),
     Row(
         "a dim out of range", frozenset({*DIM_LISTS, DIM, INDEX}), lambda env, good: _first(good, 7)
@@ -164,7 +184,9 @@ ROWS = [
         lambda env, good: _first(good, -7),
     ),
     Row("a repeated dim", frozenset(DIM_LISTS), lambda env, good: _repeated(good)),
-    Row("a wrong count", frozenset({BOOL_LIST, INPUT_SHAPE}), lambda env, good: good[:1]),
+    Row(
+        "a wrong count", frozenset({BOOL_LIST, INPUT_SHAPE, *INT_LISTS}), lambda env, good: good[:1]
+    ),
     Row("an extent below -1", SHAPES, lambda env, good: _first(good, -2)),
     Row("a -1 extent", SHAPES, lambda env, good: _first(good, -1)),
     Row("a negative length", frozenset({LENGTH}), lambda env, good: env.s_negative),

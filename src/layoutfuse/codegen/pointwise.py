@@ -39,7 +39,8 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
     gen = generic_index(spec, params) if params.generic else None
     walk = gen.arg_names() if gen else []
-    args = ptrs + sizes + strides + walk + scalars + ["NUM_PX", "NUM_PY"]
+    bases = [f"b{a}" for a in params.based]
+    args = ptrs + sizes + strides + walk + bases + scalars + ["NUM_PX", "NUM_PY"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
@@ -53,6 +54,10 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
                 w.line(line)
             for a, off in gen.offsets.items():
                 offsets[a] = w.assign("off", f"{off} + {TILE_ZEROS}")
+            for a, cond in gen.valid.items():  # a pad's input: read where it lies
+                load_masks[a] = w.assign("lmask", f"{load_masks[a]} & {cond}")
+        for a in params.based:  # a slice's start, a select's index
+            offsets[a] = w.assign("off", f"{offsets[a]} + b{a}")
         ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
         load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
         coord_index = {
@@ -76,6 +81,7 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
             lambda s: scalar_names[id(s)],
             coordinate,
             "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
+            predicate=gen.predicate if gen else None,
         )
         for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
             acc = spec.accesses[i]

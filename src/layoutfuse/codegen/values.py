@@ -52,7 +52,9 @@ class ValueEmitter:
     ``tv`` is not read from memory); ``scalar(s)`` names a non-constant Scalar's
     kernel argument; ``special`` maps a TensorView id to a precomputed variable
     (a reduction's result in the epilogue); ``coordinate(tv, chain)`` returns the
-    linear index expression of a creation op's own coordinate.
+    linear index expression of a creation op's own coordinate; ``predicate(expr, chain)``
+    the condition under which a pad reached along ``chain`` reads its input (the generic
+    walk's, ``GenericIndex.predicates``), its fill elsewhere.
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class ValueEmitter:
         coordinate: Callable,
         tile_zeros: str,
         special: dict[int, str] | None = None,
+        predicate: Callable | None = None,
     ):
         self.w = writer
         self.load = load
@@ -70,6 +73,7 @@ class ValueEmitter:
         self.coordinate = coordinate
         self.tile_zeros = tile_zeros
         self.special = dict(special or {})
+        self.predicate = predicate
         self.cache: dict[tuple, str] = {}
 
     def scalar_expr(self, s: Scalar) -> str:
@@ -89,7 +93,9 @@ class ValueEmitter:
         if e is None:
             raise ValueError(f"{tv!r} is neither loaded nor computed in this kernel")
         kind = e.op.kind
-        if kind is OpKind.SHAPE:
+        if kind is OpKind.SHAPE and e.op.name == "pad":
+            name = self._pad(e, chain)
+        elif kind is OpKind.SHAPE:
             name = self.value(e.inputs[0], chain + (e,))
         elif kind is OpKind.POINTWISE:
             name = self._pointwise(e, chain)
@@ -99,6 +105,17 @@ class ValueEmitter:
             raise ValueError(f"{e.op.name} cannot be computed inside this kernel")
         self.cache[key] = name
         return name
+
+    def _pad(self, e: Expr, chain) -> str:
+        """``tl.where(inside, input, fill)``: the input's load is masked by the same condition."""
+        out = e.outputs[0]
+        inner = self.value(e.inputs[0], chain + (e,))
+        cond = self.predicate(e, chain) if self.predicate is not None else None
+        if cond is None:
+            raise ValueError(f"{e!r}: no index walk reaches this pad's input in this kernel")
+        fill = self._operand(e.inputs[1], chain)
+        ct = tl_compute(out.dtype)
+        return self.w.assign("t", f"tl.where({cond}, {inner}, ({fill})).to({ct})")
 
     def _operand(self, v, chain) -> str:
         if isinstance(v, TensorView):

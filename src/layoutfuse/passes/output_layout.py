@@ -228,6 +228,11 @@ def id_pairs(expr: Expr) -> list[tuple[IterDomain, IterDomain]]:
         return [(src[i], out.shape_domain[j]) for i, j in enumerate(expr.attrs["broadcast_dims"])]
     if name == "reshape":
         return _reshape_pairs(expr)
+    if name in ("slice", "pad"):  # same axes, other extents (a cat: every input's)
+        return [(t.shape_domain[i], d) for t in tvs for i, d in enumerate(out.shape_domain)]
+    if name == "select":
+        kept = [d for i, d in enumerate(src) if i != expr.attrs["dim"]]
+        return list(zip(kept, out.shape_domain))
     return []
 
 

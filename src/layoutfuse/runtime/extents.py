@@ -134,6 +134,8 @@ class _Propagator:
             self.broadcast_in_dim(expr)
         elif name == "reshape":
             self.reshape(expr)
+        elif name in ("slice", "select", "pad"):
+            self.movement(expr)
         elif name == "full":
             for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[1:])):
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
@@ -225,6 +227,64 @@ class _Propagator:
                     f"{es} and cannot become {v} at output dim {j}; only broadcast dims of "
                     f"extent 1 can be expanded"
                 )
+
+    def movement(self, expr: Expr) -> None:
+        """slice: each dim's extent after normalizing its bounds; select: the index is in
+        range; pad: each dim's extent plus its widths (>= 0), a tensor fill's agreeing."""
+        from ..ir.ops.movement import slice_range
+
+        x, out = expr.inputs[0], expr.outputs[0]
+        assert isinstance(x, TensorView) and isinstance(out, TensorView)
+        ins = [self.ext[d.uid] for d in x.shape_domain]
+        a = expr.attrs
+        if expr.op.name == "slice":
+            r = x.ndim
+            bounds = self.shape_values(expr, expr.inputs[1 + r :])  # starts, then stops
+            for d, n in enumerate(ins):
+                k = a["steps"][d]
+                _, m = slice_range(bounds[d], bounds[r + d], k, n, a["manual"])
+                self.bind(
+                    expr,
+                    out,
+                    out.shape_domain[d],
+                    m,
+                    f"the slice of {self.origin(x.shape_domain[d])}",
+                )
+            return
+        if expr.op.name == "select":
+            d = a["dim"]
+            (raw,) = self.shape_values(expr, expr.inputs[2:3])
+            if not -ins[d] <= raw < ins[d]:
+                raise InputShapeError(
+                    f"{expr!r}: select index {raw} is out of range for dim {d} of T{x.index}, "
+                    f"whose extent is {ins[d]} ({self.origin(x.shape_domain[d])})"
+                )
+            kept = [dd for i, dd in enumerate(x.shape_domain) if i != d]
+            self.copy(expr, out, zip(kept, out.shape_domain))
+            return
+        r = x.ndim
+        widths = self.shape_values(expr, expr.inputs[2:])
+        fill = expr.inputs[1]
+        for d, n in enumerate(ins):
+            m = n - widths[d] + widths[r + d]
+            if m < 0:
+                raise InputShapeError(
+                    f"{expr!r}: dim {d} of T{x.index} has extent {n}; padded by "
+                    f"({-widths[d]}, {widths[r + d]}) it would be {m}"
+                )
+            if isinstance(fill, TensorView):
+                f_ext = self.ext[fill.shape_domain[d].uid]
+                if f_ext != m and not (fill.shape_domain[d].is_broadcast and f_ext == 1):
+                    raise InputShapeError(
+                        f"{expr!r}: the concatenated inputs disagree on dim {d}: {m} and {f_ext}"
+                    )
+            self.bind(
+                expr,
+                out,
+                out.shape_domain[d],
+                m,
+                f"the padding of {self.origin(x.shape_domain[d])}",
+            )
 
     def reshape(self, expr: Expr) -> None:
         x, out = expr.inputs[0], expr.outputs[0]

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..analysis.accesses import load_strides, shape_of, store_strides_backward
+from ..analysis.accesses import has_base, load_strides, shape_of, store_strides_backward
 from ..analysis.canonical import canonicalize
 from ..analysis.index_walk import local_strides
 from ..dtypes import DataType
@@ -126,14 +126,25 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         a.tv.dtype if i < spec.n_loads + spec.n_stores else DataType.Int
         for i, a in enumerate(spec.accesses)
     )
+    # a slice's or select's load: its base offset is bound at launch (``b<a>``)
+    based = tuple(
+        i for i, a in enumerate(spec.accesses[: spec.n_loads]) if affine[i] and has_base(a)
+    )
     offs = tuple(
         max_offset(root_shape, s)
-        if affine[i]
+        if affine[i] and i not in based
         else max_offset(shape_of(a.tv, extents), real_strides(spec, i, env, extents))
         for i, (a, s) in enumerate(zip(spec.accesses, strides))
     )
     return Problem(
-        groups, spec.n_loads, spec.n_stores, dtypes, offs, tuple(affine), **_reduction_fields(spec)
+        groups,
+        spec.n_loads,
+        spec.n_stores,
+        dtypes,
+        offs,
+        tuple(affine),
+        **_reduction_fields(spec),
+        based=based,
     )
 
 

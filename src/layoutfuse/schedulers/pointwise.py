@@ -97,6 +97,7 @@ class PointwiseParams:
     generic: bool = False  # some access walks its chain (not affine)
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
+    based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
 
     @property
     def pattern(self) -> str:

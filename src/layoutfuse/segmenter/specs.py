@@ -15,6 +15,7 @@ from ..analysis.accesses import Access, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
 from ..ir.ops import COORDINATE_OPS
 from ..ir.ops.library import row_of
+from ..ir.ops.movement import MOVEMENT_OPS, index_scalars
 from ..ir.ops.random import N_PARAMS
 from ..ir.ops.random import NAMES as RANDOM_OPS
 from .normalization import Group, group_reached
@@ -49,9 +50,15 @@ class KernelSpec:
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
     out: dict[int, Scalar] = {}
     for e in exprs:
-        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION):
+        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION) or e.op.name in MOVEMENT_OPS:
             # a random op's shape is the kernel's extents: only its parameters are arguments
-            for v in e.inputs[:N_PARAMS] if e.op.name in RANDOM_OPS else e.inputs:
+            if e.op.name in MOVEMENT_OPS:
+                args = index_scalars(e)
+            elif e.op.name in RANDOM_OPS:
+                args = e.inputs[:N_PARAMS]
+            else:
+                args = e.inputs
+            for v in args:
                 if isinstance(v, Scalar) and not v.is_constant:
                     out.setdefault(id(v), v)
                 if isinstance(v, Vector):

@@ -369,3 +369,9 @@ from .library_ops import OPERATORS as _LIBRARY_OPERATORS  # noqa: E402
 
 for _name, _fn in _LIBRARY_OPERATORS.items():
     setattr(Operators, _name, _fn)
+
+# data movement (slice, pad, cat, select): their methods live in movement_ops.py
+from .movement_ops import METHODS as _MOVEMENT_METHODS  # noqa: E402
+
+for _name, _fn in _MOVEMENT_METHODS.items():
+    setattr(Operators, _name, _fn)

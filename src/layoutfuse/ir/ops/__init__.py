@@ -7,7 +7,18 @@
 ``scaled_mm_rows``): matmul-family ops that run as segments of their own, through torch.
 """
 
-from . import attention, creation, elementwise, library, nvfp4, random, reductions, scalars, shape
+from . import (
+    attention,
+    creation,
+    elementwise,
+    library,
+    movement,
+    nvfp4,
+    random,
+    reductions,
+    scalars,
+    shape,
+)
 from . import matmul as matmul_rows
 from . import scaled_mm as scaled_mm_rows
 from .attention import sdpfa_bwd, sdpfa_fwd
@@ -15,6 +26,7 @@ from .creation import full, iota
 from .elementwise import ROW_BY_NAME as POINTWISE_ROWS
 from .elementwise import cast, pointwise
 from .matmul import grouped_mm, linear, matmul
+from .movement import cat, pad, select, slice_
 from .nvfp4 import cutlass_nvfp4_grouped_mm
 from .random import normal, rand_like, randn_like, uniform
 from .reductions import reduction, var, var_mean, welford
@@ -32,6 +44,11 @@ from .shape import (
 )
 
 __all__ = [
+    "cat",
+    "movement",
+    "pad",
+    "select",
+    "slice_",
     "POINTWISE_ROWS",
     "broadcast",
     "broadcast_in_dim",
