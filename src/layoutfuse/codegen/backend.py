@@ -18,8 +18,8 @@ one module-level ``interpreter_builder``. Two launches at once, or a CUDA compil
 process-wide shared/exclusive lock, guards exactly that: an interpreted launch holds it
 exclusively, and only while it holds it are ``triton.language`` and ``triton.language.core``
 patched, ``JITFunction.__call__`` routed to the interpreter (for ``tl.sum`` and the module's
-helpers, which are plain ``JITFunction`` objects) and ``InterpreterBuilder.cast_impl`` rounding
-to nearest even; one scope restores all of it before the lock is released. CUDA launches
+helpers, which are plain ``JITFunction`` objects), ``InterpreterBuilder.cast_impl`` rounding
+to nearest even and ``create_fp_to_fp`` converting fp8 as torch does; one scope restores all of it before the lock is released. CUDA launches
 (:meth:`LoadedKernel.for_device`) and :func:`compile_for_hopper` hold it shared: they run
 together, never during an interpreted launch, and flip nothing. NumPy's floating-point warnings
 are silenced in interpreted launches (``np.errstate``, which is thread-local). The one change
@@ -207,6 +207,12 @@ def _erf_family(name: str) -> Callable[[np.ndarray], np.ndarray]:
     return lambda a: fn(torch.from_numpy(np.ascontiguousarray(a))).numpy()
 
 
+def _erfcinv(a: np.ndarray) -> np.ndarray:
+    """erfc's inverse, ``-ndtri(a / 2) / sqrt(2)`` (NumPy and torch have none)."""
+    x = torch.from_numpy(np.ascontiguousarray(a))
+    return (-torch.special.ndtri(x / 2) / np.sqrt(2.0)).numpy()
+
+
 # libdevice entry (symbol without "__nv_", "fast_" and the trailing f/d) -> NumPy semantics.
 # fmt: off
 _LIBDEVICE_NUMPY: dict[str, Callable[..., np.ndarray]] = {
@@ -223,7 +229,8 @@ _LIBDEVICE_NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "powi": np.power, "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign,
     "fmin": np.fmin, "fmax": np.fmax, "fma": lambda a, b, c: a * b + c,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "finite": np.isfinite,
-    "signbit": np.signbit,
+    "signbit": np.signbit, "erfcinv": _erfcinv, "lgamma": _erf_family("gammaln"),
+    "nextafter": np.nextafter,
 }
 # fmt: on
 
@@ -288,6 +295,33 @@ def _cast_rounding_to_nearest_even(self, src: TensorHandle, dst_type) -> TensorH
     return _TRITON_CAST(self, src, dst_type)
 
 
+_TRITON_FP_TO_FP = InterpreterBuilder.create_fp_to_fp
+_FP8_TORCH = {tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2}
+
+
+def _fp_to_fp_through_torch(self, src: TensorHandle, dst_type, rounding_mode) -> TensorHandle:
+    """``InterpreterBuilder.create_fp_to_fp`` with fp8 converted by torch (exactly, both ways):
+    Triton's reads the fp8 exponent's top value as a number (e4m3fn NaN as 480, e5m2 inf as
+    65536) and rounds half up without carrying into the exponent."""
+    src_scalar, dst_scalar = src.dtype.scalar, dst_type.scalar
+    if src_scalar not in _FP8_TORCH and dst_scalar not in _FP8_TORCH:
+        return _TRITON_FP_TO_FP(self, src, dst_type, rounding_mode)
+    data = np.ascontiguousarray(src.data)
+    if src_scalar in _FP8_TORCH:
+        values = torch.from_numpy(data.view(np.uint8)).view(_FP8_TORCH[src_scalar]).float()
+    elif src_scalar == tl.bfloat16:
+        values = torch.from_numpy(bf16_bits_to_fp32(data))
+    else:
+        values = torch.from_numpy(data)
+    if dst_scalar in _FP8_TORCH:
+        out = values.float().to(_FP8_TORCH[dst_scalar]).view(torch.uint8).numpy()
+    elif dst_scalar == tl.bfloat16:
+        out = fp32_to_bf16_bits(values.float().numpy())
+    else:
+        out = values.numpy().astype(_get_np_dtype(dst_scalar))
+    return TensorHandle(out.reshape(np.shape(src.data)), dst_scalar)
+
+
 # --- interpreted launches -----------------------------------------------------------------
 
 # Keyed by id: hashing a JITFunction walks its dependencies, which fails mid-interpretation.
@@ -327,6 +361,7 @@ def _interpreter_scope() -> _LangPatchScope:
     scope.set_attr(tl.core, "extern_elementwise", _EXTERN_ELEMENTWISE)
     scope.set_attr(JITFunction, "__call__", _call_interpreted)
     scope.set_attr(InterpreterBuilder, "cast_impl", _cast_rounding_to_nearest_even)
+    scope.set_attr(InterpreterBuilder, "create_fp_to_fp", _fp_to_fp_through_torch)
     return scope
 
 

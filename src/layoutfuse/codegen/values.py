@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
 from ..ir import Expr, OpKind, Scalar, TensorView
+from .helpers import FP8_CONVERT
 from .writer import Writer, tl_compute
 
 SCALAR = object()  # marks a scalar operand's dtype in ``_pointwise``
@@ -111,6 +112,8 @@ class ValueEmitter:
             x = self._operand(e.inputs[0], chain)
             if is_boolean(out.dtype):
                 return self.w.assign("t", f"({x} != 0)")
+            if out.dtype in FP8_CONVERT:  # rounded here, as torch rounds, then computed in Float
+                return self.w.assign("t", f"{FP8_CONVERT[out.dtype]}({x}).to(tl.float32)")
             return self.w.assign("t", f"({x}).to({tl_compute(out.dtype)})")
         args = [self._operand(v, chain) for v in e.inputs]
         name = e.op.name
@@ -137,6 +140,8 @@ class ValueEmitter:
             # torch adds Bools as a logical or; int1 addition wraps (True + True == False
             # on the GPU, where the interpreter's numpy bools saturate)
             expr = f"({args[0]} | {args[1]})"
+        elif name == "add_alpha" and is_boolean(out_c):
+            expr = f"({args[0]} | ({args[1]} & ({args[2]} != 0)))"  # torch: a or (alpha and b)
         elif (is_integral(out_c) or is_boolean(out_c)) and name in _INTEGER_FORMS:
             expr = _INTEGER_FORMS[name](*args)
         else:
@@ -148,7 +153,14 @@ class ValueEmitter:
     @staticmethod
     def _as(arg: str, target: DataType, have) -> str:
         if have is SCALAR:
-            return arg if target is DataType.Bool else f"tl.full([], {arg}, {tl_compute(target)})"
+            if target is DataType.Bool:
+                return arg
+            if is_integral(target) and _is_float_literal(arg):
+                # a float constant where the result is an integer (threshold's scalars):
+                # converted in the kernel, truncating as torch does (tl.full takes no float
+                # for an integer dtype when compiled)
+                return f"tl.full([], {arg}, tl.float64).to({tl_compute(target)})"
+            return f"tl.full([], {arg}, {tl_compute(target)})"
         if have is target:
             return arg
         if have is DataType.Bool:
@@ -167,6 +179,14 @@ class ValueEmitter:
                 "t", f"({start} + {step} * ({idx} + {self.tile_zeros})).to({tl_compute(out.dtype)})"
             )
         raise ValueError(e.op.name)
+
+
+def _is_float_literal(arg: str) -> bool:
+    try:
+        int(arg)
+        return False
+    except ValueError:
+        return _is_literal(arg)
 
 
 def _is_literal(arg: str) -> bool:
