@@ -33,6 +33,7 @@ import contextlib
 import functools
 import inspect
 import linecache
+import math
 import re
 import subprocess
 import tempfile
@@ -207,6 +208,14 @@ def _erf_family(name: str) -> Callable[[np.ndarray], np.ndarray]:
     return lambda a: fn(torch.from_numpy(np.ascontiguousarray(a))).numpy()
 
 
+def _fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` rounded once (as ``fma.rn``): fp32 in fp64, where the product is exact;
+    fp64 in long double, whose exponent range keeps the product finite (its rounding is
+    not always once)."""
+    wide = np.float64 if np.asarray(a).dtype == np.float32 else np.longdouble
+    return np.asarray(a, dtype=wide) * np.asarray(b, dtype=wide) + np.asarray(c, dtype=wide)
+
+
 def _erfcinv(a: np.ndarray) -> np.ndarray:
     """erfc's inverse, ``-ndtri(a / 2) / sqrt(2)`` (NumPy and torch have none)."""
     x = torch.from_numpy(np.ascontiguousarray(a))
@@ -227,7 +236,7 @@ _LIBDEVICE_NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "round": lambda a: np.copysign(np.floor(np.abs(a) + a.dtype.type(0.5)), a),
     "abs": np.abs, "llabs": np.abs, "fabs": np.abs, "fmod": np.fmod, "pow": np.power,
     "powi": np.power, "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign,
-    "fmin": np.fmin, "fmax": np.fmax, "fma": lambda a, b, c: a * b + c,
+    "fmin": np.fmin, "fmax": np.fmax, "fma": _fused_multiply_add,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "finite": np.isfinite,
     "signbit": np.signbit, "erfcinv": _erfcinv, "lgamma": _erf_family("gammaln"),
     "nextafter": np.nextafter,
@@ -322,6 +331,23 @@ def _fp_to_fp_through_torch(self, src: TensorHandle, dst_type, rounding_mode) ->
     return TensorHandle(out.reshape(np.shape(src.data)), dst_scalar)
 
 
+_TRITON_SCALAR_CONSTANT = TritonSemantic.scalar_constant
+
+
+def _scalar_constant_keeping_negative_zero(self, value, dtype):
+    """``TritonSemantic.scalar_constant`` that keeps -0.0: Triton makes any value equal to 0 a
+    null (+0.0) constant, and the interpreter passes a float kernel argument as a Python
+    float, so a -0.0 scalar input would reach the kernel as +0.0."""
+    if (
+        isinstance(value, float)
+        and value == 0
+        and math.copysign(1.0, value) < 0
+        and dtype in (tl.float32, tl.float64)
+    ):
+        return self.tensor(getattr(self.builder, f"get_{dtype.name}")(value), dtype)
+    return _TRITON_SCALAR_CONSTANT(self, value, dtype)
+
+
 # --- interpreted launches -----------------------------------------------------------------
 
 # Keyed by id: hashing a JITFunction walks its dependencies, which fails mid-interpretation.
@@ -362,6 +388,7 @@ def _interpreter_scope() -> _LangPatchScope:
     scope.set_attr(JITFunction, "__call__", _call_interpreted)
     scope.set_attr(InterpreterBuilder, "cast_impl", _cast_rounding_to_nearest_even)
     scope.set_attr(InterpreterBuilder, "create_fp_to_fp", _fp_to_fp_through_torch)
+    scope.set_attr(TritonSemantic, "scalar_constant", _scalar_constant_keeping_negative_zero)
     return scope
 
 

@@ -9,6 +9,7 @@ are built from constants and coordinates.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
@@ -41,6 +42,9 @@ def literal(s: Scalar) -> str:
             return "float('nan')"
         if v in (float("inf"), float("-inf")):
             return f"float('{v}')"
+        if v == 0 and math.copysign(1.0, v) < 0:
+            # Triton makes a constant equal to 0 +0.0 (and negates as 0 - x): the bits
+            return "tl.full([], -(2**63), tl.int64).to(tl.float64, bitcast=True)"
         return repr(v)
     return repr(int(v)) if isinstance(v, int) else repr(v)
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import torch
 
-from ...dtypes import DataType, is_boolean, is_floating, is_integral, promote
+from ...dtypes import REDUCED_PRECISION, DataType, is_boolean, is_floating, is_integral, promote
 from ...errors import ArgumentTypeError, DefinitionError
 from ..opdef import OpDef, OpKind, register
 from . import pointwise_math as pm
@@ -50,6 +50,9 @@ class PointwiseRow:
     triton: Callable[..., str]
     # operand positions where nvFuser's binding takes a Scalar only (an alpha, a threshold)
     scalar_operands: tuple[int, ...] = ()
+    # those scalars are rounded to a Half/BFloat16 result's dtype first (torch's alpha; a
+    # threshold is compared in Float)
+    round_scalars: bool = False
 
 
 def _remainder_ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -263,16 +266,18 @@ ROWS += [
         3,
         _P,
         pm.add_alpha_ref,
-        lambda a, b, v: f"({a} + {v} * {b})",
+        lambda a, b, v: f"_axpy({a}, {b}, {v})",
         scalar_operands=(2,),
+        round_scalars=True,
     ),
     PointwiseRow(
         "sub_alpha",
         3,
         _P,
         pm.sub_alpha_ref,
-        lambda a, b, v: f"({a} - {v} * {b})",
+        lambda a, b, v: f"_axpy({a}, {b}, -1 * {v})",
         scalar_operands=(2,),
+        round_scalars=True,
     ),
 ]
 
@@ -354,6 +359,9 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     sdt = [vals[i].dtype for i in roles if not isinstance(vals[i], TensorView)]
     dtype = result_dtype(row, tdt, sdt)
     _check_torch_defines(name, tuple((isinstance(v, TensorView), v.dtype) for v in vals))
+    if row.round_scalars and dtype in REDUCED_PRECISION:
+        for k in row.scalar_operands:  # torch rounds alpha to a Half/BFloat16 result's dtype
+            vals[k] = cast(vals[k], dtype)
     if not tensors:
         out: Scalar | TensorView = Scalar(f, dtype)
         emit(f, OPDEFS[name], vals, [out])

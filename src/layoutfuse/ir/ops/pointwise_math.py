@@ -60,6 +60,17 @@ def logical_right_shift_ref(x: torch.Tensor, shift: torch.Tensor) -> torch.Tenso
 # --- Triton helpers --------------------------------------------------------------------------
 
 HELPERS: dict[str, str] = {
+    "_axpy": '''
+@triton.jit
+def _axpy(a, b, v):
+    """``a + v * b`` (add_alpha; sub_alpha with ``-1 * v``, as torch negates alpha): one
+    rounding for floats, as torch computes it (``vec::fmadd`` on the CPU, a contracted
+    ``fma`` on CUDA), so ``-inf + 2 * max`` is -inf, not NaN."""
+    if a.dtype.is_floating():
+        return lib.fma(b, v, a)
+    else:
+        return a + v * b
+''',
     "_shl": '''
 @triton.jit
 def _shl(a, b):
