@@ -400,3 +400,10 @@ def test_scalar_only_operand_in_the_ir():
         f.add_input(tv)
         with pytest.raises(ArgumentTypeError, match="operand 3 must be a Scalar"):
             ops.pointwise("add_alpha", tv, tv, tv)
+
+
+def test_shift_operators_of_handles():
+    """``t << s`` and ``t >> s`` are nvFuser's bitwise_left_shift and bitwise_right_shift."""
+    x = edge_values(I64).to(torch.get_default_device())
+    out = run(lambda fd, t, c: (t << c) >> fd.define_scalar(1), [x], [(3, "constant")])
+    assert_matches(out, (x << 3) >> 1, exact=True)

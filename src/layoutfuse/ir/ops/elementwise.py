@@ -228,8 +228,8 @@ ROWS += [
         for n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh")
     ],
     PointwiseRow("erfinv", 1, _F, torch.erfinv, lambda x: f"lib.erfinv({x})"),
-    PointwiseRow("erfcinv", 1, _F, pm.erfcinv_ref, lambda x: f"lib.erfcinv({x})"),
-    PointwiseRow("lgamma", 1, _F, torch.lgamma, lambda x: f"lib.lgamma({x})"),
+    PointwiseRow("erfcinv", 1, _F, pm.erfcinv_ref, lambda x: f"_erfcinv({x})"),
+    PointwiseRow("lgamma", 1, _F, torch.lgamma, lambda x: f"_lgamma({x})"),
     PointwiseRow("frac", 1, _P, torch.frac, lambda x: f"({x} - lib.trunc({x}))"),
     PointwiseRow("signbit", 1, _B, torch.signbit, lambda x: f"_signbit({x})"),
     PointwiseRow("isneginf", 1, _B, torch.isneginf, lambda x: f"({x} == float('-inf'))"),

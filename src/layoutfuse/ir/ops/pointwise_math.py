@@ -49,6 +49,8 @@ def logical_right_shift_ref(x: torch.Tensor, shift: torch.Tensor) -> torch.Tenso
     -1, a non-negative one 0. ``w`` is the result's width (nvFuser takes 64 if ``x`` is
     Int, else 32: they differ only for an Int32 ``x`` shifted by an Int tensor)."""
     dtype = torch.result_type(x, shift)
+    if dtype.is_floating_point or dtype.is_complex or dtype is torch.bool:
+        raise RuntimeError(f"logical_right_shift: integer operands only, got {dtype}")
     x, s = x.to(dtype), shift.to(dtype)
     w = torch.iinfo(dtype).bits
     r = torch.bitwise_right_shift(x, s)
@@ -60,6 +62,30 @@ def logical_right_shift_ref(x: torch.Tensor, shift: torch.Tensor) -> torch.Tenso
 # --- Triton helpers --------------------------------------------------------------------------
 
 HELPERS: dict[str, str] = {
+    "_lgamma": '''
+@triton.jit
+def _lgamma(x):
+    """libdevice's lgamma; for fp32 subnormals -log|x| in fp64 (Triton compiles libdevice
+    with ftz, which makes lgamma of a subnormal lgamma(0) = inf; torch gives ~88)."""
+    if x.dtype == tl.float32:
+        xd = x.to(tl.float64)
+        tiny = tl.abs(xd) < 1.1754943508222875e-38
+        return tl.where(tiny, -lib.log(tl.abs(xd)).to(tl.float32), lib.lgamma(x))
+    else:
+        return lib.lgamma(x)
+''',
+    "_erfcinv": '''
+@triton.jit
+def _erfcinv(x):
+    """libdevice's erfcinv; for fp32 subnormals its fp64 version (ftz would make them 0,
+    whose erfcinv is inf)."""
+    if x.dtype == tl.float32:
+        xd = x.to(tl.float64)
+        tiny = tl.abs(xd) < 1.1754943508222875e-38
+        return tl.where(tiny, lib.erfcinv(xd).to(tl.float32), lib.erfcinv(x))
+    else:
+        return lib.erfcinv(x)
+''',
     "_axpy": '''
 @triton.jit
 def _axpy(a, b, v):
