@@ -407,3 +407,31 @@ def test_shift_operators_of_handles():
     x = edge_values(I64).to(torch.get_default_device())
     out = run(lambda fd, t, c: (t << c) >> fd.define_scalar(1), [x], [(3, "constant")])
     assert_matches(out, (x << 3) >> 1, exact=True)
+
+
+def test_rows_in_reductions_and_on_scalars():
+    """New rows in a reduction's prologue (their helpers pasted into reduction kernels, which
+    compile for sm_90), and on scalars alone (evaluated on the host, as torch would)."""
+    x = torch.arange(-12, 12, device=torch.get_default_device()).reshape(4, 6)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        a = fd.define_scalar(DataType.Int)
+        g = fd.ops.gcd(a, fd.define_scalar(18))
+        th = fd.ops.threshold(fd.define_scalar(2.5), fd.define_scalar(3.0), fd.define_scalar(-1.0))
+        alpha = fd.ops.sub_alpha(a, fd.define_scalar(4), fd.define_scalar(2))
+        f = fd.ops.cast(t, DataType.Float)
+        fd.add_output(fd.ops.sum(fd.ops.gcd(t, g), dims=[1]))
+        fd.add_output(fd.ops.max(fd.ops.lgamma(f), dims=[0]))
+        fd.add_output(fd.ops.sum(fd.ops.cast(fd.ops.signbit(f), DataType.Int), dims=[0, 1]))
+        fd.add_output(fd.ops.mul(f, th))
+        fd.add_output(fd.ops.add(t, alpha))
+    gcds, lgammas, negatives, scaled, shifted = fd.execute([x, 12])
+    assert torch.equal(gcds, torch.gcd(x, torch.tensor(6)).sum(1))
+    assert torch.equal(lgammas, torch.lgamma(x.float()).amax(0))
+    assert int(negatives) == 12
+    assert_matches(scaled, x.float() * -1.0, exact=True)
+    assert torch.equal(shifted, x + 4)
+    code = fd.last_triton_code()
+    assert "def _gcd(" in code and "def _lgamma(" in code and "tl.sum(" in code
+    for art in compile_last_run(fd.executor()):
+        assert f".entry {art.name}" in art.ptx
