@@ -46,8 +46,9 @@ def logical_right_shift_ref(x: torch.Tensor, shift: torch.Tensor) -> torch.Tenso
     ``r = x >> s``; where ``x < 0``, ``r ^ (mask << (w - s))`` with ``mask = -1`` if
     ``s >= w`` else ``2**s - 1`` (nvFuser's integer pow: 0 for ``s < 0``). So counts in
     ``[0, w]`` shift zeros in (``w`` gives 0); past ``w`` or below 0 a negative ``x`` gives
-    -1, a non-negative one 0. ``w`` is the result's width (nvFuser takes 64 if ``x`` is
-    Int, else 32: they differ only for an Int32 ``x`` shifted by an Int tensor)."""
+    -1, a non-negative one 0. ``w`` is the result's width; nvFuser takes 64 if ``x`` is
+    Int, else 32, which differs where ``x``'s width is not the result's (an Int32 tensor
+    shifted by an Int tensor, an Int scalar by an Int32 tensor)."""
     dtype = torch.result_type(x, shift)
     if dtype.is_floating_point or dtype.is_complex or dtype is torch.bool:
         raise RuntimeError(f"logical_right_shift: integer operands only, got {dtype}")
