@@ -27,7 +27,12 @@ from layoutfuse.nvfuser import DataType, FusionDefinition
 SWEPT_ELSEWHERE = set(LIBRARY_OPERATORS)
 OPS = sorted(n for n in dir(Operators) if not n.startswith("_") and n not in SWEPT_ELSEWHERE)
 POINTWISE = set(ROW_BY_NAME) | set(ALIASES)
-INTEGER_OPERANDS = {"bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor"}
+INTEGER_OPERANDS = {"bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "gcd"}
+INTEGER_OPERANDS |= {"bitwise_left_shift", "bitwise_right_shift", "logical_right_shift"}
+# Pointwise operands where nvFuser's binding takes a Scalar only (an alpha, a threshold).
+SCALAR_OPERANDS = {
+    (name, f"arg{k + 1}") for name, row in ROW_BY_NAME.items() for k in row.scalar_operands
+}
 
 # Parameter kinds.
 TENSOR, OPERAND, SCALAR, LENGTH, VECTOR = "Tensor", "Tensor or Scalar", "Scalar", "length", "Vector"
@@ -105,6 +110,8 @@ class Env:
 
 
 def kind_of(op: str, param: str) -> str:
+    if (op, param) in SCALAR_OPERANDS:
+        return SCALAR
     if op in POINTWISE:
         return OPERAND
     return KIND_OVERRIDES.get((op, param), PARAM_KINDS[param])

@@ -21,6 +21,7 @@ from ..dtypes import is_floating
 from ..schedulers.normalization import NormalizationParams
 from ..schedulers.problem import is_affine
 from .generic_index import generic_index
+from .helpers import helpers_for
 from .indexing import decompose, offset_expr, one_write_per_element
 from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
@@ -342,7 +343,8 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
                     offsets = k.tile_offsets(ridx)
                     k.store_rows(k.emitter(offsets, mask), offsets, mask)
         k.store_per_row()
-    return HEADER + prelude() + "\n\n" + w.text(), args
+    body = w.text()
+    return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
 
 
 def emit(spec, params: NormalizationParams) -> tuple[Kernel, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..dtypes import DataType
 from ..schedulers.pointwise import PointwiseParams, stride_args
 from .generic_index import generic_index
+from .helpers import FP8_CONVERT, helpers_for
 from .kernel import Kernel
 from .tile_index import TILE_ZEROS, emit_indexing, store_mask
 from .values import ValueEmitter
@@ -24,7 +25,8 @@ def kernel_header(spec, params) -> list[str]:
 
 
 def load_line(ptr: str, off: str, mask: str, dtype: DataType) -> str:
-    return f"tl.load({ptr} + {off}, mask={mask}, other=0).to({tl_compute(dtype)})"
+    other = "0.0" if dtype in FP8_CONVERT else "0"  # Triton casts no integer to fp8
+    return f"tl.load({ptr} + {off}, mask={mask}, other={other}).to({tl_compute(dtype)})"
 
 
 def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, list[str]]:
@@ -91,7 +93,8 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
                 f"tl.store({ptr_of[id(acc.tv)]} + {offsets[i]}, "
                 f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
             )
-    return HEADER + PRELUDE + "\n\n" + w.text(), args
+    body = w.text()
+    return HEADER + PRELUDE + helpers_for(body) + "\n\n" + body, args
 
 
 def emit(spec, params: PointwiseParams) -> tuple[Kernel, ...]:

@@ -16,6 +16,7 @@ from ..schedulers import reduction as rd
 from ..schedulers.problem import is_affine
 from ..schedulers.reduction import ReductionParams
 from .generic_index import GenericIndex, generic_index
+from .helpers import helpers_for
 from .indexing import decompose, offset_expr, one_write_per_element
 from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
@@ -66,7 +67,8 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             k.store_partials(results)
         else:
             k.store_outputs(results)
-    return HEADER + prelude() + "\n\n" + k.w.text(), args
+    body = k.w.text()
+    return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
 
 
 @dataclass(eq=False)
