@@ -26,6 +26,7 @@ class OpKind(enum.Enum):
     SHAPE = "shape"  # permute, reshape, broadcast, squeeze, expand, set
     CREATION = "creation"  # full, iota
     SCALAR = "scalar"  # scalar arithmetic and size queries, evaluated on the host
+    SCAN = "scan"  # per-row ops along one dim: cumsum, argsort, topk (``ops.scans``)
 
 
 class IndexAlgebra(Protocol):

@@ -113,6 +113,8 @@ def can_schedule(
     """Any segment without a reduction."""
     if segment.reductions or segment.group is not None:
         return "the segment has a reduction"
+    if segment.scan is not None:
+        return f"the segment is a {segment.scan.op.name} along a dim"
     if p is None:
         return "no problem could be built for the segment's extents"
     return None

@@ -32,6 +32,9 @@ class Problem:
     passes: int = 1  # normalization: levels of dependent reductions, plus one
     loop: bool = True  # normalization: may walk rows too long for a tile twice
     rows: bool = True  # normalization: results are used again on the rows
+    scan_op: str = ""  # scan: the per-row op (cumsum, argsort, topk)
+    descending: bool = False  # scan: argsort's descending, topk's largest
+    scan_keep: int = 0  # scan: elements each row stores along the dim (a topk's k)
 
     @property
     def sizes(self) -> tuple[int, ...]:

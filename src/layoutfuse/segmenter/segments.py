@@ -28,6 +28,7 @@ from typing import NamedTuple
 from ..analysis.accesses import Access, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, TensorView
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
+from .scans import scan_specs
 from .specs import KernelSpec, group_spec, kernel_spec, reduction_spec
 
 __all__ = ["KernelSpec", "segment", "siblings"]
@@ -52,20 +53,24 @@ class _Segmentation:
     inputs: set[int]
     reductions: list[Expr]  # in fusion order
     pending: list[TensorView]  # outputs computed by pointwise work, widest first
+    scans: list[Expr] = field(default_factory=list)  # per-row ops, their results in memory
     covered: set[int] = field(default_factory=set)  # outputs a kernel already stores
     groups: list[_GroupKernel] = field(default_factory=list)
 
     @classmethod
     def of(cls, fusion: Fusion, computed_outputs: list[TensorView]) -> _Segmentation:
         reductions = [e for e in fusion.exprs if e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD)]
+        scans = [e for e in fusion.exprs if e.op.kind is OpKind.SCAN]
         pending = [
             o
             for o in computed_outputs
             if o.definition is not None
-            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD)
+            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD, OpKind.SCAN)
         ]
         pending.sort(key=lambda t: -len(t.shape_domain))
-        return cls(fusion, computed_outputs, {id(v) for v in fusion.inputs}, reductions, pending)
+        # a scan's results live in memory: every other kernel reads them as it reads inputs
+        memory = {id(v) for v in fusion.inputs} | {id(o) for e in scans for o in e.outputs}
+        return cls(fusion, computed_outputs, memory, reductions, pending, scans=scans)
 
     @property
     def output_ids(self) -> set[int]:
@@ -93,6 +98,9 @@ def segment(
     specs = _pointwise_specs(seg, memory_ids)
     reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
     specs += reduction_specs
+    scan_kernels, scan_buffers = scan_specs(seg.fusion, seg.scans, seg.output_ids, memory_ids)
+    specs += scan_kernels
+    intermediates += scan_buffers
     # what the kernels load: the others', and the normalization kernels' own (a group can
     # read another group's results: a first pass builds them without extra stores)
     first, _ = _group_specs(seg, memory_ids, set())

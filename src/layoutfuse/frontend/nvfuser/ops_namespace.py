@@ -360,3 +360,9 @@ for _name, _doc in REDUCTIONS.items():
     setattr(Operators, _name, _reduction_op(_name, _doc))
 for _method in (Operators.var, Operators.var_mean, Operators.welford):
     _method.__doc__ = f"{_method.__doc__}\n\n{REDUCTION_DIMS_RULE}"
+
+# the per-row ops (cumsum, argsort, topk) and triu: ``ops_scan``
+from .ops_scan import OPERATORS as _SCAN_OPERATORS  # noqa: E402
+
+for _name, _op in _SCAN_OPERATORS.items():
+    setattr(Operators, _name, _op)
