@@ -93,9 +93,8 @@ class _Tile:
         """Store ``value`` into the scan's output ``k`` (access ``n_loads + k``)."""
         a = self.spec.n_loads + k
         tv = self.spec.accesses[a].tv
-        w.line(
-            f"tl.store({self.ptr_of[id(tv)]} + off{a}, {storage_cast(value, tv.dtype)}, mask={mask})"
-        )
+        stored = storage_cast(f"({value})", tv.dtype)
+        w.line(f"tl.store({self.ptr_of[id(tv)]} + off{a}, {stored}, mask={mask})")
 
 
 def _source(spec, params: ScanParams, name: str, body, extra: list[str], sort: bool = False):
