@@ -190,13 +190,37 @@ def test_cumsum_fuses_its_pointwise_prologue():
     assert "cumsum along dim 1" in seg["reason"]
 
 
-def test_cumsum_consumer_reads_its_result():
+@pytest.mark.parametrize("mode, sms", [("block", 1), ("loop", 1), ("split", 64)])
+def test_cumsum_epilogue_joins_the_scan_kernel(mode, sms):
     g = torch.Generator().manual_seed(3)
-    x = torch.randn(4, 33, generator=g)
-    fd, (out,) = run(lambda fd, a: fd.ops.mul(fd.ops.cumsum(a, 0), a), [x])
-    torch.testing.assert_close(out, torch.cumsum(x, 0) * x, rtol=1e-5, atol=1e-5)
-    segs = fd.segment([x])
-    assert [s["scheduler"] for s in segs] == ["scan", "pointwise"]
+    x, y = torch.randn(4, 150, generator=g).to(BF16), torch.randn(4, 150, generator=g)
+    settings = {} if mode == "block" else dict(target=small_gpu(sms), tuning=LONG)
+    fd, (c, out) = run(
+        lambda fd, a, b: (c := fd.ops.cumsum(a, 1), fd.ops.mul(fd.ops.exp(c), b)),
+        [x, y],
+        **settings,
+    )
+    check_cumsum(c, x, 1)
+    torch.testing.assert_close(out, torch.exp(c.float()) * y, rtol=1e-5, atol=1e-5)
+    (seg,) = fd.segment([x, y])
+    assert seg["scheduler"] == "scan" and seg["ops"] == ["cumsum", "exp", "mul"]
+    assert "epilogue" in seg["reason"] and scan_params(fd)[0].mode == mode
+
+
+def test_consumers_in_other_coordinates_read_the_result_from_memory():
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(5, 7, generator=g)
+    fd, (out, vsum) = run(
+        lambda fd, a: (
+            fd.ops.permute(fd.ops.cumsum(a, 0), [1, 0]),
+            fd.ops.neg(fd.ops.topk(a, 2, 1)[0]),
+        ),
+        [x],
+    )
+    torch.testing.assert_close(out, torch.cumsum(x, 0).t(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(vsum, -torch.topk(x, 2, 1).values)
+    kinds = sorted(s["scheduler"] for s in fd.segment([x]))
+    assert kinds == ["pointwise", "pointwise", "scan", "scan"], kinds
 
 
 # --- argsort ----------------------------------------------------------------------------------

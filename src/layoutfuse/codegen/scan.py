@@ -16,7 +16,7 @@ from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
 from .sort_network import SORT_PRELUDE
 from .values import ValueEmitter
-from .writer import Writer, storage_cast, tl_dtype, typed_params
+from .writer import Writer, storage_cast, tl_compute, tl_dtype, typed_params
 
 TILE_ZEROS = "tl.zeros([BLOCK_R, BLOCK_N], tl.int32)"
 
@@ -70,7 +70,8 @@ class _Tile:
             w.line(f"off{a} = roff{a}[:, None] + ({col})[None, :]")
 
     def value(self, w: Writer) -> str:
-        """The scan input's values over the tile (its prologue computed from the loads)."""
+        """The scan input's values over the tile (its prologue computed from the loads);
+        the tile's emitter is kept for the epilogue (``finish``)."""
         spec = self.spec
         load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
         first_coord = spec.n_loads + spec.n_stores
@@ -86,8 +87,24 @@ class _Tile:
             return f"off{coord_index[(id(tv), tuple(id(e) for e in chain))]}"
 
         names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
-        ve = ValueEmitter(w, load, lambda s: names[id(s)], coordinate, TILE_ZEROS)
-        return ve.value(spec.scan.inputs[0])
+        self.ve = ValueEmitter(w, load, lambda s: names[id(s)], coordinate, TILE_ZEROS)
+        return self.ve.value(spec.scan.inputs[0])
+
+    def finish(self, w: Writer, result: str, mask: str) -> None:
+        """Store the scan's first result ``result`` and the epilogue outputs computed from
+        it (the stores after the scan's results), as a later kernel would read it: rounded
+        to its dtype."""
+        out = self.spec.scan.outputs[0]
+        result = w.assign("res", result)
+        self.store(w, 0, result, mask)
+        n_results = len(self.spec.scan.outputs)
+        if self.spec.n_stores == n_results:
+            return
+        held = w.assign("r", f"{result}.to({tl_dtype(out.dtype)}).to({tl_compute(out.dtype)})")
+        self.ve.special[id(out)] = held
+        for k in range(n_results, self.spec.n_stores):
+            acc = self.spec.accesses[self.spec.n_loads + k]
+            self.store(w, k, self.ve.value(acc.tv, acc.chain), mask)
 
     def store(self, w: Writer, k: int, value: str, mask: str) -> None:
         """Store ``value`` into the scan's output ``k`` (access ``n_loads + k``)."""
@@ -127,7 +144,7 @@ def _cumsum_block(w: Writer, t: _Tile) -> None:
     t.columns(w, "0")
     v = t.value(w)
     w.line(f"acc = tl.where(mask, ({v}).to({_acc(t.p)}), 0)")
-    t.store(w, 0, "tl.cumsum(acc, axis=1)", "mask")
+    t.finish(w, "tl.cumsum(acc, axis=1)", "mask")
 
 
 def _cumsum_loop(w: Writer, t: _Tile) -> None:
@@ -139,7 +156,7 @@ def _cumsum_loop(w: Writer, t: _Tile) -> None:
         t.columns(w, "start")
         v = t.value(w)
         w.line(f"acc = tl.where(mask, ({v}).to({_acc(t.p)}), 0)")
-        t.store(w, 0, "tl.cumsum(acc, axis=1) + carry[:, None]", "mask")
+        t.finish(w, "tl.cumsum(acc, axis=1) + carry[:, None]", "mask")
         w.line("carry += tl.sum(acc, axis=1)")
 
 
@@ -180,7 +197,7 @@ def _chunk_scan(w: Writer, t: _Tile) -> None:
     w.line("base = tl.load(ws0 + rows * NUM_CHUNKS + chunk - 1, mask=rmask & (chunk > 0), other=0)")
     v = t.value(w)
     w.line(f"acc = tl.where(mask, ({v}).to({_acc(t.p)}), 0)")
-    t.store(w, 0, "tl.cumsum(acc, axis=1) + base[:, None]", "mask")
+    t.finish(w, "tl.cumsum(acc, axis=1) + base[:, None]", "mask")
 
 
 def _sort(w: Writer, t: _Tile) -> None:
@@ -198,7 +215,7 @@ def _sort(w: Writer, t: _Tile) -> None:
         f"{t.p.descending})"
     )
     if t.p.op == "argsort":
-        t.store(w, 0, "idx", "mask")
+        t.finish(w, "idx", "mask")
     else:
         w.line("kmask = rmask[:, None] & (cols < K)[None, :]")
         t.store(w, 0, "key", "kmask")

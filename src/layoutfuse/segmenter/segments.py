@@ -28,7 +28,7 @@ from typing import NamedTuple
 from ..analysis.accesses import Access, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, TensorView
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
-from .scans import scan_specs
+from .scans import scan_epilogues, scan_specs
 from .specs import KernelSpec, group_spec, kernel_spec, reduction_spec
 
 __all__ = ["KernelSpec", "segment", "siblings"]
@@ -95,10 +95,13 @@ def segment(
     _normalization_groups(seg)
     _sibling_groups(seg)
     memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
+    epilogues = scan_epilogues(seg.scans, seg.pending, seg.covered, memory_ids)
     specs = _pointwise_specs(seg, memory_ids)
     reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
     specs += reduction_specs
-    scan_kernels, scan_buffers = scan_specs(seg.fusion, seg.scans, seg.output_ids, memory_ids)
+    scan_kernels, scan_buffers = scan_specs(
+        seg.fusion, seg.scans, seg.output_ids, memory_ids, epilogues
+    )
     specs += scan_kernels
     intermediates += scan_buffers
     # what the kernels load: the others', and the normalization kernels' own (a group can
