@@ -87,3 +87,15 @@ def test_contiguous_cumsum_moves_16_byte_vectors():
     (art,) = compiled(fd)
     widths = art.vector_widths
     assert widths.get("ld.global.v4", 0) > 0 and widths.get("st.global.v4", 0) > 0, widths
+
+
+@pytest.mark.parametrize("op, dtype", [("argsort", torch.float32), ("topk", torch.bfloat16)])
+def test_ranked_sort_kernels_compile_for_sm90(op, dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 300, generator=g).to(dtype)
+    tuning = DEFAULT.with_fields(scan=dict(max_sort_block=64))
+    fd = configured(_fusion(op, x, 1), tuning=tuning)
+    fd.execute([x])
+    assert schedules(fd)[0].mode == "rank"
+    (art,) = compiled(fd)
+    assert art.local_bytes == 0, art.resources

@@ -18,7 +18,6 @@ import random
 import pytest
 import torch
 
-from layoutfuse.errors import UnsupportedError
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.scan import ScanParams
 from layoutfuse.schedulers.tuning import DEFAULT
@@ -245,11 +244,39 @@ def test_argsort_of_bools_and_size_one_rows():
     assert torch.equal(out, torch.zeros(5, 1, dtype=torch.int64))
 
 
-def test_sort_rows_longer_than_a_tile_are_refused_with_the_reason():
-    x = torch.randn(2, 40)
-    tuning = DEFAULT.with_fields(scan=dict(max_sort_block=32))
-    with pytest.raises(UnsupportedError, match="max_sort_block"):
-        run(lambda fd, t: fd.ops.argsort(t, 1), [x], tuning=tuning)
+RANKED = DEFAULT.with_fields(scan=dict(max_sort_block=16, rank_block=16))
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize(
+    "shape, order, dim, dtype",
+    [((3, 45), (0, 1), 1, F32), ((45, 3), (0, 1), 0, BF16), ((2, 40, 3), (2, 0, 1), 1, I32)],
+)
+def test_argsort_rows_longer_than_a_sort_tile_are_ranked(shape, order, dim, dtype, descending):
+    x = laid_out(shape, order, dtype, values="ties")
+    fd, (out,) = run(
+        lambda fd, t: fd.ops.argsort(t, dim, descending=descending), [x], tuning=RANKED
+    )
+    assert torch.equal(out, torch.argsort(x, dim=dim, descending=descending, stable=True))
+    (p,) = scan_params(fd)
+    assert p.mode == "rank" and p.block_n == 16
+    assert "mode rank" in fd.segment([x])[0]["reason"]
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_of_rows_longer_than_a_sort_tile(largest):
+    x = laid_out((3, 45), (1, 0), F32, values="ties")
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 5, 1, largest=largest), [x], tuning=RANKED)
+    check_topk(v, i, x, 5, 1, largest)
+    assert scan_params(fd)[0].mode == "rank"
+
+
+def test_ranked_argsort_epilogue():
+    g = torch.Generator().manual_seed(8)
+    x, y = torch.randn(2, 40, generator=g), torch.randn(2, 40, generator=g)
+    fd, (out,) = run(lambda fd, a, b: fd.ops.mul(fd.ops.argsort(a, 1), b), [x, y], tuning=RANKED)
+    torch.testing.assert_close(out, torch.argsort(x, dim=1, stable=True) * y)
+    assert [s["scheduler"] for s in fd.segment([x, y])] == ["scan"]
 
 
 # --- topk ------------------------------------------------------------------------------------------

@@ -64,14 +64,24 @@ class _Tile:
         if self.p.index64:
             w.line("cols = cols.to(tl.int64)")
         w.line(f"mask = rmask[:, None] & (cols < {self.length()})[None, :]")
+        self.offsets(w, "cols[None, :]")
+
+    def offsets(self, w: Writer, positions: str) -> None:
+        """Every access's offset ``off<a>`` at ``positions`` along the scanned dim (a
+        [1, BLOCK_N] or [BLOCK_R, BLOCK_N] expression) of the tile's rows."""
         g = self.p.scan_group
         for a in range(self.n_acc):
-            col = "cols * 0" if g is None else f"cols * s{a}_{g}"
-            w.line(f"off{a} = roff{a}[:, None] + ({col})[None, :]")
+            col = f"{positions} * 0" if g is None else f"{positions} * s{a}_{g}"
+            w.line(f"off{a} = roff{a}[:, None] + ({col})")
 
     def value(self, w: Writer) -> str:
         """The scan input's values over the tile (its prologue computed from the loads);
         the tile's emitter is kept for the epilogue (``finish``)."""
+        self.emitter(w)
+        return self.ve.value(self.spec.scan.inputs[0])
+
+    def emitter(self, w: Writer) -> None:
+        """A fresh ``ValueEmitter`` at the current offsets and ``mask``."""
         spec = self.spec
         load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
         first_coord = spec.n_loads + spec.n_stores
@@ -88,7 +98,6 @@ class _Tile:
 
         names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
         self.ve = ValueEmitter(w, load, lambda s: names[id(s)], coordinate, TILE_ZEROS)
-        return self.ve.value(spec.scan.inputs[0])
 
     def finish(self, w: Writer, result: str, mask: str) -> None:
         """Store the scan's first result ``result`` and the epilogue outputs computed from
@@ -204,10 +213,7 @@ def _sort(w: Writer, t: _Tile) -> None:
     w.line("pid = tl.program_id(0)")
     t.rows(w, "pid")
     t.columns(w, "0")
-    v = t.value(w)
-    key_dtype = t.spec.scan.inputs[0].dtype
-    key = f"({v}).to(tl.int8)" if key_dtype is DataType.Bool else v
-    w.line(f"key = {key}")
+    w.line(f"key = {_key(w, t, t.value(w))}")
     w.line("idx = cols[None, :] + tl.zeros([BLOCK_R, BLOCK_N], cols.dtype)")
     log_n = t.p.block_n.bit_length() - 1
     w.line(
@@ -222,6 +228,48 @@ def _sort(w: Writer, t: _Tile) -> None:
         t.store(w, 1, "idx", "kmask")
 
 
+def _rank_sort(w: Writer, t: _Tile) -> None:
+    """A row longer than a sort tile: each element's rank is the number of elements of its
+    row that sort before it (counted a [BLOCK_N, BLOCK_N] tile at a time: O(N**2)
+    compares per row), and it is stored at that position."""
+    n = t.length()
+    w.line("pid = tl.program_id(0)")
+    w.line(f"blocks = ({n} + BLOCK_N - 1) // BLOCK_N")
+    t.rows(w, "pid // blocks")
+    t.columns(w, "(pid % blocks) * BLOCK_N")
+    key = _key(w, t, t.value(w))
+    w.line("ci = cols")
+    w.line("mi = mask")
+    w.line(f"key_i = tl.reshape({key}, [BLOCK_N, 1])")
+    w.line("idx_i = tl.reshape(ci, [BLOCK_N, 1])")
+    w.line("rank = tl.zeros([BLOCK_N], tl.int32)")
+    w.line(f"for j0 in range(0, {n}, BLOCK_N):")
+    with w.indent():
+        t.columns(w, "j0")
+        w.line(f"key_j = {_key(w, t, t.value(w))}")
+        w.line(f"before = _sorts_before(key_j, cols[None, :], key_i, idx_i, {n}, {t.p.descending})")
+        w.line("rank += tl.sum(before.to(tl.int32), axis=1)")
+    w.line("at = tl.reshape(rank, [1, BLOCK_N])")
+    if t.p.index64:
+        w.line("at = at.to(tl.int64)")
+    t.offsets(w, "at")
+    w.line("mask = mi")
+    t.emitter(w)
+    if t.p.op == "argsort":
+        t.finish(w, "ci[None, :] + tl.zeros([BLOCK_R, BLOCK_N], ci.dtype)", "mi")
+    else:
+        w.line("kmask = mi & (at < K)")
+        t.store(w, 0, key, "kmask")
+        t.store(w, 1, "ci[None, :] + tl.zeros([BLOCK_R, BLOCK_N], ci.dtype)", "kmask")
+
+
+def _key(w: Writer, t: _Tile, v: str) -> str:
+    """The sort key of the scan input's value ``v`` (bools compare as int8)."""
+    if t.spec.scan.inputs[0].dtype is DataType.Bool:
+        return w.assign("key", f"({v}).to(tl.int8)")
+    return v
+
+
 def _kernel(spec, params: ScanParams, name: str, body, extra=(), sort=False) -> Kernel:
     src, args = _source(spec, params, name, body, list(extra), sort)
     consts = [("BLOCK_R", params.block_r), ("BLOCK_N", params.block_n)]
@@ -233,6 +281,8 @@ def _kernel(spec, params: ScanParams, name: str, body, extra=(), sort=False) -> 
 def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
     """The scan segment's kernels: one, or the split's three (chunk sums, their running
     sums, the scan)."""
+    if params.op in SORTS and params.mode == "rank":
+        return (_kernel(spec, params, f"{params.op}_rank_kernel", _rank_sort, sort=True),)
     if params.op in SORTS:
         return (_kernel(spec, params, f"{params.op}_kernel", _sort, sort=True),)
     if params.mode == "block":

@@ -16,10 +16,12 @@ cumsum has three modes:
   running sums (in place), and the last pass scans each chunk again, starting from the
   running sum of the chunks before it. Every chunk runs in its own program.
 
-argsort and topk sort a row in one tile (a bitonic network over (key, index) pairs,
-``codegen.scan``) when ``next_pow2(N) <= max_sort_block``. A longer row is refused with
-that reason (no multi-tile sort yet: the fusion then fails with ``UnsupportedError``
-naming it).
+argsort and topk sort a row in one tile (mode ``block``: a bitonic network over (key,
+index) pairs, ``codegen.sort_network``) when ``next_pow2(N) <= max_sort_block``. A longer
+row is ranked (mode ``rank``): a program per ``rank_block`` elements of a row counts, for
+each, the elements of the whole row that sort before it, walking the row in blocks, and
+stores the element at that position. That is O(N**2) compares per row (a fallback that
+is correct for any length, not fast: a merge of sorted tiles would be O(N log N)).
 
 Integers accumulate in Int (int64), Half/BFloat16 in Float.
 """
@@ -59,6 +61,8 @@ class ScanTuning:
     max_sort_block: int = 2048
     # elements of a sort tile (rows x the padded row)
     sort_tile_elements: int = 2048
+    # a longer sorted row: elements one program ranks, and the row block it compares with
+    rank_block: int = 64
     # warps by tile elements, (least elements, warps) steps
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
 
@@ -70,7 +74,7 @@ DEFAULT_TUNING = ScanTuning()
 class ScanParams:
     scheduler: str
     op: str  # cumsum, argsort or topk
-    mode: str  # block, loop or split
+    mode: str  # block, loop or split (cumsum); block or rank (argsort, topk)
     n_groups: int
     scan_group: int | None  # the scanned dim's group (None: its extent is 1)
     block_r: int
@@ -102,26 +106,22 @@ def rows(p: Problem) -> int:
 def can_schedule(
     segment: KernelSpec, p: Problem | None, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING
 ) -> str | None:
-    """A scan segment whose accesses are all affine; a sort whose row fits a tile."""
+    """A scan segment whose accesses are all affine."""
     if segment.scan is None:
         return "the segment has no scan"
     if p is None:
         return "no problem could be built for the segment's extents"
     if p.generic:
         return "a load crosses a reshape that is not a view (scan kernels need strides)"
-    n = _scan_extent(p)
-    if p.scan_op in SORTS and next_pow2(n) > tuning.max_sort_block:
-        return (
-            f"{p.scan_op} of rows of {n} elements: a row sorts in one tile of at most "
-            f"{tuning.max_sort_block} elements (max_sort_block); longer rows have no sort yet"
-        )
     return None
 
 
 def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) -> ScanParams:
     n, nrows = _scan_extent(p), rows(p)
     acc = accumulates_in(p.dtypes[p.n_loads]) if p.scan_op == "cumsum" else DataType.Float
-    if p.scan_op in SORTS:
+    if p.scan_op in SORTS and next_pow2(n) > tuning.max_sort_block:
+        mode, block_n, block_r = "rank", tuning.rank_block, 1
+    elif p.scan_op in SORTS:
         mode, block_n = "block", next_pow2(n)
         block_r = min(next_pow2(nrows), max(1, tuning.sort_tile_elements // block_n))
     else:
@@ -141,7 +141,8 @@ def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNI
         _scan_group(p),
         block_r,
         block_n,
-        warps_for(block_r * block_n, tuning.warps),
+        # a rank program compares a [block_n, block_n] tile
+        warps_for(block_n * block_n if mode == "rank" else block_r * block_n, tuning.warps),
         p.needs_int64,
         p.descending,
         tuning.sums_block if mode == "split" else 0,
@@ -154,6 +155,10 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
     n = _scan_extent(p)
     why = {
         "block": f"rows of {n} fit a tile of {params.block_n}",
+        "rank": (
+            f"rows of {n} exceed a sort tile (max_sort_block {tuning.max_sort_block}): each "
+            f"element ranked against its whole row, {params.block_n} at a time (O(N**2))"
+        ),
         "loop": f"rows of {n} walked in chunks of {params.block_n}, a running sum carried",
         "split": (
             f"rows of {n} in {cdiv(n, params.block_n)} chunks each, too few rows to fill the "
@@ -172,6 +177,8 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
     sums, the scan (kernels 0, 1, 2)."""
     nrows = rows(p)
     tiles = cdiv(nrows, params.block_r)
+    if params.mode == "rank":
+        tiles = nrows * cdiv(_scan_extent(p), params.block_n)
     values: tuple[tuple[str, int], ...] = (("ROWS", nrows), ("K", p.scan_keep))
     if params.mode != "split":
         return (LaunchSpec(0, (tiles,), values),)
