@@ -10,8 +10,10 @@ normalization kernel that reads their inputs once (``siblings``). A plain reduct
 its pointwise and shape prologue recomputed from memory; its outputs are written to
 memory (the fusion's output or an intermediate buffer). Every remaining output computed
 by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
-in the same coordinates, are stored by that kernel. Each cut says why it was made
-(``Segment.reason``).
+in the same coordinates, are stored by that kernel. A per-row op (cumsum, argsort, topk)
+gets a scan kernel of its own, with its prologue and its pointwise epilogue
+(``segmenter.scans``); its results live in memory for every other kernel. Each cut says
+why it was made (``Segment.reason``).
 
 A normalization kernel carries its fallback plan (``KernelSpec.fallback``, built in
 ``segmenter.specs``), which the runtime takes when the normalization scheduler says its
