@@ -160,6 +160,36 @@ def test_cumsum_of_ints_and_bools_is_int64(dim):
         assert torch.equal(out, torch.cumsum(x, dim))
 
 
+@pytest.mark.parametrize("op", ["cumsum", "argsort", "topk"])
+@pytest.mark.parametrize(
+    "x, dim",
+    [
+        (
+            torch.randn(4, 1, generator=torch.Generator().manual_seed(9)).expand(4, 6),
+            1,
+        ),  # along an expanded dim (stride 0)
+        (torch.randn(1, 6, generator=torch.Generator().manual_seed(9)).expand(5, 6), 0),
+        (
+            torch.randn(4, 1, generator=torch.Generator().manual_seed(9)),
+            1,
+        ),  # along a size-1 dim: no scanned group
+    ],
+    ids=["expanded-inner", "expanded-outer", "size1"],
+)
+def test_along_an_expanded_or_size_one_dim(op, x, dim):
+    x = x.to(torch.get_default_device())
+    if op == "topk":
+        fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 1, dim), [x])
+        check_topk(v, i, x, 1, dim, True)
+        return
+    fd, (out,) = run(lambda fd, t: getattr(fd.ops, op)(t, dim), [x])
+    if op == "cumsum":
+        check_cumsum(out, x, dim)
+    else:
+        assert torch.equal(out, torch.argsort(x, dim=dim, stable=True))
+    assert 0 not in out.stride()
+
+
 LONG = DEFAULT.with_fields(scan=dict(max_block=32, chunk=32, tile_elements=64, sums_block=4))
 
 
