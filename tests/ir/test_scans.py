@@ -93,15 +93,16 @@ def make_input(rank, order, dim, variant, dtype, values="randn", shape=None) -> 
     return laid_out(big, order, dtype, values=values)[tuple(index)]
 
 
-def dense_strides_like(x: torch.Tensor) -> tuple[int, ...]:
-    """The strides of a dense tensor of ``x``'s shape in ``x``'s memory order (stride
-    descending; an expanded dim where it lies among the others)."""
+def dense_strides_like(x: torch.Tensor, shape=None) -> tuple[int, ...]:
+    """The strides of a dense tensor of ``shape`` (``x``'s by default) in ``x``'s memory
+    order (stride descending; an expanded dim where it lies among the others)."""
+    shape = list(shape or x.shape)
     order = sorted(range(x.dim()), key=lambda d: (-x.stride(d), d))
     strides = [0] * x.dim()
     step = 1
     for d in reversed(order):
         strides[d] = step
-        step *= x.shape[d]
+        step *= shape[d]
     return tuple(strides)
 
 
@@ -190,6 +191,22 @@ def test_along_an_expanded_or_size_one_dim(op, x, dim):
     assert 0 not in out.stride()
 
 
+def test_float64_cumsum_and_argsort():
+    x = laid_out((3, 50), (1, 0), torch.float64, values="ties")
+    _, (c, a) = run(lambda fd, t: (fd.ops.cumsum(t, 1), fd.ops.argsort(t, 1)), [x])
+    torch.testing.assert_close(c, torch.cumsum(x, 1), equal_nan=True)
+    assert torch.equal(a, torch.argsort(x, dim=1, stable=True))
+
+
+def test_cumsum_longer_than_the_default_tile_splits_into_chunks():
+    x = laid_out((2, 5000), (0, 1), F32, seed=7)
+    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 1), [x])
+    check_cumsum(out, x, 1)
+    (p,) = scan_params(fd)
+    assert (p.mode, p.block_n) == ("split", 2048)
+    assert "chunk sums" in fd.segment([x])[0]["reason"]
+
+
 LONG = DEFAULT.with_fields(scan=dict(max_block=32, chunk=32, tile_elements=64, sums_block=4))
 
 
@@ -261,6 +278,8 @@ def test_argsort_layouts_nan_and_ties(rank, order, dim, variant, dtype, descendi
     want = torch.argsort(x, dim=dim, descending=descending, stable=True)
     assert out.dtype == torch.int64
     assert torch.equal(out, want)
+    if variant != "expanded":
+        assert out.stride() == dense_strides_like(x)
     (p,) = scan_params(fd)
     assert p.op == "argsort" and p.mode == "block"
 
@@ -330,6 +349,8 @@ def test_topk_layouts_nan_and_ties(rank, order, dim, variant, dtype, largest):
     k = min(3, x.shape[dim])
     fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, k, dim, largest=largest, sorted=True), [x])
     check_topk(v, i, x, k, dim, largest)
+    if variant == "dense":  # the outputs keep the input's memory order
+        assert v.stride() == i.stride() == dense_strides_like(x, v.shape)
     (p,) = scan_params(fd)
     assert p.op == "topk"
 
