@@ -21,7 +21,9 @@ from support.execution import INTERPRETER_WARNINGS, configured, schedules, small
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
-LONG = DEFAULT.with_fields(scan=dict(max_block=32, chunk=32, tile_elements=64, sums_block=4))
+LONG = DEFAULT.with_fields(
+    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4)
+)
 
 
 def _fusion(op: str, x: torch.Tensor, dim: int) -> FusionDefinition:
@@ -99,3 +101,31 @@ def test_ranked_sort_kernels_compile_for_sm90(op, dtype):
     assert schedules(fd)[0].mode == "rank"
     (art,) = compiled(fd)
     assert art.local_bytes == 0, art.resources
+
+
+def test_cumsum_along_a_strided_dim_moves_16_byte_vectors_across_rows():
+    """The stride-1 dim is a row coordinate: the tile spans 64 rows of it (256 bytes of
+    fp32) and walks the scanned dim, so loads and stores stay whole vectors."""
+    x = torch.randn(1024, 64, generator=torch.Generator().manual_seed(4))
+    fd = _fusion("cumsum", x, 0)
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.cumsum(x.abs(), 0), rtol=1e-5, atol=1e-3)
+    (params,) = schedules(fd)
+    assert params.block_r == 64 and params.block_n == 64  # 4096 elements a tile
+    widths = compiled(fd)[-1].vector_widths  # the scan (after a split's chunk sums)
+    assert widths.get("ld.global.v4", 0) > 0 and widths.get("st.global.v4", 0) > 0, widths
+
+
+@pytest.mark.parametrize(
+    "shape, dim, sms, mode",
+    [((5, 5000), 1, 132, "split"), ((5, 5000), 1, 1, "loop"), ((1024, 64), 0, 132, "split")],
+)
+def test_default_long_row_kernels_compile_for_sm90(shape, dim, sms, mode):
+    """At the default tuning (2048-element chunks, the middle pass's [2, 1024] tile): Triton
+    3.6's OptimizeThreadLocality pass once asserted on the middle pass's loop."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(5))
+    fd = configured(_fusion("cumsum", x, dim), target=small_gpu(sms))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.cumsum(x.abs(), dim), rtol=1e-5, atol=1e-2)
+    assert schedules(fd)[0].mode == mode
+    compiled(fd)

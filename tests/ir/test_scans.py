@@ -207,7 +207,9 @@ def test_cumsum_longer_than_the_default_tile_splits_into_chunks():
     assert "chunk sums" in fd.segment([x])[0]["reason"]
 
 
-LONG = DEFAULT.with_fields(scan=dict(max_block=32, chunk=32, tile_elements=64, sums_block=4))
+LONG = DEFAULT.with_fields(
+    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4)
+)
 
 
 @pytest.mark.parametrize("mode, sms", [("loop", 1), ("split", 64)])

@@ -196,7 +196,10 @@ def _running_sums(w: Writer, t: _Tile) -> None:
         w.line("c = start + tl.arange(0, SUMS_BLOCK)")
         w.line("m = rmask[:, None] & (c < NUM_CHUNKS)[None, :]")
         w.line("ptr = ws0 + rows[:, None] * NUM_CHUNKS + c[None, :]")
-        w.line("x = tl.load(ptr, mask=m, other=0)")
+        # masked lanes are zeroed by a where, not only by the load's other=0: Triton 3.6's
+        # OptimizeThreadLocality pass asserts on a loop-carried sum of a plain load whose
+        # final value is unused (as the carry is after the loop)
+        w.line("x = tl.where(m, tl.load(ptr, mask=m, other=0), 0)")
         w.line("tl.store(ptr, tl.cumsum(x, axis=1) + carry[:, None], mask=m)")
         w.line("carry += tl.sum(x, axis=1)")
 

@@ -8,7 +8,9 @@ or the rows) is what Triton coalesces.
 
 cumsum has three modes:
 
-* ``block``: the row fits one tile (``next_pow2(N) <= max_block``): one ``tl.cumsum``;
+* ``block``: the row fits one tile (``next_pow2(N) <= max_block``; where the stride-1
+  dim is a row coordinate, the tile spans ``outer_rows`` rows and what is left of
+  ``tile_elements`` along the scanned dim): one ``tl.cumsum``;
 * ``loop``: a longer row, with enough row tiles to fill the device: each program walks
   its rows' chunks in order, carrying the running sum;
 * ``split``: a longer row with few row tiles: three launches. A block-sum pass writes
@@ -49,6 +51,9 @@ class ScanTuning:
 
     # a cumsum row up to this many elements is one tile (mode ``block``)
     max_block: int = 4096
+    # rows of a cumsum tile where the stride-1 dim is a row coordinate (not the scanned
+    # one): 256 bytes of fp32 per access; the tile walks the scanned dim in blocks
+    outer_rows: int = 64
     # elements of a cumsum tile (rows x the scanned block)
     tile_elements: int = 4096
     # a longer row's chunk, in elements (modes ``loop`` and ``split``)
@@ -125,13 +130,18 @@ def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNI
         mode, block_n = "block", next_pow2(n)
         block_r = min(next_pow2(nrows), max(1, tuning.sort_tile_elements // block_n))
     else:
-        if next_pow2(n) <= tuning.max_block:
-            mode, block_n = "block", next_pow2(n)
+        if p.groups and not p.groups[0].reduced:
+            # the stride-1 side is a row coordinate: a tile spans outer_rows of it, so
+            # every load and store moves whole segments, and walks the dim in blocks
+            block_r = min(next_pow2(nrows), tuning.outer_rows)
+            block_n = min(next_pow2(n), max(1, tuning.tile_elements // block_r))
         else:
-            block_n = tuning.chunk
-        block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // block_n))
-        if next_pow2(n) > tuning.max_block:
-            tiles = cdiv(nrows, block_r)
+            block_n = next_pow2(n) if next_pow2(n) <= tuning.max_block else tuning.chunk
+            block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // block_n))
+        tiles = cdiv(nrows, block_r)
+        if block_n >= n:
+            mode = "block"
+        else:
             mode = "loop" if tiles >= tuning.loop_tiles_per_sm * device.sm_count else "split"
     return ScanParams(
         NAME,
@@ -145,7 +155,8 @@ def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNI
         warps_for(block_n * block_n if mode == "rank" else block_r * block_n, tuning.warps),
         p.needs_int64,
         p.descending,
-        tuning.sums_block if mode == "split" else 0,
+        # the middle pass's tile has the others' elements
+        min(tuning.sums_block, max(1, tuning.tile_elements // block_r)) if mode == "split" else 0,
         acc,
     )
 
