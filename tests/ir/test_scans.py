@@ -163,22 +163,16 @@ def test_cumsum_of_ints_and_bools_is_int64(dim):
 
 @pytest.mark.parametrize("op", ["cumsum", "argsort", "topk"])
 @pytest.mark.parametrize(
-    "x, dim",
+    "base, shape, dim",
     [
-        (
-            torch.randn(4, 1, generator=torch.Generator().manual_seed(9)).expand(4, 6),
-            1,
-        ),  # along an expanded dim (stride 0)
-        (torch.randn(1, 6, generator=torch.Generator().manual_seed(9)).expand(5, 6), 0),
-        (
-            torch.randn(4, 1, generator=torch.Generator().manual_seed(9)),
-            1,
-        ),  # along a size-1 dim: no scanned group
+        ((4, 1), (4, 6), 1),  # along an expanded dim (stride 0)
+        ((1, 6), (5, 6), 0),
+        ((4, 1), (4, 1), 1),  # along a size-1 dim: no scanned group
     ],
     ids=["expanded-inner", "expanded-outer", "size1"],
 )
-def test_along_an_expanded_or_size_one_dim(op, x, dim):
-    x = x.to(torch.get_default_device())
+def test_along_an_expanded_or_size_one_dim(op, base, shape, dim):
+    x = torch.randn(base, generator=torch.Generator().manual_seed(9)).expand(shape)
     if op == "topk":
         fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 1, dim), [x])
         check_topk(v, i, x, 1, dim, True)
@@ -399,3 +393,44 @@ def test_triu_fuses_with_its_neighbours():
     fd, (out,) = run(lambda fd, a, b: fd.ops.add(fd.ops.triu(fd.ops.exp(a), 1), b), [x, y])
     torch.testing.assert_close(out, torch.triu(torch.exp(x), 1) + y)
     assert len(fd.segment([x, y])) == 1
+
+
+# --- with other kernels ------------------------------------------------------------------------
+def _softmax(fd, a):
+    m = fd.ops.max(a, [1], keepdim=False)
+    e = fd.ops.exp(fd.ops.sub(a, fd.ops.broadcast_in_dim(m, [6, 9], [0])))
+    return fd.ops.div(e, fd.ops.broadcast_in_dim(fd.ops.sum(e, [1]), [6, 9], [0]))
+
+
+COMPOSED = {
+    "sum-of-cumsum": (
+        lambda fd, a: fd.ops.sum(fd.ops.cumsum(a, 1), [1]),
+        lambda x: [x.cumsum(1).sum(1)],
+        ["scan", "reduction"],
+    ),
+    "cumsum-of-sum": (
+        lambda fd, a: fd.ops.cumsum(fd.ops.sum(a, [1]), 0),
+        lambda x: [x.sum(1).cumsum(0)],
+        ["reduction", "scan"],
+    ),
+    "topk-of-softmax": (
+        lambda fd, a: fd.ops.topk(_softmax(fd, a), 3, 1),
+        lambda x: list(torch.topk(torch.softmax(x, 1), 3, 1)),
+        ["reduction", "reduction", "scan"],
+    ),
+    "argsort-of-cumsum": (
+        lambda fd, a: fd.ops.argsort(fd.ops.cumsum(a, 1), 1, descending=True),
+        lambda x: [torch.argsort(x.cumsum(1), dim=1, descending=True, stable=True)],
+        ["scan", "scan"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPOSED))
+def test_scans_compose_with_reductions_and_each_other(name):
+    build, reference, kernels = COMPOSED[name]
+    x = laid_out((6, 9), (1, 0), F32, seed=10)
+    fd, outs = run(build, [x])
+    for out, want in zip(outs, reference(x), strict=True):
+        torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    assert [s["scheduler"] for s in fd.segment([x])] == kernels
