@@ -434,3 +434,19 @@ def test_scans_compose_with_reductions_and_each_other(name):
     for out, want in zip(outs, reference(x), strict=True):
         torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
     assert [s["scheduler"] for s in fd.segment([x])] == kernels
+
+
+@pytest.mark.parametrize("op", ["cumsum", "argsort"])
+def test_a_prologue_through_a_reshape_that_is_not_a_view_runs_the_finer_plan(op):
+    """The scan kernel needs strides; a load through such a reshape has none: its input is
+    stored by a pointwise kernel first (the scan segment's fallback), then scanned."""
+    x = laid_out((4, 6), (1, 0), F32, seed=11)  # column-major: reshape(24) is not a view
+    fd, (out,) = run(lambda fd, t: getattr(fd.ops, op)(fd.ops.reshape(fd.ops.exp(t), [24]), 0), [x])
+    y = torch.exp(x).reshape(24)
+    if op == "cumsum":
+        torch.testing.assert_close(out, torch.cumsum(y, 0), rtol=1e-5, atol=1e-5)
+    else:
+        assert torch.equal(out, torch.argsort(y, dim=0, stable=True))
+    segs = fd.segment([x])
+    assert [s["scheduler"] for s in segs] == ["pointwise", "scan"]
+    assert all("instead of one scan kernel: a load crosses a reshape" in s["reason"] for s in segs)

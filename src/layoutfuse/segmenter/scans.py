@@ -20,6 +20,7 @@ from .specs import (
     _exprs_upstream,
     _in_fusion_order,
     _scalars_of,
+    kernel_spec,
 )
 
 
@@ -71,7 +72,27 @@ def scan_specs(
 
 def scan_spec(e: Expr, memory_ids: set[int], epilogue: list[TensorView]) -> KernelSpec:
     """The kernel of scan ``e``: its prologue's loads, its results' stores (first), then
-    the stores of its ``epilogue`` outputs, whose loads join the prologue's."""
+    the stores of its ``epilogue`` outputs, whose loads join the prologue's. With a
+    prologue, its finer plan (``fallback``: taken when the scan scheduler refuses the
+    prologue, a load through a reshape that is not a view) is a pointwise kernel that
+    stores the scan's input, then the scan reading it."""
+    spec = _scan_kernel(e, memory_ids, epilogue)
+    root = e.inputs[0]
+    assert isinstance(root, TensorView)
+    if id(root) not in memory_ids and root.definition is not None:
+        copy = kernel_spec(
+            "pointwise",
+            root,
+            memory_ids,
+            [Access(root, (), store=True)],
+            reason=f"the input of {e.op.name}, stored for it",
+        )
+        spec.fallback = [copy, _scan_kernel(e, memory_ids | {id(root)}, epilogue)]
+        spec.fallback_buffers = [root]
+    return spec
+
+
+def _scan_kernel(e: Expr, memory_ids: set[int], epilogue: list[TensorView]) -> KernelSpec:
     root = e.inputs[0]
     assert isinstance(root, TensorView)
     results = {id(o) for o in e.outputs}
