@@ -129,3 +129,20 @@ def test_default_long_row_kernels_compile_for_sm90(shape, dim, sms, mode):
     torch.testing.assert_close(out, torch.cumsum(x.abs(), dim), rtol=1e-5, atol=1e-2)
     assert schedules(fd)[0].mode == mode
     compiled(fd)
+
+
+def test_accesses_with_a_base_offset_add_it():
+    """An access the problem gives a base offset (a slice's start: ``b<a>``, bound at
+    launch) has it added to every offset, and takes it as an argument."""
+    import dataclasses
+
+    from layoutfuse.codegen import scan as scan_code
+
+    x = torch.randn(4, 9, generator=torch.Generator().manual_seed(6))
+    fd = _fusion("cumsum", x, 1)
+    fd.execute([x])
+    run = fd.executor().last_run.segments[0]
+    params = dataclasses.replace(run.params, based=(0,))
+    (kernel,) = scan_code.emit(run.segment, params)
+    assert "b0" in kernel.arg_names and "b1" not in kernel.arg_names
+    assert "roff0 = i1 * s0_1 + b0" in kernel.source

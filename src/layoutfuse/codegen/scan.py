@@ -34,8 +34,9 @@ class _Tile:
         ptrs = [f"p{i}" for i in range(len(self.spec.memory))]
         sizes = [f"n{k}" for k in range(self.p.n_groups)]
         strides = [f"s{a}_{k}" for a in range(self.n_acc) for k in range(self.p.n_groups)]
+        bases = [f"b{a}" for a in self.p.based]
         scalars = [f"c{i}" for i in range(len(self.spec.scalars))]
-        return ptrs + extra + sizes + strides + scalars + ["ROWS", "K"]
+        return ptrs + extra + sizes + strides + bases + scalars + ["ROWS", "K"]
 
     def length(self) -> str:
         """The scanned extent."""
@@ -56,6 +57,7 @@ class _Tile:
                 w.line(f"i{k} = rest")
         for a in range(self.n_acc):
             terms = [f"i{k} * s{a}_{k}" for k in self.kept] or ["rows * 0"]
+            terms += [f"b{a}"] if a in self.p.based else []  # a slice's start
             w.line(f"roff{a} = {' + '.join(terms)}")
 
     def columns(self, w: Writer, start: str) -> None:

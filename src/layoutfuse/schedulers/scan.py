@@ -89,6 +89,8 @@ class ScanParams:
     descending: bool = False  # argsort descending, topk largest
     sums_block: int = 0  # split: the middle pass's block of chunk sums
     accumulator: DataType = DataType.Float  # cumsum's
+    based: tuple[int, ...] = ()  # accesses with a base offset ``b<a>`` bound at launch (a
+    #   slice's start, where the problem has them)
 
     @property
     def pattern(self) -> str:
@@ -158,6 +160,7 @@ def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNI
         # the middle pass's tile has the others' elements
         min(tuning.sums_block, max(1, tuning.tile_elements // block_r)) if mode == "split" else 0,
         acc,
+        tuple(getattr(p, "based", ())),
     )
 
 
