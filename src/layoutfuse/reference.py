@@ -81,6 +81,8 @@ def evaluate_expr(expr: Expr, args: list[Any], device) -> list[Any]:
         return [op.reference(*args, **expr.attrs)]
     if kind is OpKind.LIBRARY:  # the row's torch call (``ir/ops/library.py``)
         return list(op.reference(expr, args))
+    if kind is OpKind.SCAN:  # the rows of ir.ops.scans: a tuple of outputs
+        return list(op.reference(*args, **expr.attrs))
     raise AssertionError(f"unknown op kind {kind}")
 
 

@@ -79,6 +79,14 @@ PARAM_KINDS = {
     "std": SCALAR,
     "rng_seed": SCALAR,
     "rng_offset": SCALAR,
+    # cumsum, argsort, topk, triu
+    "descending": BOOL,
+    "stable": BOOL,
+    "largest": BOOL,
+    "sorted": BOOL,
+    "diagonal": INT,
+    "input": TENSOR,
+    "k": INDEX,  # topk's; good: 0 (dim 1 of the good tensor has extent 1)
 }
 KIND_OVERRIDES = {
     ("cast", "arg"): OPERAND,

@@ -30,6 +30,7 @@ class OpKind(enum.Enum):
     CREATION = "creation"  # full, iota
     SCALAR = "scalar"  # scalar arithmetic and size queries, evaluated on the host
     LIBRARY = "library"  # matmul, attention: a segment of its own that calls torch (ops/library.py)
+    SCAN = "scan"  # per-row ops along one dim: cumsum, argsort, topk (``ops.scans``)
 
 
 class IndexAlgebra(Protocol):

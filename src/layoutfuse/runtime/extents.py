@@ -114,6 +114,8 @@ class _Propagator:
             for o in expr.outputs:
                 assert isinstance(o, TensorView)
                 self.copy(expr, o, zip(x.shape_domain, o.logical))
+        elif kind is OpKind.SCAN:
+            self.scan(expr)
         elif name == "set":
             x = expr.inputs[0]
             assert isinstance(x, TensorView)
@@ -149,6 +151,24 @@ class _Propagator:
             self.bind(expr, out, out.shape_domain[0], n, f"the length of {expr!r}")
         else:
             self.static_only(expr)
+
+    def scan(self, expr: Expr) -> None:
+        """A per-row op: the input's extents, but ``k`` along a topk's dim."""
+        x = expr.inputs[0]
+        assert isinstance(x, TensorView)
+        dim = expr.attrs["dim"]
+        n = along = self.ext[x.shape_domain[dim].uid]
+        if expr.op.name == "topk":
+            (along,) = self.shape_values(expr, expr.inputs[1:2])
+            if not 0 <= along <= n:
+                raise InputShapeError(f"{expr!r}: k {along} is out of range for an extent of {n}")
+        for o in expr.outputs:
+            assert isinstance(o, TensorView)
+            for i, (src, dst) in enumerate(zip(x.shape_domain, o.shape_domain)):
+                if i == dim:
+                    self.bind(expr, o, dst, along, self.origin(src))
+                else:
+                    self.bind(expr, o, dst, self.ext[src.uid], self.origin(src))
 
     def static_only(self, expr: Expr) -> None:
         """An op without a rule here: fine as long as its outputs' extents are static."""

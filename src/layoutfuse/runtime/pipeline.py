@@ -213,9 +213,11 @@ class CompiledFusion:
         for tv in spec.fallback_buffers:
             if id(tv) not in call.env:
                 call.env[id(tv)] = self._empty(shape_of(tv, call.extents), tv.dtype, call.device)
-        why = dict(rejected).get("normalization", "; ".join(w for _, w in rejected))
+        # the rejection by the scheduler of the segment's own kind (normalization, scan)
+        kind = "scan" if spec.scan is not None else "normalization"
+        why = dict(rejected).get(kind, "; ".join(w for _, w in rejected))
         for part in spec.fallback:
-            self._run_segment(part, call, f"; instead of one normalization kernel: {why}")
+            self._run_segment(part, call, f"; instead of one {kind} kernel: {why}")
 
     def _run_library(self, spec: KernelSpec, call: _Call) -> None:
         """A library segment: its op's torch call, no kernels (``runtime/library.py``)."""

@@ -114,6 +114,8 @@ def can_schedule(
     """Any segment without a reduction."""
     if segment.reductions or segment.group is not None:
         return "the segment has a reduction"
+    if segment.scan is not None:
+        return f"the segment holds a per-row {segment.scan.op.name} (a scan kernel's)"
     if p is None:
         return "no problem could be built for the segment's extents"
     return None

@@ -35,6 +35,9 @@ class Problem:
     rows: bool = True  # normalization: results are used again on the rows
     based: tuple[int, ...] = ()  # affine accesses with a base offset ``b<a>`` (a slice's
     #   start, a select's index on their chain), bound at launch
+    scan_op: str = ""  # scan: the per-row op (cumsum, argsort, topk)
+    descending: bool = False  # scan: argsort's descending, topk's largest
+    scan_keep: int = 0  # scan: elements each row stores along the dim (a topk's k)
 
     @property
     def sizes(self) -> tuple[int, ...]:

@@ -10,10 +10,12 @@ normalization kernel that reads their inputs once (``siblings``). A plain reduct
 its pointwise and shape prologue recomputed from memory; its outputs are written to
 memory (the fusion's output or an intermediate buffer). Every remaining output computed
 by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
-in the same coordinates, are stored by that kernel. Each cut says why it was made
-(``Segment.reason``). A library op (matmul, linear, attention: ``ir/ops/library.py``)
-is a segment of its own, run through torch; the kernels around it read and write its
-operands and results in memory (``segment``).
+in the same coordinates, are stored by that kernel. A per-row op (cumsum, argsort, topk)
+gets a scan kernel of its own, with its prologue and its pointwise epilogue
+(``segmenter.scans``); its results live in memory for every other kernel. A library op
+(matmul, linear, attention: ``ir/ops/library.py``) is a segment of its own, run through
+torch; the kernels around it read and write its operands and results in memory
+(``segment``). Each cut says why it was made (``Segment.reason``).
 
 A normalization kernel carries its fallback plan (``KernelSpec.fallback``, built in
 ``segmenter.specs``), which the runtime takes when the normalization scheduler says its
@@ -30,6 +32,7 @@ from typing import NamedTuple
 from ..analysis.accesses import Access, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, TensorView
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
+from .scans import scan_epilogues, scan_specs
 from .specs import KernelSpec, group_spec, kernel_spec, library_spec, reduction_spec
 
 __all__ = ["KernelSpec", "segment", "siblings"]
@@ -54,6 +57,7 @@ class _Segmentation:
     inputs: set[int]
     reductions: list[Expr]  # in fusion order
     pending: list[TensorView]  # outputs computed by pointwise work, widest first
+    scans: list[Expr] = field(default_factory=list)  # per-row ops, their results in memory
     covered: set[int] = field(default_factory=set)  # outputs a kernel already stores
     groups: list[_GroupKernel] = field(default_factory=list)
 
@@ -63,15 +67,19 @@ class _Segmentation:
     ) -> _Segmentation:
         """``results``: ids of library results (in memory, as inputs are)."""
         reductions = [e for e in fusion.exprs if e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD)]
+        scans = [e for e in fusion.exprs if e.op.kind is OpKind.SCAN]
         pending = [
             o
             for o in computed_outputs
             if o.definition is not None
-            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD)
+            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD, OpKind.SCAN)
         ]
         pending.sort(key=lambda t: -len(t.shape_domain))
-        memory = {id(v) for v in fusion.inputs} | results
-        return cls(fusion, computed_outputs, memory, reductions, pending)
+        # library and scan results live in memory: every other kernel reads them as inputs
+        memory = (
+            {id(v) for v in fusion.inputs} | results | {id(o) for e in scans for o in e.outputs}
+        )
+        return cls(fusion, computed_outputs, memory, reductions, pending, scans=scans)
 
     @property
     def output_ids(self) -> set[int]:
@@ -130,10 +138,16 @@ def _kernel_segments(
     _normalization_groups(seg)
     _sibling_groups(seg)
     memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
+    epilogues = scan_epilogues(seg.scans, seg.pending, seg.covered, memory_ids)
     specs = _pointwise_specs(seg, memory_ids)
     reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
     specs += reduction_specs
     specs += [library_spec(e) for e in library]
+    scan_kernels, scan_buffers = scan_specs(
+        seg.fusion, seg.scans, seg.output_ids, memory_ids, epilogues
+    )
+    specs += scan_kernels
+    intermediates += scan_buffers
     # what the kernels load: the others', and the normalization kernels' own (a group can
     # read another group's results: a first pass builds them without extra stores)
     first, _ = _group_specs(seg, memory_ids, set())

@@ -23,7 +23,7 @@ from .normalization import Group, group_reached
 
 @dataclass(eq=False)
 class KernelSpec:
-    kind: str  # "pointwise", "reduction", "normalization" or "library"
+    kind: str  # "pointwise", "reduction", "normalization", "library" or "scan"
     root: TensorView  # the iteration tensor
     exprs: list[Expr]
     memory: list[TensorView]  # pointer arguments: loaded tensors, then stored ones
@@ -40,6 +40,7 @@ class KernelSpec:
     siblings: list[Expr] = field(default_factory=list)  # a reduction kernel's others
     online: dict[int, Expr] = field(default_factory=dict)  # softmax's id(sum) -> its max,
     # accumulated together (online)
+    scan: Expr | None = None  # a scan kernel's per-row op (cumsum, argsort, topk)
 
     @property
     def reductions(self) -> list[Expr]:

@@ -381,3 +381,9 @@ from .movement_ops import METHODS as _MOVEMENT_METHODS  # noqa: E402
 
 for _name, _fn in _MOVEMENT_METHODS.items():
     setattr(Operators, _name, _fn)
+
+# the per-row ops (cumsum, argsort, topk) and triu: ``ops_scan``
+from .ops_scan import OPERATORS as _SCAN_OPERATORS  # noqa: E402
+
+for _name, _op in _SCAN_OPERATORS.items():
+    setattr(Operators, _name, _op)

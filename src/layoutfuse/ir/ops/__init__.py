@@ -5,6 +5,7 @@
 ``random``: uniform and normal (Philox at each element's linear index).
 ``library``, ``matmul`` (as ``matmul_rows``), ``attention``, ``nvfp4``, ``scaled_mm`` (as
 ``scaled_mm_rows``): matmul-family ops that run as segments of their own, through torch.
+``scans``: per-row ops along one dim (cumsum, argsort, topk) and triu.
 """
 
 from . import (
@@ -17,6 +18,7 @@ from . import (
     random,
     reductions,
     scalars,
+    scans,
     shape,
 )
 from . import matmul as matmul_rows
@@ -32,6 +34,7 @@ from .random import normal, rand_like, randn_like, uniform
 from .reductions import reduction, var, var_mean, welford
 from .scalars import size
 from .scaled_mm import scaled_grouped_mm, scaled_mm
+from .scans import argsort, cumsum, topk, triu
 from .shape import (
     broadcast,
     broadcast_in_dim,
@@ -93,6 +96,11 @@ __all__ = [
     "scaled_mm_rows",
     "sdpfa_bwd",
     "sdpfa_fwd",
+    "scans",
+    "cumsum",
+    "argsort",
+    "topk",
+    "triu",
 ]
 
 COORDINATE_OPS = frozenset({"iota"}) | random.NAMES
