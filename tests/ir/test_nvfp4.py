@@ -160,7 +160,7 @@ def test_cutlass_nvfp4_grouped_mm_through_a_fusion():
         )
         fd.add_output(fd.ops.mul(out, fd.define_scalar(2.0)))
     (got,) = fd.execute(inputs)
-    torch.testing.assert_close(got.float().cpu(), 2 * expected, rtol=2e-2, atol=5e-2)
+    torch.testing.assert_close(got.float().cpu(), 2 * expected.cpu(), rtol=2e-2, atol=5e-2)
     segs = fd.segment(inputs)
     assert [s["scheduler"] for s in segs] == ["library", "pointwise"]
     assert segs[0]["reason"].startswith("cutlass_nvfp4_grouped_mm: runs through torch")
@@ -234,4 +234,4 @@ def test_scaled_mm_of_nvfp4_operands():
     a = table[torch.stack([a_codes & 15, a_codes >> 4], -1).flatten(-2).long()]
     b = table[torch.stack([b_codes & 15, b_codes >> 4], -1).flatten(-2).long()]
     a, b = a * s1.float().repeat_interleave(16, -1), b * s2.float().repeat_interleave(16, -1)
-    torch.testing.assert_close(got.cpu(), (a @ b.t()) * 0.75, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(got.cpu(), ((a @ b.t()) * 0.75).cpu(), rtol=1e-5, atol=1e-4)

@@ -7,7 +7,8 @@ philox_seed, philox_offset, scale) -> (grad_query, grad_key, grad_value)``; quer
 [B, H, L, E], key [B, H, S, E], value [B, H, S, Ev]; logsumexp [B, H, L] is Float;
 philox_seed is a UInt64 [2] (torch's rng state since 2.7), philox_offset a UInt64 [].
 
-On the GPU with Half or BFloat16 operands they run through torch's flash attention
+On the GPU with Half or BFloat16 operands (one head dim for query and value, a multiple of
+8 up to 256) they run through torch's flash attention
 (``aten._scaled_dot_product_flash_attention`` and its backward). Elsewhere (the CPU,
 Float operands) they run the math of attention through torch's matmuls, in Float (Double
 for Double): scores = q k^T * scale, p = softmax(scores) (causal: the upper triangle
@@ -32,8 +33,11 @@ from .library import Dims, LibraryRow, check_rank, library_op, library_row, same
 _FLASH_DTYPES = (torch.float16, torch.bfloat16)
 
 
-def _flash(q: torch.Tensor) -> bool:
-    return q.is_cuda and q.dtype in _FLASH_DTYPES
+def _flash(q: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether torch's flash attention takes these operands: Half or BFloat16 on the GPU,
+    one head dim for query and value (its backward requires it), a multiple of 8 up to 256."""
+    e = q.shape[-1]
+    return q.is_cuda and q.dtype in _FLASH_DTYPES and v.shape[-1] == e and e % 8 == 0 and e <= 256
 
 
 def _last_contiguous(*ts: torch.Tensor) -> list[torch.Tensor]:
@@ -98,7 +102,7 @@ def _fwd_shape(s: Mapping[str, Dims], attrs: Mapping[str, Any]) -> list[Dims]:
 def _fwd_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
     q, k, val = v["query"], v["key"], v["value"]
     dropout_p, is_causal, scale = _options(v, q)
-    if _flash(q):
+    if _flash(q, val):
         fq, fk, fv = _last_contiguous(q, k, val)
         out, lse, _, _, _, _, seed, offset, _ = torch.ops.aten._scaled_dot_product_flash_attention(
             fq, fk, fv, dropout_p, is_causal, return_debug_mask=False, scale=scale
@@ -172,7 +176,7 @@ def _bwd_shape(s: Mapping[str, Dims], attrs: Mapping[str, Any]) -> list[Dims]:
 def _bwd_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
     g, q, k, val, out, lse = (v[n] for n in _BWD_TENSORS)
     dropout_p, is_causal, scale = _options(v, q)
-    if _flash(q):
+    if _flash(q, val):
         L, S = q.shape[2], k.shape[2]
         # cum_seq_q and cum_seq_k are undefined (None) for tensors that are not nested
         fg, fq, fk, fv, fo = _last_contiguous(g, q, k, val, out)
