@@ -34,9 +34,11 @@ from ..dtypes import to_torch
 from ..errors import InputShapeError
 from ..ir import Fusion, Scalar, TensorView
 from ..ir.ops.random import seed_inputs
+from ..passes.complex_lowering import lower_complex
 from ..passes.output_layout import OutputLayout, OutputLayoutPass
 from ..reference import evaluate
 from ..schedulers.tuning import DEFAULT, Tuning
+from . import complex_parts
 from .allocate import allocate_output, make_view, view_chain, writable, writable_source
 from .pipeline import CompiledFusion, Heuristics, RunRecord
 from .replay import LaunchPlan, build_plan, signature
@@ -63,6 +65,9 @@ class FusionExecutor:
         self._plans: dict[tuple[Any, ...] | None, LaunchPlan] = {}
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
         self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
+        # complex values: kernels run the fusion's real lowering (``_run_lowered``)
+        self._lowering = lower_complex(fusion) if compute == "kernels" else None
+        self._lowered = None if self._lowering is None else FusionExecutor(self._lowering.fusion)
 
     # --- public ------------------------------------------------------------------------------
     def run(
@@ -125,6 +130,8 @@ class FusionExecutor:
             self.tuning = DEFAULT if tuning is None else tuning
             self._compiled, self._compiled_outputs = None, []
             self._plans.clear()
+        if self._lowered is not None:
+            self._lowered.configure(heuristics=heuristics, target=target, tuning=tuning)
 
     def output_layouts(self) -> dict[int, OutputLayout]:
         """The layout of every tensor output (cached: it depends only on the fusion)."""
@@ -195,6 +202,8 @@ class FusionExecutor:
         computed into a temporary and copied into its input after every kernel ran (the
         kernels may still read that input).
         """
+        if self._lowered is not None:
+            return self._run_lowered(bindings, inputs, outputs, launch, profile)
         computed_tvs, tensors, late_copies = self._kernel_destinations(bindings, inputs, outputs)
         compiled = self._compiled_for(computed_tvs)
         scalars = {
@@ -212,6 +221,27 @@ class FusionExecutor:
             isinstance(s.value, TensorView) and s.alias_input is None for s in self.fusion.outputs
         )
         return record, replayable
+
+    def _run_lowered(
+        self,
+        bindings: Bindings,
+        inputs: list[Any],
+        outputs: list[Any],
+        launch: bool,
+        profile: bool,
+    ) -> tuple[RunRecord, bool]:
+        """``_run_kernels`` for a fusion with complex values: its real lowering runs on the
+        parts of the complex inputs and destinations (``runtime/complex_parts.py``). Not
+        replayable: a recorded plan would bind the complex tensors, not their parts."""
+        assert self._lowering is not None and self._lowered is not None
+        real_inputs = complex_parts.split_inputs(self._lowering, inputs)
+        real_outputs = complex_parts.split_outputs(self._lowering, outputs)
+        real_bindings = validate_inputs(self._lowering.fusion, real_inputs, bindings.device)
+        record, _ = self._lowered._run_kernels(
+            real_bindings, real_inputs, real_outputs, launch, profile
+        )
+        complex_parts.join_scalar_outputs(self._lowering, outputs, real_outputs)
+        return record, False
 
     def _kernel_destinations(
         self, bindings: Bindings, inputs: list[Any], outputs: list[Any]

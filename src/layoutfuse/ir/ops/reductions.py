@@ -296,6 +296,7 @@ def reduction(
     dtype: DataType = DataType.Null,
 ) -> TensorView:
     """Row ``name`` (one of one result: sum, prod, max, min) over ``dims`` (None: all dims)."""
+    from .complex import check_complex_support
     from .elementwise import cast
     from .shape import broadcast
 
@@ -310,6 +311,7 @@ def reduction(
         x = cast(x, DataType.Int)
     if not row.bool_inputs and is_boolean(x.dtype):
         raise DefinitionError(f"{name}: Bool inputs are not supported; cast to Int first")
+    check_complex_support(name, [x.dtype])  # complex: ir/ops/complex.py
     out = TensorView(x.fusion, _reduced_domain(x, nd), x.dtype)
     emit(x.fusion, OPDEFS[name], [x], [out], dims=nd)
     if keepdim:
@@ -323,7 +325,10 @@ def welford(
 ) -> tuple[TensorView, TensorView, TensorView]:
     """(avg, var_sum, n): the mean, the sum of squared deviations and the count.
     ``dims`` as for every reduction (:data:`REDUCTION_DIMS_RULE`)."""
+    from .complex import check_complex_support
+
     x = check_tensor(x, "welford")
+    check_complex_support("welford", [x.dtype])
     nd = _dims_arg(x, dims, "welford")
     acc = ROW_BY_NAME["welford"].accumulator(x.dtype)
     outs = (

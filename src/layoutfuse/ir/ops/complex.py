@@ -1,0 +1,194 @@
+"""Complex values as pairs of real parts: how each op acts on the parts.
+
+Triton has no complex type, so a fusion with complex values is rewritten before it is
+segmented (``passes/complex_lowering.py``) into one with real values only: every complex
+value becomes its two parts (re, im), each a real value of the part dtype (Float for
+ComplexFloat, Double for ComplexDouble). This module is the table the rewrite reads:
+
+* ``PAIR_RULES``: an op whose result is computed from its operands' parts with the real
+  builders (``add``: re = a.re + b.re, im = a.im + b.im). A real operand comes as
+  ``Parts(x, 0)``, the zero a constant, so the arithmetic is torch's complex arithmetic
+  after promoting the real operand to complex (``inf * (2+0j)`` has a NaN imaginary part
+  there too). A rule returns ``Parts`` for a complex result, one Val for a real one.
+* ``PER_PART``: ops that act on each part alone: every shape op (permute, reshape,
+  broadcast, ...) and ``sum``; the rewrite applies them to re and to im.
+
+Any other op with a complex operand or result is refused where it is defined
+(:func:`check_complex_support`), naming the op and the dtype.
+
+Semantics are torch's: ``abs`` is ``hypot(re, im)`` (real), division is Smith's
+algorithm with torch's scaling (``c10::complex`` ``operator/``), a complex-to-real cast
+keeps the real part, a complex-to-Bool cast is ``re != 0 or im != 0``, ``sum`` accumulates
+each part in the part dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ...dtypes import COMPLEX, DataType, is_boolean, part_dtype
+from ...errors import UnsupportedError
+from ..opdef import OpDef, OpKind, register
+from ..values import Scalar, TensorView, Val
+from .elementwise import cast, pointwise
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A complex value as its two real parts in the lowered fusion."""
+
+    re: Val
+    im: Val
+
+
+PairRule = Callable[[Sequence[Parts], DataType], "Parts | Val"]
+"""(the operands' parts, the result's dtype in the complex fusion) -> the result."""
+
+# hypot(re, im): |z| without overflow, as torch's complex abs (std::abs). Internal: only the
+# lowering emits it (nvFuser has no hypot operator), so it is an OpDef without a row.
+HYPOT = register(
+    OpDef(
+        "complex_abs",
+        OpKind.POINTWISE,
+        reference=torch.hypot,
+        triton=lambda a, b: f"lib.hypot({a}, {b})",
+        doc="|re + i im| = hypot(re, im): the lowering of abs of a complex value",
+    )
+)
+
+
+def _hypot(re: Val, im: Val) -> Val:
+    from .common import combine_ids, emit
+
+    f = re.fusion
+    if not isinstance(re, TensorView):
+        out: Val = Scalar(f, re.dtype)
+    else:
+        assert isinstance(im, TensorView)  # the parts of a complex tensor are tensors
+        ids = [combine_ids([a, b], "abs", i) for i, (a, b) in enumerate(zip(re.shape_domain, im.shape_domain))]
+        out = TensorView(f, ids, re.dtype)
+    emit(f, HYPOT, [re, im], [out])
+    return out
+
+
+def _p(name: str, *args: Val) -> Val:
+    return pointwise(name, *args)
+
+
+def _add(a: Sequence[Parts], out: DataType) -> Parts:
+    x, y = a
+    return Parts(_p("add", x.re, y.re), _p("add", x.im, y.im))
+
+
+def _sub(a: Sequence[Parts], out: DataType) -> Parts:
+    x, y = a
+    return Parts(_p("sub", x.re, y.re), _p("sub", x.im, y.im))
+
+
+def _neg(a: Sequence[Parts], out: DataType) -> Parts:
+    return Parts(_p("neg", a[0].re), _p("neg", a[0].im))
+
+
+def _mul(a: Sequence[Parts], out: DataType) -> Parts:
+    x, y = a
+    re = _p("sub", _p("mul", x.re, y.re), _p("mul", x.im, y.im))
+    im = _p("add", _p("mul", x.re, y.im), _p("mul", x.im, y.re))
+    return Parts(re, im)
+
+
+def _div(a: Sequence[Parts], out: DataType) -> Parts:
+    """(a + bi) / (c + di) as c10::complex does: scale by the larger of |c| and |d|."""
+    x, y = a
+    ar, ai, c, d = x.re, x.im, y.re, y.im
+    abs_c, abs_d = _p("abs", c), _p("abs", d)
+    c_wins = _p("ge", abs_c, abs_d)
+    # |c| >= |d|: rat = d / c, scl = 1 / (c + d rat); re = (a + b rat) scl, im = (b - a rat) scl
+    rat1 = _p("div", d, c)
+    scl1 = _p("reciprocal", _p("add", c, _p("mul", d, rat1)))
+    re1 = _p("mul", _p("add", ar, _p("mul", ai, rat1)), scl1)
+    im1 = _p("mul", _p("sub", ai, _p("mul", ar, rat1)), scl1)
+    # |c| < |d|: rat = c / d, scl = 1 / (d + c rat); re = (a rat + b) scl, im = (b rat - a) scl
+    rat2 = _p("div", c, d)
+    scl2 = _p("reciprocal", _p("add", d, _p("mul", c, rat2)))
+    re2 = _p("mul", _p("add", _p("mul", ar, rat2), ai), scl2)
+    im2 = _p("mul", _p("sub", _p("mul", ai, rat2), ar), scl2)
+    # both zero: a / |c|, b / |d| (a complex inf or NaN, as torch gives)
+    zero = _p("logical_and", _p("eq", abs_c, 0.0), _p("eq", abs_d, 0.0))
+    re = _p("where", zero, _p("div", ar, abs_c), _p("where", c_wins, re1, re2))
+    im = _p("where", zero, _p("div", ai, abs_d), _p("where", c_wins, im1, im2))
+    return Parts(re, im)
+
+
+def _eq(a: Sequence[Parts], out: DataType) -> Val:
+    x, y = a
+    return _p("logical_and", _p("eq", x.re, y.re), _p("eq", x.im, y.im))
+
+
+def _ne(a: Sequence[Parts], out: DataType) -> Val:
+    x, y = a
+    return _p("logical_or", _p("ne", x.re, y.re), _p("ne", x.im, y.im))
+
+
+def _where(a: Sequence[Parts], out: DataType) -> Parts:
+    c, x, y = a
+    return Parts(_p("where", c.re, x.re, y.re), _p("where", c.re, x.im, y.im))
+
+
+def _abs(a: Sequence[Parts], out: DataType) -> Val:
+    return _hypot(a[0].re, a[0].im)
+
+
+def _real(a: Sequence[Parts], out: DataType) -> Val:
+    return a[0].re
+
+
+def _imag(a: Sequence[Parts], out: DataType) -> Val:
+    return a[0].im
+
+
+def _cast(a: Sequence[Parts], out: DataType) -> Parts | Val:
+    """To a complex dtype: both parts converted; to a real one: the real part (torch's
+    ``Tensor.to``); to Bool: ``re != 0 or im != 0``."""
+    x = a[0]
+    if out in COMPLEX:
+        return Parts(cast(x.re, part_dtype(out)), cast(x.im, part_dtype(out)))
+    if is_boolean(out):
+        return _p("logical_or", _p("ne", x.re, 0), _p("ne", x.im, 0))
+    return cast(x.re, out)
+
+
+PAIR_RULES: dict[str, PairRule] = {
+    "add": _add,
+    "sub": _sub,
+    "mul": _mul,
+    "div": _div,
+    "truediv": _div,
+    "neg": _neg,
+    "eq": _eq,
+    "ne": _ne,
+    "where": _where,
+    "abs": _abs,
+    "real": _real,
+    "imag": _imag,
+    "cast": _cast,
+}
+
+PER_PART_REDUCTIONS = frozenset({"sum"})
+"""Reductions that act on each part alone (sum of re, sum of im); shape ops always do."""
+
+
+def check_complex_support(op: str, dtypes: Sequence[DataType]) -> None:
+    """Refuse op ``op`` when a complex dtype is among ``dtypes`` and no rule here lowers it."""
+    complex_dtypes = [d for d in dtypes if d in COMPLEX]
+    if not complex_dtypes or op in PAIR_RULES or op in PER_PART_REDUCTIONS:
+        return
+    raise UnsupportedError(
+        f"{op}: not supported for complex operands ({complex_dtypes[0]}); complex values "
+        f"support {', '.join(sorted(set(PAIR_RULES) | PER_PART_REDUCTIONS))} and shape ops"
+    )
+
+
+__all__ = ["HYPOT", "PAIR_RULES", "PER_PART_REDUCTIONS", "Parts", "check_complex_support"]
