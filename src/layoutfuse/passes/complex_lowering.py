@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..dtypes import COMPLEX, DataType, part_dtype
+from ..dtypes import COMPLEX, DataType, part_dtype, promote
 from ..errors import UnsupportedError
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Val, Vector
 from ..ir.domain import AllocationDomain
 from ..ir.ops.common import clone_id, emit
-from ..ir.ops.complex import PAIR_RULES, PER_PART_REDUCTIONS, Parts
-from ..ir.ops.elementwise import cast, pointwise
+from ..ir.ops.complex import PAIR_RULES, PER_PART_REDUCTIONS, Parts, promoted_operands
+from ..ir.ops.elementwise import PROMOTION_OPERANDS, cast, pointwise
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,9 @@ class _Lowerer:
     def expr(self, e: Expr) -> None:
         vals = [*e.inputs, *e.outputs]
         if not any(v.dtype in COMPLEX for v in vals if not isinstance(v, Vector)):
-            self.copy_expr(e, [self.real(v) if not isinstance(v, Vector) else self.vector(v) for v in e.inputs])
+            ins = [self.vector(v) if isinstance(v, Vector) else self.real(v) for v in e.inputs]
+            for o, n in zip(e.outputs, self.copy_expr(e, ins)):
+                self.env[id(o)] = n
             return
         name = e.op.name
         if e.op.kind is OpKind.SHAPE or (
@@ -168,7 +170,13 @@ class _Lowerer:
         elif name in PAIR_RULES and e.op.kind is OpKind.POINTWISE:
             out = e.outputs[0]
             dtype = e.attrs.get("dtype", out.dtype)
-            result = PAIR_RULES[name]([self.parts(v) for v in e.inputs], dtype)
+            roles = PROMOTION_OPERANDS.get(name, range(len(e.inputs)))
+            common = promote(
+                [e.inputs[i].dtype for i in roles if isinstance(e.inputs[i], TensorView)],
+                [e.inputs[i].dtype for i in roles if not isinstance(e.inputs[i], TensorView)],
+            )
+            operands = promoted_operands(name, [self.parts(v) for v in e.inputs], common)
+            result = PAIR_RULES[name](operands, dtype)
             if isinstance(result, Parts):
                 pd = part_dtype(out.dtype)
                 self.env[id(out)] = Parts(cast(result.re, pd), cast(result.im, pd))
@@ -182,7 +190,9 @@ class _Lowerer:
         if id(v) not in self.env:
             elements = [self.real(x) for x in v.elements]
             assert all(isinstance(x, Scalar) for x in elements)
-            self.env[id(v)] = Vector(self.dst, [x for x in elements if isinstance(x, Scalar)], v.dtype)
+            self.env[id(v)] = Vector(
+                self.dst, [x for x in elements if isinstance(x, Scalar)], v.dtype
+            )
         return self.real(v)
 
     def copy_expr(self, e: Expr, inputs: list[Val], dtype: DataType | None = None) -> list[Val]:

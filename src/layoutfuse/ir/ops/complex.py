@@ -29,11 +29,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ...dtypes import COMPLEX, DataType, is_boolean, part_dtype
+from ...dtypes import COMPLEX, DataType, compute_dtype, is_boolean, part_dtype, to_torch
 from ...errors import UnsupportedError
+from ..fusion import Fusion
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView, Val
-from .elementwise import cast, pointwise
+from .elementwise import PROMOTION_OPERANDS, ROW_BY_NAME, cast, pointwise, result_dtype
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,31 @@ def _hypot(re: Val, im: Val) -> Val:
         out: Val = Scalar(f, re.dtype)
     else:
         assert isinstance(im, TensorView)  # the parts of a complex tensor are tensors
-        ids = [combine_ids([a, b], "abs", i) for i, (a, b) in enumerate(zip(re.shape_domain, im.shape_domain))]
+        ids = [
+            combine_ids([a, b], "abs", i)
+            for i, (a, b) in enumerate(zip(re.shape_domain, im.shape_domain))
+        ]
         out = TensorView(f, ids, re.dtype)
     emit(f, HYPOT, [re, im], [out])
     return out
 
 
-def _p(name: str, *args: Val) -> Val:
+def _p(name: str, *args: Val | float) -> Val:
+    """Pointwise op ``name``; folded to a constant when every operand is one (the zero
+    imaginary part of a real operand makes many)."""
+    vals = [a for a in args if isinstance(a, Val)]
+    if vals and all(isinstance(a, Scalar) and a.is_constant for a in vals):
+        return _fold(name, vals[0].fusion, args)
     return pointwise(name, *args)
+
+
+def _fold(name: str, fusion: Fusion, args: Sequence[Val | float]) -> Scalar:
+    row = ROW_BY_NAME[name]
+    dtypes = [a.dtype if isinstance(a, Scalar) else DataType.Double for a in args]
+    values = [a.value if isinstance(a, Scalar) else a for a in args]
+    dtype = result_dtype(row, [], dtypes)
+    ts = [torch.tensor(v, dtype=to_torch(compute_dtype(d))) for v, d in zip(values, dtypes)]
+    return Scalar(fusion, dtype, row.reference(*ts).to(to_torch(dtype)).item())
 
 
 def _add(a: Sequence[Parts], out: DataType) -> Parts:
@@ -176,6 +194,28 @@ PAIR_RULES: dict[str, PairRule] = {
     "cast": _cast,
 }
 
+PROMOTING = frozenset({"add", "sub", "mul", "div", "truediv", "eq", "ne", "where"})
+"""Rules whose operands torch first converts to their common (complex) dtype: their tensor
+parts are cast to its part dtype before the rule (a complex128 divided by a float32 tensor
+divides in double)."""
+
+
+def promoted_operands(name: str, operands: Sequence[Parts], common: DataType) -> list[Parts]:
+    """``operands`` of rule ``name`` with their tensor parts in ``common``'s part dtype
+    (``where``'s predicate as it is); ``common``: the dtype torch promotes them to."""
+    if name not in PROMOTING:
+        return list(operands)
+    pd = part_dtype(common)
+    roles = PROMOTION_OPERANDS.get(name, range(len(operands)))
+
+    def conv(v: Val) -> Val:
+        if isinstance(v, Scalar) and v.is_constant:
+            return v if v.dtype is pd else Scalar(v.fusion, pd, float(v.value))
+        return cast(v, pd)
+
+    return [Parts(conv(p.re), conv(p.im)) if i in roles else p for i, p in enumerate(operands)]
+
+
 PER_PART_REDUCTIONS = frozenset({"sum"})
 """Reductions that act on each part alone (sum of re, sum of im); shape ops always do."""
 
@@ -191,4 +231,12 @@ def check_complex_support(op: str, dtypes: Sequence[DataType]) -> None:
     )
 
 
-__all__ = ["HYPOT", "PAIR_RULES", "PER_PART_REDUCTIONS", "Parts", "check_complex_support"]
+__all__ = [
+    "HYPOT",
+    "PAIR_RULES",
+    "PER_PART_REDUCTIONS",
+    "PROMOTING",
+    "Parts",
+    "check_complex_support",
+    "promoted_operands",
+]

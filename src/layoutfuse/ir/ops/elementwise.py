@@ -69,9 +69,10 @@ def _remainder_ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _div_ref(a: torch.Tensor | float, b: torch.Tensor | float) -> torch.Tensor:
-    if not (torch.is_tensor(a) and a.is_floating_point()) and not (
-        torch.is_tensor(b) and b.is_floating_point()
-    ):
+    def inexact(x: torch.Tensor | float) -> bool:
+        return torch.is_tensor(x) and (x.is_floating_point() or x.is_complex())
+
+    if not inexact(a) and not inexact(b):
         return torch.div(a, b, rounding_mode="trunc")
     return torch.div(a, b)
 
