@@ -317,12 +317,50 @@ def test_input_returned_as_views_and_scalar_outputs(dtype):
     close(s, z.sum())
 
 
+# --- other unary ops: torch's values, special values included ----------------------------------
+UNARY = ["reciprocal", "exp", "log", "sqrt", "isnan", "isinf", "isfinite"]
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=dtype_id)
+def test_unary_ops_with_special_values(dtype):
+    z = sample((9, 4), dtype, seed=26).t()
+    inf, nan = float("inf"), float("nan")
+    specials = [0j, complex(-4, 0.0), complex(-4, -0.0), 2j, complex(inf, 1), complex(nan, 0)]
+    z[0, : len(specials)] = torch.tensor(specials, dtype=dtype)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(z)
+        for op in UNARY:
+            fd.add_output(getattr(fd.ops, op)(t))
+    for op, out in zip(UNARY, fd.execute([z])):
+        ref = getattr(torch, op)(z)
+        assert out.dtype == ref.dtype
+        torch.testing.assert_close(out, ref, equal_nan=True, **TOL[dtype])
+        assert_strides_like(out, (1, 0))
+    sqrt = fd.execute([z])[UNARY.index("sqrt")]
+    assert torch.equal(torch.signbit(sqrt.imag[0, :3]), torch.signbit(torch.sqrt(z).imag[0, :3]))
+
+
+@pytest.mark.parametrize("dtype", [DataType.ComplexFloat, DataType.ComplexDouble], ids=str)
+def test_full_with_a_complex_fill(dtype):
+    x = sample((3, 5), C128, seed=27)
+    with FusionDefinition() as fd:
+        fill = fd.define_scalar(dtype=DataType.ComplexDouble)
+        f = fd.ops.full([3, 5], fill, dtype)
+        fd.add_output(f)
+        fd.add_output(fd.ops.mul(f, fd.from_pytorch(x)))
+    f, m = fd.execute([1.5 - 0.25j, x])
+    from layoutfuse.dtypes import to_torch
+
+    close(f, torch.full((3, 5), 1.5 - 0.25j, dtype=to_torch(dtype)))
+    close(m, f * x)
+
+
 # --- unsupported ops are refused where they are defined -------------------------------------------
-@pytest.mark.parametrize("op", ["exp", "lt", "maximum", "sqrt", "atan2"])
+@pytest.mark.parametrize("op", ["sin", "tanh", "lt", "maximum", "atan2", "pow"])
 def test_unsupported_pointwise_op_names_op_and_dtype(op):
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.ComplexFloat)
-        args = (t,) if op in ("exp", "sqrt") else (t, t)
+        args = (t,) if op in ("sin", "tanh") else (t, t)
         with pytest.raises(UnsupportedError, match=rf"{op}: .*ComplexFloat"):
             getattr(fd.ops, op)(*args)
 

@@ -178,6 +178,52 @@ def _cast(a: Sequence[Parts], out: DataType) -> Parts | Val:
     return cast(x.re, out)
 
 
+def _reciprocal(a: Sequence[Parts], out: DataType) -> Parts:
+    """1 / z as torch computes it: the complex division (1 + 0i) / z."""
+    one = Parts(
+        Scalar(a[0].re.fusion, DataType.Double, 1.0), Scalar(a[0].re.fusion, DataType.Double, 0.0)
+    )
+    return _div([one, a[0]], out)
+
+
+def _exp(a: Sequence[Parts], out: DataType) -> Parts:
+    """exp(re) (cos im + i sin im)."""
+    e = _p("exp", a[0].re)
+    return Parts(_p("mul", e, _p("cos", a[0].im)), _p("mul", e, _p("sin", a[0].im)))
+
+
+def _log(a: Sequence[Parts], out: DataType) -> Parts:
+    """log |z| + i arg z."""
+    return Parts(_p("log", _hypot(a[0].re, a[0].im)), _p("atan2", a[0].im, a[0].re))
+
+
+def _sqrt(a: Sequence[Parts], out: DataType) -> Parts:
+    """The principal root: t = sqrt((|z| + |re|) / 2); re >= 0: (t, im / 2t), else
+    (|im| / 2t, t with the sign of im, -0.0 included); sqrt(0) = 0 + i im."""
+    re, im = a[0].re, a[0].im
+    t = _p("sqrt", _p("mul", _p("add", _hypot(re, im), _p("abs", re)), 0.5))
+    zero = _p("eq", t, 0.0)
+    half = _p("div", im, _p("mul", t, 2.0))
+    right = _p("ge", re, 0.0)
+    out_re = _p("where", zero, 0.0, _p("where", right, t, _p("abs", half)))
+    negative_im = _p("lt", _p("div", 1.0, im), 0.0)  # im < 0, and im = -0.0 (1 / -0.0 = -inf)
+    signed_t = _p("where", negative_im, _p("neg", t), t)
+    out_im = _p("where", zero, im, _p("where", right, half, signed_t))
+    return Parts(out_re, out_im)
+
+
+def _isnan(a: Sequence[Parts], out: DataType) -> Val:
+    return _p("logical_or", _p("isnan", a[0].re), _p("isnan", a[0].im))
+
+
+def _isinf(a: Sequence[Parts], out: DataType) -> Val:
+    return _p("logical_or", _p("isinf", a[0].re), _p("isinf", a[0].im))
+
+
+def _isfinite(a: Sequence[Parts], out: DataType) -> Val:
+    return _p("logical_and", _p("isfinite", a[0].re), _p("isfinite", a[0].im))
+
+
 PAIR_RULES: dict[str, PairRule] = {
     "add": _add,
     "sub": _sub,
@@ -192,6 +238,13 @@ PAIR_RULES: dict[str, PairRule] = {
     "real": _real,
     "imag": _imag,
     "cast": _cast,
+    "reciprocal": _reciprocal,
+    "exp": _exp,
+    "log": _log,
+    "sqrt": _sqrt,
+    "isnan": _isnan,
+    "isinf": _isinf,
+    "isfinite": _isfinite,
 }
 
 PROMOTING = frozenset({"add", "sub", "mul", "div", "truediv", "eq", "ne", "where"})
