@@ -119,8 +119,8 @@ class _Lowerer:
     def input(self, v: Val) -> tuple[int, ...]:
         if isinstance(v, Vector):
             elements = [Scalar(self.dst, e.dtype) for e in v.elements]
-            for e, n in zip(v.elements, elements):
-                self.env[id(e)] = n
+            for e, element in zip(v.elements, elements):
+                self.env[id(e)] = element
             new: Val = Vector(self.dst, elements, v.dtype)
             self.env[id(v)] = new
             self.dst.add_input(new)
