@@ -101,6 +101,22 @@ def test_arithmetic_in_every_memory_order(shape, order, dtype):
     for out, ref in zip(outs, refs):
         close(out, ref)
         assert_strides_like(out, order)  # the output follows the inputs' memory order
+    assert len(fd.last_schedule()) == 1  # both parts of every output in one kernel
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=dtype_id)
+@pytest.mark.parametrize("op", ["add", "sub", "neg"])
+def test_parts_that_do_not_mix_share_one_kernel(op, dtype):
+    """re = a.re + b.re and im = a.im + b.im read different halves of the same cache lines:
+    one kernel computes both (``Fusion.kernel_partners``), not one kernel per part."""
+    a, b = with_order((6, 7), (1, 0), dtype, 28), with_order((6, 7), (1, 0), dtype, 29)
+    with FusionDefinition() as fd:
+        ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
+        fd.add_output(fd.ops.neg(ta) if op == "neg" else getattr(fd.ops, op)(ta, tb))
+    (out,) = fd.execute([a, b])
+    close(out, -a if op == "neg" else getattr(torch, op)(a, b))
+    assert len(fd.last_schedule()) == 1
+    assert fd.last_triton_code().count("tl.store(") == 2
 
 
 @pytest.mark.parametrize("dtype", CDTYPES, ids=dtype_id)

@@ -50,6 +50,10 @@ class Fusion:
         self.exprs: list[Expr] = []
         self.inputs: list[Val] = []
         self.outputs: list[OutputSpec] = []
+        # tensors of the same coordinates that one kernel computes together: the two parts
+        # of a complex value (``passes/complex_lowering.py``), whose loads and stores share
+        # cache lines; the segmenter gives each pair one pointwise kernel
+        self.kernel_partners: list[tuple[TensorView, TensorView]] = []
 
     # --- construction ----------------------------------------------------------
     def _register_val(self, v: Val) -> int:

@@ -147,6 +147,8 @@ class _Lowerer:
             return (len(self.dst.outputs) - 1,)
         if isinstance(v, TensorView):
             x = self.tensor_parts(v)
+            assert isinstance(x.re, TensorView) and isinstance(x.im, TensorView)
+            self.dst.kernel_partners.append((x.re, x.im))  # one kernel reads both halves
         alias_parts = None if alias is None else self.parts(alias)
         self.dst.add_output(x.re, None if alias_parts is None else alias_parts.re)
         self.dst.add_output(x.im, None if alias_parts is None else alias_parts.im)

@@ -246,9 +246,16 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
         up = ups[id(root)]
         stores = [Access(root, (), store=True)]
         seg.covered.add(id(root))
+        partners = _partners(seg, root)
+        for p in partners:  # in the root's coordinates: stored as they are
+            stores.append(Access(p, (), store=True))
+            seg.covered.add(id(p))
         for o in seg.pending:
-            if id(o) not in seg.covered and id(o) in up:
-                stores.append(Access(o, up[id(o)][1], store=True))
+            up_o = next(
+                (u[id(o)] for u in [up] + [ups[id(p)] for p in partners] if id(o) in u), None
+            )
+            if id(o) not in seg.covered and up_o is not None:
+                stores.append(Access(o, up_o[1], store=True))
                 seg.covered.add(id(o))
         red_outs = {id(o) for e in seg.reductions for o in e.outputs}
         why = (
@@ -258,8 +265,22 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
             if seg.reductions
             else "a fusion without reductions"
         )
-        specs.append(kernel_spec("pointwise", root, memory_ids, stores, reason=why))
+        specs.append(
+            kernel_spec("pointwise", root, memory_ids, stores, reason=why, partners=partners)
+        )
     return specs
+
+
+def _partners(seg: _Segmentation, root: TensorView) -> tuple[TensorView, ...]:
+    """The pending outputs no kernel stores yet that ``Fusion.kernel_partners`` pairs with
+    ``root`` (the other part of a complex output), of its rank."""
+    pending = {id(o) for o in seg.pending} - seg.covered
+    out = []
+    for a, b in seg.fusion.kernel_partners:
+        other = b if a is root else a if b is root else None
+        if other is not None and id(other) in pending and other.ndim == root.ndim:
+            out.append(other)
+    return tuple(out)
 
 
 def _reduction_specs(

@@ -105,12 +105,14 @@ def kernel_spec(
     reason="",
     siblings: tuple[Expr, ...] = (),
     online: dict[int, Expr] | None = None,
+    partners: tuple[TensorView, ...] = (),
 ):
     """A kernel iterating over ``root``'s coordinates; sibling reductions' inputs share
-    them, so their loads join (each access once). An ``online`` sum loads nothing of its
-    own: its terms come from its max's input."""
+    them, so their loads join (each access once); so do ``partners``' (stored tensors of
+    the root's coordinates: ``Fusion.kernel_partners``). An ``online`` sum loads nothing of
+    its own: its terms come from its max's input."""
     online = online or {}
-    roots = [root] + [e.inputs[0] for e in siblings if id(e) not in online]
+    roots = [root, *partners] + [e.inputs[0] for e in siblings if id(e) not in online]
     reached: dict[tuple, Access] = {}
     for r in roots:
         for a in upstream_accesses(r, memory_ids):
