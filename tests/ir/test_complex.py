@@ -137,6 +137,34 @@ def test_sum_in_every_memory_order(shape, order, dtype, which):
         assert_strides_like(s, [sorted(kept).index(d) for d in kept])
 
 
+@pytest.mark.parametrize("dtype", CDTYPES, ids=dtype_id)
+@pytest.mark.parametrize("shape,order", ORDERS, ids=str)
+def test_var_mean_in_every_memory_order(shape, order, dtype):
+    """torch.var of a complex value is real (var(re) + var(im)), its mean complex; the
+    parts' statistics are sibling reductions: one kernel reads the input once."""
+    x = with_order(shape, order, dtype, seed=30)
+    dims = [order[-1]]
+    with FusionDefinition() as fd:
+        v, m = fd.ops.var_mean(fd.from_pytorch(x), dims=dims, correction=1)
+        fd.add_output(v)
+        fd.add_output(m)
+    v, m = fd.execute([x])
+    rv, rm = torch.var_mean(x, dim=dims, correction=1)
+    close(v, rv)
+    close(m, rm)
+    assert len(fd.last_schedule()) == 1
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=dtype_id)
+def test_sum_of_a_complex_input_reads_it_once(dtype):
+    x = with_order((6, 10), (1, 0), dtype, seed=31)
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.sum(fd.from_pytorch(x), dims=[1]))
+    (s,) = fd.execute([x])
+    close(s, x.sum(1))
+    assert len(fd.last_schedule()) == 1  # sum(re) and sum(im): siblings, one kernel
+
+
 def strided_inputs(dtype):
     """(name, a, b): inputs that are not dense: permuted, sliced, expanded, size-1 dims."""
     base = sample((6, 10), dtype, seed=4)
@@ -387,10 +415,6 @@ def test_unsupported_reduction_names_op_and_dtype(op):
         t = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.ComplexDouble)
         with pytest.raises(LayoutfuseError, match=rf"{op}: .*ComplexDouble"):
             getattr(fd.ops, op)(t, dims=[0])
-    with FusionDefinition() as fd:
-        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.ComplexFloat)
-        with pytest.raises(UnsupportedError, match=r"welford: .*ComplexFloat"):
-            fd.ops.var(t, dims=[0], correction=1)
 
 
 def test_conjugate_view_input_is_refused():
@@ -406,7 +430,7 @@ def test_conjugate_view_input_is_refused():
 
 # --- compiled for sm_90 ------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", CDTYPES, ids=dtype_id)
-@pytest.mark.parametrize("case", ["pointwise", "sum-inner", "sum-outer", "div"])
+@pytest.mark.parametrize("case", ["pointwise", "sum-inner", "sum-outer", "div", "var"])
 def test_kernels_compile_for_sm90(case, dtype):
     a = with_order((8, 12), (1, 0), dtype, seed=24)
     b = with_order((8, 12), (1, 0), dtype, seed=25)
@@ -417,6 +441,8 @@ def test_kernels_compile_for_sm90(case, dtype):
             ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
             if case == "div":
                 fd.add_output(fd.ops.div(ta, tb))
+            elif case == "var":
+                fd.add_output(fd.ops.var(ta, dims=[1], correction=1))
             else:
                 fd.add_output(
                     fd.ops.sum(fd.ops.mul(ta, tb), dims=[0 if case == "sum-inner" else 1])

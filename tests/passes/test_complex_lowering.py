@@ -113,6 +113,9 @@ def test_where_cast_sum_shape_and_full():
             fd.ops.add(fd.ops.full([3, 4], fd.define_scalar(1 + 2j), DataType.ComplexFloat), tz)
         )
         fd.add_output(fd.ops.cast(tz, DataType.Bool))
+        v, m = fd.ops.var_mean(tz, dims=[0], correction=1)
+        fd.add_output(v)
+        fd.add_output(m)
     check_lowering(fd, [z, r])
 
 

@@ -25,7 +25,13 @@ from ..errors import UnsupportedError
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Val, Vector
 from ..ir.domain import AllocationDomain
 from ..ir.ops.common import clone_id, emit
-from ..ir.ops.complex import PAIR_RULES, PER_PART_REDUCTIONS, Parts, promoted_operands
+from ..ir.ops.complex import (
+    PAIR_RULES,
+    PER_PART_REDUCTIONS,
+    Parts,
+    promoted_operands,
+    welford_of_parts,
+)
 from ..ir.ops.elementwise import PROMOTION_OPERANDS, cast, pointwise
 
 
@@ -136,6 +142,8 @@ class _Lowerer:
             if isinstance(t, TensorView):
                 _strided_parts(t)
             self.dst.add_input(t)
+        if isinstance(re, TensorView) and isinstance(im, TensorView):
+            self.dst.kernel_partners.append((re, im))  # sibling reductions of its parts
         self.env[id(v)] = Parts(re, im)
         n = len(self.dst.inputs)
         return (n - 2, n - 1)
@@ -163,7 +171,9 @@ class _Lowerer:
                 self.env[id(o)] = n
             return
         name = e.op.name
-        if e.op.kind is OpKind.SHAPE or (
+        if e.op.kind is OpKind.WELFORD:
+            self.welford(e)
+        elif e.op.kind is OpKind.SHAPE or (
             e.op.kind is OpKind.REDUCTION and name in PER_PART_REDUCTIONS
         ):
             self.per_part(e)
@@ -215,6 +225,23 @@ class _Lowerer:
         (re,) = self.copy_expr(e, [p.re, *rest], pd)
         (im,) = self.copy_expr(e, [p.im, *rest], pd)
         self.env[id(e.outputs[0])] = Parts(re, im)
+
+    def welford(self, e: Expr) -> None:
+        """Each part's statistics (sibling reductions: one kernel), combined."""
+        x = e.inputs[0]
+        assert isinstance(x, TensorView)
+        p = self.tensor_parts(x)
+        pd = part_dtype(x.dtype)
+        stats = []
+        for part in (p.re, p.im):
+            outs = [
+                self._new_like(o, pd if o.dtype is not DataType.Int else o.dtype) for o in e.outputs
+            ]
+            emit(self.dst, e.op, [part], outs, **e.attrs)
+            stats.append(outs)
+        mean, m2, n = welford_of_parts(stats[0], stats[1])
+        for o, v in zip(e.outputs, (mean, m2, n)):
+            self.env[id(o)] = v
 
     def full(self, e: Expr) -> None:
         fill = self.parts(e.inputs[0])

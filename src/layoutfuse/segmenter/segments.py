@@ -210,7 +210,7 @@ def _sibling_groups(seg: _Segmentation) -> None:
     only per-row outputs (mean = sum / n, var_mean's var): the epilogue joins it."""
     in_groups = {id(e) for g in seg.groups for e in g.group.reductions}
     rest = [e for e in seg.reductions if id(e) not in in_groups and seg.needed(e)]
-    for cluster in siblings(rest, seg.inputs):
+    for cluster in siblings(rest, seg.inputs, seg.fusion.kernel_partners):
         group = Group(
             cluster[0].inputs[0],
             tuple(cluster[0].attrs["dims"]),
@@ -328,12 +328,20 @@ def _group_specs(
 _SAME_COORDINATES = ("set", "stride_order")  # shape ops that keep every coordinate
 
 
-def siblings(reductions: list[Expr], memory: set[int]) -> list[list[Expr]]:
+def siblings(
+    reductions: list[Expr],
+    memory: set[int],
+    partners: list[tuple[TensorView, TensorView]] | None = None,
+) -> list[list[Expr]]:
     """``reductions`` in clusters (fusion order) that one kernel can compute in one read:
     the same reduced dims of inputs in the same coordinates (both reach one tensor without
-    broadcast dims through pointwise ops alone), none depending on another."""
+    broadcast dims through pointwise ops alone, or two ``partners``: the parts of one
+    complex tensor), none depending on another."""
     clusters: list[list[Expr]] = []
-    leaves = {id(e): _pointwise_leaves(e.inputs[0], memory) for e in reductions}
+    same = {id(b): id(a) for a, b in partners or ()}
+    leaves = {
+        id(e): {same.get(t, t) for t in _pointwise_leaves(e.inputs[0], memory)} for e in reductions
+    }
     for e in reductions:
         dims, rank = tuple(e.attrs["dims"]), len(e.inputs[0].shape_domain)
         for c in clusters:

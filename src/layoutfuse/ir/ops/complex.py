@@ -269,8 +269,16 @@ def promoted_operands(name: str, operands: Sequence[Parts], common: DataType) ->
     return [Parts(conv(p.re), conv(p.im)) if i in roles else p for i, p in enumerate(operands)]
 
 
-PER_PART_REDUCTIONS = frozenset({"sum"})
-"""Reductions that act on each part alone (sum of re, sum of im); shape ops always do."""
+PER_PART_REDUCTIONS = frozenset({"sum", "welford"})
+"""Reductions that act on each part alone (sum of re, sum of im); shape ops always do.
+A Welford's results then combine by :func:`welford_of_parts`."""
+
+
+def welford_of_parts(re: Sequence[Val], im: Sequence[Val]) -> tuple[Parts, Val, Val]:
+    """(mean, M2, n) of a complex value from its parts' (mean, M2, n): the mean of each
+    part, and M2 = M2(re) + M2(im), the sum of |x - mean|^2 (so the variance is real and
+    var(re) + var(im), as torch.var and nvFuser's Welford of a complex value give)."""
+    return Parts(re[0], im[0]), _p("add", re[1], im[1]), re[2]
 
 
 def check_complex_support(op: str, dtypes: Sequence[DataType]) -> None:
@@ -292,4 +300,5 @@ __all__ = [
     "Parts",
     "check_complex_support",
     "promoted_operands",
+    "welford_of_parts",
 ]
