@@ -165,6 +165,30 @@ def test_sum_of_a_complex_input_reads_it_once(dtype):
     assert len(fd.last_schedule()) == 1  # sum(re) and sum(im): siblings, one kernel
 
 
+@pytest.mark.parametrize("dtype", CDTYPES, ids=dtype_id)
+@pytest.mark.parametrize("fallback", [False, True], ids=["one-kernel", "fallback"])
+def test_centered_rows_normalization(dtype, fallback):
+    """z - mean(z) over rows: one normalization kernel stores both parts (the group's
+    partners); with a tile too small for the rows, its finer plan gives the same values."""
+    from layoutfuse.schedulers.tuning import DEFAULT
+
+    z = with_order((8, 40), (1, 0), dtype, seed=32)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(z)
+        s = fd.ops.sum(t, dims=[1], keepdim=True)
+        fd.add_output(fd.ops.sub(t, fd.ops.div(s, fd.define_scalar(40.0))))
+    if fallback:
+        fd.executor().configure(tuning=DEFAULT.with_fields(normalization=dict(max_tile=16)))
+    (out,) = fd.execute([z])
+    close(out, z - z.mean(1, keepdim=True))
+    assert_strides_like(out, (1, 0))
+    kinds = [type(p).__name__ for p in fd.last_schedule()]
+    if not fallback:
+        assert kinds == ["NormalizationParams"]
+    else:
+        assert kinds.count("PointwiseParams") == 1  # both parts of the output in one kernel
+
+
 def strided_inputs(dtype):
     """(name, a, b): inputs that are not dense: permuted, sliced, expanded, size-1 dims."""
     base = sample((6, 10), dtype, seed=4)

@@ -177,6 +177,13 @@ class _Lowerer:
             e.op.kind is OpKind.REDUCTION and name in PER_PART_REDUCTIONS
         ):
             self.per_part(e)
+        elif e.op.kind is OpKind.SCALAR:  # a size query: the real part has the same shape
+            ins = [
+                self.tensor_parts(v).re if isinstance(v, TensorView) else self.real(v)
+                for v in e.inputs
+            ]
+            for o, n in zip(e.outputs, self.copy_expr(e, ins)):
+                self.env[id(o)] = n
         elif name == "full":
             self.full(e)
         elif name in PAIR_RULES and e.op.kind is OpKind.POINTWISE:

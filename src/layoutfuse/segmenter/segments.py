@@ -176,6 +176,7 @@ def _normalization_groups(seg: _Segmentation) -> None:
         group, _ = find_group(root, seg.inputs)
         if group is None:
             continue
+        group.partners = tuple(p for p in _partners(seg, root) if _same_group(p, group, seg))
         stores, xstores = _group_stores(seg, group, root)
         seg.covered |= {id(a.tv) for a in stores + xstores}
         seg.groups.append(_GroupKernel(group, stores, xstores))
@@ -269,6 +270,18 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
             kernel_spec("pointwise", root, memory_ids, stores, reason=why, partners=partners)
         )
     return specs
+
+
+def _same_group(tv: TensorView, group: Group, seg: _Segmentation) -> bool:
+    """Whether ``tv`` roots a group of ``group``'s dims and reductions (a partner that one
+    normalization kernel stores with the root)."""
+    other, _ = find_group(tv, seg.inputs)
+    return (
+        other is not None
+        and other.rows == group.rows
+        and other.dims == group.dims
+        and {id(e) for e in other.reductions} == {id(e) for e in group.reductions}
+    )
 
 
 def _partners(seg: _Segmentation, root: TensorView) -> tuple[TensorView, ...]:

@@ -295,18 +295,20 @@ def _fallback_pointwise(
     per per-row value that is not a reduction's result."""
     fb: list[KernelSpec] = []
     up = upstream_tensors(group.root, memory_ids)
+    with_root = {id(group.root)} | {id(p) for p in group.partners}
     if stores:
         fb.append(
             kernel_spec(
                 "pointwise",
                 group.root,
                 memory_ids,
-                [a for a in stores if a.tv is group.root or id(a.tv) in up],
+                [a for a in stores if id(a.tv) in with_root or id(a.tv) in up],
                 reason="pointwise work after the reductions",
+                partners=group.partners,
             )
         )
     for a in stores:
-        if a.tv is not group.root and id(a.tv) not in up:
+        if id(a.tv) not in with_root and id(a.tv) not in up:
             fb.append(
                 kernel_spec(
                     "pointwise",
