@@ -30,6 +30,29 @@ def tensor_parts(x: torch.Tensor, what: str) -> tuple[torch.Tensor, torch.Tensor
     return r[..., 0], r[..., 1]
 
 
+def complex_part(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Part ``k`` (0: real, 1: imaginary) of complex tensor ``x``: a replay's argument."""
+    return tensor_parts(x, "a complex argument")[k]
+
+
+def part_ids(
+    positions: Sequence[tuple[int, ...]],
+    values: Sequence[Any],
+    split_values: Sequence[Any],
+    where: str,
+) -> dict[int, tuple[str, int, int]]:
+    """The id of every part view in ``split_values`` (``split``'s list of ``values``) ->
+    (``where``, the position of its complex value, 0 or 1): for a replay plan."""
+    out: dict[int, tuple[str, int, int]] = {}
+    k = 0
+    for i, pos in enumerate(positions):
+        if len(pos) == 2 and isinstance(values[i], torch.Tensor):
+            out[id(split_values[k])] = (where, i, 0)
+            out[id(split_values[k + 1])] = (where, i, 1)
+        k += len(pos)
+    return out
+
+
 def _parts(x: Any, what: str) -> tuple[Any, Any]:
     if isinstance(x, torch.Tensor) and x.is_complex():
         return tensor_parts(x, what)
@@ -68,4 +91,11 @@ def join_scalar_outputs(
         outputs[k] = vals[0] if len(vals) == 1 else torch.complex(vals[0], vals[1])
 
 
-__all__ = ["join_scalar_outputs", "split_inputs", "split_outputs", "tensor_parts"]
+__all__ = [
+    "complex_part",
+    "join_scalar_outputs",
+    "part_ids",
+    "split_inputs",
+    "split_outputs",
+    "tensor_parts",
+]

@@ -165,15 +165,25 @@ class FusionExecutor:
             self._run_reference(bindings, inputs, outputs, computed)
             record, replayable = None, False
         else:
-            record, replayable = self._run_kernels(bindings, inputs, outputs, profile=profile)
+            plan_args: dict[str, Any] = {}
+            record, replayable = self._run_kernels(
+                bindings, inputs, outputs, profile=profile, plan_args=plan_args
+            )
         result = [
             outputs[pos] for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
         ]
         if key is not None and replayable and len(self._plans) < 64:
             assert record is not None  # replayable: the kernels ran
-            kept = self._compiled.kept_tensors() if self._compiled is not None else frozenset()
+            compiled = self._compiled if self._lowered is None else self._lowered._compiled
+            kept = compiled.kept_tensors() if compiled is not None else frozenset()
             plan = build_plan(
-                self.fusion, inputs, result, record.launches, kept, record.library_calls
+                self.fusion,
+                inputs,
+                result,
+                record.launches,
+                kept,
+                record.library_calls,
+                **plan_args,
             )
             if plan is not None:
                 self._plans[key] = plan
@@ -189,9 +199,11 @@ class FusionExecutor:
         outputs: list[Any],
         launch: bool = True,
         profile: bool = False,
+        plan_args: dict[str, Any] | None = None,
     ) -> tuple[RunRecord, bool]:
         """Compute the outputs with generated kernels; the run's record, and whether a
-        replay plan can reproduce it.
+        replay plan can reproduce it (``plan_args``: filled with what ``build_plan`` needs
+        besides, for a fusion with complex values).
 
         ``outputs[pos]`` is the destination of ``fusion.outputs[pos]``: a buffer
         already laid out as ``output_layouts()[pos]`` says (write into it), the
@@ -203,7 +215,7 @@ class FusionExecutor:
         kernels may still read that input).
         """
         if self._lowered is not None:
-            return self._run_lowered(bindings, inputs, outputs, launch, profile)
+            return self._run_lowered(bindings, inputs, outputs, launch, profile, plan_args)
         computed_tvs, tensors, late_copies = self._kernel_destinations(bindings, inputs, outputs)
         compiled = self._compiled_for(computed_tvs)
         scalars = {
@@ -229,19 +241,40 @@ class FusionExecutor:
         outputs: list[Any],
         launch: bool,
         profile: bool,
+        plan_args: dict[str, Any] | None,
     ) -> tuple[RunRecord, bool]:
         """``_run_kernels`` for a fusion with complex values: its real lowering runs on the
-        parts of the complex inputs and destinations (``runtime/complex_parts.py``). Not
-        replayable: a recorded plan would bind the complex tensors, not their parts."""
-        assert self._lowering is not None and self._lowered is not None
-        real_inputs = complex_parts.split_inputs(self._lowering, inputs)
-        real_outputs = complex_parts.split_outputs(self._lowering, outputs)
-        real_bindings = validate_inputs(self._lowering.fusion, real_inputs, bindings.device)
-        record, _ = self._lowered._run_kernels(
+        parts of the complex inputs and destinations (``runtime/complex_parts.py``). A replay
+        plan binds those parts as views of the call's complex tensors (``plan_args``)."""
+        low, lowered = self._lowering, self._lowered
+        assert low is not None and lowered is not None
+        real_inputs = complex_parts.split_inputs(low, inputs)
+        real_outputs = complex_parts.split_outputs(low, outputs)
+        real_bindings = validate_inputs(low.fusion, real_inputs, bindings.device)
+        record, replayable = lowered._run_kernels(
             real_bindings, real_inputs, real_outputs, launch, profile
         )
-        complex_parts.join_scalar_outputs(self._lowering, outputs, real_outputs)
-        return record, False
+        complex_parts.join_scalar_outputs(low, outputs, real_outputs)
+        if plan_args is not None:
+            returned = [
+                pos for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
+            ]
+            out_parts = complex_parts.part_ids(low.outputs, outputs, real_outputs, "out")
+            # parts of outputs by their position among the returned outputs (the plan's)
+            plan_args["parts"] = {
+                **complex_parts.part_ids(low.inputs, inputs, real_inputs, "in"),
+                **{
+                    k: (w, returned.index(j), p)
+                    for k, (w, j, p) in out_parts.items()
+                    if j in returned
+                },
+            }
+            plan_args["scalar_inputs"] = {
+                id(low.fusion.inputs[pos[0]]): i
+                for i, pos in enumerate(low.inputs)
+                if len(pos) == 1 and isinstance(low.fusion.inputs[pos[0]], Scalar)
+            }
+        return record, replayable
 
     def _kernel_destinations(
         self, bindings: Bindings, inputs: list[Any], outputs: list[Any]

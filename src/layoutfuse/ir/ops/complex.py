@@ -29,7 +29,15 @@ from dataclasses import dataclass
 
 import torch
 
-from ...dtypes import COMPLEX, DataType, compute_dtype, is_boolean, part_dtype, to_torch
+from ...dtypes import (
+    COMPLEX,
+    DataType,
+    compute_dtype,
+    is_boolean,
+    is_floating,
+    part_dtype,
+    to_torch,
+)
 from ...errors import UnsupportedError
 from ..fusion import Fusion
 from ..opdef import OpDef, OpKind, register
@@ -264,6 +272,8 @@ def promoted_operands(name: str, operands: Sequence[Parts], common: DataType) ->
     def conv(v: Val) -> Val:
         if isinstance(v, Scalar) and v.is_constant:
             return v if v.dtype is pd else Scalar(v.fusion, pd, float(v.value))
+        if isinstance(v, Scalar) and is_floating(v.dtype):
+            return v  # kernels take it in the compute dtype; no host arithmetic
         return cast(v, pd)
 
     return [Parts(conv(p.re), conv(p.im)) if i in roles else p for i, p in enumerate(operands)]
