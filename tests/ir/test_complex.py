@@ -454,7 +454,9 @@ def test_conjugate_view_input_is_refused():
 
 # --- compiled for sm_90 ------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", CDTYPES, ids=dtype_id)
-@pytest.mark.parametrize("case", ["pointwise", "sum-inner", "sum-outer", "div", "var"])
+@pytest.mark.parametrize(
+    "case", ["pointwise", "sum-inner", "sum-outer", "div", "var", "unary", "centered", "cast"]
+)
 def test_kernels_compile_for_sm90(case, dtype):
     a = with_order((8, 12), (1, 0), dtype, seed=24)
     b = with_order((8, 12), (1, 0), dtype, seed=25)
@@ -467,6 +469,15 @@ def test_kernels_compile_for_sm90(case, dtype):
                 fd.add_output(fd.ops.div(ta, tb))
             elif case == "var":
                 fd.add_output(fd.ops.var(ta, dims=[1], correction=1))
+            elif case == "unary":
+                for op in UNARY:
+                    fd.add_output(getattr(fd.ops, op)(tb))
+            elif case == "centered":
+                s = fd.ops.sum(ta, dims=[1], keepdim=True)
+                fd.add_output(fd.ops.sub(ta, fd.ops.mul(s, fd.define_scalar(1 / 12))))
+            elif case == "cast":
+                fd.add_output(fd.ops.cast(ta, DataType.BFloat16))
+                fd.add_output(fd.ops.cast(fd.ops.real(tb), DataType.ComplexDouble))
             else:
                 fd.add_output(
                     fd.ops.sum(fd.ops.mul(ta, tb), dims=[0 if case == "sum-inner" else 1])
