@@ -10,8 +10,11 @@ ComplexFloat, Double for ComplexDouble). This module is the table the rewrite re
   ``Parts(x, 0)``, the zero a constant, so the arithmetic is torch's complex arithmetic
   after promoting the real operand to complex (``inf * (2+0j)`` has a NaN imaginary part
   there too). A rule returns ``Parts`` for a complex result, one Val for a real one.
-* ``PER_PART``: ops that act on each part alone: every shape op (permute, reshape,
-  broadcast, ...) and ``sum``; the rewrite applies them to re and to im.
+  The operands of a ``PROMOTING`` rule are first converted to their common dtype's parts
+  (torch converts them before it computes: complex128 / float32 divides in double).
+* ``PER_PART_REDUCTIONS`` (and every shape op: permute, reshape, broadcast, ...): ops that
+  act on each part alone; the rewrite applies them to re and to im. A Welford's per-part
+  statistics combine by :func:`welford_of_parts` (a real variance, as torch's).
 
 Any other op with a complex operand or result is refused where it is defined
 (:func:`check_complex_support`), naming the op and the dtype.
@@ -19,7 +22,9 @@ Any other op with a complex operand or result is refused where it is defined
 Semantics are torch's: ``abs`` is ``hypot(re, im)`` (real), division is Smith's
 algorithm with torch's scaling (``c10::complex`` ``operator/``), a complex-to-real cast
 keeps the real part, a complex-to-Bool cast is ``re != 0 or im != 0``, ``sum`` accumulates
-each part in the part dtype.
+each part in the part dtype; ``exp``, ``log``, ``sqrt`` (the principal root) and
+``reciprocal`` by their textbook formulas (exact torch values at 0, -0.0, inf, NaN are
+checked in tests/ir/test_complex.py for the cases listed there, not for every special value).
 """
 
 from __future__ import annotations
