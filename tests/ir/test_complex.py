@@ -487,3 +487,26 @@ def test_kernels_compile_for_sm90(case, dtype):
     assert arts and all(".target sm_90" in art.ptx for art in arts)
     if case == "pointwise":
         assert "hypot" in fd.last_triton_code()
+
+
+# --- movement ops (slice, pad, cat, select): each part through the op -------------------------
+@pytest.mark.parametrize("dtype", CDTYPES, ids=dtype_id)
+def test_slice_pad_cat_select(dtype):
+    x = with_order((10, 6), (1, 0), dtype, seed=33)
+    y = sample((10, 6), dtype, seed=34)
+    with FusionDefinition() as fd:
+        a, b = fd.from_pytorch(x), fd.from_pytorch(y)
+        fd.add_output(fd.ops.slice(a, [1, 0], [9, 6], [2, 1]))
+        fill = fd.define_scalar(1 + 1j, dtype=DataType.ComplexDouble)
+        fd.add_output(fd.ops.pad(a, [1, 2], fill))  # a complex fill: each part its own
+        fd.add_output(fd.ops.pad(a, [1, 2]))
+        fd.add_output(fd.ops.cat([a, b], dim=1))
+        fd.add_output(fd.ops.select(fd.ops.mul(a, b), fd.define_scalar(3), dim=0))
+    sliced, filled, zero_padded, joined, row = fd.execute([x, y])
+    padded = torch.full((10, 9), 1 + 1j, dtype=dtype)
+    padded[:, 1:7] = x
+    close(sliced, x[1:9:2, 0:6])
+    close(filled, padded)
+    close(zero_padded, torch.nn.functional.pad(x, [1, 2]))
+    close(joined, torch.cat([x, y], 1))
+    close(row, (x * y)[3])

@@ -224,13 +224,20 @@ class _Lowerer:
         return outs
 
     def per_part(self, e: Expr) -> None:
-        x = e.inputs[0]
-        assert isinstance(x, TensorView)
-        p = self.tensor_parts(x)
-        rest = [self.real(v) for v in e.inputs[1:]]
+        """``e`` applied to the re parts and to the im parts of its tensor and complex
+        operands (``pad``'s fill, ``cat``'s pieces); integer operands (bounds, widths,
+        indices) go to both as they are."""
+
+        def lane(v: Val, k: int) -> Val:
+            if isinstance(v, TensorView):
+                return self.tensor_parts(v).re if k == 0 else self.tensor_parts(v).im
+            if v.dtype in COMPLEX:
+                return self.parts(v).re if k == 0 else self.parts(v).im
+            return self.real(v)
+
         pd = part_dtype(e.outputs[0].dtype)
-        (re,) = self.copy_expr(e, [p.re, *rest], pd)
-        (im,) = self.copy_expr(e, [p.im, *rest], pd)
+        (re,) = self.copy_expr(e, [lane(v, 0) for v in e.inputs], pd)
+        (im,) = self.copy_expr(e, [lane(v, 1) for v in e.inputs], pd)
         self.env[id(e.outputs[0])] = Parts(re, im)
 
     def welford(self, e: Expr) -> None:
