@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..dtypes import COMPLEX, DataType, part_dtype, promote
+from ..dtypes import COMPLEX, DataType, is_boolean, is_integral, part_dtype, promote
 from ..errors import UnsupportedError
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Val, Vector
 from ..ir.domain import AllocationDomain
@@ -229,11 +229,11 @@ class _Lowerer:
         indices) go to both as they are."""
 
         def lane(v: Val, k: int) -> Val:
+            if is_integral(v.dtype) or is_boolean(v.dtype) or isinstance(v, Vector):
+                return self.real(v)  # an index, a bound, a width: the same for both parts
             if isinstance(v, TensorView):
                 return self.tensor_parts(v).re if k == 0 else self.tensor_parts(v).im
-            if v.dtype in COMPLEX:
-                return self.parts(v).re if k == 0 else self.parts(v).im
-            return self.real(v)
+            return self.parts(v).re if k == 0 else self.parts(v).im
 
         pd = part_dtype(e.outputs[0].dtype)
         (re,) = self.copy_expr(e, [lane(v, 0) for v in e.inputs], pd)
@@ -254,7 +254,8 @@ class _Lowerer:
             emit(self.dst, e.op, [part], outs, **e.attrs)
             stats.append(outs)
         mean, m2, n = welford_of_parts(stats[0], stats[1])
-        for o, v in zip(e.outputs, (mean, m2, n)):
+        results: tuple[Lowered, ...] = (mean, m2, n)
+        for o, v in zip(e.outputs, results):
             self.env[id(o)] = v
 
     def full(self, e: Expr) -> None:
