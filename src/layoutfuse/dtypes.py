@@ -106,6 +106,24 @@ def compute_dtype(dtype: DataType) -> DataType:
     return DataType.Float if dtype in REDUCED_PRECISION else dtype
 
 
+def is_complex(dtype: DataType) -> bool:
+    return dtype in COMPLEX
+
+
+def part_dtype(dtype: DataType) -> DataType:
+    """The real dtype of a complex dtype's two parts (Float, Double); others are unchanged."""
+    return {DataType.ComplexFloat: DataType.Float, DataType.ComplexDouble: DataType.Double}.get(
+        dtype, dtype
+    )
+
+
+def complex_of(dtype: DataType) -> DataType:
+    """The complex dtype with parts of ``dtype`` (Double -> ComplexDouble, else ComplexFloat)."""
+    if dtype in COMPLEX:
+        return dtype
+    return DataType.ComplexDouble if dtype is DataType.Double else DataType.ComplexFloat
+
+
 def itemsize(dtype: DataType) -> int:
     return to_torch(dtype).itemsize
 
@@ -134,7 +152,8 @@ def promote(tensor_dtypes: list[DataType], scalar_dtypes: list[DataType]) -> Dat
             result = _pair(result, d)
         for s in scalar_dtypes:
             if _category(s) > _category(result):
-                result = _default_for_category(s)
+                # a complex scalar keeps a Double tensor's precision (torch.result_type)
+                result = complex_of(result) if s in COMPLEX else _default_for_category(s)
         return result
     result = scalar_dtypes[0]
     for d in scalar_dtypes[1:]:

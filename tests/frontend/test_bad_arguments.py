@@ -33,6 +33,7 @@ INTEGER_OPERANDS |= {"bitwise_left_shift", "bitwise_right_shift", "logical_right
 SCALAR_OPERANDS = {
     (name, f"arg{k + 1}") for name, row in ROW_BY_NAME.items() for k in row.scalar_operands
 }
+COMPLEX_OPERANDS = {"imag"}  # defined for complex operands only
 
 # Parameter kinds.
 TENSOR, OPERAND, SCALAR, LENGTH, VECTOR = "Tensor", "Tensor or Scalar", "Scalar", "length", "Vector"
@@ -110,6 +111,9 @@ class Env:
     def __init__(self, fd):
         self.t = fd.define_tensor(shape=[2, 1], contiguity=True)
         self.t_int = fd.define_tensor(shape=[2, 1], contiguity=True, dtype=DataType.Int)
+        self.t_complex = fd.define_tensor(
+            shape=[2, 1], contiguity=True, dtype=DataType.ComplexFloat
+        )
         self.t_rank1 = fd.define_tensor(shape=[3], contiguity=True)
         self.s_float = fd.define_scalar(2.0)
         self.s_int = fd.define_scalar(3)
@@ -129,7 +133,13 @@ def good_value(op: str, param: str, env: Env):
     kind = kind_of(op, param)
     return {
         TENSOR: lambda: env.t,
-        OPERAND: lambda: env.t_int if op in INTEGER_OPERANDS else env.t,
+        OPERAND: lambda: (
+            env.t_int
+            if op in INTEGER_OPERANDS
+            else env.t_complex
+            if op in COMPLEX_OPERANDS
+            else env.t
+        ),
         SCALAR: lambda: env.s_float if param == "fill_value" else env.s_int,
         LENGTH: lambda: env.s_int,
         VECTOR: lambda: env.vec,

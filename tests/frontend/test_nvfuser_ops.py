@@ -12,6 +12,7 @@ from support.execution import assert_ran_kernels
 INTEGRAL_OPS = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "gcd"}
 SHIFTS = {"bitwise_left_shift", "bitwise_right_shift", "logical_right_shift"}
 UNIT_DOMAIN = {"acos", "asin", "atanh", "erfinv"}  # (-1, 1); acosh: above 1
+COMPLEX_OPS = {"imag"}  # defined for complex operands only
 
 
 def _logical_right_shift(x, s):
@@ -43,6 +44,8 @@ def _operands(name, arity):
             torch.randint(-(2**40), 2**40, (3, 4), generator=g),
             torch.randint(0, 64, (3, 4), generator=g),
         ]
+    if name in COMPLEX_OPS:
+        return [torch.randn(3, 4, generator=g, dtype=torch.complex64) for _ in range(arity)]
     xs = [torch.rand(3, 4, generator=g) + 0.5 for _ in range(arity)]
     if name in UNIT_DOMAIN:
         xs = [x - 0.5 for x in xs]

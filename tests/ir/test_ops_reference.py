@@ -182,6 +182,7 @@ POINTWISE = [
         PW(n, getattr(torch, n), (I64,), ("any", "small"))
         for n in ["gcd", "bitwise_left_shift", "bitwise_right_shift"]
     ],
+    PW("real", torch.real, ALL, ("any",)),  # of complex values: tests/ir/test_complex.py
 ]
 POINTWISE_CASES = [
     pytest.param(c, d, id=f"{c.name}-{str(d)[6:]}") for c in POINTWISE for d in c.dtypes
@@ -189,7 +190,8 @@ POINTWISE_CASES = [
 
 
 def test_every_pointwise_row_has_a_case():
-    covered = {c.name for c in POINTWISE} | {"where", "addcmul", "logical_right_shift"}
+    # imag is defined for complex values only: tests/ir/test_complex.py
+    covered = {c.name for c in POINTWISE} | {"where", "addcmul", "logical_right_shift", "imag"}
     covered |= {"threshold", "add_alpha", "sub_alpha"}
     assert covered == set(ops.POINTWISE_ROWS)
 

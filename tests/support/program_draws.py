@@ -26,6 +26,7 @@ from support.programs import (
     ARITY,
     BOOL,
     CLASSIFIES,
+    COMPLEX_ONLY,
     DTYPES,
     KEEPS,
     NO_CANCEL,
@@ -41,7 +42,9 @@ from support.programs import (
 )
 
 SEED = "layoutfuse-generated-programs"
-BY_ARITY = {n: [r.name for r in ROWS if r.arity == n] for n in (1, 2, 3, 4)}
+BY_ARITY = {
+    n: [r.name for r in ROWS if r.arity == n and r.name not in COMPLEX_ONLY] for n in (1, 2, 3, 4)
+}
 KINDS = (
     ["unary"] * 4
     + ["binary"] * 5

@@ -184,7 +184,19 @@ FLOAT_COMPUTE = {
     *("erfinv", "erfcinv", "lgamma"),
 }
 # How a row carries error on float results (each row is in EXACT or LIBRARY):
-KEEPS = {"abs", "neg", "relu", "minimum", "maximum", "clamp", "where"}  # max of the operands'
+KEEPS = {
+    "abs",
+    "neg",
+    "relu",
+    "minimum",
+    "maximum",
+    "clamp",
+    "where",
+    "real",
+    "imag",
+}  # max of the operands'
+# rows of complex values only (real inputs are refused): tests/ir/test_complex.py runs them
+COMPLEX_ONLY = {"imag"}
 SCALES = {"mul": 1.0, "div": 1.0, "truediv": 1.0, "reciprocal": 1.0, "sqrt": 0.5, "rsqrt": 0.5}
 NO_CANCEL = {"add": 1, "sub": -1}  # approximate operands only where signs do not cancel
 # Exact on approximate operands too: the error bound never crosses to or from nan or inf

@@ -27,6 +27,7 @@ import torch
 
 from ..ir import Fusion, Scalar
 from ..ir.ops.random import PHILOX_SEED, draw_seed
+from .complex_parts import complex_part
 from .launch import LaunchRecord
 from .library import LibraryCall
 
@@ -155,6 +156,12 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
             f"dtype={name('dtype', dtype)}, device={name('device', device)})"
         )
+    parts = sorted({v for launch in plan.launches for kind, v in launch.argspec if kind == "part"})
+    if parts:  # the real parts of complex inputs and outputs (``runtime/complex_parts.py``)
+        env["complex_part"] = complex_part
+    for where, i, k in parts:
+        src = f"inputs[{i}]" if where == "in" else f"out{i}"
+        body.append(f"{where}{i}_part{k} = complex_part({src}, {k})")
     scratch = dict(
         sorted(
             {
@@ -211,6 +218,8 @@ def _arg_source(kind: str, v: Any, name: Callable[[str, Any], str]) -> str:
         return f"made{v}"
     if kind == "seed":
         return f"seed{v}"
+    if kind == "part":
+        return f"{v[0]}{v[1]}_part{v[2]}"
     return name("v", v)
 
 
@@ -265,12 +274,20 @@ def build_plan(
     log: list[LaunchRecord],
     kept: frozenset[int] = frozenset(),
     library_calls: Sequence[LibraryCall] = (),
+    parts: dict[int, tuple[str, int, int]] | None = None,
+    scalar_inputs: dict[int, int] | None = None,
 ) -> LaunchPlan | None:
     """A plan that reproduces the launches ``log`` and the library calls (in their places),
     or None when the run cannot be replayed that way. ``kept``: ids of the tensors the plan
     keeps (split tickets); the results of library calls are made by each replay's calls;
     the other tensors that are neither inputs nor outputs are scratch, allocated by each
-    replay."""
+    replay.
+
+    A fusion with complex values launches its real lowering: ``parts`` maps the id of each
+    part view it launched with to ``("in" | "out", position, 0 for re or 1 for im)``, and
+    ``scalar_inputs`` the id of each of the lowering's scalar inputs to its position among
+    ``inputs`` (``fusion``'s own scalar inputs otherwise)."""
+    parts = parts or {}
     scratch: dict[int, int] = {}
     in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
     out_ids = {}
@@ -284,7 +301,11 @@ def build_plan(
         ):
             return None
         out_ids[id(t)] = j
-    scalar_pos = {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
+    scalar_pos = (
+        scalar_inputs
+        if scalar_inputs is not None
+        else {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
+    )
     # a random op's drawn seed (by id) -> its number: fusion order, the order of the draws
     seeds = {
         id(e.outputs[0]): k for k, e in enumerate(e for e in fusion.exprs if e.op is PHILOX_SEED)
@@ -303,6 +324,8 @@ def build_plan(
                     spec.append(("out", out_ids[id(a)]))
                 elif id(a) in made:
                     spec.append(("made", made[id(a)]))
+                elif id(a) in parts:
+                    spec.append(("part", parts[id(a)]))
                 else:
                     spec.append(_scratch_or_kept(a, kept, scratch))
             else:
@@ -314,6 +337,8 @@ def build_plan(
                 spec[k] = ("seed", seeds[id(s)])  # drawn anew by each replay
             elif s.definition is not None and s.definition.op.name != "size":
                 return None  # host arithmetic on scalar inputs
+            elif s.definition is None and not s.is_constant:
+                return None  # an input the plan cannot read (a part of a complex scalar)
         return spec
 
     def add_calls(upto: int) -> bool:

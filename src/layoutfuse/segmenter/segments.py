@@ -176,6 +176,7 @@ def _normalization_groups(seg: _Segmentation) -> None:
         group, _ = find_group(root, seg.inputs)
         if group is None:
             continue
+        group.partners = tuple(p for p in _partners(seg, root) if _same_group(p, group, seg))
         stores, xstores = _group_stores(seg, group, root)
         seg.covered |= {id(a.tv) for a in stores + xstores}
         seg.groups.append(_GroupKernel(group, stores, xstores))
@@ -210,7 +211,7 @@ def _sibling_groups(seg: _Segmentation) -> None:
     only per-row outputs (mean = sum / n, var_mean's var): the epilogue joins it."""
     in_groups = {id(e) for g in seg.groups for e in g.group.reductions}
     rest = [e for e in seg.reductions if id(e) not in in_groups and seg.needed(e)]
-    for cluster in siblings(rest, seg.inputs):
+    for cluster in siblings(rest, seg.inputs, seg.fusion.kernel_partners):
         group = Group(
             cluster[0].inputs[0],
             tuple(cluster[0].attrs["dims"]),
@@ -246,9 +247,16 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
         up = ups[id(root)]
         stores = [Access(root, (), store=True)]
         seg.covered.add(id(root))
+        partners = _partners(seg, root)
+        for p in partners:  # in the root's coordinates: stored as they are
+            stores.append(Access(p, (), store=True))
+            seg.covered.add(id(p))
         for o in seg.pending:
-            if id(o) not in seg.covered and id(o) in up:
-                stores.append(Access(o, up[id(o)][1], store=True))
+            up_o = next(
+                (u[id(o)] for u in [up] + [ups[id(p)] for p in partners] if id(o) in u), None
+            )
+            if id(o) not in seg.covered and up_o is not None:
+                stores.append(Access(o, up_o[1], store=True))
                 seg.covered.add(id(o))
         red_outs = {id(o) for e in seg.reductions for o in e.outputs}
         why = (
@@ -258,8 +266,34 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
             if seg.reductions
             else "a fusion without reductions"
         )
-        specs.append(kernel_spec("pointwise", root, memory_ids, stores, reason=why))
+        specs.append(
+            kernel_spec("pointwise", root, memory_ids, stores, reason=why, partners=partners)
+        )
     return specs
+
+
+def _same_group(tv: TensorView, group: Group, seg: _Segmentation) -> bool:
+    """Whether ``tv`` roots a group of ``group``'s dims and reductions (a partner that one
+    normalization kernel stores with the root)."""
+    other, _ = find_group(tv, seg.inputs)
+    return (
+        other is not None
+        and other.rows == group.rows
+        and other.dims == group.dims
+        and {id(e) for e in other.reductions} == {id(e) for e in group.reductions}
+    )
+
+
+def _partners(seg: _Segmentation, root: TensorView) -> tuple[TensorView, ...]:
+    """The pending outputs no kernel stores yet that ``Fusion.kernel_partners`` pairs with
+    ``root`` (the other part of a complex output), of its rank."""
+    pending = {id(o) for o in seg.pending} - seg.covered
+    out = []
+    for a, b in seg.fusion.kernel_partners:
+        other = b if a is root else a if b is root else None
+        if other is not None and id(other) in pending and other.ndim == root.ndim:
+            out.append(other)
+    return tuple(out)
 
 
 def _reduction_specs(
@@ -307,12 +341,20 @@ def _group_specs(
 _SAME_COORDINATES = ("set", "stride_order")  # shape ops that keep every coordinate
 
 
-def siblings(reductions: list[Expr], memory: set[int]) -> list[list[Expr]]:
+def siblings(
+    reductions: list[Expr],
+    memory: set[int],
+    partners: list[tuple[TensorView, TensorView]] | None = None,
+) -> list[list[Expr]]:
     """``reductions`` in clusters (fusion order) that one kernel can compute in one read:
     the same reduced dims of inputs in the same coordinates (both reach one tensor without
-    broadcast dims through pointwise ops alone), none depending on another."""
+    broadcast dims through pointwise ops alone, or two ``partners``: the parts of one
+    complex tensor), none depending on another."""
     clusters: list[list[Expr]] = []
-    leaves = {id(e): _pointwise_leaves(e.inputs[0], memory) for e in reductions}
+    same = {id(b): id(a) for a, b in partners or ()}
+    leaves = {
+        id(e): {same.get(t, t) for t in _pointwise_leaves(e.inputs[0], memory)} for e in reductions
+    }
     for e in reductions:
         dims, rank = tuple(e.attrs["dims"]), len(e.inputs[0].shape_domain)
         for c in clusters:

@@ -105,12 +105,14 @@ def kernel_spec(
     reason="",
     siblings: tuple[Expr, ...] = (),
     online: dict[int, Expr] | None = None,
+    partners: tuple[TensorView, ...] = (),
 ):
     """A kernel iterating over ``root``'s coordinates; sibling reductions' inputs share
-    them, so their loads join (each access once). An ``online`` sum loads nothing of its
-    own: its terms come from its max's input."""
+    them, so their loads join (each access once); so do ``partners``' (stored tensors of
+    the root's coordinates: ``Fusion.kernel_partners``). An ``online`` sum loads nothing of
+    its own: its terms come from its max's input."""
     online = online or {}
-    roots = [root] + [e.inputs[0] for e in siblings if id(e) not in online]
+    roots = [root, *partners] + [e.inputs[0] for e in siblings if id(e) not in online]
     reached: dict[tuple, Access] = {}
     for r in roots:
         for a in upstream_accesses(r, memory_ids):
@@ -293,18 +295,20 @@ def _fallback_pointwise(
     per per-row value that is not a reduction's result."""
     fb: list[KernelSpec] = []
     up = upstream_tensors(group.root, memory_ids)
+    with_root = {id(group.root)} | {id(p) for p in group.partners}
     if stores:
         fb.append(
             kernel_spec(
                 "pointwise",
                 group.root,
                 memory_ids,
-                [a for a in stores if a.tv is group.root or id(a.tv) in up],
+                [a for a in stores if id(a.tv) in with_root or id(a.tv) in up],
                 reason="pointwise work after the reductions",
+                partners=group.partners,
             )
         )
     for a in stores:
-        if a.tv is not group.root and id(a.tv) not in up:
+        if id(a.tv) not in with_root and id(a.tv) not in up:
             fb.append(
                 kernel_spec(
                     "pointwise",

@@ -6,6 +6,7 @@
 ``library``, ``matmul`` (as ``matmul_rows``), ``attention``, ``nvfp4``, ``scaled_mm`` (as
 ``scaled_mm_rows``): matmul-family ops that run as segments of their own, through torch.
 ``scans``: per-row ops along one dim (cumsum, argsort, topk) and triu.
+``complex``: how ops act on the two real parts of complex values.
 """
 
 from . import (
@@ -21,6 +22,7 @@ from . import (
     scans,
     shape,
 )
+from . import complex as complex_rules  # complex values as two real parts: their op rules
 from . import matmul as matmul_rows
 from . import scaled_mm as scaled_mm_rows
 from .attention import sdpfa_bwd, sdpfa_fwd
@@ -56,6 +58,7 @@ __all__ = [
     "broadcast",
     "broadcast_in_dim",
     "cast",
+    "complex_rules",
     "creation",
     "elementwise",
     "expand",

@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any, overload
 
 import torch
 
-from ...dtypes import REDUCED_PRECISION, DataType, is_boolean, is_floating, is_integral, promote
+from ...dtypes import (
+    REDUCED_PRECISION,
+    DataType,
+    is_boolean,
+    is_floating,
+    is_integral,
+    part_dtype,
+    promote,
+)
 from ...errors import ArgumentTypeError, DefinitionError
 from ..opdef import OpDef, OpKind, register
 from . import pointwise_math as pm
@@ -39,6 +47,7 @@ class DtypeRule(enum.Enum):
     BOOL = "bool"  # result is Bool (comparisons, predicates, logical ops)
     INTEGRAL = "integral"  # promotion; operands must be integers or bools
     FULL_FLOAT = "full_float"  # promotion; the result must be Float or Double (nvFuser's nextafter)
+    PART = "part"  # promotion; a complex result becomes its parts' real dtype (abs, real, imag)
 
 
 @dataclass(frozen=True)
@@ -60,9 +69,10 @@ def _remainder_ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _div_ref(a: torch.Tensor | float, b: torch.Tensor | float) -> torch.Tensor:
-    if not (torch.is_tensor(a) and a.is_floating_point()) and not (
-        torch.is_tensor(b) and b.is_floating_point()
-    ):
+    def inexact(x: torch.Tensor | float) -> bool:
+        return torch.is_tensor(x) and (x.is_floating_point() or x.is_complex())
+
+    if not inexact(a) and not inexact(b):
         return torch.div(a, b, rounding_mode="trunc")
     return torch.div(a, b)
 
@@ -75,7 +85,7 @@ _nan_all = "propagate_nan=tl.PropagateNan.ALL"
 
 ROWS: list[PointwiseRow] = [
     # --- unary --------------------------------------------------------------------------
-    PointwiseRow("abs", 1, DtypeRule.PROMOTE, torch.abs, lambda x: f"tl.abs({x})"),
+    PointwiseRow("abs", 1, DtypeRule.PART, torch.abs, lambda x: f"tl.abs({x})"),
     PointwiseRow("neg", 1, DtypeRule.PROMOTE, torch.neg, lambda x: f"(-{x})"),
     PointwiseRow("exp", 1, DtypeRule.FLOAT, torch.exp, lambda x: f"_exp({x})"),
     PointwiseRow("exp2", 1, DtypeRule.FLOAT, torch.exp2, lambda x: f"lib.exp2({x})"),
@@ -281,6 +291,13 @@ ROWS += [
     ),
 ]
 
+# ``real`` and ``imag``: the parts of a complex value (``ir/ops/complex.py`` lowers them);
+# of a real value, ``real`` is the value itself and ``imag`` is not defined (as in torch).
+ROWS += [
+    PointwiseRow("real", 1, DtypeRule.PART, torch.real, lambda x: x),
+    PointwiseRow("imag", 1, DtypeRule.PART, torch.imag, lambda x: f"({x} * 0)"),
+]
+
 # The operands whose dtype takes part in promotion (``where``'s predicate does not; nor do
 # an alpha or threshold's scalars, which are converted to the result's compute dtype).
 PROMOTION_OPERANDS = {"where": (1, 2), "threshold": (0,), "add_alpha": (0, 1), "sub_alpha": (0, 1)}
@@ -302,6 +319,8 @@ def result_dtype(
             f"{row.name}: the promoted dtype must be DataType.Float or DataType.Double "
             f"(as in nvFuser), got {out}"
         )
+    if row.rule is DtypeRule.PART:
+        return part_dtype(out)
     return out
 
 
@@ -338,6 +357,7 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     Python numbers become constant Scalars; all-scalar operands give a Scalar."""
     from ..values import Scalar, TensorView
     from .common import as_val, combine_ids, emit, fusion_of
+    from .complex import check_complex_support
     from .shape import broadcast
 
     row = ROW_BY_NAME[name]
@@ -358,6 +378,7 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     tdt = [vals[i].dtype for i in roles if isinstance(vals[i], TensorView)]
     sdt = [vals[i].dtype for i in roles if not isinstance(vals[i], TensorView)]
     dtype = result_dtype(row, tdt, sdt)
+    check_complex_support(name, [v.dtype for v in vals])  # complex rows: ir/ops/complex.py
     _check_torch_defines(name, tuple((isinstance(v, TensorView), v.dtype) for v in vals))
     if row.round_scalars and dtype in REDUCED_PRECISION:
         for k in row.scalar_operands:  # torch rounds alpha to a Half/BFloat16 result's dtype
@@ -413,6 +434,7 @@ def cast(x: Operand, dtype: DataType) -> Val:
     """``x`` converted to ``dtype`` (a no-op when it already has it)."""
     from ..values import Scalar, TensorView
     from .common import as_val, clone_id, emit, fusion_of
+    from .complex import check_complex_support
 
     f = fusion_of(x)
     v = as_val(f, x, "cast")
@@ -420,6 +442,7 @@ def cast(x: Operand, dtype: DataType) -> Val:
         raise DefinitionError(f"cast: invalid dtype {dtype!r}")
     if v.dtype is dtype:
         return v
+    check_complex_support("cast", [v.dtype, dtype])
     out: Val
     if isinstance(v, TensorView):
         out = TensorView(f, [clone_id(d) for d in v.shape_domain], dtype)
