@@ -198,3 +198,28 @@ def test_host_arithmetic_on_extents_and_scalar_inputs_plans_every_call():
         (out,) = fd.execute([x, 1.0 + k])
         torch.testing.assert_close(out, x * 5 * (1.0 + k))
     assert fd.executor().planned_runs == 2
+
+
+def test_scalar_outputs_replay_with_each_call_s_values(validations):
+    """Scalar outputs (a scalar input, host arithmetic on it, one fixed by the key, a
+    non-finite one) are made by the replay from the call's inputs, not left unwritten."""
+    FusionCache.reset()
+    with FusionDefinition() as fd:
+        t0, s = _tensor(fd, [-1, -1]), fd.define_scalar(DataType.Double)
+        fd.add_output(fd.ops.mul(t0, s))
+        fd.add_output(s)
+        fd.add_output(fd.ops.mul(s, s))
+        fd.add_output(fd.ops.size(t0, dim=1))
+        fd.add_output(fd.define_scalar(float("inf"), DataType.Double))
+    x = _x(3, 5)
+    for k in range(3):
+        out, s0, s1, n, inf = fd.execute([x, 2.0 + k])
+        torch.testing.assert_close(out, x * (2.0 + k))
+        assert (s0.item(), s1.item(), n.item(), inf.item()) == (
+            2.0 + k,
+            (2.0 + k) ** 2,
+            5,
+            float("inf"),
+        )
+        assert s0.dtype == s1.dtype == torch.float64 and n.dtype == torch.int64
+    assert fd.executor().planned_runs == 1 and len(validations) == 1

@@ -33,9 +33,12 @@ from ..analysis.device import DeviceInfo
 from ..dtypes import to_torch
 from ..errors import InputShapeError
 from ..ir import Fusion, Scalar, TensorView
+from ..ir.ops.random import seed_inputs
+from ..passes.complex_lowering import lower_complex
 from ..passes.output_layout import OutputLayout, OutputLayoutPass
 from ..reference import evaluate
 from ..schedulers.tuning import DEFAULT, Tuning
+from . import complex_parts
 from .allocate import allocate_output, make_view, view_chain, writable, writable_source
 from .pipeline import CompiledFusion, Heuristics, RunRecord
 from .replay import LaunchPlan, build_plan, signature
@@ -61,6 +64,10 @@ class FusionExecutor:
         # looked up with None too (unkeyable inputs): never stored under it
         self._plans: dict[tuple[Any, ...] | None, LaunchPlan] = {}
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
+        self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
+        # complex values: kernels run the fusion's real lowering (``_run_lowered``)
+        self._lowering = lower_complex(fusion) if compute == "kernels" else None
+        self._lowered = None if self._lowering is None else FusionExecutor(self._lowering.fusion)
 
     # --- public ------------------------------------------------------------------------------
     def run(
@@ -75,7 +82,7 @@ class FusionExecutor:
         outputs come back as 0-dim CPU tensors of their dtype. ``profile``: plan anew
         (no replay) and time every launch (``last_run.launches[i].time_ms``).
         """
-        key = signature(inputs, device)
+        key = signature(inputs, device, self._seed_inputs())
         plan = None if profile else self._plans.get(key)  # unkeyable inputs (None): none
         if plan is not None:
             return plan.replay(inputs)
@@ -86,8 +93,15 @@ class FusionExecutor:
     ) -> list[Any] | None:
         """The outputs through the plan recorded for ``inputs``' signature, or None when
         there is none yet (then ``run`` validates, plans and records one)."""
-        plan = self._plans.get(signature(inputs, device))
+        plan = self._plans.get(signature(inputs, device, self._seed_inputs()))
         return None if plan is None else plan.replay(inputs)
+
+    def _seed_inputs(self) -> frozenset[int]:
+        """Positions of the scalar inputs that are only random ops' seeds or offsets: a
+        replay plan serves all their values (``replay.signature``)."""
+        if self._seeds is None:
+            self._seeds = seed_inputs(self.fusion)
+        return self._seeds
 
     def plan(
         self, inputs: Sequence[Any], device: torch.device | str | int | None = None
@@ -116,6 +130,8 @@ class FusionExecutor:
             self.tuning = DEFAULT if tuning is None else tuning
             self._compiled, self._compiled_outputs = None, []
             self._plans.clear()
+        if self._lowered is not None:
+            self._lowered.configure(heuristics=heuristics, target=target, tuning=tuning)
 
     def output_layouts(self) -> dict[int, OutputLayout]:
         """The layout of every tensor output (cached: it depends only on the fusion)."""
@@ -150,14 +166,27 @@ class FusionExecutor:
             self._run_reference(bindings, inputs, outputs, computed)
             record = None
         else:
-            record, copies = self._run_kernels(bindings, inputs, outputs, profile=profile)
+            plan_args: dict[str, Any] = {}
+            record, copies = self._run_kernels(
+                bindings, inputs, outputs, profile=profile, plan_args=plan_args
+            )
         result = [
             outputs[pos] for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
         ]
         if key is not None and copies is not None and len(self._plans) < 64:
             assert record is not None  # copies: the kernels ran
-            kept = self._compiled.kept_tensors() if self._compiled is not None else frozenset()
-            plan = build_plan(self.fusion, inputs, result, record.launches, kept, copies)
+            compiled = self._compiled if self._lowered is None else self._lowered._compiled
+            kept = compiled.kept_tensors() if compiled is not None else frozenset()
+            plan = build_plan(
+                self.fusion,
+                inputs,
+                result,
+                record.launches,
+                kept,
+                record.library_calls,
+                copies,
+                **plan_args,
+            )
             if plan is not None:
                 self._plans[key] = plan
         if record is not None:
@@ -172,9 +201,12 @@ class FusionExecutor:
         outputs: list[Any],
         launch: bool = True,
         profile: bool = False,
-    ) -> tuple[RunRecord, list[tuple[Any, Any]]]:
+        plan_args: dict[str, Any] | None = None,
+    ) -> tuple[RunRecord, list[tuple[Any, Any]] | None]:
         """Compute the outputs with generated kernels; the run's record and the copies made
-        after the kernels (destination, source), which a replay plan makes too.
+        after the kernels (destination, source), which a replay plan makes too (None: a
+        replay plan cannot reproduce the run). ``plan_args``: filled with what
+        ``build_plan`` needs besides, for a fusion with complex values.
 
         ``outputs[pos]`` is the destination of ``fusion.outputs[pos]``: a buffer
         already laid out as ``output_layouts()[pos]`` says (write into it), the
@@ -185,6 +217,8 @@ class FusionExecutor:
         computed into a temporary and copied into its input after every kernel ran (the
         kernels may still read that input).
         """
+        if self._lowered is not None:
+            return self._run_lowered(bindings, inputs, outputs, launch, profile, plan_args)
         computed_tvs, tensors, late_copies = self._kernel_destinations(bindings, inputs, outputs)
         compiled = self._compiled_for(computed_tvs)
         scalars = {
@@ -199,6 +233,51 @@ class FusionExecutor:
             for dst, src in late_copies:
                 writable(dst).copy_(writable_source(dst, src))
         return record, late_copies
+
+    def _run_lowered(
+        self,
+        bindings: Bindings,
+        inputs: list[Any],
+        outputs: list[Any],
+        launch: bool,
+        profile: bool,
+        plan_args: dict[str, Any] | None,
+    ) -> tuple[RunRecord, list[tuple[Any, Any]] | None]:
+        """``_run_kernels`` for a fusion with complex values: its real lowering runs on the
+        parts of the complex inputs and destinations (``runtime/complex_parts.py``). A replay
+        plan binds those parts as views of the call's complex tensors (``plan_args``)."""
+        low, lowered = self._lowering, self._lowered
+        assert low is not None and lowered is not None
+        real_inputs = complex_parts.split_inputs(low, inputs)
+        real_outputs = complex_parts.split_outputs(low, outputs)
+        real_bindings = validate_inputs(low.fusion, real_inputs, bindings.device)
+        record, copies = lowered._run_kernels(
+            real_bindings, real_inputs, real_outputs, launch, profile
+        )
+        complex_parts.join_scalar_outputs(low, outputs, real_outputs)
+        if copies:
+            # copies between parts (aliased or repeated complex outputs): not planned
+            return record, None
+        if plan_args is not None:
+            returned = [
+                pos for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
+            ]
+            out_parts = complex_parts.part_ids(low.outputs, outputs, real_outputs, "out")
+            # parts of outputs by their position among the returned outputs (the plan's)
+            plan_args["parts"] = {
+                **complex_parts.part_ids(low.inputs, inputs, real_inputs, "in"),
+                **{
+                    k: (w, returned.index(j), p)
+                    for k, (w, j, p) in out_parts.items()
+                    if j in returned
+                },
+            }
+            plan_args["scalar_inputs"] = {
+                id(low.fusion.inputs[pos[0]]): i
+                for i, pos in enumerate(low.inputs)
+                if len(pos) == 1 and isinstance(low.fusion.inputs[pos[0]], Scalar)
+            }
+        return record, []
 
     def _kernel_destinations(
         self, bindings: Bindings, inputs: list[Any], outputs: list[Any]

@@ -29,23 +29,33 @@ from typing import Any
 import torch
 
 from ..ir import Fusion, Scalar
+from ..ir.ops.random import PHILOX_SEED, draw_seed
 from ..reference import evaluate_expr
+from .complex_parts import complex_part
 from .launch import LaunchRecord
+from .library import LibraryCall
 
 _Tensor = torch.Tensor
 
 
-def signature(inputs: Sequence[Any], device: Any = None) -> tuple[Any, ...] | None:
+def signature(
+    inputs: Sequence[Any], device: Any = None, seeds: frozenset[int] = frozenset()
+) -> tuple[Any, ...] | None:
     """Everything the checks and the plan depend on; None when it cannot be keyed.
 
     Per tensor its shape, strides, dtype, device and pointer alignment (part of the
     compiled kernels' specialization); per int or bool its type and value; per float
-    its type. ``device``: execute's device argument, when one was given.
+    its type. ``device``: execute's device argument, when one was given. ``seeds``:
+    positions of ints used only as random ops' seeds or offsets
+    (``ir.ops.random.seed_inputs``), keyed by what Triton specializes an int launch
+    argument on (1, a multiple of 16, 32 bits), not by value: a new seed replays.
     """
     key: list[Any] = []
-    for x in inputs:
+    for i, x in enumerate(inputs):
         if isinstance(x, _Tensor):
             key.append((x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15))
+        elif isinstance(x, int) and i in seeds and type(x) is int:
+            key.append((int, x == 1, x % 16 == 0, -(2**31) <= x < 2**31))
         elif isinstance(x, int):
             key.append((type(x), x))
         elif isinstance(x, float):
@@ -77,22 +87,39 @@ class PlannedLaunch:
 
 
 Ref = tuple[str, Any]
-"""A tensor of a plan: ``("in", i)``, ``("out", j)`` or ``("scratch", (k, shape, ...))``."""
+"""A tensor of a plan, as ``PlannedLaunch.argspec`` says it: ``("in", i)``, ``("out", j)``,
+``("made", k)``, ``("part", (where, i, k))``, ``("scratch", (k, shape, ...))`` or ``("val", t)``."""
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """A library segment's call in a plan (``runtime/library.py``): its function, its
+    arguments as ``PlannedLaunch.argspec`` says them (and ``("made", k)``: the result of an
+    earlier call), and per result what becomes of it: ``("out", j)`` copied into output j,
+    ``("made", k)`` bound as made tensor k (later steps read it), ``("drop", None)``."""
+
+    fn: Any
+    argspec: tuple[tuple[str, Any], ...]
+    results: tuple[tuple[str, Any], ...]
 
 
 @dataclass
 class LaunchPlan:
     # per returned output: (shape, strides, dtype, device) of a new buffer, or None for a
-    # view of an input (``views``)
+    # view of an input (``views``) or a scalar output (``scalar_outputs``)
     outputs: list[tuple[Any, ...] | None]
-    launches: list[PlannedLaunch]
+    launches: list[PlannedLaunch | PlannedCall]  # in run order
     tensor_inputs: list[bool]  # per input, whether it is a tensor (a scalar as 0-dim: .item())
     direct: bool = True  # launch compiled CUDA kernels through their launcher
+    seeds: int = 0  # seeds each replay draws (random ops without rng_seed)
     # returned output j -> (input i, shape, strides, storage offset from the input's)
     views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = field(
         default_factory=dict
     )
     copies: list[tuple[Ref, Ref]] = field(default_factory=list)  # (dst, src) after the launches
+    # returned scalar output j -> (fn(inputs) computing it on the host, or its value when
+    # the key fixes it; its dtype): a new 0-dim CPU tensor per call
+    scalar_outputs: dict[int, tuple[Any, torch.dtype]] = field(default_factory=dict)
     # replay(inputs) -> new outputs, every launch replayed: compiled from ``source``
     replay: Callable[[Any], list[torch.Tensor]] = field(init=False, repr=False)
     source: str = field(init=False, repr=False)
@@ -140,6 +167,9 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         sorted({v for launch in plan.launches for kind, v in launch.argspec if kind == "scalar"})
     )
     body += [f"in{i} = inputs[{i}]" for i in tensors]
+    if plan.seeds:  # random ops without rng_seed: fresh seeds per call, in fusion order
+        env["draw_seed"] = draw_seed  # (as a planned call draws them: the same numbers)
+        body += [f"seed{k} = draw_seed()" for k in range(plan.seeds)]
     for i, kind in scalars.items():  # as validation converts it (a 0-dim tensor: its item)
         value = f"inputs[{i}].item()" if plan.tensor_inputs[i] else f"inputs[{i}]"
         body.append(f"in{i} = {kind.__name__}({value})")
@@ -147,6 +177,12 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     for k, fn in sorted(hosts.items()):
         body.append(f"host{k} = {name('host_fn', fn)}(inputs)")
     for j, out in enumerate(plan.outputs):
+        if j in plan.scalar_outputs:
+            value, dtype = plan.scalar_outputs[j]
+            env["scalar_tensor"] = torch.tensor
+            text = f"{name('host_fn', value)}(inputs)" if callable(value) else name("value", value)
+            body.append(f"out{j} = scalar_tensor({text}, dtype={name('dtype', dtype)})")
+            continue
         if out is None:
             i, shape, stride, delta = plan.views[j]
             body.append(
@@ -159,6 +195,12 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
             f"dtype={name('dtype', dtype)}, device={name('device', device)})"
         )
+    parts = sorted({v for kind, v in used if kind == "part"})
+    if parts:  # the real parts of complex inputs and outputs (``runtime/complex_parts.py``)
+        env["complex_part"] = complex_part
+    for where, i, k in parts:
+        src = f"inputs[{i}]" if where == "in" else f"out{i}"
+        body.append(f"{where}{i}_part{k} = complex_part({src}, {k})")
     scratch = dict(sorted({v[0]: v[1:] for kind, v in used if kind == "scratch"}.items()))
     for k, (shape, stride, dtype, device) in scratch.items():
         body.append(
@@ -167,20 +209,16 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         )
     calls, direct_calls = [], 0
     for k, launch in enumerate(plan.launches):
-        args = [
-            f"in{v}"
-            if kind == "in"
-            else f"in{v[0]}"
-            if kind == "scalar"
-            else f"out{v}"
-            if kind == "out"
-            else f"scratch{v[0]}"
-            if kind == "scratch"
-            else f"host{v[0]}"
-            if kind == "host"
-            else name("v", v)
-            for kind, v in launch.argspec
-        ]
+        args = [_arg_source(kind, v, name) for kind, v in launch.argspec]
+        if isinstance(launch, PlannedCall):
+            env[f"library{k}"] = launch.fn
+            calls.append(f"r{k} = library{k}({', '.join(args)})")
+            for i, (kind, v) in enumerate(launch.results):
+                if kind == "out":
+                    calls.append(f"out{v}.copy_(r{k}[{i}])")
+                elif kind == "made":
+                    calls.append(f"made{v} = r{k}[{i}]")
+            continue
         direct = _direct_call(k, launch.grid, launch.compiled, env) if plan.direct else None
         if direct is not None:
             calls.append(direct + ", ".join(args + [name("c", c) for c in launch.consts]) + ")")
@@ -196,15 +234,26 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         body.append("    return fall_back(inputs)")
     else:
         body += calls
-    for dst, src in plan.copies:
-        body.append(f"{_ref_source(dst)}.copy_({_ref_source(src)})")
+    for (to_kind, to), (from_kind, frm) in plan.copies:
+        body.append(f"{_arg_source(to_kind, to, name)}.copy_({_arg_source(from_kind, frm, name)})")
     body.append(f"return [{', '.join(f'out{j}' for j in range(len(plan.outputs)))}]")
     return "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body), env
 
 
-def _ref_source(ref: Ref) -> str:
-    kind, v = ref
-    return {"in": f"in{v}", "out": f"out{v}"}.get(kind) or f"scratch{v[0]}"
+def _arg_source(kind: str, v: Any, name: Callable[[str, Any], str]) -> str:
+    """The text of one argument of a step or one tensor of a copy (see
+    ``PlannedLaunch.argspec``)."""
+    if kind in ("in", "out"):
+        return f"{kind}{v}"
+    if kind in ("scalar", "scratch", "host"):
+        return f"{'in' if kind == 'scalar' else kind}{v[0]}"
+    if kind == "made":
+        return f"made{v}"
+    if kind == "seed":
+        return f"seed{v}"
+    if kind == "part":
+        return f"{v[0]}{v[1]}_part{v[2]}"
+    return name("v", v)
 
 
 def _direct_call(k: int, grid: tuple[int, ...], compiled: Any, env: dict[str, Any]) -> str | None:
@@ -257,22 +306,40 @@ def build_plan(
     returned: list[Any],
     log: list[LaunchRecord],
     kept: frozenset[int] = frozenset(),
+    library_calls: Sequence[LibraryCall] = (),
     copies: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
+    parts: dict[int, tuple[str, int, int]] | None = None,
+    scalar_inputs: dict[int, int] | None = None,
 ) -> LaunchPlan | None:
-    """A plan that reproduces the launches ``log`` and then the ``copies`` (destination,
-    source), or None when the run cannot be replayed that way. ``kept``: ids of the tensors
-    the plan keeps (split tickets); the other tensors that are neither inputs nor outputs
-    are scratch, allocated by each replay. A returned tensor that shares an input's memory
-    and that no launch or copy writes is a view of that input, made again by the replay."""
+    """A plan that reproduces the launches ``log`` and the library calls (in their places),
+    then the ``copies`` (destination, source), or None when the run cannot be replayed that
+    way. ``kept``: ids of the tensors the plan keeps (split tickets); the results of library
+    calls are made by each replay's calls; the other tensors that are neither inputs nor
+    outputs are scratch, allocated by each replay. A returned tensor that shares an input's
+    memory and that no launch, call or copy writes is a view of that input, made again by
+    the replay.
+
+    A fusion with complex values launches its real lowering: ``parts`` maps the id of each
+    part view it launched with to ``("in" | "out", position, 0 for re or 1 for im)``, and
+    ``scalar_inputs`` the id of each of the lowering's scalar inputs to its position among
+    ``inputs`` (``fusion``'s own scalar inputs otherwise)."""
+    parts = parts or {}
     scratch: dict[int, int] = {}
     in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
     written = {id(a) for r in log for a in r.args if isinstance(a, torch.Tensor)}
     written |= {id(dst) for dst, _ in copies}
+    written |= {id(d) for c in library_calls for d in c.dests if d is not None}
+    # a complex output whose parts a launch writes (``parts``: by returned position)
+    written |= {id(returned[parts[a][1]]) for a in written if a in parts and parts[a][0] == "out"}
     out_ids: dict[int, int] = {}
     views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
+    values = [s.value for s in fusion.outputs if s.alias_input is None]
+    scalar_outputs: dict[int, tuple[Any, torch.dtype]] = {}
     for j, t in enumerate(returned):
         if not isinstance(t, torch.Tensor):
             return None
+        if isinstance(values[j], Scalar):  # computed on the host, not by a launch
+            continue
         base = _input_sharing_memory(t, inputs)
         if base is not None:
             if id(t) in written or t.device != inputs[base].device:
@@ -281,31 +348,76 @@ def build_plan(
             views[j] = (base, tuple(t.shape), t.stride(), t.storage_offset() - x.storage_offset())
             continue
         out_ids[id(t)] = j
+    made: dict[int, int] = {}  # id of a library call's result -> its made number
 
     def ref(t: torch.Tensor) -> Ref:
         if id(t) in in_ids:
             return ("in", in_ids[id(t)])
         if id(t) in out_ids:
             return ("out", out_ids[id(t)])
+        if id(t) in made:
+            return ("made", made[id(t)])
+        if id(t) in parts:
+            return ("part", parts[id(t)])
         return _scratch_or_kept(t, kept, scratch)
 
-    scalar_pos = {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
-    launches = []
-    for record in log:
-        args = record.args
+    scalar_pos = (
+        scalar_inputs
+        if scalar_inputs is not None
+        else {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
+    )
+    # a random op's drawn seed (by id) -> its number: fusion order, the order of the draws
+    seeds = {
+        id(e.outputs[0]): k for k, e in enumerate(e for e in fusion.exprs if e.op is PHILOX_SEED)
+    }
+    launches: list[PlannedLaunch | PlannedCall] = []
+    pending = sorted(library_calls, key=lambda c: c.at)
+
+    def argspec(args: tuple[Any, ...], slots: Any) -> list[tuple[str, Any]] | None:
         spec: list[tuple[str, Any]] = [
             ref(a) if isinstance(a, torch.Tensor) else ("val", a) for a in args
         ]
-        for k, s in record.scalar_slots:
+        for k, s in slots:
             if id(s) in scalar_pos:  # args[k]: the value as validated
                 spec[k] = ("scalar", (scalar_pos[id(s)], type(args[k])))
+            elif s.definition is not None and s.definition.op is PHILOX_SEED:
+                spec[k] = ("seed", seeds[id(s)])  # drawn anew by each replay
             elif s.definition is not None and s.definition.op.name != "size":
                 try:
                     fn = host_scalar(s, scalar_pos, type(args[k]))
                 except ValueError:
-                    return None  # arithmetic on scalar inputs and extents together
+                    return None  # arithmetic the plan cannot redo (extents, seeds, parts)
                 if fn is not None:  # None: no scalar input upstream (a constant of the key)
                     spec[k] = ("host", (id(s), fn))
+            elif s.definition is None and not s.is_constant:
+                return None  # an input the plan cannot read (a part of a complex scalar)
+        return spec
+
+    def add_calls(upto: int) -> bool:
+        while pending and pending[0].at <= upto:
+            c = pending.pop(0)
+            spec = argspec(c.args, c.scalar_slots)
+            if spec is None:
+                return False
+            results: list[tuple[str, Any]] = []
+            for dst, r in zip(c.dests, c.results):
+                if dst is not None:
+                    if id(dst) not in out_ids:
+                        return False  # a destination the plan does not return
+                    results.append(("out", out_ids[id(dst)]))
+                else:
+                    made[id(r)] = len(made)
+                    results.append(("made", made[id(r)]))
+            launches.append(PlannedCall(c.fn, tuple(spec), tuple(results)))
+        return True
+
+    for n, record in enumerate(log):
+        if not add_calls(n):
+            return None
+        args = record.args
+        spec = argspec(args, record.scalar_slots)
+        if spec is None:
+            return None
         launches.append(
             PlannedLaunch(
                 record.fn,
@@ -316,21 +428,35 @@ def build_plan(
                 tuple(record.constexpr_values()),
             )
         )
+    if not add_calls(len(log)):
+        return None
+    for j, v in enumerate(values):
+        if isinstance(v, Scalar):
+            value = returned[j].item()
+            try:
+                fn = host_scalar(v, scalar_pos, type(value))
+            except ValueError:
+                return None
+            scalar_outputs[j] = (value if fn is None else fn, returned[j].dtype)
     planned_copies = []
     for dst, src in copies:
         if 0 in dst.stride() and dst.numel() > 1:
             return None  # an expanded destination: the executor copies its first elements
         planned_copies.append((ref(dst), ref(src)))
     outputs = [
-        None if j in views else (tuple(t.shape), t.stride(), t.dtype, t.device)
+        None
+        if j in views or j in scalar_outputs
+        else (tuple(t.shape), t.stride(), t.dtype, t.device)
         for j, t in enumerate(returned)
     ]
     return LaunchPlan(
         outputs,
         launches,
         [isinstance(x, torch.Tensor) for x in inputs],
+        seeds=len(seeds),
         views=views,
         copies=planned_copies,
+        scalar_outputs=scalar_outputs,
     )
 
 
@@ -349,7 +475,8 @@ def host_scalar(
     """``fn(inputs)``: the value of ``s``, computed on the host from the call's scalar
     inputs by its definition (the arithmetic ``runtime/extents.py`` does), as ``kind``;
     None when ``s`` depends on no scalar input (then its value is fixed by the key).
-    Raises ValueError when it depends on scalar inputs and on an extent (``size``) too."""
+    Raises ValueError when it depends on scalar inputs and on an extent (``size``) too, or on
+    a value the plan cannot compute (a drawn seed, a part of a complex scalar input)."""
     order: list[Scalar] = []
     seen: set[int] = set()
     depends = False
@@ -361,6 +488,10 @@ def host_scalar(
         seen.add(id(v))
         if id(v) in scalar_pos:
             depends = True
+        elif v.definition is not None and v.definition.op is PHILOX_SEED:
+            raise ValueError(f"{s!r}: host arithmetic on a drawn seed")
+        elif v.definition is None and not v.is_constant:
+            raise ValueError(f"{s!r}: host arithmetic on an input the plan cannot read")
         elif v.definition is not None:
             for u in v.definition.inputs:
                 if isinstance(u, Scalar):

@@ -13,16 +13,21 @@ from dataclasses import dataclass, field
 
 from ..analysis.accesses import Access, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
+from ..ir.ops import COORDINATE_OPS
+from ..ir.ops.library import row_of
+from ..ir.ops.movement import MOVEMENT_OPS, index_scalars
+from ..ir.ops.random import N_PARAMS
+from ..ir.ops.random import NAMES as RANDOM_OPS
 from .normalization import Group, group_reached
 
 
 @dataclass(eq=False)
 class KernelSpec:
-    kind: str  # "pointwise" or "reduction"
+    kind: str  # "pointwise", "reduction", "normalization", "library" or "scan"
     root: TensorView  # the iteration tensor
     exprs: list[Expr]
     memory: list[TensorView]  # pointer arguments: loaded tensors, then stored ones
-    accesses: list[Access]  # loads, then stores, then coordinates (iota)
+    accesses: list[Access]  # loads, then stores, then coordinates (iota, random ops)
     n_loads: int
     n_stores: int
     scalars: list[Scalar]
@@ -35,6 +40,7 @@ class KernelSpec:
     siblings: list[Expr] = field(default_factory=list)  # a reduction kernel's others
     online: dict[int, Expr] = field(default_factory=dict)  # softmax's id(sum) -> its max,
     # accumulated together (online)
+    scan: Expr | None = None  # a scan kernel's per-row op (cumsum, argsort, topk)
 
     @property
     def reductions(self) -> list[Expr]:
@@ -45,8 +51,15 @@ class KernelSpec:
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
     out: dict[int, Scalar] = {}
     for e in exprs:
-        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION):
-            for v in e.inputs:
+        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION) or e.op.name in MOVEMENT_OPS:
+            # a random op's shape is the kernel's extents: only its parameters are arguments
+            if e.op.name in MOVEMENT_OPS:
+                args = index_scalars(e)
+            elif e.op.name in RANDOM_OPS:
+                args = e.inputs[:N_PARAMS]
+            else:
+                args = e.inputs
+            for v in args:
                 if isinstance(v, Scalar) and not v.is_constant:
                     out.setdefault(id(v), v)
                 if isinstance(v, Vector):
@@ -92,14 +105,16 @@ def kernel_spec(
     reason="",
     siblings: tuple[Expr, ...] = (),
     online: dict[int, Expr] | None = None,
+    partners: tuple[TensorView, ...] = (),
     beside: tuple[TensorView, ...] = (),
 ):
     """A kernel iterating over ``root``'s coordinates; sibling reductions' inputs share
-    them, so their loads join (each access once). An ``online`` sum loads nothing of its
-    own: its terms come from its max's input. ``beside``: outputs in the same coordinates
-    that are not upstream of ``root``, computed in the same kernel."""
+    them, so their loads join (each access once); so do ``partners``' (stored tensors of
+    the root's coordinates: ``Fusion.kernel_partners``). An ``online`` sum loads nothing of
+    its own: its terms come from its max's input. ``beside``: outputs in the same
+    coordinates that are not upstream of ``root``, computed in the same kernel."""
     online = online or {}
-    roots = [root, *beside] + [e.inputs[0] for e in siblings if id(e) not in online]
+    roots = [root, *partners, *beside] + [e.inputs[0] for e in siblings if id(e) not in online]
     reached: dict[tuple, Access] = {}
     for r in roots:
         for a in upstream_accesses(r, memory_ids):
@@ -111,7 +126,7 @@ def kernel_spec(
         for a in ups
         if a.tv.definition is not None
         and id(a.tv) not in memory_ids
-        and a.tv.definition.op.name == "iota"
+        and a.tv.definition.op.name in COORDINATE_OPS
     ]
     found = {id(e): e for r in roots for e in _exprs_upstream(r, memory_ids)}
     exprs = _in_fusion_order(
@@ -131,6 +146,28 @@ def kernel_spec(
         [a.tv for a in stores],
         siblings=list(siblings),
         online=dict(online),
+    )
+
+
+def library_spec(e: Expr) -> KernelSpec:
+    """A library segment: one library op, run through torch (``ir/ops/library.py``). Its
+    loads are its tensor operands, its outputs the op's results; its scalars the
+    operands that are not constants."""
+    tensors = [v for v in e.inputs if isinstance(v, TensorView)]
+    loads = [Access(t, ()) for t in _distinct_tensors([Access(t, ()) for t in tensors])]
+    outputs = [o for o in e.outputs if isinstance(o, TensorView)]
+    scalars = [v for v in e.inputs if isinstance(v, Scalar) and not v.is_constant]
+    return KernelSpec(
+        "library",
+        outputs[0],
+        [e],
+        _distinct_tensors(loads) + outputs,
+        loads,
+        len(loads),
+        0,
+        scalars,
+        reason=row_of(e).reason,
+        outputs=outputs,
     )
 
 
@@ -181,7 +218,9 @@ def group_spec(
     coords = [
         Access(tv, c)
         for tv, c in reached
-        if tv.definition is not None and id(tv) not in memory and tv.definition.op.name == "iota"
+        if tv.definition is not None
+        and id(tv) not in memory
+        and tv.definition.op.name in COORDINATE_OPS
     ]
     exprs = _group_exprs(group, reached, memory, xstores)
     return KernelSpec(
@@ -258,18 +297,20 @@ def _fallback_pointwise(
     per per-row value that is not a reduction's result."""
     fb: list[KernelSpec] = []
     up = upstream_tensors(group.root, memory_ids)
+    with_root = {id(group.root)} | {id(p) for p in group.partners}
     if stores:
         fb.append(
             kernel_spec(
                 "pointwise",
                 group.root,
                 memory_ids,
-                [a for a in stores if a.tv is group.root or id(a.tv) in up],
+                [a for a in stores if id(a.tv) in with_root or id(a.tv) in up],
                 reason="pointwise work after the reductions",
+                partners=group.partners,
             )
         )
     for a in stores:
-        if a.tv is not group.root and id(a.tv) not in up:
+        if id(a.tv) not in with_root and id(a.tv) not in up:
             fb.append(
                 kernel_spec(
                     "pointwise",
