@@ -70,7 +70,7 @@ def evaluate_expr(expr: Expr, args: list[Any], device) -> list[Any]:
         return list(op.reference(args[0], list(expr.attrs["dims"])))
     if kind is OpKind.SHAPE:
         attrs = {k: v for k, v in expr.attrs.items() if k != "groups"}
-        shape_args = [int(a) for a in args[1:]]
+        shape_args = [a if torch.is_tensor(a) else int(a) for a in args[1:]]  # index operands
         return [op.reference(args[0], *shape_args, **attrs)]
     if kind is OpKind.CREATION:
         return [op.reference(*args, **expr.attrs, device=device)]

@@ -43,6 +43,20 @@ def is_shape_expr(e: Expr) -> bool:
     return e.op.kind is OpKind.SHAPE
 
 
+def index_operands(e: Expr) -> list[TensorView]:
+    """A shape op's TensorView inputs after the first: an indexed read's index operands,
+    read in the op's output coordinates (``ir.ops.indexing``)."""
+    if e.op.kind is not OpKind.SHAPE:
+        return []
+    return [v for v in e.inputs[1:] if isinstance(v, TensorView)]
+
+
+def is_indirect(chain: tuple[Expr, ...]) -> bool:
+    """Whether ``chain`` passes an indexed read: its addresses depend on loaded values, so
+    a store along it would write only the positions read (a store never takes one)."""
+    return any(index_operands(e) for e in chain)
+
+
 def reached(
     root: TensorView, memory: set[int], through: frozenset[int] = frozenset()
 ) -> list[tuple[TensorView, tuple[Expr, ...]]]:
@@ -65,6 +79,8 @@ def reached(
             return
         e = tv.definition
         if e.op.kind is OpKind.SHAPE:
+            for i in index_operands(e):  # first: their loads precede the read they address
+                walk(i, chain)
             walk(e.inputs[0], chain + (e,))
         elif e.op.kind is OpKind.POINTWISE:
             for i in e.inputs:
@@ -154,6 +170,8 @@ def vals_of(exprs: list[Expr]) -> set[int]:
 __all__ = [
     "Access",
     "Val",
+    "index_operands",
+    "is_indirect",
     "load_strides",
     "reached",
     "store_strides_backward",

@@ -24,7 +24,8 @@ def memory_indices(access: Access, root_idx: Sequence, ix) -> list:
     if access.backward:
         raise ValueError("an epilogue access has no index walk from the iteration side")
     idx = list(root_idx)
-    for e in access.chain:
+    for k, e in enumerate(access.chain):
+        ix.chain = access.chain[:k]
         idx = e.op.index_map(e, _zero_unit_broadcasts(idx, e.outputs[0], ix), ix)
     return _zero_unit_broadcasts(idx, access.tv, ix)
 
@@ -43,6 +44,7 @@ class IntIndex:
 
     def __init__(self, extents: dict[int, int]):
         self.extents = extents
+        self.chain: tuple = ()
 
     @staticmethod
     def add(a: int, b: int) -> int:
@@ -62,6 +64,11 @@ class IntIndex:
 
     def extent(self, tv, dim: int) -> int:
         return self.extents[tv.shape_domain[dim].uid]
+
+    def indirect(self, expr, out_idx) -> int:
+        """A loaded index is not known here: 0, a stand-in that only orders the iteration
+        space (an access through it is never affine)."""
+        return 0
 
 
 def local_strides(

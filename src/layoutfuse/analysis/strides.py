@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 Strides = tuple[int, ...]
 
+INDEXED_READS = ("gather_dim",)  # addresses that depend on loaded values: never affine
+
 
 def view_strides(
     old_shape: Sequence[int], old_strides: Sequence[int], new_shape: Sequence[int]
@@ -79,6 +81,8 @@ def forward(
         return tuple(s for i, s in enumerate(in_strides) if i not in attrs["dims"])
     if op == "reshape":
         return view_strides(in_shape, in_strides, out_shape)
+    if op in INDEXED_READS:
+        return None
     raise ValueError(f"no stride rule for {op}")
 
 
@@ -109,4 +113,6 @@ def backward(
         return tuple(0 if i in attrs["dims"] else next(it) for i in range(len(in_shape)))
     if op == "reshape":
         return view_strides(out_shape, out_strides, in_shape)
+    if op in INDEXED_READS:
+        return None
     raise ValueError(f"no stride rule for {op}")

@@ -8,7 +8,10 @@ not affine (``analysis.index_walk``) with ``TritonIndex``, a string algebra:
 * a static extent is a literal, a symbolic one a kernel argument ``ext<j>`` (numbered
   in the order the walk first needs it);
 * every compound expression gets a temporary ``gi<n>``, shared by equal expressions,
-  so a chain of reshapes stays linear in size.
+  so a chain of reshapes stays linear in size;
+* an indexed read's loaded index is ``gv<n>``, an ``Indirect`` line: the kernel's own
+  value of the index operand at that point of the chain (``ValueEmitter``), written when
+  the lines are (``GenericIndex.emit``); negative values are wrapped after it.
 
 The address of access ``a`` is ``sum(index_i * ms<a>_<i>)`` over its memory tensor's
 dims, ``ms<a>_<i>`` being that tensor's real strides, passed as arguments. The walk is
@@ -18,11 +21,23 @@ the argument values in the same order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..analysis.index_walk import memory_indices
 from ..schedulers.problem import is_affine
 from .indexing import offset_expr
+
+
+@dataclass(frozen=True, eq=False)
+class Indirect:
+    """A line ``<name> = <the value of expr's index operand>`` at ``chain`` (the exprs
+    between the iteration tensor and ``expr``)."""
+
+    name: str
+    expr: Any
+    chain: tuple[Any, ...]
 
 
 class TritonIndex:
@@ -32,9 +47,10 @@ class TritonIndex:
     one = "1"
 
     def __init__(self):
-        self.lines: list[str] = []
+        self.lines: list[str | Indirect] = []
         self.extent_uids: list[int] = []
-        self._memo: dict[str, str] = {}
+        self._memo: dict[Any, str] = {}
+        self.chain: tuple = ()
 
     def _bind(self, expr: str) -> str:
         name = self._memo.get(expr)
@@ -78,6 +94,16 @@ class TritonIndex:
             return str(int(a) % int(b))
         return self._bind(f"{a} % {b}")
 
+    def indirect(self, expr, out_idx) -> str:
+        key = (id(expr), tuple(id(e) for e in self.chain))
+        name = self._memo.get(key)
+        if name is None:
+            name = f"gv{sum(isinstance(x, Indirect) for x in self.lines)}"
+            self.lines.append(Indirect(name, expr, self.chain))
+            self._memo[key] = name
+        n = self.extent(expr.inputs[0], expr.attrs["dim"])
+        return self._bind(f"tl.where({name} < 0, {name} + {n}, {name})")
+
     def extent(self, tv, dim: int) -> str:
         d = tv.shape_domain[dim]
         if d.extent is not None:
@@ -89,11 +115,12 @@ class TritonIndex:
 
 @dataclass(frozen=True, eq=False)
 class GenericIndex:
-    lines: tuple[str, ...]  # temporaries, in order, over the ``dim<d>`` leaves
+    lines: tuple[str | Indirect, ...]  # temporaries, in order, over the ``dim<d>`` leaves
     offsets: dict[int, str]  # access -> its element offset
     guards: dict[int, str]  # store access -> one write along stride-0 dims
     extent_uids: tuple[int, ...]  # IterDomain uid of ``ext<j>``
     strides: tuple[tuple[int, int], ...]  # (access, memory dim) of every ``ms<a>_<i>``
+    ends: tuple[tuple[int, int], ...] = ()  # (access, lines written once its walk is done)
 
     def arg_names(self) -> list[str]:
         return [f"ext{j}" for j in range(len(self.extent_uids))] + [
@@ -120,6 +147,39 @@ class GenericIndex:
         return out
 
 
+    def emit(
+        self,
+        w,
+        dim_lines: list[str],
+        offsets: list[str | None],
+        value: Callable[[Any, tuple], str],
+        zero_tile: str,
+        index64: bool,
+    ) -> None:
+        """Write the walk into ``w`` and each access's offset into ``offsets``: the lines in
+        order, an ``Indirect`` as the kernel's ``value(index operand, chain)``; an offset
+        after every line, or earlier where an indirect value needs it (an index operand read
+        through another indexed read: its own walk comes first, ``accesses.reached``)."""
+        for line in dim_lines:
+            w.line(line)
+        done = dict(self.ends)
+        pending = list(self.offsets)
+
+        def flush(upto: int) -> None:
+            while pending and done[pending[0]] <= upto:
+                a = pending.pop(0)
+                offsets[a] = w.assign("off", f"{self.offsets[a]} + {zero_tile}")
+
+        for k, line in enumerate(self.lines):
+            if isinstance(line, Indirect):
+                flush(k)
+                v = value(line.expr.inputs[1], line.chain)
+                w.line(f"{line.name} = {v}.to(tl.int64)" if index64 else f"{line.name} = {v}")
+            else:
+                w.line(line)
+        flush(len(self.lines))
+
+
 def generic_index(spec, params) -> GenericIndex:
     """The index walk of every access that ``params`` marks not affine."""
     rank = len(spec.root.shape_domain)
@@ -129,6 +189,7 @@ def generic_index(spec, params) -> GenericIndex:
     offsets: dict[int, str] = {}
     guards: dict[int, str] = {}
     strides: list[tuple[int, int]] = []
+    ends: list[tuple[int, int]] = []
     first_coordinate = spec.n_loads + spec.n_stores
     for a, access in enumerate(spec.accesses):
         if is_affine(params, a):
@@ -147,6 +208,9 @@ def generic_index(spec, params) -> GenericIndex:
             if access.store:
                 conds.append(f"(({m} == 0) | ({s} != 0))")
         offsets[a] = offset_expr(terms)
+        ends.append((a, len(ix.lines)))
         if conds:
             guards[a] = " & ".join(conds)
-    return GenericIndex(tuple(ix.lines), offsets, guards, tuple(ix.extent_uids), tuple(strides))
+    return GenericIndex(
+        tuple(ix.lines), offsets, guards, tuple(ix.extent_uids), tuple(strides), tuple(ends)
+    )

@@ -48,11 +48,6 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     )
     with w.indent():
         mask, offsets, idx, load_masks = emit_indexing(w, params, spec)
-        if gen:
-            for line in gen.dim_lines(params, idx) + list(gen.lines):
-                w.line(line)
-            for a, off in gen.offsets.items():
-                offsets[a] = w.assign("off", f"{off} + {TILE_ZEROS}")
         ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
         load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
         coord_index = {
@@ -77,6 +72,8 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
             coordinate,
             "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
         )
+        if gen:
+            gen.emit(w, gen.dim_lines(params, idx), offsets, ve.value, TILE_ZEROS, params.index64)
         for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
             acc = spec.accesses[i]
             val = ve.value(acc.tv, acc.chain)

@@ -40,6 +40,15 @@ class IndexAlgebra(Protocol):
     def mod(self, a: Any, b: Any) -> Any: ...
     def extent(self, tv: TensorView, dim: int) -> Any: ...
 
+    # An indexed read (an op whose TensorView inputs after the first are index operands,
+    # read in its output's coordinates): the value of ``expr.inputs[1]`` at ``out_idx``,
+    # a negative one counted from the end of the dim it indexes. ``chain`` holds the exprs
+    # between the iteration tensor and ``expr`` (``analysis.index_walk`` sets it), which
+    # is where a kernel finds that value among its own.
+    chain: tuple[Expr, ...]
+
+    def indirect(self, expr: Expr, out_idx: Sequence[Any]) -> Any: ...
+
 
 # (expr, the output's per-dim indices, the algebra) -> the input's per-dim indices
 IndexMap = Callable[["Expr", Sequence[Any], IndexAlgebra], list[Any]]

@@ -228,6 +228,13 @@ def id_pairs(expr: Expr) -> list[tuple[IterDomain, IterDomain]]:
         return [(src[i], out.shape_domain[j]) for i, j in enumerate(expr.attrs["broadcast_dims"])]
     if name == "reshape":
         return _reshape_pairs(expr)
+    if name == "gather_dim":
+        # an indexed read: arg's dims off the indexed one, and the index's own dims
+        arg_dims, dim = expr.attrs["arg_dims"], expr.attrs["dim"]
+        index = tvs[1].shape_domain
+        return [(src[k], out.shape_domain[j]) for k, j in enumerate(arg_dims) if k != dim] + [
+            (d, out.shape_domain[j]) for j, d in enumerate(index) if not d.is_broadcast
+        ]
     return []
 
 

@@ -131,6 +131,8 @@ class _Propagator:
             self.broadcast_in_dim(expr)
         elif name == "reshape":
             self.reshape(expr)
+        elif name == "gather_dim":
+            self.gather_dim(expr)
         elif name == "full":
             for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[1:])):
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
@@ -203,6 +205,28 @@ class _Propagator:
                     f"{es} and cannot become {v} at output dim {j}; only broadcast dims of "
                     f"extent 1 can be expanded"
                 )
+
+    def gather_dim(self, expr: Expr) -> None:
+        """An indexed read: the output has its index operand's extents; off the indexed dim,
+        ``arg``'s extent equals the output's (``gather``: is at least it), or is 1 where
+        ``arg`` is broadcast."""
+        arg, index, out = expr.inputs[0], expr.inputs[1], expr.outputs[0]
+        assert isinstance(arg, TensorView) and isinstance(index, TensorView)
+        assert isinstance(out, TensorView)
+        self.copy(expr, out, zip(index.shape_domain, out.shape_domain))
+        source, le = expr.attrs["source"], expr.attrs["mode"] == "le"
+        for k, j in enumerate(expr.attrs["arg_dims"]):
+            if k == expr.attrs["dim"]:
+                continue
+            a, o = arg.shape_domain[k], out.shape_domain[j]
+            na, no = self.ext[a.uid], self.ext[o.uid]
+            if na == no or (le and no <= na) or (a.is_broadcast and na == 1):
+                continue
+            rule = "at most" if le else "equal to"
+            raise InputShapeError(
+                f"{source}: the index's extent {no} at dim {j} must be {rule} the extent "
+                f"{na} of arg dim {k} ({self.origin(a)})"
+            )
 
     def reshape(self, expr: Expr) -> None:
         x, out = expr.inputs[0], expr.outputs[0]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..analysis.accesses import Access, upstream_tensors
+from ..analysis.accesses import Access, is_indirect, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, TensorView
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
 from .specs import KernelSpec, group_spec, kernel_spec, reduction_spec
@@ -144,7 +144,7 @@ def _group_stores(
         if id(o) in seg.covered or id(o) in xs_ids or o is root:
             continue
         chain = next((c for t, c in reached if t is o), None)
-        if chain is not None:
+        if chain is not None and not is_indirect(chain):
             stores.append(Access(o, chain, store=True))
     return stores, xstores
 
@@ -192,7 +192,7 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
         stores = [Access(root, (), store=True)]
         seg.covered.add(id(root))
         for o in seg.pending:
-            if id(o) not in seg.covered and id(o) in up:
+            if id(o) not in seg.covered and id(o) in up and not is_indirect(up[id(o)][1]):
                 stores.append(Access(o, up[id(o)][1], store=True))
                 seg.covered.add(id(o))
         red_outs = {id(o) for e in seg.reductions for o in e.outputs}

@@ -360,3 +360,9 @@ for _name, _doc in REDUCTIONS.items():
     setattr(Operators, _name, _reduction_op(_name, _doc))
 for _method in (Operators.var, Operators.var_mean, Operators.welford):
     _method.__doc__ = f"{_method.__doc__}\n\n{REDUCTION_DIMS_RULE}"
+
+# --- indexed reads and writes (frontend/nvfuser/indexing_ops.py) --------------------------------
+from .indexing_ops import READS as _INDEXING_OPS  # noqa: E402
+
+for _name, _fn in _INDEXING_OPS.items():
+    setattr(Operators, _name, _fn)

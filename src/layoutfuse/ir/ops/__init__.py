@@ -4,11 +4,12 @@
 ``shape``: views and layout ops; ``creation``: full and iota; ``scalars``: size queries.
 """
 
-from . import creation, elementwise, reductions, scalars, shape
+from . import creation, elementwise, indexing, reductions, scalars, shape
 from .creation import full, iota
 from .elementwise import ROW_BY_NAME as POINTWISE_ROWS
 from .elementwise import cast, pointwise
 from .reductions import reduction, var, var_mean, welford
+from .indexing import embedding, gather, index_select, take_along_axis
 from .scalars import size
 from .shape import (
     broadcast,
@@ -28,8 +29,12 @@ __all__ = [
     "cast",
     "creation",
     "elementwise",
+    "embedding",
     "expand",
     "full",
+    "gather",
+    "index_select",
+    "indexing",
     "iota",
     "permute",
     "pointwise",
@@ -42,6 +47,7 @@ __all__ = [
     "size",
     "squeeze",
     "stride_order",
+    "take_along_axis",
     "var",
     "var_mean",
     "welford",
