@@ -11,7 +11,8 @@ not affine (``analysis.index_walk``) with ``TritonIndex``, a string algebra:
   so a chain of reshapes stays linear in size;
 * an indexed read's loaded index is ``gv<n>``, an ``Indirect`` line: the kernel's own
   value of the index operand at that point of the chain (``ValueEmitter``), written when
-  the lines are (``GenericIndex.emit``); negative values are wrapped after it.
+  the lines are (``GenericIndex.emit``), then asserted in range (where Triton compiles
+  asserts) and, where the op takes negative indices, wrapped.
 
 The address of access ``a`` is ``sum(index_i * ms<a>_<i>)`` over its memory tensor's
 dims, ``ms<a>_<i>`` being that tensor's real strides, passed as arguments. The walk is
@@ -101,6 +102,15 @@ class TritonIndex:
             name = f"gv{sum(isinstance(x, Indirect) for x in self.lines)}"
             self.lines.append(Indirect(name, expr, self.chain))
             self._memo[key] = name
+            n = self.extent(expr.inputs[0], expr.attrs["dim"])
+            low = f"-{n}" if expr.attrs["negative"] else "0"
+            # torch's device-side check (compiled where Triton compiles asserts)
+            self.lines.append(
+                f"tl.device_assert(({name} >= {low}) & ({name} < {n}), "
+                f'"{expr.attrs["source"]}: index out of range")'
+            )
+        if not expr.attrs["negative"]:
+            return name
         n = self.extent(expr.inputs[0], expr.attrs["dim"])
         return self._bind(f"tl.where({name} < 0, {name} + {n}, {name})")
 
@@ -145,7 +155,6 @@ class GenericIndex:
                     f"dim{d} = tl.cast({i}, tl.int64)" if params.index64 else f"dim{d} = {i}"
                 )
         return out
-
 
     def emit(
         self,

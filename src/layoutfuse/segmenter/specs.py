@@ -111,9 +111,7 @@ def kernel_spec(
         for a in upstream_accesses(r, memory_ids):
             reached.setdefault(a.key(), a)
     ups = list(reached.values())
-    loads = _gathered_first(
-        [a for a in ups if a.tv.definition is None or id(a.tv) in memory_ids]
-    )
+    loads = _gathered_first([a for a in ups if a.tv.definition is None or id(a.tv) in memory_ids])
     coords = [
         a
         for a in ups

@@ -8,8 +8,8 @@ from . import creation, elementwise, indexing, reductions, scalars, shape
 from .creation import full, iota
 from .elementwise import ROW_BY_NAME as POINTWISE_ROWS
 from .elementwise import cast, pointwise
-from .reductions import reduction, var, var_mean, welford
 from .indexing import embedding, gather, index_select, take_along_axis
+from .reductions import reduction, var, var_mean, welford
 from .scalars import size
 from .shape import (
     broadcast,

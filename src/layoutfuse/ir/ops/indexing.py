@@ -1,8 +1,9 @@
 """Indexed reads: index_select, gather, take_along_axis, embedding (one row, ``gather_dim``).
 
 Every indexed read is one shape op whose index map loads its index: output index ``o``
-reads ``arg[i_0, ..., i_{r-1}]`` with ``i_dim = index[o]`` (a negative value counts from
-the end of ``arg``'s dim ``dim``) and ``i_k = o[arg_dims[k]]`` for the other dims. Its
+reads ``arg[i_0, ..., i_{r-1}]`` with ``i_dim = index[o]`` (for take_along_axis a
+negative value counts from the end of ``arg``'s dim ``dim``, as in torch; the others
+take ``0 <= index < n`` only) and ``i_k = o[arg_dims[k]]`` for the other dims. Its
 second input, the *index operand*, always has the output's shape (each builder first
 broadcasts the user's index to it), so a kernel reads it in the output's coordinates
 like any pointwise operand, and the read of ``arg`` is an indirect load at the address
@@ -45,12 +46,19 @@ def _gather_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[An
 
 
 def _gather_ref(
-    arg: torch.Tensor, index: torch.Tensor, *, dim: int, arg_dims: Sequence[int], source: str
+    arg: torch.Tensor,
+    index: torch.Tensor,
+    *,
+    dim: int,
+    arg_dims: Sequence[int],
+    source: str,
+    mode: str,
+    negative: bool,
 ) -> torch.Tensor:
     """``arg`` read at the index map's positions, by torch advanced indexing."""
     out_shape = index.shape
     n = arg.shape[dim]
-    wrapped = torch.where(index < 0, index + n, index).long()
+    wrapped = (torch.where(index < 0, index + n, index) if negative else index).long()
     if bool(((wrapped < 0) | (wrapped >= n)).any()):
         bad = index[(wrapped < 0) | (wrapped >= n)][0].item()
         raise IndexError(f"{source}: index {bad} is out of range for dim {dim} of extent {n}")
@@ -89,7 +97,13 @@ def _extent(x: TensorView, dim: int) -> int | Scalar:
 
 
 def _gather_dim(
-    arg: TensorView, index: TensorView, dim: int, arg_dims: Sequence[int], source: str, mode: str
+    arg: TensorView,
+    index: TensorView,
+    dim: int,
+    arg_dims: Sequence[int],
+    source: str,
+    mode: str,
+    negative: bool = False,
 ) -> TensorView:
     """The row's expr: ``index`` already has the output's shape. An output dim where the
     index is broadcast (expanded to the output's shape) and ``arg`` is not is ``arg``'s."""
@@ -108,6 +122,7 @@ def _gather_dim(
         arg_dims=tuple(arg_dims),
         source=source,
         mode=mode,
+        negative=negative,
     )
     return out
 
@@ -154,12 +169,10 @@ def take_along_axis(arg: TensorView, index: TensorView, dim: int) -> TensorView:
     if any(grow):
         shape = [_extent(arg, k) if grow[k] else -1 for k in range(arg.ndim)]
         index = broadcast_in_dim(index, shape, list(range(arg.ndim)))
-    return _gather_dim(arg, index, d, range(arg.ndim), "take_along_axis", "eq")
+    return _gather_dim(arg, index, d, range(arg.ndim), "take_along_axis", "eq", negative=True)
 
 
-def embedding(
-    input: TensorView, weight: TensorView, max_norm: object | None = None
-) -> TensorView:
+def embedding(input: TensorView, weight: TensorView, max_norm: object | None = None) -> TensorView:
     """``weight``'s rows at ``input``'s values. ``max_norm`` renormalizes ``weight`` in
     place in torch; layoutfuse refuses it (the other options only shape the backward)."""
     input = check_tensor(input, "embedding_fwd", "input")
