@@ -76,6 +76,8 @@ def evaluate_expr(expr: Expr, args: list[Any], device) -> list[Any]:
         return [op.reference(*args, **expr.attrs, device=device)]
     if kind is OpKind.SCALAR:
         return [op.reference(*args, **expr.attrs)]
+    if kind is OpKind.WRITE:
+        return [op.reference(*args, **expr.attrs)]
     raise AssertionError(f"unknown op kind {kind}")
 
 

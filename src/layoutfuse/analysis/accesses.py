@@ -34,6 +34,8 @@ class Access:
     chain: tuple[Expr, ...]
     store: bool = False
     backward: bool = False
+    value: TensorView | None = None  # what a store writes, when not ``tv``'s own value
+    #   (an indexed write stores its src into its output; the copy before it, its arg)
 
     def key(self):
         return (id(self.tv), tuple(id(e) for e in self.chain), self.store)
@@ -52,9 +54,10 @@ def index_operands(e: Expr) -> list[TensorView]:
 
 
 def is_indirect(chain: tuple[Expr, ...]) -> bool:
-    """Whether ``chain`` passes an indexed read: its addresses depend on loaded values, so
-    a store along it would write only the positions read (a store never takes one)."""
-    return any(index_operands(e) for e in chain)
+    """Whether ``chain`` passes an indexed read (or write): its addresses depend on loaded
+    values, so a store along it writes only the positions read (only an indexed write's
+    own store takes one)."""
+    return any(index_operands(e) or e.op.kind is OpKind.WRITE for e in chain)
 
 
 def reached(

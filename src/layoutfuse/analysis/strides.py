@@ -13,7 +13,9 @@ from collections.abc import Sequence
 
 Strides = tuple[int, ...]
 
-INDEXED_READS = ("gather_dim",)  # addresses that depend on loaded values: never affine
+# addresses that depend on loaded values (indexed reads, and the store of an indexed write):
+# never affine
+INDEXED_READS = ("gather_dim", "scatter_dim")
 
 
 def view_strides(

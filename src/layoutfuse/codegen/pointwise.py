@@ -76,10 +76,14 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
             gen.emit(w, gen.dim_lines(params, idx), offsets, ve.value, TILE_ZEROS, params.index64)
         for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
             acc = spec.accesses[i]
-            val = ve.value(acc.tv, acc.chain)
+            # an indexed write stores its src (computed in these coordinates) along its
+            # chain; accumulating, with atomic adds (duplicate indices add up)
+            val = ve.value(acc.value, ()) if acc.value is not None else ve.value(acc.tv, acc.chain)
             smask = store_mask(w, params, i, mask, idx, gen.guards.get(i) if gen else None)
+            atomic = bool(acc.chain) and acc.chain[-1].attrs.get("accumulate", False)
+            store = "tl.atomic_add" if atomic else "tl.store"
             w.line(
-                f"tl.store({ptr_of[id(acc.tv)]} + {offsets[i]}, "
+                f"{store}({ptr_of[id(acc.tv)]} + {offsets[i]}, "
                 f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
             )
     return HEADER + PRELUDE + "\n\n" + w.text(), args

@@ -26,6 +26,7 @@ class OpKind(enum.Enum):
     SHAPE = "shape"  # permute, reshape, broadcast, squeeze, expand, set
     CREATION = "creation"  # full, iota
     SCALAR = "scalar"  # scalar arithmetic and size queries, evaluated on the host
+    WRITE = "write"  # scatter, index_put_accumulate: a copy of the first input, then writes
 
 
 class IndexAlgebra(Protocol):

@@ -214,6 +214,10 @@ def id_pairs(expr: Expr) -> list[tuple[IterDomain, IterDomain]]:
         return [(t.shape_domain[i], d) for t in tvs for i, d in enumerate(out.shape_domain)]
     if kind in (OpKind.REDUCTION, OpKind.WELFORD):
         return [p for o in outs for p in zip(tvs[0].shape_domain, o.logical)]
+    if kind is OpKind.WRITE:
+        # an indexed write: its arg's dims, and its index's and src's, which are positioned
+        # as arg's (the coordinates it writes from)
+        return [(t.shape_domain[i], d) for t in tvs for i, d in enumerate(out.shape_domain)]
     if kind is not OpKind.SHAPE:
         return []
     src = tvs[0].shape_domain

@@ -133,6 +133,8 @@ class _Propagator:
             self.reshape(expr)
         elif name == "gather_dim":
             self.gather_dim(expr)
+        elif name == "scatter_dim":
+            self.scatter_dim(expr)
         elif name == "full":
             for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[1:])):
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
@@ -227,6 +229,26 @@ class _Propagator:
                 f"{source}: the index's extent {no} at dim {j} must be {rule} the extent "
                 f"{na} of arg dim {k} ({self.origin(a)})"
             )
+
+    def scatter_dim(self, expr: Expr) -> None:
+        """An indexed write: the output has ``arg``'s extents; the index's are at most
+        ``arg``'s off the indexed dim and at most ``src``'s everywhere."""
+        arg, index, src, out = expr.inputs[0], expr.inputs[1], expr.inputs[2], expr.outputs[0]
+        assert isinstance(arg, TensorView) and isinstance(index, TensorView)
+        assert isinstance(src, TensorView) and isinstance(out, TensorView)
+        self.copy(expr, out, zip(arg.shape_domain, out.shape_domain))
+        source, dim = expr.attrs["source"], expr.attrs["dim"]
+        for k, d in enumerate(index.shape_domain):
+            n = self.ext[d.uid]
+            for what, t in (("arg", arg), ("src", src)):
+                if what == "arg" and k == dim:
+                    continue
+                m = self.ext[t.shape_domain[k].uid]
+                if n > m:
+                    raise InputShapeError(
+                        f"{source}: the index's extent {n} at dim {k} must be at most the "
+                        f"extent {m} of {what} dim {k} ({self.origin(t.shape_domain[k])})"
+                    )
 
     def reshape(self, expr: Expr) -> None:
         x, out = expr.inputs[0], expr.outputs[0]

@@ -1,4 +1,5 @@
-"""Host-side bounds checks of indexed reads (``ir.ops.indexing``) before any launch.
+"""Host-side bounds checks of indexed reads and writes (``ir.ops.indexing``, ``writes``)
+before any launch.
 
 An index tensor that is a fusion input on the CPU (reached from the read's index operand
 through shape ops, which keep its values) is checked on every call, replays included:
@@ -36,7 +37,7 @@ def index_checks(fusion: Fusion, extents: Mapping[int, int]) -> tuple[IndexCheck
     """The checks of the fusion's indexed reads whose index is an input, for ``extents``."""
     out = []
     for e in fusion.exprs:
-        if e.op.name != "gather_dim":
+        if e.op.name not in ("gather_dim", "scatter_dim"):
             continue
         v = e.inputs[1]
         while (

@@ -52,6 +52,7 @@ class _Segmentation:
     inputs: set[int]
     reductions: list[Expr]  # in fusion order
     pending: list[TensorView]  # outputs computed by pointwise work, widest first
+    writes: list[Expr] = field(default_factory=list)  # indexed writes, in fusion order
     covered: set[int] = field(default_factory=set)  # outputs a kernel already stores
     groups: list[_GroupKernel] = field(default_factory=list)
 
@@ -62,10 +63,12 @@ class _Segmentation:
             o
             for o in computed_outputs
             if o.definition is not None
-            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD)
+            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD, OpKind.WRITE)
         ]
         pending.sort(key=lambda t: -len(t.shape_domain))
-        return cls(fusion, computed_outputs, {id(v) for v in fusion.inputs}, reductions, pending)
+        writes = [e for e in fusion.exprs if e.op.kind is OpKind.WRITE]
+        inputs = {id(v) for v in fusion.inputs}
+        return cls(fusion, computed_outputs, inputs, reductions, pending, writes=writes)
 
     @property
     def output_ids(self) -> set[int]:
@@ -75,7 +78,11 @@ class _Segmentation:
         """The inputs and the results of every reduction not among ``members``: what a
         kernel computing ``members`` reads from memory."""
         ids = {id(e) for e in members}
-        return self.inputs | {id(o) for e in self.reductions if id(e) not in ids for o in e.outputs}
+        return (
+            self.inputs
+            | {id(o) for e in self.reductions if id(e) not in ids for o in e.outputs}
+            | {id(e.outputs[0]) for e in self.writes}
+        )
 
     def needed(self, e: Expr) -> bool:
         """Whether reduction ``e``'s results are an output or used again."""
@@ -90,9 +97,13 @@ def segment(
     _normalization_groups(seg)
     _sibling_groups(seg)
     memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
+    memory_ids |= {id(e.outputs[0]) for e in seg.writes}
     specs = _pointwise_specs(seg, memory_ids)
     reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
     specs += reduction_specs
+    write_specs, write_buffers = _write_specs(seg, memory_ids)
+    specs += write_specs
+    intermediates += write_buffers
     # what the kernels load: the others', and the normalization kernels' own (a group can
     # read another group's results: a first pass builds them without extra stores)
     first, _ = _group_specs(seg, memory_ids, set())
@@ -223,6 +234,31 @@ def _reduction_specs(
     return specs, intermediates
 
 
+def _write_specs(
+    seg: _Segmentation, memory_ids: set[int]
+) -> tuple[list[KernelSpec], list[TensorView]]:
+    """Two kernels per indexed write (``ir.ops.writes``): its arg copied into its output,
+    then, over its index's coordinates, its src (with its pointwise producers) stored at
+    the indirect address (added atomically when it accumulates); and the outputs that are
+    not fusion outputs (they need buffers)."""
+    specs: list[KernelSpec] = []
+    buffers: list[TensorView] = []
+    for e in seg.writes:
+        arg, index, src = (v for v in e.inputs if isinstance(v, TensorView))
+        out = e.outputs[0]
+        assert isinstance(out, TensorView)
+        name = e.attrs["source"]
+        copy = Access(out, (), store=True, value=arg)
+        specs.append(kernel_spec("pointwise", arg, memory_ids, [copy], reason=f"{name}: the copy"))
+        write = Access(out, (e,), store=True, value=src)
+        how = "added atomically" if e.attrs["accumulate"] else "stored"
+        why = f"{name}: src {how} at the index's positions"
+        specs.append(kernel_spec("pointwise", index, memory_ids, [write], reason=why, also=(src,)))
+        if id(out) not in seg.output_ids:
+            buffers.append(out)
+    return specs, buffers
+
+
 def _group_specs(
     seg: _Segmentation, memory_ids: set[int], loaded: set[int]
 ) -> tuple[list[KernelSpec], list[TensorView]]:
@@ -298,11 +334,12 @@ def _pointwise_leaves(tv: TensorView, memory: set[int]) -> set[int]:
 
 def _run_order(specs: list[KernelSpec]) -> list[KernelSpec]:
     """Specs ordered so that every kernel runs after the kernels that store what it loads
-    (stable otherwise)."""
-    producer = {}
+    and after the earlier kernels that store what it stores (an indexed write's copy, then
+    its writes), stable otherwise."""
+    producers: dict[int, list[int]] = {}
     for i, s in enumerate(specs):
         for tv in s.outputs:
-            producer.setdefault(id(tv), i)
+            producers.setdefault(id(tv), []).append(i)
     done: list[int] = []
     state: dict[int, int] = {}
 
@@ -314,9 +351,13 @@ def _run_order(specs: list[KernelSpec]) -> list[KernelSpec]:
         state[i] = 1
         s = specs[i]
         for a in s.accesses[: s.n_loads]:
-            j = producer.get(id(a.tv))
-            if j is not None and j != i:
-                visit(j)
+            for j in producers.get(id(a.tv), []):
+                if j != i:
+                    visit(j)
+        for tv in s.outputs:
+            for j in producers[id(tv)]:
+                if j < i:
+                    visit(j)
         state[i] = 2
         done.append(i)
 

@@ -100,12 +100,14 @@ def kernel_spec(
     reason="",
     siblings: tuple[Expr, ...] = (),
     online: dict[int, Expr] | None = None,
+    also: tuple[TensorView, ...] = (),
 ):
     """A kernel iterating over ``root``'s coordinates; sibling reductions' inputs share
     them, so their loads join (each access once). An ``online`` sum loads nothing of its
-    own: its terms come from its max's input."""
+    own: its terms come from its max's input. ``also``: other tensors computed in the
+    same coordinates (an indexed write's src, beside its index)."""
     online = online or {}
-    roots = [root] + [e.inputs[0] for e in siblings if id(e) not in online]
+    roots = [root] + [e.inputs[0] for e in siblings if id(e) not in online] + list(also)
     reached: dict[tuple, Access] = {}
     for r in roots:
         for a in upstream_accesses(r, memory_ids):

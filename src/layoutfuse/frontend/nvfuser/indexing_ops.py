@@ -57,9 +57,32 @@ def embedding_fwd(
     return rec.emit(out, f"fd.ops.embedding_fwd({input.name}, {weight.name}, {names})")
 
 
+def scatter(self, arg1, index, src, dim):
+    """torch.scatter: ``arg1`` with ``src`` (a Tensor or a Scalar) written at ``index``."""
+    rec = self._fd._recorder_for("scatter")
+    x = rec.tensor(arg1, "scatter", "arg1")
+    i = rec.tensor(index, "scatter", "index")
+    v = rec.operand(src, "scatter", "src")
+    d = int_arg(dim, "scatter", "dim")
+    out = ir_ops.scatter(x, i, v, d)
+    return rec.emit(out, f"fd.ops.scatter({arg1.name}, {index.name}, {src.name}, dim={d})")
+
+
+def index_put_accumulate(self, acc, index, value):
+    """``acc.index_put([index], value, accumulate=True)`` (out of place)."""
+    rec = self._fd._recorder_for("index_put_accumulate")
+    a = rec.tensor(acc, "index_put_accumulate", "acc")
+    i = rec.tensor(index, "index_put_accumulate", "index")
+    v = rec.tensor(value, "index_put_accumulate", "value")
+    out = ir_ops.index_put_accumulate(a, i, v)
+    return rec.emit(out, f"fd.ops.index_put_accumulate({acc.name}, {index.name}, {value.name})")
+
+
 READS = {
     "index_select": index_select,
     "gather": gather,
     "take_along_axis": take_along_axis,
     "embedding_fwd": embedding_fwd,
+    "scatter": scatter,
+    "index_put_accumulate": index_put_accumulate,
 }

@@ -1,10 +1,11 @@
 """Every op of the IR, one row each, and the builders that apply them.
 
 ``elementwise``: pointwise rows; ``reductions``: sum/max/min/prod and Welford;
-``shape``: views and layout ops; ``creation``: full and iota; ``scalars``: size queries.
+``shape``: views and layout ops; ``creation``: full and iota; ``scalars``: size queries;
+``indexing``: indexed reads (gather_dim); ``writes``: indexed writes (scatter_dim).
 """
 
-from . import creation, elementwise, indexing, reductions, scalars, shape
+from . import creation, elementwise, indexing, reductions, scalars, shape, writes
 from .creation import full, iota
 from .elementwise import ROW_BY_NAME as POINTWISE_ROWS
 from .elementwise import cast, pointwise
@@ -21,6 +22,7 @@ from .shape import (
     squeeze,
     stride_order,
 )
+from .writes import index_put_accumulate, scatter
 
 __all__ = [
     "POINTWISE_ROWS",
@@ -33,6 +35,7 @@ __all__ = [
     "expand",
     "full",
     "gather",
+    "index_put_accumulate",
     "index_select",
     "indexing",
     "iota",
@@ -42,6 +45,7 @@ __all__ = [
     "reductions",
     "reshape",
     "scalars",
+    "scatter",
     "set_",
     "shape",
     "size",
@@ -51,4 +55,5 @@ __all__ = [
     "var",
     "var_mean",
     "welford",
+    "writes",
 ]
