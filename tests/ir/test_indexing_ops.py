@@ -336,3 +336,54 @@ def test_compiles_for_sm90(case, on_cpu):
     arts = compile_last_run(fd.executor())
     assert arts and all(".target sm_90" in a.ptx for a in arts)
     assert any("ld.global" in a.ptx for a in arts)
+
+
+@pytest.mark.parametrize("order", ORDERS3, ids=str)
+@pytest.mark.parametrize("dims", [[0], [1], [2], [0, 2]], ids=str)
+def test_index_select_then_reduce_every_order(order, dims):
+    """The reduction kernel reads through the select along kept and reduced dims alike."""
+    x = with_order([5, 6, 7], order, torch.float32)
+    idx = _index([3, 0, 5, 5, 1], torch.int64)
+    fd, (out,) = _run(
+        lambda fd, a, i: [fd.ops.sum(fd.ops.index_select(a, i, 1), dims=dims)], x, idx
+    )
+    torch.testing.assert_close(out, torch.index_select(x, 1, idx).sum(dims))
+    assert len(schedules(fd)) == 1
+
+
+def test_softmax_of_a_selection_falls_back_and_matches():
+    """A normalization over gathered rows: the normalization scheduler takes no indexed
+    walk, so the finer plan runs (reductions, then the pointwise epilogue), each reading
+    through the select."""
+    x = torch.randn(6, 10)
+    idx = _index([5, 0, 2, 2])
+    with FusionDefinition() as fd:
+        a, i = fd.from_pytorch(x), fd.from_pytorch(idx)
+        s = fd.ops.index_select(a, i, 0)
+        mx = fd.ops.max(s, dims=[1], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(s, mx))
+        fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[1], keepdim=True)))
+    (out,) = fd.execute([x, idx])
+    torch.testing.assert_close(out, torch.softmax(x[idx], 1))
+
+
+@pytest.mark.parametrize(
+    "order,dim,expected",
+    [
+        ((0, 1), 0, "row_major"),  # the select's dim is outermost: the data's order
+        ((0, 1), 1, "row_major"),  # the select's dim is innermost: nothing maps
+        ((1, 0), 0, "row_major"),  # the same, column-major
+        ((1, 0), 1, "column_major"),  # dim 0, inside the selected one, keeps its order
+    ],
+)
+def test_output_layout_follows_the_data_inside_the_indexed_dim(order, dim, expected):
+    """The output's order: the data's allocation order walked innermost first through the
+    read's kept dims, stopping at the indexed one (the inferred-layout rule); torch returns
+    row-major in all four cases, layoutfuse keeps a column-major input's column order."""
+    x = with_order([4, 6], order, torch.float32)
+    idx = _index([1, 3, 0])
+    _, (out,) = _run(lambda fd, a, i: [fd.ops.index_select(a, i, dim)], x, idx)
+    torch.testing.assert_close(out, torch.index_select(x, dim, idx), rtol=0, atol=0)
+    shape = list(out.shape)
+    want = _row_major(shape) if expected == "row_major" else (1, shape[0])
+    assert out.stride() == want

@@ -79,6 +79,9 @@ def test_scatter_scalar_src_and_consumer():
     (out,) = fd.execute([x, idx])
     torch.testing.assert_close(out, x.scatter(1, idx, 7.0).sum(1))
     assert [p.scheduler for p in schedules(fd)] == ["pointwise", "pointwise", "reduction"]
+    idx2 = torch.tensor([[1], [1], [3], [0]])  # a replay: the same launches, new values
+    (out,) = fd.execute([x, idx2])
+    torch.testing.assert_close(out, x.scatter(1, idx2, 7.0).sum(1))
 
 
 @pytest.mark.parametrize("acc_order", [(0, 1), (1, 0)], ids=str)
@@ -167,7 +170,9 @@ def test_bf16_accumulation_is_refused_by_the_interpreter(on_cpu):
         )
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64], ids=str
+)
 def test_compiles_for_sm90(dtype, on_cpu):
     """Planned for an H200 (bf16 atomics do not run in the interpreter), compiled for sm_90."""
     acc = torch.zeros(64, 128, dtype=dtype)
