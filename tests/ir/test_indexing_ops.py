@@ -195,12 +195,11 @@ def test_cross_entropy_reads_log_softmax_through_the_index():
     (out,) = fd.execute([logits, target])
     ref = torch.nn.functional.cross_entropy(logits, target)
     torch.testing.assert_close(out, ref)
-    # max, sum of exp, and the loss's sum reading logits, max and lse at the target (its
-    # prologue recomputes log_softmax there); then the division of the 0-dim loss: the
-    # normalization scheduler, which would join it as an epilogue, takes no generic walk
+    # max, sum of exp, then one kernel for the loss: its sum reads logits, max and lse at
+    # the target (its prologue recomputes log_softmax there) and divides, as an epilogue
     kinds = [p.scheduler for p in schedules(fd)]
-    assert kinds == ["reduction", "reduction", "reduction", "pointwise"], kinds
-    loss_kernel = [k for k in fd.last_triton_code().split("# layoutfuse generated kernel")][3]
+    assert kinds == ["reduction", "reduction", "normalization"], kinds
+    loss_kernel = fd.last_triton_code().split("# layoutfuse generated kernel")[3]
     assert "gather_dim" in loss_kernel and "gv0" in loss_kernel
 
 
@@ -351,10 +350,8 @@ def test_index_select_then_reduce_every_order(order, dims):
     assert len(schedules(fd)) == 1
 
 
-def test_softmax_of_a_selection_falls_back_and_matches():
-    """A normalization over gathered rows: the normalization scheduler takes no indexed
-    walk, so the finer plan runs (reductions, then the pointwise epilogue), each reading
-    through the select."""
+def test_softmax_of_a_selection_is_one_normalization_kernel():
+    """A normalization over gathered rows: one kernel reads the rows through the select."""
     x = torch.randn(6, 10)
     idx = _index([5, 0, 2, 2])
     with FusionDefinition() as fd:
@@ -365,6 +362,8 @@ def test_softmax_of_a_selection_falls_back_and_matches():
         fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[1], keepdim=True)))
     (out,) = fd.execute([x, idx])
     torch.testing.assert_close(out, torch.softmax(x[idx], 1))
+    assert [p.scheduler for p in schedules(fd)] == ["normalization"]
+    assert schedules(fd)[0].generic
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from ..dtypes import is_floating
 from ..schedulers.normalization import NormalizationParams
+from ..schedulers.problem import is_affine
+from .generic_index import generic_index
 from .indexing import decompose, offset_expr, one_write_per_element
 from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
@@ -56,6 +58,7 @@ class _Kernel:
         self.special: dict[int, str] = {}
         self.xoff: list[str] = []
         self.idx: dict[int, str] = {}
+        self.gen = generic_index(spec, params) if params.generic else None
 
     def stride(self, a: int, k: int, index: str) -> tuple[str, int | str]:
         return (index, 1 if self.p.unit_strides[a][k] else f"s{a}_{k}")
@@ -86,6 +89,9 @@ class _Kernel:
                 self.idx.update(zip(xg[1:], decompose(w, "rest", [f"n{k}" for k in xg[1:]], "xg")))
             w.line(f"x = {self.idx[xg[0]]} + n{xg[0]} * rest")
         for a in range(len(self.spec.accesses)):
+            if not is_affine(p, a):
+                self.xoff.append("")  # its offset comes from the generic walk
+                continue
             terms = [self.stride(a, k, self.idx[k]) for k in xg if not p.zero_strides[a][k]]
             self.xoff.append(w.assign("xo", offset_expr(terms, "x * 0")))
 
@@ -94,7 +100,7 @@ class _Kernel:
         p, w = self.p, self.w
         out: list[str | None] = []
         for a, acc in enumerate(self.spec.accesses):
-            if acc.backward:
+            if acc.backward or not is_affine(p, a):
                 out.append(None)
                 continue
             terms = [(self.xoff[a], 1)] + [
@@ -105,7 +111,11 @@ class _Kernel:
             out.append(w.assign("off", offset_expr(terms)))
         return out
 
-    def emitter(self, offsets: list[str | None], mask: str) -> ValueEmitter:
+    def emitter(
+        self, offsets: list[str | None], mask: str, ridx: dict[int, str] | None = None
+    ) -> ValueEmitter:
+        """Values over the tile at ``offsets``; in generic mode, the walk at the R tile
+        ``ridx`` is written first and its offsets join ``offsets``."""
         w = self.w
 
         def load(tv, chain):
@@ -126,6 +136,11 @@ class _Kernel:
             f"tl.zeros({self.tile}, tl.int32)",
         )
         ve.special = self.special  # shared: each reduction's result joins as it is made
+        if self.gen is not None:
+            assert ridx is not None
+            dims = self.gen.dim_lines(self.p, {**self.idx, **ridx})
+            zero = f"tl.zeros({self.tile}, tl.int32)"
+            self.gen.emit(w, dims, offsets, ve.value, zero, self.p.index64)
         return ve
 
     def r_tile(self, start: str) -> tuple[dict[int, str], str]:
@@ -236,7 +251,7 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
     w.line("for r0 in range(0, NR, BLOCK_R):")
     with w.indent():
         ridx, mask = k.r_tile("r0 + ")
-        ve = k.emitter(k.tile_offsets(ridx), mask)
+        ve = k.emitter(k.tile_offsets(ridx), mask, ridx)
         for e in reds:
             at = accumulator_dtype(e)
             ct = tl_compute(at)
@@ -287,11 +302,12 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
         f"s{a}_{k}"
         for a in range(n_acc)
         for k in range(n_groups)
-        if not params.zero_strides[a][k] and not params.unit_strides[a][k]
+        if is_affine(params, a) and not params.zero_strides[a][k] and not params.unit_strides[a][k]
     ]
     ptrs = [f"p{i}" for i in range(len(spec.memory))]
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
-    args = ptrs + sizes + strides + scalars + ["NX", "NR", "NPX"]
+    walk = generic_index(spec, params).arg_names() if params.generic else []
+    args = ptrs + sizes + strides + walk + scalars + ["NX", "NR", "NPX"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
@@ -306,7 +322,7 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
         if params.mode == "persistent":
             ridx, mask = k.r_tile("")
             offsets = k.tile_offsets(ridx)
-            ve = k.emitter(offsets, mask)
+            ve = k.emitter(offsets, mask, ridx)
             for e in group.reductions:
                 _reduce_whole(k, e, ve.value(e.inputs[0], ()))
             k.store_rows(ve, offsets, mask)
@@ -322,7 +338,7 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
                 with w.indent():
                     ridx, mask = k.r_tile("r0 + ")
                     offsets = k.tile_offsets(ridx)
-                    k.store_rows(k.emitter(offsets, mask), offsets, mask)
+                    k.store_rows(k.emitter(offsets, mask, ridx), offsets, mask)
         k.store_per_row()
     return HEADER + prelude() + "\n\n" + w.text(), args
 

@@ -39,13 +39,14 @@ benchmarks/NOTES.md, "Measurements behind the heuristics".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
+from ..analysis.accesses import is_indirect
 from ..analysis.device import DeviceInfo
 from ..intmath import cdiv, next_pow2, prod
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec
-from .problem import Problem, stride_flags
+from .problem import Problem, generic_fields, stride_flags
 from .warps import THREADS_PER_WARP
 
 NAME = "normalization"
@@ -112,6 +113,16 @@ class NormalizationParams:
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
     n_groups: int
+    # generic mode (an indexed read walks its chain, see ``codegen.generic_index``); shown
+    # by ``repr`` only when set, so the params of every other kernel read as before
+    generic: bool = field(default=False, repr=False)
+    affine: tuple[bool, ...] = field(default=(), repr=False)  # per access
+    group_dims: tuple[int, ...] = field(default=(), repr=False)  # coordinate of each group
+
+    def __repr__(self) -> str:
+        shown = [f for f in fields(self) if f.repr or self.generic]
+        text = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in shown)
+        return f"NormalizationParams({text})"
 
     @property
     def pattern(self) -> str:
@@ -144,12 +155,21 @@ def can_schedule(
         return "no reduction whose results are used again on its rows"
     if p is None:
         return "empty or mismatched extents"
-    if p.generic:
+    if p.generic and not _indexed_reads_only(segment, p):
         return "an access is not affine (a reshape that is not a view)"
     if not any(g.reduced for g in p.groups):
         return "nothing is reduced (size-1 reduced dims)"
     plan = _plan(p, device, tuning)
     return plan.why if plan.mode == "segmented" else None
+
+
+def _indexed_reads_only(segment: KernelSpec, p: Problem) -> bool:
+    """Every access that is not affine is a load through an indexed read (its walk runs in
+    the R loop like the reduction kernel's); a reshape that is not a view is not taken."""
+    return all(
+        p.is_affine(a) or (a < p.n_loads and is_indirect(segment.accesses[a].chain))
+        for a in range(len(segment.accesses))
+    )
 
 
 def reason(p: Problem, device: DeviceInfo, tuning: NormalizationTuning = DEFAULT_TUNING) -> str:
@@ -187,6 +207,7 @@ def heuristics(
         zero,
         unit,
         len(p.groups),
+        **generic_fields(p),
     )
 
 

@@ -14,6 +14,7 @@ from ..analysis.canonical import Group, family, pattern
 from ..dtypes import DataType, itemsize
 
 if TYPE_CHECKING:
+    from .normalization import NormalizationParams
     from .pointwise import PointwiseParams
     from .reduction import ReductionParams
 
@@ -116,7 +117,7 @@ def generic_fields(p: Problem) -> dict[str, Any]:
     return {"generic": True, "affine": p.affine, "group_dims": tuple(g.dims[0] for g in p.groups)}
 
 
-def is_affine(params: PointwiseParams | ReductionParams, access: int) -> bool:
+def is_affine(params: PointwiseParams | ReductionParams | NormalizationParams, access: int) -> bool:
     """Whether ``access`` is addressed by group strides in the kernel ``params`` describe."""
     return not params.generic or params.affine[access]
 
