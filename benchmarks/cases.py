@@ -16,8 +16,21 @@ from dataclasses import dataclass
 
 import torch
 
-OPS = ("sum", "softmax", "layernorm", "var_sums", "copy", "add")
-REDUCING_OPS = ("sum", "var_sums")  # the output drops ``dims``
+OPS = (
+    "sum",
+    "max",
+    "var_mean",
+    "softmax",
+    "log_softmax",
+    "layernorm",
+    "rmsnorm",
+    "var_sums",
+    "copy",
+    "add",
+    "chain",
+)
+REDUCING_OPS = ("sum", "max", "var_mean", "var_sums")  # the output drops ``dims``
+TWO_OUTPUTS = ("var_mean",)  # (var, mean)
 TIMINGS = ("device", "host")
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -34,6 +47,13 @@ class Case:
     ``None`` leaves the layout to each system. ``view`` = (permutation, new shape) is
     applied to the input before the op (the seed's permuted reshape). ``timing`` is
     ``"device"`` (kernel time) or ``"host"`` (end to end through each system's call).
+    ``chain`` is ``tanh(x / 2) * x + 1``, pointwise. ``var_mean`` (correction 1) has two
+    outputs, both in ``out_order`` when it is pinned.
+
+    ``slice = (dim, start, step)`` makes the inputs views ``x[start::step]`` along
+    ``dim`` of a dense tensor in ``order`` (strided reads); ``expand`` is a dim whose
+    extent the last input broadcasts (stored with extent 1, stride 0: a bias-like
+    operand for ``add``).
     """
 
     name: str
@@ -46,6 +66,8 @@ class Case:
     out_order: tuple[int, ...] | None = None
     view: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     timing: str = "device"
+    slice: tuple[int, int, int] | None = None
+    expand: int | None = None
 
     def __post_init__(self) -> None:
         if self.op not in OPS or self.timing not in TIMINGS or self.dtype not in TORCH_DTYPES:
@@ -73,13 +95,38 @@ class Case:
         return self.operand_shape
 
     @property
+    def n_outputs(self) -> int:
+        return 2 if self.op in TWO_OUTPUTS else 1
+
+    def parent_shape(self) -> tuple[int, ...]:
+        """The logical shape of the dense tensor an input is a view of."""
+        shape = list(self.shape)
+        if self.slice is not None:
+            dim, start, step = self.slice
+            shape[dim] = start + (shape[dim] - 1) * step + 1 if shape[dim] else start
+        return tuple(shape)
+
+    @property
     def input_bytes(self) -> int:
-        return self.n_inputs * math.prod(self.shape) * self.torch_dtype.itemsize
+        """The storage the inputs occupy (a sliced input's whole parent; an expanded
+        input's one copy of the broadcast dim)."""
+        per_input = math.prod(self.parent_shape()) * self.torch_dtype.itemsize
+        total = self.n_inputs * per_input
+        if self.expand is not None and self.shape[self.expand]:
+            total -= per_input - per_input // self.shape[self.expand]
+        return total
 
     @property
     def bytes_moved(self) -> int:
-        """Inputs read once plus the output written once."""
-        return self.input_bytes + math.prod(self.out_shape) * self.torch_dtype.itemsize
+        """The elements the inputs hold (each distinct one read once: an expanded input
+        counts its stored extent, a sliced one its view) plus the outputs written once."""
+        item = self.torch_dtype.itemsize
+        elems = math.prod(self.shape)
+        read = self.n_inputs * elems
+        if self.expand is not None and self.shape[self.expand]:
+            read -= elems - elems // self.shape[self.expand]
+        written = self.n_outputs * math.prod(self.out_shape)
+        return (read + written) * item
 
     def shrinkable_dims(self) -> list[int]:
         """Input dims whose size may change: all of them, or with a view the leading

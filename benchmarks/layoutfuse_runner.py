@@ -3,7 +3,8 @@ frontend, exactly as an nvFuser user would write it.
 
 Inputs are declared with symbolic sizes (``-1``), full contiguity and the input's
 ``stride_order`` (nvFuser semantics: ``stride_order[i]`` is the rank of logical dim
-``i`` by stride, 0 = innermost). A pinned output layout is requested with
+``i`` by stride, 0 = innermost); a sliced or expanded input is declared as nvFuser's
+``compute_tensor_descriptor`` describes its strides (what Thunder does). A pinned output layout is requested with
 ``fd.add_output(out, stride_order=...)``. Normalizations are written as the anchors
 wrote them for nvFuser (static shapes, ``broadcast_in_dim``, fp32 compute).
 
@@ -22,7 +23,7 @@ import torch
 
 from benchmarks.cases import Case
 from benchmarks.harness import SystemUnavailable
-from benchmarks.reference import LAYERNORM_EPS
+from benchmarks.reference import LAYERNORM_EPS, input_strides
 
 NVF_DTYPES = {"float32": "Float", "bfloat16": "BFloat16", "float16": "Half"}
 
@@ -41,6 +42,29 @@ def _sum(fd, dt, case: Case, inputs):
         t = fd.ops.permute(t, dims=list(perm))
         t = fd.ops.reshape(t, new_shape=list(shape))
     return fd.ops.sum(t, dims=list(case.dims), keepdim=False)
+
+
+def _operand(fd, case: Case, t):
+    if case.view is not None:
+        perm, shape = case.view
+        t = fd.ops.reshape(fd.ops.permute(t, dims=list(perm)), new_shape=list(shape))
+    return t
+
+
+def _max(fd, dt, case: Case, inputs):
+    return fd.ops.max(_operand(fd, case, inputs[0]), dims=list(case.dims), keepdim=False)
+
+
+def _var_mean(fd, dt, case: Case, inputs):
+    x = _operand(fd, case, inputs[0])
+    return fd.ops.var_mean(x, dims=list(case.dims), correction=1, keepdim=False)
+
+
+def _chain(fd, dt, case: Case, inputs):
+    x = inputs[0]
+    half = fd.define_scalar(0.5, dtype=dt.Double)
+    one = fd.define_scalar(1.0, dtype=dt.Double)
+    return fd.ops.add(fd.ops.mul(fd.ops.tanh(fd.ops.mul(x, half)), x), one)
 
 
 def _copy(fd, dt, case: Case, inputs):
@@ -64,6 +88,23 @@ def _softmax(fd, dt, case: Case, inputs):
     e = fd.ops.exp(fd.ops.sub(x, x_max))
     total = _broadcast_back(fd, fd.ops.sum(e, dims=dim, keepdim=False), case)
     return fd.ops.div(e, total)
+
+
+def _log_softmax(fd, dt, case: Case, inputs):
+    x = inputs[0]
+    dim = [case.dims[0]]
+    shifted = fd.ops.sub(x, _broadcast_back(fd, fd.ops.max(x, dims=dim, keepdim=False), case))
+    total = fd.ops.sum(fd.ops.exp(shifted), dims=dim, keepdim=False)
+    return fd.ops.sub(shifted, _broadcast_back(fd, fd.ops.log(total), case))
+
+
+def _rmsnorm(fd, dt, case: Case, inputs):
+    x = inputs[0]
+    n = fd.define_scalar(float(case.shape[case.dims[0]]), dtype=dt.Double)
+    mean_sq = fd.ops.div(fd.ops.sum(fd.ops.mul(x, x), dims=[case.dims[0]], keepdim=False), n)
+    eps = fd.define_scalar(LAYERNORM_EPS, dtype=dt.Double)
+    rstd = fd.ops.rsqrt(fd.ops.add(mean_sq, eps))
+    return fd.ops.mul(x, _broadcast_back(fd, rstd, case))
 
 
 def _layernorm(fd, dt, case: Case, inputs):
@@ -91,7 +132,29 @@ BUILDERS: dict[str, tuple[Callable, bool, bool]] = {
     "softmax": (_softmax, True, True),
     "layernorm": (_layernorm, True, True),
     "var_sums": (_var_sums, False, True),
+    "max": (_max, False, False),
+    "var_mean": (_var_mean, False, True),
+    "log_softmax": (_log_softmax, True, True),
+    "rmsnorm": (_rmsnorm, True, True),
+    "chain": (_chain, False, False),
 }
+
+
+def _declare(fd, nvf: ModuleType, case: Case, dtype, static: bool, strides) -> object:
+    """An input as an nvFuser user declares it: a dense one by its ``stride_order``, a
+    sliced or expanded one, or one with size-1 dims (broadcasts to nvFuser), by
+    ``compute_tensor_descriptor`` of its strides."""
+    rank = len(case.shape)
+    if case.slice is None and case.expand is None and 1 not in case.shape:
+        contiguity, order = [True] * rank, stride_order(case.order)
+    else:
+        contiguity, order = nvf.compute_tensor_descriptor(list(case.shape), list(strides))
+    return fd.define_tensor(
+        shape=list(case.shape) if static else [-1] * rank,
+        contiguity=list(contiguity),
+        dtype=dtype,
+        stride_order=list(order),
+    )
 
 
 def define_fusion(nvf: ModuleType, case: Case):
@@ -99,26 +162,20 @@ def define_fusion(nvf: ModuleType, case: Case):
     FusionDefinition, DataType = nvf.FusionDefinition, nvf.DataType
     build, static, upcast = BUILDERS[case.op]
     io_dtype = getattr(DataType, NVF_DTYPES[case.dtype])
-    rank = len(case.shape)
     with FusionDefinition() as fd:
         inputs = [
-            fd.define_tensor(
-                shape=list(case.shape) if static else [-1] * rank,
-                contiguity=[True] * rank,
-                dtype=io_dtype,
-                stride_order=stride_order(case.order),
-            )
-            for _ in range(case.n_inputs)
+            _declare(fd, nvf, case, io_dtype, static, strides) for strides in input_strides(case)
         ]
         if upcast and io_dtype != DataType.Float:
             inputs = [fd.ops.cast(t, DataType.Float) for t in inputs]
-        out = build(fd, DataType, case, inputs)
-        if upcast and io_dtype != DataType.Float:
-            out = fd.ops.cast(out, io_dtype)
-        if case.out_order is None:
-            fd.add_output(out)
-        else:
-            fd.add_output(out, stride_order=stride_order(case.out_order))
+        outs = build(fd, DataType, case, inputs)
+        for out in outs if isinstance(outs, (tuple, list)) else (outs,):
+            if upcast and io_dtype != DataType.Float:
+                out = fd.ops.cast(out, io_dtype)
+            if case.out_order is None:
+                fd.add_output(out)
+            else:
+                fd.add_output(out, stride_order=stride_order(case.out_order))
     return fd
 
 
@@ -143,8 +200,9 @@ class LayoutfuseRunner:
         fd = define_fusion(self._frontend(), case)
         self._fd = fd
 
-        def run(*xs: torch.Tensor) -> torch.Tensor:
-            return fd.execute(list(xs))[0]
+        def run(*xs: torch.Tensor):
+            outs = fd.execute(list(xs))
+            return outs[0] if case.n_outputs == 1 else tuple(outs)
 
         return run
 

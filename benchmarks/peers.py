@@ -20,11 +20,13 @@ def _eager_into(case: Case, out: torch.Tensor) -> Callable[..., torch.Tensor]:
     match case.op:
         case "sum":
             return lambda x: torch.sum(operand(case, x), case.dims, out=out)
+        case "max":
+            return lambda x: torch.amax(operand(case, x), case.dims, out=out)
         case "copy":
             return lambda x: out.copy_(x)
         case "add":
             return lambda x, y: torch.add(x, y, out=out)
-    raise ValueError(f"op {case.op!r} has no pinned eager form (case {case.name})")
+    return pinned_op(case)  # no ``out=`` form: the op, then a copy into the pinned layout
 
 
 def pinned_op(case: Case) -> Callable[..., torch.Tensor]:
@@ -39,7 +41,13 @@ def pinned_op(case: Case) -> Callable[..., torch.Tensor]:
     perm, inv = list(case.out_order), inverse(case.out_order)
 
     def pinned(*xs):
-        return op(*xs).permute(perm).clone(memory_format=torch.contiguous_format).permute(inv)
+        outs = op(*xs)
+        if isinstance(outs, tuple):
+            return tuple(relaid(o) for o in outs)
+        return relaid(outs)
+
+    def relaid(o):
+        return o.permute(perm).clone(memory_format=torch.contiguous_format).permute(inv)
 
     return pinned
 

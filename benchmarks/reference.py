@@ -36,15 +36,47 @@ def empty_in_order(shape, order, dtype, device) -> torch.Tensor:
 
 
 def make_inputs(case: Case, device: str, seed: int = 0) -> list[torch.Tensor]:
-    """Random normal inputs of the case's shape, dtype and memory order."""
+    """Random normal inputs of the case's shape, dtype and memory order (views of a
+    larger tensor where the case slices, broadcast where it expands)."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    physical = [case.shape[d] for d in case.order]
-    return [
-        torch.randn(physical, generator=gen, device=device, dtype=case.torch_dtype).permute(
-            inverse(case.order)
-        )
-        for _ in range(case.n_inputs)
-    ]
+    inputs = []
+    for k in range(case.n_inputs):
+        shape = list(case.parent_shape())
+        expanded = case.expand is not None and k == case.n_inputs - 1
+        if expanded:
+            shape[case.expand] = 1
+        physical = [shape[d] for d in case.order]
+        x = torch.randn(physical, generator=gen, device=device, dtype=case.torch_dtype)
+        inputs.append(laid_out(case, x.permute(inverse(case.order)), expanded))
+    return inputs
+
+
+def laid_out(case: Case, parent: torch.Tensor, expanded: bool) -> torch.Tensor:
+    """``parent`` (logical dims, the case's order in memory) sliced and expanded as the
+    case says."""
+    x = parent
+    if case.slice is not None:
+        dim, start, step = case.slice
+        index = [slice(None)] * x.dim()
+        index[dim] = slice(start, None, step)
+        x = x[tuple(index)]
+    if expanded:
+        x = x.expand(case.shape)
+    return x
+
+
+def input_strides(case: Case) -> list[tuple[int, ...]]:
+    """Each input's strides, as :func:`make_inputs` lays it out (computed on meta tensors)."""
+    strides = []
+    for k in range(case.n_inputs):
+        shape = list(case.parent_shape())
+        expanded = case.expand is not None and k == case.n_inputs - 1
+        if expanded:
+            shape[case.expand] = 1
+        physical = [shape[d] for d in case.order]
+        x = torch.empty(physical, device="meta").permute(inverse(case.order))
+        strides.append(tuple(laid_out(case, x, expanded).stride()))
+    return strides
 
 
 def operand(case: Case, x: torch.Tensor) -> torch.Tensor:
@@ -60,16 +92,35 @@ def _layernorm(x, d):
     return y.movedim(-1, d)
 
 
+def _rmsnorm(x, d):
+    y = F.rms_norm(x.movedim(d, -1), (x.shape[d],), eps=LAYERNORM_EPS)
+    return y.movedim(-1, d)
+
+
+def _chain(x):
+    return torch.tanh(x * 0.5) * x + 1
+
+
 def plain_op(case: Case) -> Callable[..., torch.Tensor]:
     """The op on its inputs, leaving the output layout to torch."""
     dims = case.dims
     match case.op:
         case "sum":
             return lambda x: operand(case, x).sum(dims)
+        case "max":
+            return lambda x: operand(case, x).amax(dims)
+        case "var_mean":
+            return lambda x: torch.var_mean(operand(case, x), dims, correction=1)
         case "softmax":
             return lambda x: torch.softmax(x, dims[0])
+        case "log_softmax":
+            return lambda x: torch.log_softmax(x, dims[0])
         case "layernorm":
             return lambda x: _layernorm(x, dims[0])
+        case "rmsnorm":
+            return lambda x: _rmsnorm(x, dims[0])
+        case "chain":
+            return _chain
         case "var_sums":
             return lambda x: (x * x).mean(dims) - x.mean(dims) ** 2
         case "copy":
@@ -79,9 +130,13 @@ def plain_op(case: Case) -> Callable[..., torch.Tensor]:
     raise ValueError(f"unknown op {case.op!r} in case {case.name}")
 
 
-def reference(case: Case, inputs: list[torch.Tensor]) -> torch.Tensor:
+def reference(case: Case, inputs: list[torch.Tensor]) -> torch.Tensor | tuple[torch.Tensor, ...]:
     """The op computed in fp32 from the (upcast) inputs."""
     return plain_op(case)(*(t.float() for t in inputs))
+
+
+def as_outputs(out) -> tuple[torch.Tensor, ...]:
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
 def tolerance(case: Case) -> tuple[float, float]:
@@ -93,16 +148,29 @@ def tolerance(case: Case) -> tuple[float, float]:
     reduced = math.prod(case.operand_shape[d] for d in case.dims)
     if case.op == "sum":
         atol *= math.sqrt(reduced)
-    elif case.op == "var_sums":  # E[x^2] - E[x]^2 of standard normals: about 1
+    elif case.op in ("var_sums", "var_mean"):  # variances of standard normals: about 1
         atol *= 4
     elif case.op == "softmax":
-        atol /= reduced
+        atol /= max(reduced, 1)
+    elif case.op == "log_softmax":  # about -log(n): the relative error of the logsumexp
+        atol *= 1 + math.log(max(reduced, 1))
     return rtol, atol
 
 
-def check_result(case: Case, out: torch.Tensor, ref: torch.Tensor) -> None:
-    """Raise AssertionError unless ``out`` has the case's shape, dtype, pinned layout
+def check_result(case: Case, out, ref) -> None:
+    """Raise AssertionError unless each output has the case's shape, dtype, pinned layout
     and values."""
+    outs, refs = as_outputs(out), as_outputs(ref)
+    if len(outs) != case.n_outputs:
+        raise AssertionError(f"{len(outs)} outputs, expected {case.n_outputs}")
+    for k, (o, r) in enumerate(zip(outs, refs)):
+        try:
+            _check_one(case, o, r)
+        except AssertionError as e:
+            raise AssertionError(f"output {k}: {e}" if case.n_outputs > 1 else str(e)) from None
+
+
+def _check_one(case: Case, out: torch.Tensor, ref: torch.Tensor) -> None:
     if tuple(out.shape) != case.out_shape:
         raise AssertionError(f"shape {tuple(out.shape)}, expected {case.out_shape}")
     if out.dtype != case.torch_dtype:
@@ -112,7 +180,7 @@ def check_result(case: Case, out: torch.Tensor, ref: torch.Tensor) -> None:
         if tuple(out.stride()) != want:
             raise AssertionError(f"output strides {tuple(out.stride())}, expected {want}")
     rtol, atol = tolerance(case)
-    bad = ~torch.isclose(out.float(), ref, rtol=rtol, atol=atol)
+    bad = ~torch.isclose(out.float(), ref, rtol=rtol, atol=atol, equal_nan=True)
     if bool(bad.any()):
         i = int(bad.flatten().nonzero()[0])
         raise AssertionError(

@@ -92,6 +92,52 @@ def summary_lines(summary: dict) -> list[str]:
     return lines
 
 
+BEHIND_MARGIN = 0.02  # layoutfuse slower than the faster peer by more than this
+
+
+def behind(rows: list[dict], systems: list[str], subject: str = "layoutfuse") -> list[dict]:
+    """The cases where ``subject`` is more than 2% slower than the faster of the other
+    systems (or fails where a peer runs), worst first, with its schedule."""
+    peers = [s for s in systems if s != subject]
+    if subject not in systems or not peers:
+        return []
+    found = []
+    for row in rows:
+        runs = {s: row[s] for s in peers if s in row and not row[s]["error"]}
+        if not runs:
+            continue
+        best = max(runs, key=lambda s: runs[s]["gbps"])
+        mine = row.get(subject) or {}
+        ratio = 0.0 if mine.get("error") else mine["gbps"] / runs[best]["gbps"]
+        if ratio < 1 - BEHIND_MARGIN:
+            found.append(
+                {
+                    "case": row["case"],
+                    "ratio": ratio,
+                    "gbps": None if mine.get("error") else mine["gbps"],
+                    "pct": None if mine.get("error") else mine["pct"],
+                    "peer": best,
+                    "peer_gbps": runs[best]["gbps"],
+                    "error": mine.get("error"),
+                    "schedule": mine.get("schedule"),
+                }
+            )
+    return sorted(found, key=lambda b: b["ratio"])
+
+
+def behind_lines(found: list[dict], limit: int = 15) -> list[str]:
+    if not found:
+        return ["layoutfuse is within 2% of the faster peer (or faster) on every case"]
+    lines = [f"{len(found)} cases where layoutfuse is more than 2% behind the faster peer:"]
+    for b in found[:limit]:
+        mine = f"ERR {b['error'][:60]}" if b["error"] else f"{rate(b['gbps'])} GB/s"
+        lines.append(
+            f"  {b['ratio']:5.3f} {b['case']:<56} {mine} vs {b['peer']} "
+            f"{rate(b['peer_gbps'])}  {(b['schedule'] or '')[:160]}"
+        )
+    return lines
+
+
 def default_out_path(suite: str, commit: str | None, root: str | None) -> Path:
     """``benchmarks/results/<suite>-<YYYYMMDD-HHMM>-<shortcommit>.json`` under the repo root
     (or the working directory outside a git checkout)."""

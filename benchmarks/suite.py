@@ -2,7 +2,14 @@
 runs a suite (reduction, pointwise, normalization, seed) on layoutfuse, eager
 PyTorch and torch.compile, prints a line per case and a summary, and writes the
 result JSON (schema in :mod:`benchmarks.report`; ``env`` records the command, the
-date, the commit, the torch and Triton versions and the device).
+date, the commit, the torch and Triton versions and the device). The summary ends
+with the cases where layoutfuse is more than 2% behind the faster peer, worst first,
+with its schedule (``behind`` in the JSON).
+
+``python -m benchmarks suite random [--seed N] [--cases K]`` draws K problems (default
+120) from the distribution of :mod:`benchmarks.random_cases`; without ``--seed`` it
+picks a new seed and prints it. On the CPU the shapes are tiny and the run checks
+numerics and pinned strides as every suite does.
 
 ``python -m benchmarks chart RESULT.json --png OUT.png`` draws it.
 """
@@ -10,6 +17,7 @@ date, the commit, the torch and Triton versions and the device).
 from __future__ import annotations
 
 import argparse
+import random
 import shlex
 import sys
 from pathlib import Path
@@ -21,6 +29,7 @@ from benchmarks.cases import SUITES, Case
 from benchmarks.harness import Harness, environment, measure_ceilings, repo_root
 from benchmarks.layoutfuse_runner import LayoutfuseRunner
 from benchmarks.peers import CompilePeer, EagerPeer
+from benchmarks.random_cases import draw_cases
 
 SYSTEMS = {"layoutfuse": LayoutfuseRunner, "eager": EagerPeer, "compile": CompilePeer}
 # --quick divides element counts by this: a smoke run on a GPU, tiny shapes on a CPU.
@@ -33,7 +42,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("suite", choices=sorted(SUITES))
+    p.add_argument("suite", choices=sorted([*SUITES, "random"]))
+    p.add_argument("--seed", type=int, help="random: the seed (default: a new one, printed)")
+    p.add_argument("--cases", type=int, default=120, help="random: how many cases (120)")
     p.add_argument("--quick", action="store_true", help="shapes shrunk for a smoke run")
     p.add_argument("--out", type=Path, help="result file (default benchmarks/results/...)")
     p.add_argument("--filter", default="", help="only cases whose name contains this (a,b: both)")
@@ -47,9 +58,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def select_cases(suite: str, device: str, quick: bool, substr: str) -> list[Case]:
+def select_cases(
+    suite: str, device: str, quick: bool, substr: str, seed: int | None = None, count: int = 120
+) -> list[Case]:
     parts = [s for s in substr.split(",") if s]  # every part must match
-    cases = [c for c in SUITES[suite]() if all(s in c.name for s in parts)]
+    drawn = draw_cases(seed or 0, count, device) if suite == "random" else SUITES[suite]()
+    cases = [c for c in drawn if all(s in c.name for s in parts)]
     if quick:
         factor = QUICK_SHRINK["cuda" if device.startswith("cuda") else "cpu"]
         cases = [c.shrunk(factor) for c in cases]
@@ -58,7 +72,12 @@ def select_cases(suite: str, device: str, quick: bool, substr: str) -> list[Case
 
 def run(args: argparse.Namespace, command: str | None = None) -> int:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    cases = select_cases(args.suite, device, args.quick, args.filter)
+    if args.suite == "random" and args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 1_000_000)
+        command = f"{command} --seed {args.seed}" if command else command
+    if args.suite == "random":
+        print(f"random suite: seed {args.seed}, {args.cases} cases", flush=True)
+    cases = select_cases(args.suite, device, args.quick, args.filter, args.seed, args.cases)
     if args.list:
         for c in cases:
             print(f"{c.name:<48} {c.dtype:<9} shape={list(c.shape)} bytes={c.bytes_moved}")
@@ -91,6 +110,7 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
     doc = {
         "schema": report.SCHEMA,
         "suite": args.suite,
+        "seed": args.seed,
         "quick": args.quick,
         "partial": True,
         "env": env,
@@ -108,8 +128,10 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
     doc["partial"] = False
     doc["summary"] = report.summarize(doc["rows"], names)
     doc["memory"] = memory_after_cases(doc["rows"])
+    doc["behind"] = report.behind(doc["rows"], names)
     report.write_json(out, doc)
     print("\n".join(report.summary_lines(doc["summary"])))
+    print("\n".join(report.behind_lines(doc["behind"])))
     if doc["memory"]:
         print(
             "CUDA memory allocated after each case (bytes): first {first}, max {max}, "

@@ -24,6 +24,8 @@ class DataType(enum.Enum):
     Float8_e5m2 = "Float8_e5m2"
     ComplexFloat = "ComplexFloat"
     ComplexDouble = "ComplexDouble"
+    Float4_e2m1fn = "Float4_e2m1fn"  # one fp4 element; its tensors are packed (PACKED)
+    Float4_e2m1fn_x2 = "Float4_e2m1fn_x2"  # two fp4 elements a byte, as torch's dtype
     Null = "Null"
 
     def __repr__(self) -> str:
@@ -46,7 +48,15 @@ _TO_TORCH = {
     DataType.ComplexFloat: torch.complex64,
     DataType.ComplexDouble: torch.complex128,
 }
+if hasattr(torch, "float4_e2m1fn_x2"):
+    _TO_TORCH[DataType.Float4_e2m1fn_x2] = torch.float4_e2m1fn_x2
 _FROM_TORCH = {v: k for k, v in _TO_TORCH.items()}
+
+PACKED = {DataType.Float4_e2m1fn: DataType.Float4_e2m1fn_x2}
+"""Sub-byte dtypes and the dtype of their torch tensors: a tensor of ``Float4_e2m1fn``
+holds two elements a byte along its innermost allocated dim (nvFuser's convention), so
+its torch tensor (``float4_e2m1fn_x2``) has half that dim's extent. Only library ops
+(``ir/ops/nvfp4.py``) read them."""
 
 FLOATING = frozenset(
     {

@@ -186,6 +186,8 @@ def test_every_pointwise_row_is_a_function(name):
     dtype = DataType.Int if row.rule is DtypeRule.INTEGRAL else DataType.Float
     with FusionGuard(Fusion()):
         operands = [api.make_contig_tensor(2, dtype) for _ in range(row.arity)]
+        for k in row.scalar_operands:  # an alpha, threshold's scalars: Scalars (as in nvFuser)
+            operands[k] = 1.0
         out = getattr(api, name)(*operands)
         assert out.definition.op.name == name and out.ndim == 2
         with pytest.raises(DefinitionError):

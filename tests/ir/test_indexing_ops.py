@@ -386,3 +386,113 @@ def test_output_layout_follows_the_data_inside_the_indexed_dim(order, dim, expec
     shape = list(out.shape)
     want = _row_major(shape) if expected == "row_major" else (1, shape[0])
     assert out.stride() == want
+
+
+# --- indexed reads with the movement ops (slice, pad, cat, select) ------------------------
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=str)
+def test_index_select_of_a_slice_and_a_pad_of_a_selection(order):
+    """An indexed read through a stepped slice (its walk goes on past the loaded index),
+    and a pad whose input is an indexed read (the index's load masked with the pad's
+    input): one pointwise kernel each, against torch."""
+    x = with_order([9, 8], order, torch.float32)
+    idx = _index([3, 0, 2, 2, 1], torch.int32)
+    fd, (out,) = _run(
+        lambda fd, a, i: [fd.ops.index_select(fd.ops.slice(a, [1, 1], [9, 8], [2, 3]), i, 0)],
+        x,
+        idx,
+    )
+    torch.testing.assert_close(out, x[1::2, 1::3][idx.long()], rtol=0, atol=0)
+    assert len(schedules(fd)) == 1
+    fd, (out,) = _run(
+        lambda fd, a, i: [
+            fd.ops.pad(fd.ops.index_select(a, i, 1), [2, -1, 1, 1], fd.define_scalar(-3.0))
+        ],
+        x,
+        idx,
+    )
+    ref = torch.nn.functional.pad(x[:, idx.long()], [2, -1, 1, 1], value=-3.0)
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+    assert len(schedules(fd)) == 1
+
+
+def test_index_select_of_a_pad_and_through_a_sliced_index():
+    """The loaded index addresses a padded input (the pad's condition is on the loaded
+    index, positions in the padding read the fill), and the index operand itself is a
+    stepped slice of a tensor (an affine load with a base offset, read inside the walk)."""
+    x = torch.randn(5, 4)
+    raw = torch.tensor([9, 6, 0, 7, 3, 8, 1, 5, 2], dtype=torch.int64)
+    fd, (out,) = _run(
+        lambda fd, a, r: [
+            fd.ops.index_select(
+                fd.ops.pad(a, [0, 0, 2, 3], fd.define_scalar(7.5)),
+                fd.ops.slice(r, [1], [9], [2]),
+                0,
+            )
+        ],
+        x,
+        raw,
+    )
+    ref = torch.nn.functional.pad(x, [0, 0, 2, 3], value=7.5)[raw[1::2]]
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+    assert len(schedules(fd)) == 1
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cat_of_a_selection_and_a_tensor(dim):
+    """cat of an index_select with a tensor (and a select of that): the cat's pads read the
+    selection through its walk and the tensor as their fill."""
+    x = with_order([6, 5], (1, 0), torch.float32)
+    idx = _index([5, 1, 1, 4], torch.int64)
+    y = torch.randn(4, 5) if dim == 0 else torch.randn(4, 3)
+    sel_x = x[idx] if dim == 0 else x[idx][:, :3]
+    with FusionDefinition() as fd:
+        a, i, b = fd.from_pytorch(x), fd.from_pytorch(idx), fd.from_pytorch(y)
+        s = fd.ops.index_select(a, i, 0)
+        if dim == 1:
+            s = fd.ops.slice(s, [0, 0], [4, 3], [1, 1])
+        c = fd.ops.cat([s, b], dim)
+        fd.add_output(fd.ops.mul(c, fd.define_scalar(2.0)))
+        fd.add_output(fd.ops.select(c, fd.define_scalar(1), 0))
+    out, row = fd.execute([x, idx, y])
+    ref = torch.cat([sel_x, y], dim)
+    torch.testing.assert_close(out, ref * 2, rtol=0, atol=0)
+    torch.testing.assert_close(row, ref[1], rtol=0, atol=0)
+    # one kernel per output (the select's row is its own iteration space), each reading
+    # the selection through the cat's walk
+    assert [p.scheduler for p in schedules(fd)] == ["pointwise", "pointwise"]
+    assert all(p.generic for p in schedules(fd))
+
+
+def test_softmax_of_a_pad_of_a_selection_is_one_normalization_kernel():
+    """Generic normalization through a pad and an indexed read on one chain (the rule
+    takes both kinds of walked load)."""
+    x = torch.randn(6, 10)
+    idx = _index([5, 0, 2, 2])
+    with FusionDefinition() as fd:
+        a, i = fd.from_pytorch(x), fd.from_pytorch(idx)
+        s = fd.ops.pad(fd.ops.index_select(a, i, 0), [1, 2], fd.define_scalar(0.5))
+        mx = fd.ops.max(s, dims=[1], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(s, mx))
+        fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[1], keepdim=True)))
+    (out,) = fd.execute([x, idx])
+    ref = torch.softmax(torch.nn.functional.pad(x[idx], [1, 2], value=0.5), 1)
+    torch.testing.assert_close(out, ref)
+    assert [p.scheduler for p in schedules(fd)] == ["normalization"]
+    assert schedules(fd)[0].generic
+
+
+def test_slice_and_pad_with_a_selection_compile_for_sm90(on_cpu):
+    x = torch.randn(64, 128)
+    idx = torch.randint(0, 32, (48,), dtype=torch.int32)
+    fd, _ = _run(
+        lambda fd, a, i: [
+            fd.ops.pad(
+                fd.ops.index_select(fd.ops.slice(a, [0, 0], [64, 128], [2, 1]), i, 0),
+                [1, 1, 0, 2],
+            )
+        ],
+        x,
+        idx,
+    )
+    arts = compile_last_run(fd.executor())
+    assert arts and all(".target sm_90" in a.ptx for a in arts)

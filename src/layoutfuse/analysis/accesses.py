@@ -47,10 +47,13 @@ def is_shape_expr(e: Expr) -> bool:
 
 def index_operands(e: Expr) -> list[TensorView]:
     """A shape op's TensorView inputs after the first: an indexed read's index operands,
-    read in the op's output coordinates (``ir.ops.indexing``)."""
+    read in the op's output coordinates (``ir.ops.indexing``). A pad's tensor fill (cat),
+    read at the same coordinates but as a value, not an address, is not one
+    (``OpDef.same_coordinate_inputs``)."""
     if e.op.kind is not OpKind.SHAPE:
         return []
-    return [v for v in e.inputs[1:] if isinstance(v, TensorView)]
+    fills = e.op.same_coordinate_inputs
+    return [v for k, v in enumerate(e.inputs) if k and k not in fills and isinstance(v, TensorView)]
 
 
 def is_indirect(chain: tuple[Expr, ...]) -> bool:
@@ -85,6 +88,9 @@ def reached(
             for i in index_operands(e):  # first: their loads precede the read they address
                 walk(i, chain)
             walk(e.inputs[0], chain + (e,))
+            for k in e.op.same_coordinate_inputs:  # a pad's tensor fill (cat)
+                if isinstance(e.inputs[k], TensorView):
+                    walk(e.inputs[k], chain)
         elif e.op.kind is OpKind.POINTWISE:
             for i in e.inputs:
                 if isinstance(i, TensorView):
@@ -114,6 +120,12 @@ def upstream_tensors(root: TensorView, memory: set[int]) -> dict[int, tuple[Tens
     for tv, chain in reached(root, memory):
         out.setdefault(id(tv), (tv, chain))
     return out
+
+
+def has_base(access: Access) -> bool:
+    """Whether the access's address at index 0 may be past its tensor's start (a slice or
+    select on its chain): an affine access then gets a base offset (``index_walk.base_offset``)."""
+    return any(e.op.name in ("slice", "select") for e in access.chain)
 
 
 def shape_of(tv: TensorView, extents: dict[int, int]) -> tuple[int, ...]:

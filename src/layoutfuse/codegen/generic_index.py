@@ -9,6 +9,9 @@ not affine (``analysis.index_walk``) with ``TritonIndex``, a string algebra:
   in the order the walk first needs it);
 * every compound expression gets a temporary ``gi<n>``, shared by equal expressions,
   so a chain of reshapes stays linear in size;
+* a runtime scalar of an index map (a select's index) is its kernel argument ``c<i>``;
+* a masked map (pad) gives conditions: ``valid[a]`` masks access ``a``'s load,
+  ``predicates[chain_key]`` selects between a pad's input and its fill;
 * an indexed read's loaded index is ``gv<n>``, an ``Indirect`` line: the kernel's own
   value of the index operand at that point of the chain (``ValueEmitter``), written when
   the lines are (``GenericIndex.emit``), then asserted in range (where Triton compiles
@@ -23,10 +26,12 @@ the argument values in the same order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.index_walk import memory_indices
+from ..analysis.accesses import index_operands
+from ..analysis.index_walk import chain_key, walk
+from ..ir import OpKind, TensorView
 from ..schedulers.problem import is_affine
 from .indexing import offset_expr
 
@@ -47,7 +52,8 @@ class TritonIndex:
     zero = "0"
     one = "1"
 
-    def __init__(self):
+    def __init__(self, scalar_names: dict[int, str] | None = None):
+        self.scalar_names = scalar_names or {}
         self.lines: list[str | Indirect] = []
         self.extent_uids: list[int] = []
         self._memo: dict[Any, str] = {}
@@ -95,6 +101,16 @@ class TritonIndex:
             return str(int(a) % int(b))
         return self._bind(f"{a} % {b}")
 
+    def scalar(self, s) -> str:
+        if isinstance(s, int):
+            return str(s)
+        if s.is_constant:
+            return str(int(s.value))
+        return self.scalar_names[id(s)]
+
+    def in_range(self, a: str, n: str) -> str:
+        return self._bind(f"({a} >= 0) & ({a} < {n})")
+
     def indirect(self, expr, out_idx) -> str:
         key = (id(expr), tuple(id(e) for e in self.chain))
         name = self._memo.get(key)
@@ -131,6 +147,12 @@ class GenericIndex:
     extent_uids: tuple[int, ...]  # IterDomain uid of ``ext<j>``
     strides: tuple[tuple[int, int], ...]  # (access, memory dim) of every ``ms<a>_<i>``
     ends: tuple[tuple[int, int], ...] = ()  # (access, lines written once its walk is done)
+    valid: dict[int, str] = field(default_factory=dict)  # load access -> where it is read
+    predicates: dict[tuple[int, ...], str] = field(default_factory=dict)  # pad -> its cond
+
+    def predicate(self, expr, chain) -> str | None:
+        """The condition under which the pad ``expr`` reached along ``chain`` reads its input."""
+        return self.predicates.get(chain_key(expr, chain))
 
     def arg_names(self) -> list[str]:
         return [f"ext{j}" for j in range(len(self.extent_uids))] + [
@@ -164,20 +186,28 @@ class GenericIndex:
         value: Callable[[Any, tuple], str],
         zero_tile: str,
         index64: bool,
+        load_masks: list[str] | None = None,
     ) -> None:
         """Write the walk into ``w`` and each access's offset into ``offsets``: the lines in
         order, an ``Indirect`` as the kernel's ``value(index operand, chain)``; an offset
         after every line, or earlier where an indirect value needs it (an index operand read
-        through another indexed read: its own walk comes first, ``accesses.reached``)."""
+        through another indexed read: its own walk comes first, ``accesses.reached``).
+        Given ``load_masks``, a load's mask is narrowed by its ``valid`` condition (a pad's
+        input: read where it lies) with its offset (a caller without them masks per load)."""
         for line in dim_lines:
             w.line(line)
         done = dict(self.ends)
         pending = list(self.offsets)
 
         def flush(upto: int) -> None:
+            ready = []
             while pending and done[pending[0]] <= upto:
-                a = pending.pop(0)
+                ready.append(pending.pop(0))
+            for a in ready:
                 offsets[a] = w.assign("off", f"{self.offsets[a]} + {zero_tile}")
+            for a in ready if load_masks is not None else ():
+                if a in self.valid:
+                    load_masks[a] = w.assign("lmask", f"{load_masks[a]} & {self.valid[a]}")
 
         for k, line in enumerate(self.lines):
             if isinstance(line, Indirect):
@@ -194,21 +224,29 @@ def generic_index(spec, params) -> GenericIndex:
     rank = len(spec.root.shape_domain)
     grouped = set(params.group_dims)
     root_idx = [f"dim{d}" if d in grouped else "0" for d in range(rank)]
-    ix = TritonIndex()
+    ix = TritonIndex({id(v): f"c{i}" for i, v in enumerate(spec.scalars)})
     offsets: dict[int, str] = {}
+    valid: dict[int, str] = {}
+    predicates: dict[tuple[int, ...], str] = {}
     guards: dict[int, str] = {}
     strides: list[tuple[int, int]] = []
     ends: list[tuple[int, int]] = []
     first_coordinate = spec.n_loads + spec.n_stores
-    for a, access in enumerate(spec.accesses):
-        if is_affine(params, a):
-            continue
+    for a in _walk_order(spec, params):
+        access = spec.accesses[a]
         terms: list[tuple[str, int | str]] = []
         conds: list[str] = []
-        for i, m in enumerate(memory_indices(access, root_idx, ix)):
+        wk = walk(access, root_idx, ix)
+        if wk.valid:
+            valid[a] = " & ".join(dict.fromkeys(wk.valid))
+        predicates.update((k, " & ".join(c)) for k, c in wk.predicates.items())
+        mem = list(wk.indices)
+        if a >= first_coordinate:  # iota, random ops: the row-major linear index
+            mem = [_linear_index(mem, access.tv, ix)]
+        for i, m in enumerate(mem):
             if m == "0":
                 continue
-            if a >= first_coordinate:  # iota: its own linear coordinate
+            if a >= first_coordinate:
                 terms.append((m, 1))
                 continue
             s = f"ms{a}_{i}"
@@ -221,5 +259,83 @@ def generic_index(spec, params) -> GenericIndex:
         if conds:
             guards[a] = " & ".join(conds)
     return GenericIndex(
-        tuple(ix.lines), offsets, guards, tuple(ix.extent_uids), tuple(strides), tuple(ends)
+        tuple(ix.lines),
+        offsets,
+        guards,
+        tuple(ix.extent_uids),
+        tuple(strides),
+        ends=tuple(ends),
+        valid=valid,
+        predicates=predicates,
     )
+
+
+def _linear_index(indices: list[str], tv, ix: TritonIndex) -> str:
+    """``tv``'s row-major linear index of per-dim ``indices`` (Horner: one per dim)."""
+    lin = ix.zero
+    for d, m in enumerate(indices):
+        scaled = ix.mul(lin, ix.extent(tv, d)) if lin != ix.zero else ix.zero
+        lin = ix.add(scaled, m)
+    return lin
+
+
+def _walk_order(spec, params) -> list[int]:
+    """The accesses that are not affine, each walked after the accesses that its indexed
+    reads' index operands load (their offsets feed the values of its ``Indirect`` lines:
+    an index operand read through a pad or another indexed read walks too)."""
+    keys = {
+        a.key()[:2]: i
+        for i, a in enumerate(spec.accesses)
+        if not spec.n_loads <= i < spec.n_loads + spec.n_stores
+    }
+    memory = {id(a.tv) for a in spec.accesses[: spec.n_loads]}
+    order: list[int] = []
+    seen: set[int] = set()
+
+    def visit(a: int) -> None:
+        if a in seen:
+            return
+        seen.add(a)
+        acc = spec.accesses[a]
+        for k, e in enumerate(() if acc.backward else acc.chain):
+            for operand in index_operands(e):
+                for tv, chain in _reached(operand, acc.chain[:k], memory):
+                    b = keys.get((id(tv), tuple(id(x) for x in chain)))
+                    if b is not None:
+                        visit(b)
+        if not is_affine(params, a):
+            order.append(a)
+
+    for a in range(len(spec.accesses)):
+        visit(a)
+    return order
+
+
+def _reached(tv, chain: tuple, memory: set[int]) -> list[tuple[Any, tuple]]:
+    """(tensor, chain) pairs read backward from ``tv`` at ``chain`` within a kernel (as
+    ``accesses.reached``, stopping at whatever the kernel does not compute in place)."""
+    out: list[tuple[Any, tuple]] = []
+    stack = [(tv, chain)]
+    seen: set[tuple] = set()
+    while stack:
+        t, c = stack.pop()
+        key = (id(t), tuple(id(e) for e in c))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((t, c))
+        e = t.definition
+        if id(t) in memory or e is None:
+            continue
+        if e.op.kind is OpKind.SHAPE:
+            stack += [(i, c) for i in index_operands(e)] + [(e.inputs[0], (*c, e))]
+            stack += [
+                (e.inputs[k], c) for k in e.op.same_coordinate_inputs if _is_tensor(e.inputs[k])
+            ]
+        elif e.op.kind is OpKind.POINTWISE:
+            stack += [(i, c) for i in e.inputs if _is_tensor(i)]
+    return out
+
+
+def _is_tensor(v) -> bool:
+    return isinstance(v, TensorView)

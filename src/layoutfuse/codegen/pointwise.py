@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..dtypes import DataType
 from ..schedulers.pointwise import PointwiseParams, stride_args
 from .generic_index import generic_index
+from .helpers import FP8_CONVERT, helpers_for
 from .kernel import Kernel
 from .tile_index import TILE_ZEROS, emit_indexing, store_mask
 from .values import ValueEmitter
@@ -24,7 +25,8 @@ def kernel_header(spec, params) -> list[str]:
 
 
 def load_line(ptr: str, off: str, mask: str, dtype: DataType) -> str:
-    return f"tl.load({ptr} + {off}, mask={mask}, other=0).to({tl_compute(dtype)})"
+    other = "0.0" if dtype in FP8_CONVERT else "0"  # Triton casts no integer to fp8
+    return f"tl.load({ptr} + {off}, mask={mask}, other={other}).to({tl_compute(dtype)})"
 
 
 def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, list[str]]:
@@ -39,7 +41,8 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
     gen = generic_index(spec, params) if params.generic else None
     walk = gen.arg_names() if gen else []
-    args = ptrs + sizes + strides + walk + scalars + ["NUM_PX", "NUM_PY"]
+    bases = [f"b{a}" for a in params.based]
+    args = ptrs + sizes + strides + walk + bases + scalars + ["NUM_PX", "NUM_PY"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
@@ -48,6 +51,10 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     )
     with w.indent():
         mask, offsets, idx, load_masks = emit_indexing(w, params, spec)
+        # a slice's start, a select's index (affine accesses: before the walk, whose
+        # indirect values may load them)
+        for a in params.based:
+            offsets[a] = w.assign("off", f"{offsets[a]} + b{a}")
         ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
         load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
         coord_index = {
@@ -71,9 +78,11 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
             lambda s: scalar_names[id(s)],
             coordinate,
             "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
+            predicate=gen.predicate if gen else None,
         )
         if gen:
-            gen.emit(w, gen.dim_lines(params, idx), offsets, ve.value, TILE_ZEROS, params.index64)
+            dims = gen.dim_lines(params, idx)
+            gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks)
         for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
             acc = spec.accesses[i]
             # an indexed write stores its src (computed in these coordinates) along its
@@ -86,7 +95,8 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
                 f"{store}({ptr_of[id(acc.tv)]} + {offsets[i]}, "
                 f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
             )
-    return HEADER + PRELUDE + "\n\n" + w.text(), args
+    body = w.text()
+    return HEADER + PRELUDE + helpers_for(body) + "\n\n" + body, args
 
 
 def emit(spec, params: PointwiseParams) -> tuple[Kernel, ...]:

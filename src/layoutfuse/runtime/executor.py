@@ -33,6 +33,7 @@ from ..analysis.device import DeviceInfo
 from ..dtypes import to_torch
 from ..errors import InputShapeError
 from ..ir import Fusion, Scalar, TensorView
+from ..ir.ops.random import seed_inputs
 from ..passes.output_layout import OutputLayout, OutputLayoutPass
 from ..reference import evaluate
 from ..schedulers.tuning import DEFAULT, Tuning
@@ -64,6 +65,7 @@ class FusionExecutor:
         # the host-side bounds checks of a plan's indexed reads, by its key
         self._index_checks: dict[tuple[Any, ...] | None, tuple[IndexCheck, ...]] = {}
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
+        self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
 
     # --- public ------------------------------------------------------------------------------
     def run(
@@ -78,7 +80,7 @@ class FusionExecutor:
         outputs come back as 0-dim CPU tensors of their dtype. ``profile``: plan anew
         (no replay) and time every launch (``last_run.launches[i].time_ms``).
         """
-        key = signature(inputs, device)
+        key = signature(inputs, device, self._seed_inputs())
         plan = None if profile else self._plans.get(key)  # unkeyable inputs (None): none
         if plan is not None:
             check_indices(self._index_checks.get(key, ()), inputs)
@@ -90,12 +92,19 @@ class FusionExecutor:
     ) -> list[Any] | None:
         """The outputs through the plan recorded for ``inputs``' signature, or None when
         there is none yet (then ``run`` validates, plans and records one)."""
-        key = signature(inputs, device)
+        key = signature(inputs, device, self._seed_inputs())
         plan = self._plans.get(key)
         if plan is None:
             return None
         check_indices(self._index_checks.get(key, ()), inputs)
         return plan.replay(inputs)
+
+    def _seed_inputs(self) -> frozenset[int]:
+        """Positions of the scalar inputs that are only random ops' seeds or offsets: a
+        replay plan serves all their values (``replay.signature``)."""
+        if self._seeds is None:
+            self._seeds = seed_inputs(self.fusion)
+        return self._seeds
 
     def plan(
         self, inputs: Sequence[Any], device: torch.device | str | int | None = None
@@ -166,7 +175,9 @@ class FusionExecutor:
         if key is not None and replayable and len(self._plans) < 64:
             assert record is not None  # replayable: the kernels ran
             kept = self._compiled.kept_tensors() if self._compiled is not None else frozenset()
-            plan = build_plan(self.fusion, inputs, result, record.launches, kept)
+            plan = build_plan(
+                self.fusion, inputs, result, record.launches, kept, record.library_calls
+            )
             if plan is not None:
                 self._plans[key] = plan
                 if checks:

@@ -39,7 +39,7 @@ benchmarks/NOTES.md, "Measurements behind the heuristics".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
 from ..analysis.accesses import is_indirect
 from ..analysis.device import DeviceInfo
@@ -113,16 +113,10 @@ class NormalizationParams:
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
     n_groups: int
-    # generic mode (an indexed read walks its chain, see ``codegen.generic_index``); shown
-    # by ``repr`` only when set, so the params of every other kernel read as before
-    generic: bool = field(default=False, repr=False)
-    affine: tuple[bool, ...] = field(default=(), repr=False)  # per access
-    group_dims: tuple[int, ...] = field(default=(), repr=False)  # coordinate of each group
-
-    def __repr__(self) -> str:
-        shown = [f for f in fields(self) if f.repr or self.generic]
-        text = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in shown)
-        return f"NormalizationParams({text})"
+    based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
+    generic: bool = False  # some load walks its chain (a pad's masked read, an indexed read)
+    affine: tuple[bool, ...] = ()  # per access, in generic mode
+    group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
 
     @property
     def pattern(self) -> str:
@@ -155,7 +149,7 @@ def can_schedule(
         return "no reduction whose results are used again on its rows"
     if p is None:
         return "empty or mismatched extents"
-    if p.generic and not _indexed_reads_only(segment, p):
+    if p.generic and not _walked_loads_only(segment, p):
         return "an access is not affine (a reshape that is not a view)"
     if not any(g.reduced for g in p.groups):
         return "nothing is reduced (size-1 reduced dims)"
@@ -163,12 +157,18 @@ def can_schedule(
     return plan.why if plan.mode == "segmented" else None
 
 
-def _indexed_reads_only(segment: KernelSpec, p: Problem) -> bool:
-    """Every access that is not affine is a load through an indexed read (its walk runs in
-    the R loop like the reduction kernel's); a reshape that is not a view is not taken."""
+def _walked_loads_only(segment: KernelSpec, p: Problem) -> bool:
+    """Every access that is not affine is a load through a pad (a masked read) or through an
+    indexed read, which the kernel walks per element in its R loop (generic mode, as the
+    reduction kernel's); a reshape that is not a view is not taken."""
     return all(
-        p.is_affine(a) or (a < p.n_loads and is_indirect(segment.accesses[a].chain))
-        for a in range(len(segment.accesses))
+        a < p.n_loads
+        and (
+            any(e.op.name == "pad" for e in segment.accesses[a].chain)
+            or is_indirect(segment.accesses[a].chain)
+        )
+        for a in range(len(p.dtypes))
+        if not p.is_affine(a)
     )
 
 

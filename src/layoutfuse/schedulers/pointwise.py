@@ -97,6 +97,7 @@ class PointwiseParams:
     generic: bool = False  # some access walks its chain (not affine)
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
+    based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
 
     @property
     def pattern(self) -> str:
@@ -113,6 +114,8 @@ def can_schedule(
     """Any segment without a reduction."""
     if segment.reductions or segment.group is not None:
         return "the segment has a reduction"
+    if segment.scan is not None:
+        return f"the segment holds a per-row {segment.scan.op.name} (a scan kernel's)"
     if p is None:
         return "no problem could be built for the segment's extents"
     if device.interpreted and any(

@@ -10,8 +10,12 @@ normalization kernel that reads their inputs once (``siblings``). A plain reduct
 its pointwise and shape prologue recomputed from memory; its outputs are written to
 memory (the fusion's output or an intermediate buffer). Every remaining output computed
 by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
-in the same coordinates, are stored by that kernel. Each cut says why it was made
-(``Segment.reason``).
+in the same coordinates, are stored by that kernel. A per-row op (cumsum, argsort, topk)
+gets a scan kernel of its own, with its prologue and its pointwise epilogue
+(``segmenter.scans``); its results live in memory for every other kernel. A library op
+(matmul, linear, attention: ``ir/ops/library.py``) is a segment of its own, run through
+torch; the kernels around it read and write its operands and results in memory
+(``segment``). Each cut says why it was made (``Segment.reason``).
 
 A normalization kernel carries its fallback plan (``KernelSpec.fallback``, built in
 ``segmenter.specs``), which the runtime takes when the normalization scheduler says its
@@ -28,7 +32,8 @@ from typing import NamedTuple
 from ..analysis.accesses import Access, is_indirect, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, TensorView
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
-from .specs import KernelSpec, group_spec, kernel_spec, reduction_spec
+from .scans import scan_epilogues, scan_specs
+from .specs import KernelSpec, group_spec, kernel_spec, library_spec, reduction_spec
 
 __all__ = ["KernelSpec", "segment", "siblings"]
 
@@ -53,22 +58,33 @@ class _Segmentation:
     reductions: list[Expr]  # in fusion order
     pending: list[TensorView]  # outputs computed by pointwise work, widest first
     writes: list[Expr] = field(default_factory=list)  # indexed writes, in fusion order
+    scans: list[Expr] = field(default_factory=list)  # per-row ops, their results in memory
     covered: set[int] = field(default_factory=set)  # outputs a kernel already stores
     groups: list[_GroupKernel] = field(default_factory=list)
 
     @classmethod
-    def of(cls, fusion: Fusion, computed_outputs: list[TensorView]) -> _Segmentation:
+    def of(
+        cls, fusion: Fusion, computed_outputs: list[TensorView], results: set[int]
+    ) -> _Segmentation:
+        """``results``: ids of library results (in memory, as inputs are)."""
         reductions = [e for e in fusion.exprs if e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD)]
+        scans = [e for e in fusion.exprs if e.op.kind is OpKind.SCAN]
         pending = [
             o
             for o in computed_outputs
             if o.definition is not None
-            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD, OpKind.WRITE)
+            and o.definition.op.kind
+            not in (OpKind.REDUCTION, OpKind.WELFORD, OpKind.SCAN, OpKind.WRITE)
         ]
         pending.sort(key=lambda t: -len(t.shape_domain))
         writes = [e for e in fusion.exprs if e.op.kind is OpKind.WRITE]
-        inputs = {id(v) for v in fusion.inputs}
-        return cls(fusion, computed_outputs, inputs, reductions, pending, writes=writes)
+        # library and scan results live in memory: every other kernel reads them as inputs
+        memory = (
+            {id(v) for v in fusion.inputs} | results | {id(o) for e in scans for o in e.outputs}
+        )
+        return cls(
+            fusion, computed_outputs, memory, reductions, pending, writes=writes, scans=scans
+        )
 
     @property
     def output_ids(self) -> set[int]:
@@ -92,18 +108,59 @@ class _Segmentation:
 def segment(
     fusion: Fusion, computed_outputs: list[TensorView]
 ) -> tuple[list[KernelSpec], list[TensorView]]:
-    """Kernel specs in run order, and the intermediate tensors that need buffers."""
-    seg = _Segmentation.of(fusion, computed_outputs)
+    """Kernel specs in run order, and the intermediate tensors that need buffers.
+
+    A library op (matmul, attention: ``ir/ops/library.py``) is a segment of its own
+    (``library_spec``): its results are in memory for the kernels after it, as inputs
+    are, and the kernels before it store its operands that they compute (in buffers
+    when they are not outputs). The library segment's results are not among the buffers:
+    torch makes them (those that are outputs are copied into their destinations)."""
+    library = [e for e in fusion.exprs if e.op.kind is OpKind.LIBRARY]
+    results = {id(o) for e in library for o in e.outputs}
+    kernel_outputs = [o for o in computed_outputs if id(o) not in results]
+    operands = _library_operands(library, fusion, results)
+    extra = [t for t in operands if all(t is not o for o in kernel_outputs)]
+    specs, intermediates = _kernel_segments(fusion, kernel_outputs + extra, results, library)
+    return specs, intermediates + extra
+
+
+def _library_operands(library: list[Expr], fusion: Fusion, results: set[int]) -> list[TensorView]:
+    """The tensor operands of library ops that kernels compute (each once, in order)."""
+    out: list[TensorView] = []
+    for e in library:
+        for v in e.inputs:
+            if (
+                isinstance(v, TensorView)
+                and v.definition is not None
+                and id(v) not in results
+                and all(v is not t for t in out)
+            ):
+                out.append(v)
+    return out
+
+
+def _kernel_segments(
+    fusion: Fusion, computed_outputs: list[TensorView], results: set[int], library: list[Expr]
+) -> tuple[list[KernelSpec], list[TensorView]]:
+    """The segments of ``segment``: ``results`` (library results) live in memory."""
+    seg = _Segmentation.of(fusion, computed_outputs, results)
     _normalization_groups(seg)
     _sibling_groups(seg)
     memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
     memory_ids |= {id(e.outputs[0]) for e in seg.writes}
+    epilogues = scan_epilogues(seg.scans, seg.pending, seg.covered, memory_ids)
     specs = _pointwise_specs(seg, memory_ids)
     reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
     specs += reduction_specs
     write_specs, write_buffers = _write_specs(seg, memory_ids)
     specs += write_specs
     intermediates += write_buffers
+    specs += [library_spec(e) for e in library]
+    scan_kernels, scan_buffers = scan_specs(
+        seg.fusion, seg.scans, seg.output_ids, memory_ids, epilogues
+    )
+    specs += scan_kernels
+    intermediates += scan_buffers
     # what the kernels load: the others', and the normalization kernels' own (a group can
     # read another group's results: a first pass builds them without extra stores)
     first, _ = _group_specs(seg, memory_ids, set())

@@ -13,16 +13,21 @@ from dataclasses import dataclass, field
 
 from ..analysis.accesses import Access, is_indirect, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
+from ..ir.ops import COORDINATE_OPS
+from ..ir.ops.library import row_of
+from ..ir.ops.movement import MOVEMENT_OPS, index_scalars
+from ..ir.ops.random import N_PARAMS
+from ..ir.ops.random import NAMES as RANDOM_OPS
 from .normalization import Group, group_reached
 
 
 @dataclass(eq=False)
 class KernelSpec:
-    kind: str  # "pointwise" or "reduction"
+    kind: str  # "pointwise", "reduction", "normalization", "library" or "scan"
     root: TensorView  # the iteration tensor
     exprs: list[Expr]
     memory: list[TensorView]  # pointer arguments: loaded tensors, then stored ones
-    accesses: list[Access]  # loads, then stores, then coordinates (iota)
+    accesses: list[Access]  # loads, then stores, then coordinates (iota, random ops)
     n_loads: int
     n_stores: int
     scalars: list[Scalar]
@@ -35,6 +40,7 @@ class KernelSpec:
     siblings: list[Expr] = field(default_factory=list)  # a reduction kernel's others
     online: dict[int, Expr] = field(default_factory=dict)  # softmax's id(sum) -> its max,
     # accumulated together (online)
+    scan: Expr | None = None  # a scan kernel's per-row op (cumsum, argsort, topk)
 
     @property
     def reductions(self) -> list[Expr]:
@@ -45,8 +51,15 @@ class KernelSpec:
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
     out: dict[int, Scalar] = {}
     for e in exprs:
-        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION):
-            for v in e.inputs:
+        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION) or e.op.name in MOVEMENT_OPS:
+            # a random op's shape is the kernel's extents: only its parameters are arguments
+            if e.op.name in MOVEMENT_OPS:
+                args = index_scalars(e)
+            elif e.op.name in RANDOM_OPS:
+                args = e.inputs[:N_PARAMS]
+            else:
+                args = e.inputs
+            for v in args:
                 if isinstance(v, Scalar) and not v.is_constant:
                     out.setdefault(id(v), v)
                 if isinstance(v, Vector):
@@ -119,7 +132,7 @@ def kernel_spec(
         for a in ups
         if a.tv.definition is not None
         and id(a.tv) not in memory_ids
-        and a.tv.definition.op.name == "iota"
+        and a.tv.definition.op.name in COORDINATE_OPS
     ]
     found = {id(e): e for r in roots for e in _exprs_upstream(r, memory_ids)}
     exprs = _in_fusion_order(
@@ -139,6 +152,28 @@ def kernel_spec(
         [a.tv for a in stores],
         siblings=list(siblings),
         online=dict(online),
+    )
+
+
+def library_spec(e: Expr) -> KernelSpec:
+    """A library segment: one library op, run through torch (``ir/ops/library.py``). Its
+    loads are its tensor operands, its outputs the op's results; its scalars the
+    operands that are not constants."""
+    tensors = [v for v in e.inputs if isinstance(v, TensorView)]
+    loads = [Access(t, ()) for t in _distinct_tensors([Access(t, ()) for t in tensors])]
+    outputs = [o for o in e.outputs if isinstance(o, TensorView)]
+    scalars = [v for v in e.inputs if isinstance(v, Scalar) and not v.is_constant]
+    return KernelSpec(
+        "library",
+        outputs[0],
+        [e],
+        _distinct_tensors(loads) + outputs,
+        loads,
+        len(loads),
+        0,
+        scalars,
+        reason=row_of(e).reason,
+        outputs=outputs,
     )
 
 
@@ -191,7 +226,9 @@ def group_spec(
     coords = [
         Access(tv, c)
         for tv, c in reached
-        if tv.definition is not None and id(tv) not in memory and tv.definition.op.name == "iota"
+        if tv.definition is not None
+        and id(tv) not in memory
+        and tv.definition.op.name in COORDINATE_OPS
     ]
     exprs = _group_exprs(group, reached, memory, xstores)
     return KernelSpec(

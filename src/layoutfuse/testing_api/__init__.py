@@ -26,6 +26,8 @@ from .ops import *  # noqa: F403 - the op functions, listed in ops.__all__
 from .ops import __all__ as _ops_all
 from .pointwise import *  # noqa: F403 - one function per pointwise row
 from .pointwise import __all__ as _pointwise_all
+from .random import *  # noqa: F403 - rand, randn, uniform, normal, rand_like, randn_like
+from .random import __all__ as _random_all
 from .tensors import (
     make_concrete_tensor,
     make_contig_concrete_tensor,
@@ -49,4 +51,5 @@ __all__ = [
     "testing",
     *_ops_all,
     *_pointwise_all,
+    *_random_all,
 ]

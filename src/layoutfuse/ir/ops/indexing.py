@@ -86,9 +86,9 @@ GATHER_DIM = register(
 )
 
 
-def _check_index(index: TensorView, op: str) -> None:
+def _check_index(index: TensorView, op: str, param: str = "index") -> None:
     if not is_integral(index.dtype):
-        raise DefinitionError(f"{op}: index must be an integer tensor, got {index.dtype!r}")
+        raise DefinitionError(f"{op}: {param} must be an integer tensor, got {index.dtype!r}")
 
 
 def _extent(x: TensorView, dim: int) -> int | Scalar:
@@ -177,7 +177,7 @@ def embedding(input: TensorView, weight: TensorView, max_norm: object | None = N
     place in torch; layoutfuse refuses it (the other options only shape the backward)."""
     input = check_tensor(input, "embedding_fwd", "input")
     weight = check_tensor(weight, "embedding_fwd", "weight")
-    _check_index(input, "embedding_fwd")
+    _check_index(input, "embedding_fwd", "input")
     if weight.ndim != 2:
         raise DefinitionError(f"embedding_fwd: weight must be 2-D, got rank {weight.ndim}")
     if max_norm is not None:
