@@ -70,9 +70,15 @@ def evaluate_expr(expr: Expr, args: list[Any], device) -> list[Any]:
         return list(op.reference(args[0], list(expr.attrs["dims"])))
     if kind is OpKind.SHAPE:
         attrs = {k: v for k, v in expr.attrs.items() if k != "groups"}
+        # tensor operands (index operands, a pad's tensor fill) as they are; scalars as
+        # numbers (a 0-dim tensor given for a Scalar: its int)
         shape_args = [
-            a if torch.is_tensor(a) and a.dim() else a if isinstance(a, float) else int(a)
-            for a in args[1:]
+            a
+            if torch.is_tensor(a) and (a.dim() or isinstance(v, TensorView))
+            else a
+            if isinstance(a, float)
+            else int(a)
+            for a, v in zip(args[1:], expr.inputs[1:])
         ]
         return [op.reference(args[0], *shape_args, **attrs)]
     if kind is OpKind.CREATION:
@@ -83,6 +89,8 @@ def evaluate_expr(expr: Expr, args: list[Any], device) -> list[Any]:
         return list(op.reference(expr, args))
     if kind is OpKind.SCAN:  # the rows of ir.ops.scans: a tuple of outputs
         return list(op.reference(*args, **expr.attrs))
+    if kind is OpKind.WRITE:
+        return [op.reference(*args, **expr.attrs)]
     raise AssertionError(f"unknown op kind {kind}")
 
 

@@ -41,6 +41,8 @@ DIMS, PERMUTATION, BROADCAST_DIMS = "dims", "permutation", "broadcast dims"
 DIM, INDEX, INT, BOOL, BOOL_LIST, DTYPE = "dim", "index", "int", "bool", "bools", "DataType"
 SHAPE, INPUT_SHAPE = "shape", "shape of the input's rank"
 BOUNDS, PAD_WIDTHS, TENSORS = "bounds of the input's rank", "pad widths", "Tensors"
+INDEX_TENSOR, INDEX_VECTOR = "index Tensor", "rank-1 index Tensor"  # indexed reads, writes
+OPTIONAL_SCALAR = "Scalar or None"  # embedding_fwd's options
 DIM_LISTS = {DIMS, PERMUTATION, BROADCAST_DIMS}
 INT_LISTS = {BOUNDS, PAD_WIDTHS}  # slice's starts, ends and steps; pad's widths
 # Kinds whose good value fits only a tensor of the good tensor's rank (2).
@@ -88,6 +90,16 @@ PARAM_KINDS = {
     "diagonal": INT,
     "input": TENSOR,
     "k": INDEX,  # topk's; good: 0 (dim 1 of the good tensor has extent 1)
+    # indexed reads and writes (the Tensor "index" of each is an override below)
+    "arg1": TENSOR,
+    "src": OPERAND,
+    "acc": TENSOR,
+    "weight": TENSOR,
+    "padding_idx": OPTIONAL_SCALAR,
+    "max_norm": OPTIONAL_SCALAR,
+    "norm_type": OPTIONAL_SCALAR,
+    "scale_grad_by_freq": OPTIONAL_SCALAR,
+    "sparse": OPTIONAL_SCALAR,
 }
 KIND_OVERRIDES = {
     ("cast", "arg"): OPERAND,
@@ -96,6 +108,13 @@ KIND_OVERRIDES = {
     ("at", "arg"): VECTOR,
     ("permute", "dims"): PERMUTATION,
     ("expand", "shape"): INPUT_SHAPE,
+    ("index_select", "index"): INDEX_VECTOR,
+    ("index_put_accumulate", "index"): INDEX_VECTOR,
+    ("index_put_accumulate", "value"): TENSOR,
+    ("gather", "index"): INDEX_TENSOR,
+    ("take_along_axis", "index"): INDEX_TENSOR,
+    ("scatter", "index"): INDEX_TENSOR,
+    ("embedding_fwd", "input"): INDEX_TENSOR,
 }
 GOOD_SHAPES = {"full": [2, 3], "reshape": [2], "broadcast_in_dim": [2, 1, 3], "expand": [2, 3]}
 GOOD_SHAPES |= {"uniform": [2, 3], "normal": [2, 3]}  # random ops
@@ -115,6 +134,7 @@ class Env:
             shape=[2, 1], contiguity=True, dtype=DataType.ComplexFloat
         )
         self.t_rank1 = fd.define_tensor(shape=[3], contiguity=True)
+        self.t_index1 = fd.define_tensor(shape=[2], contiguity=True, dtype=DataType.Int)
         self.s_float = fd.define_scalar(2.0)
         self.s_int = fd.define_scalar(3)
         self.s_negative = fd.define_scalar(-1)
@@ -157,6 +177,9 @@ def good_value(op: str, param: str, env: Env):
         BOUNDS: lambda: list(GOOD_BOUNDS[param]),
         PAD_WIDTHS: lambda: [1, 1],
         TENSORS: lambda: [env.t, env.t],
+        INDEX_TENSOR: lambda: env.t_int,
+        INDEX_VECTOR: lambda: env.t_index1,
+        OPTIONAL_SCALAR: lambda: None,
     }[kind]()
 
 
@@ -179,7 +202,9 @@ class Row:
     make: Callable[[Env, object], object]
 
 
+INDEX_TENSORS = frozenset({INDEX_TENSOR, INDEX_VECTOR})
 ALL = frozenset(set(PARAM_KINDS.values()) | {OPERAND, VECTOR, PERMUTATION, INPUT_SHAPE})
+ALL |= INDEX_TENSORS
 LISTS = frozenset({*DIM_LISTS, BOOL_LIST, *INT_LISTS, TENSORS})
 SHAPES = frozenset({SHAPE, INPUT_SHAPE})
 ROWS = [
@@ -187,11 +212,20 @@ ROWS = [
     Row("a Python float", ALL, lambda env, good: 1.5),
     Row(
         "a torch tensor",
-        frozenset({TENSOR, OPERAND, SCALAR, VECTOR, *DIM_LISTS, *SHAPES, *INT_LISTS, TENSORS}),
+        frozenset(
+            {TENSOR, OPERAND, SCALAR, VECTOR, *DIM_LISTS, *SHAPES, *INT_LISTS, TENSORS}
+            | INDEX_TENSORS
+            | {OPTIONAL_SCALAR}
+        ),
         lambda env, good: torch.ones(2, 1),
     ),
-    Row("a Tensor handle", ALL - {TENSOR, OPERAND}, lambda env, good: env.t),
-    Row("a Scalar handle", frozenset({TENSOR, VECTOR, TENSORS}), lambda env, good: env.s_float),
+    Row("a Tensor handle", ALL - {TENSOR, OPERAND} - INDEX_TENSORS, lambda env, good: env.t),
+    Row(
+        "a Scalar handle",
+        frozenset({TENSOR, VECTOR, TENSORS}) | INDEX_TENSORS,
+        lambda env, good: env.s_float,
+    ),
+    Row("a Float tensor for an index", INDEX_TENSORS, lambda env, good: env.t),
     Row("a Vector handle", frozenset({OPERAND}), lambda env, good: env.vec),
     Row("an int for a list", LISTS | SHAPES, lambda env, good: 1),
     Row(

@@ -34,6 +34,8 @@ class Access:
     chain: tuple[Expr, ...]
     store: bool = False
     backward: bool = False
+    value: TensorView | None = None  # what a store writes, when not ``tv``'s own value
+    #   (an indexed write stores its src into its output; the copy before it, its arg)
 
     def key(self):
         return (id(self.tv), tuple(id(e) for e in self.chain), self.store)
@@ -41,6 +43,24 @@ class Access:
 
 def is_shape_expr(e: Expr) -> bool:
     return e.op.kind is OpKind.SHAPE
+
+
+def index_operands(e: Expr) -> list[TensorView]:
+    """A shape op's TensorView inputs after the first: an indexed read's index operands,
+    read in the op's output coordinates (``ir.ops.indexing``). A pad's tensor fill (cat),
+    read at the same coordinates but as a value, not an address, is not one
+    (``OpDef.same_coordinate_inputs``)."""
+    if e.op.kind is not OpKind.SHAPE:
+        return []
+    fills = e.op.same_coordinate_inputs
+    return [v for k, v in enumerate(e.inputs) if k and k not in fills and isinstance(v, TensorView)]
+
+
+def is_indirect(chain: tuple[Expr, ...]) -> bool:
+    """Whether ``chain`` passes an indexed read (or write): its addresses depend on loaded
+    values, so a store along it writes only the positions read (only an indexed write's
+    own store takes one)."""
+    return any(index_operands(e) or e.op.kind is OpKind.WRITE for e in chain)
 
 
 def reached(
@@ -65,6 +85,8 @@ def reached(
             return
         e = tv.definition
         if e.op.kind is OpKind.SHAPE:
+            for i in index_operands(e):  # first: their loads precede the read they address
+                walk(i, chain)
             walk(e.inputs[0], chain + (e,))
             for k in e.op.same_coordinate_inputs:  # a pad's tensor fill (cat)
                 if isinstance(e.inputs[k], TensorView):
@@ -163,6 +185,8 @@ def vals_of(exprs: list[Expr]) -> set[int]:
 __all__ = [
     "Access",
     "Val",
+    "index_operands",
+    "is_indirect",
     "load_strides",
     "reached",
     "store_strides_backward",

@@ -7,8 +7,8 @@ per-dim indices go through every shape op's ``index_map``, from the iteration
 side to the memory tensor, and the address is ``sum(index_i * real_stride_i)``.
 
 The walk is generic over an index algebra ``ix`` (``zero``, ``one``, ``add``,
-``mul``, ``floordiv``, ``mod``, ``extent(tv, dim)``, ``scalar(s)``, ``in_range(a, n)``):
-``IntIndex`` evaluates it
+``mul``, ``floordiv``, ``mod``, ``extent(tv, dim)``, ``scalar(s)``, ``in_range(a, n)``,
+``indirect(expr, out_idx)`` with ``chain`` set before each step): ``IntIndex`` evaluates it
 with numbers (here, for the local strides that order the iteration space); the
 code generator's string algebra emits the same walk as Triton expressions.
 """
@@ -46,6 +46,7 @@ def walk(access: Access, root_idx: Sequence, ix) -> Walk:
     idx = list(root_idx)
     out = Walk([])
     for k, e in enumerate(access.chain):
+        ix.chain = access.chain[:k]
         idx, valid = split_masked(
             e.op.index_map(e, _zero_unit_broadcasts(idx, e.outputs[0], ix), ix)
         )
@@ -85,6 +86,7 @@ class IntIndex:
     def __init__(self, extents: dict[int, int], scalars: dict | None = None):
         self.extents = extents
         self.scalars = scalars  # None: runtime scalars count 0 (local strides only)
+        self.chain: tuple = ()
 
     @staticmethod
     def add(a: int, b: int) -> int:
@@ -115,6 +117,11 @@ class IntIndex:
     @staticmethod
     def in_range(a: int, n: int) -> bool:
         return 0 <= a < n
+
+    def indirect(self, expr, out_idx) -> int:
+        """A loaded index is not known here: 0, a stand-in that only orders the iteration
+        space (an access through it is never affine)."""
+        return 0
 
 
 def local_strides(

@@ -13,6 +13,10 @@ from collections.abc import Sequence
 
 Strides = tuple[int, ...]
 
+# addresses that depend on loaded values (indexed reads, and the store of an indexed write):
+# never affine
+INDEXED_READS = ("gather_dim", "scatter_dim")
+
 
 def view_strides(
     old_shape: Sequence[int], old_strides: Sequence[int], new_shape: Sequence[int]
@@ -85,6 +89,8 @@ def forward(
         return tuple(s for i, s in enumerate(in_strides) if i != attrs["dim"])
     if op == "pad":  # masked: the access walks its chain (index_walk)
         return None
+    if op in INDEXED_READS:
+        return None
     raise ValueError(f"no stride rule for {op}")
 
 
@@ -116,5 +122,7 @@ def backward(
     if op == "reshape":
         return view_strides(out_shape, out_strides, in_shape)
     if op in ("slice", "select", "pad"):  # a store through them writes part of a tensor
+        return None
+    if op in INDEXED_READS:
         return None
     raise ValueError(f"no stride rule for {op}")

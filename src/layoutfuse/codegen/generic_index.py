@@ -11,7 +11,11 @@ not affine (``analysis.index_walk``) with ``TritonIndex``, a string algebra:
   so a chain of reshapes stays linear in size;
 * a runtime scalar of an index map (a select's index) is its kernel argument ``c<i>``;
 * a masked map (pad) gives conditions: ``valid[a]`` masks access ``a``'s load,
-  ``predicates[chain_key]`` selects between a pad's input and its fill.
+  ``predicates[chain_key]`` selects between a pad's input and its fill;
+* an indexed read's loaded index is ``gv<n>``, an ``Indirect`` line: the kernel's own
+  value of the index operand at that point of the chain (``ValueEmitter``), written when
+  the lines are (``GenericIndex.emit``), then asserted in range (where Triton compiles
+  asserts) and, where the op takes negative indices, wrapped.
 
 The address of access ``a`` is ``sum(index_i * ms<a>_<i>)`` over its memory tensor's
 dims, ``ms<a>_<i>`` being that tensor's real strides, passed as arguments. The walk is
@@ -21,11 +25,25 @@ the argument values in the same order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from ..analysis.accesses import index_operands
 from ..analysis.index_walk import chain_key, walk
+from ..ir import OpKind, TensorView
 from ..schedulers.problem import is_affine
 from .indexing import offset_expr
+
+
+@dataclass(frozen=True, eq=False)
+class Indirect:
+    """A line ``<name> = <the value of expr's index operand>`` at ``chain`` (the exprs
+    between the iteration tensor and ``expr``)."""
+
+    name: str
+    expr: Any
+    chain: tuple[Any, ...]
 
 
 class TritonIndex:
@@ -36,9 +54,10 @@ class TritonIndex:
 
     def __init__(self, scalar_names: dict[int, str] | None = None):
         self.scalar_names = scalar_names or {}
-        self.lines: list[str] = []
+        self.lines: list[str | Indirect] = []
         self.extent_uids: list[int] = []
-        self._memo: dict[str, str] = {}
+        self._memo: dict[Any, str] = {}
+        self.chain: tuple = ()
 
     def _bind(self, expr: str) -> str:
         name = self._memo.get(expr)
@@ -92,6 +111,25 @@ class TritonIndex:
     def in_range(self, a: str, n: str) -> str:
         return self._bind(f"({a} >= 0) & ({a} < {n})")
 
+    def indirect(self, expr, out_idx) -> str:
+        key = (id(expr), tuple(id(e) for e in self.chain))
+        name = self._memo.get(key)
+        if name is None:
+            name = f"gv{sum(isinstance(x, Indirect) for x in self.lines)}"
+            self.lines.append(Indirect(name, expr, self.chain))
+            self._memo[key] = name
+            n = self.extent(expr.inputs[0], expr.attrs["dim"])
+            low = f"-{n}" if expr.attrs["negative"] else "0"
+            # torch's device-side check (compiled where Triton compiles asserts)
+            self.lines.append(
+                f"tl.device_assert(({name} >= {low}) & ({name} < {n}), "
+                f'"{expr.attrs["source"]}: index out of range")'
+            )
+        if not expr.attrs["negative"]:
+            return name
+        n = self.extent(expr.inputs[0], expr.attrs["dim"])
+        return self._bind(f"tl.where({name} < 0, {name} + {n}, {name})")
+
     def extent(self, tv, dim: int) -> str:
         d = tv.shape_domain[dim]
         if d.extent is not None:
@@ -103,11 +141,12 @@ class TritonIndex:
 
 @dataclass(frozen=True, eq=False)
 class GenericIndex:
-    lines: tuple[str, ...]  # temporaries, in order, over the ``dim<d>`` leaves
+    lines: tuple[str | Indirect, ...]  # temporaries, in order, over the ``dim<d>`` leaves
     offsets: dict[int, str]  # access -> its element offset
     guards: dict[int, str]  # store access -> one write along stride-0 dims
     extent_uids: tuple[int, ...]  # IterDomain uid of ``ext<j>``
     strides: tuple[tuple[int, int], ...]  # (access, memory dim) of every ``ms<a>_<i>``
+    ends: tuple[tuple[int, int], ...] = ()  # (access, lines written once its walk is done)
     valid: dict[int, str] = field(default_factory=dict)  # load access -> where it is read
     predicates: dict[tuple[int, ...], str] = field(default_factory=dict)  # pad -> its cond
 
@@ -139,6 +178,46 @@ class GenericIndex:
                 )
         return out
 
+    def emit(
+        self,
+        w,
+        dim_lines: list[str],
+        offsets: list[str | None],
+        value: Callable[[Any, tuple], str],
+        zero_tile: str,
+        index64: bool,
+        load_masks: list[str] | None = None,
+    ) -> None:
+        """Write the walk into ``w`` and each access's offset into ``offsets``: the lines in
+        order, an ``Indirect`` as the kernel's ``value(index operand, chain)``; an offset
+        after every line, or earlier where an indirect value needs it (an index operand read
+        through another indexed read: its own walk comes first, ``accesses.reached``).
+        Given ``load_masks``, a load's mask is narrowed by its ``valid`` condition (a pad's
+        input: read where it lies) with its offset (a caller without them masks per load)."""
+        for line in dim_lines:
+            w.line(line)
+        done = dict(self.ends)
+        pending = list(self.offsets)
+
+        def flush(upto: int) -> None:
+            ready = []
+            while pending and done[pending[0]] <= upto:
+                ready.append(pending.pop(0))
+            for a in ready:
+                offsets[a] = w.assign("off", f"{self.offsets[a]} + {zero_tile}")
+            for a in ready if load_masks is not None else ():
+                if a in self.valid:
+                    load_masks[a] = w.assign("lmask", f"{load_masks[a]} & {self.valid[a]}")
+
+        for k, line in enumerate(self.lines):
+            if isinstance(line, Indirect):
+                flush(k)
+                v = value(line.expr.inputs[1], line.chain)
+                w.line(f"{line.name} = {v}.to(tl.int64)" if index64 else f"{line.name} = {v}")
+            else:
+                w.line(line)
+        flush(len(self.lines))
+
 
 def generic_index(spec, params) -> GenericIndex:
     """The index walk of every access that ``params`` marks not affine."""
@@ -151,10 +230,10 @@ def generic_index(spec, params) -> GenericIndex:
     predicates: dict[tuple[int, ...], str] = {}
     guards: dict[int, str] = {}
     strides: list[tuple[int, int]] = []
+    ends: list[tuple[int, int]] = []
     first_coordinate = spec.n_loads + spec.n_stores
-    for a, access in enumerate(spec.accesses):
-        if is_affine(params, a):
-            continue
+    for a in _walk_order(spec, params):
+        access = spec.accesses[a]
         terms: list[tuple[str, int | str]] = []
         conds: list[str] = []
         wk = walk(access, root_idx, ix)
@@ -176,6 +255,7 @@ def generic_index(spec, params) -> GenericIndex:
             if access.store:
                 conds.append(f"(({m} == 0) | ({s} != 0))")
         offsets[a] = offset_expr(terms)
+        ends.append((a, len(ix.lines)))
         if conds:
             guards[a] = " & ".join(conds)
     return GenericIndex(
@@ -184,8 +264,9 @@ def generic_index(spec, params) -> GenericIndex:
         guards,
         tuple(ix.extent_uids),
         tuple(strides),
-        valid,
-        predicates,
+        ends=tuple(ends),
+        valid=valid,
+        predicates=predicates,
     )
 
 
@@ -196,3 +277,65 @@ def _linear_index(indices: list[str], tv, ix: TritonIndex) -> str:
         scaled = ix.mul(lin, ix.extent(tv, d)) if lin != ix.zero else ix.zero
         lin = ix.add(scaled, m)
     return lin
+
+
+def _walk_order(spec, params) -> list[int]:
+    """The accesses that are not affine, each walked after the accesses that its indexed
+    reads' index operands load (their offsets feed the values of its ``Indirect`` lines:
+    an index operand read through a pad or another indexed read walks too)."""
+    keys = {
+        a.key()[:2]: i
+        for i, a in enumerate(spec.accesses)
+        if not spec.n_loads <= i < spec.n_loads + spec.n_stores
+    }
+    memory = {id(a.tv) for a in spec.accesses[: spec.n_loads]}
+    order: list[int] = []
+    seen: set[int] = set()
+
+    def visit(a: int) -> None:
+        if a in seen:
+            return
+        seen.add(a)
+        acc = spec.accesses[a]
+        for k, e in enumerate(() if acc.backward else acc.chain):
+            for operand in index_operands(e):
+                for tv, chain in _reached(operand, acc.chain[:k], memory):
+                    b = keys.get((id(tv), tuple(id(x) for x in chain)))
+                    if b is not None:
+                        visit(b)
+        if not is_affine(params, a):
+            order.append(a)
+
+    for a in range(len(spec.accesses)):
+        visit(a)
+    return order
+
+
+def _reached(tv, chain: tuple, memory: set[int]) -> list[tuple[Any, tuple]]:
+    """(tensor, chain) pairs read backward from ``tv`` at ``chain`` within a kernel (as
+    ``accesses.reached``, stopping at whatever the kernel does not compute in place)."""
+    out: list[tuple[Any, tuple]] = []
+    stack = [(tv, chain)]
+    seen: set[tuple] = set()
+    while stack:
+        t, c = stack.pop()
+        key = (id(t), tuple(id(e) for e in c))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((t, c))
+        e = t.definition
+        if id(t) in memory or e is None:
+            continue
+        if e.op.kind is OpKind.SHAPE:
+            stack += [(i, c) for i in index_operands(e)] + [(e.inputs[0], (*c, e))]
+            stack += [
+                (e.inputs[k], c) for k in e.op.same_coordinate_inputs if _is_tensor(e.inputs[k])
+            ]
+        elif e.op.kind is OpKind.POINTWISE:
+            stack += [(i, c) for i in e.inputs if _is_tensor(i)]
+    return out
+
+
+def _is_tensor(v) -> bool:
+    return isinstance(v, TensorView)

@@ -90,7 +90,7 @@ class _Kernel:
                 self.idx.update(zip(xg[1:], decompose(w, "rest", [f"n{k}" for k in xg[1:]], "xg")))
             w.line(f"x = {self.idx[xg[0]]} + n{xg[0]} * rest")
         for a in range(len(self.spec.accesses)):
-            if not is_affine(p, a):  # walks its chain per element (tile_offsets)
+            if not is_affine(p, a):  # walks its chain per element (``emitter``)
                 self.xoff.append(None)
                 continue
             terms = [self.stride(a, k, self.idx[k]) for k in xg if not p.zero_strides[a][k]]
@@ -112,14 +112,13 @@ class _Kernel:
             if len(terms) == 1:
                 terms.append((f"tl.zeros({self.tile}, tl.int32)", 1))
             out.append(w.assign("off", offset_expr(terms)))
-        if self.gen:
-            for line in self.gen.dim_lines(p, {**self.idx, **ridx}) + list(self.gen.lines):
-                w.line(line)
-            for a, off in self.gen.offsets.items():
-                out[a] = w.assign("off", f"{off} + tl.zeros({self.tile}, tl.int32)")
         return out
 
-    def emitter(self, offsets: list[str | None], mask: str) -> ValueEmitter:
+    def emitter(
+        self, offsets: list[str | None], mask: str, ridx: dict[int, str] | None = None
+    ) -> ValueEmitter:
+        """Values over the tile at ``offsets``; in generic mode, the walk at the R tile
+        ``ridx`` is written first and its offsets join ``offsets``."""
         w = self.w
 
         def load(tv, chain):
@@ -143,6 +142,11 @@ class _Kernel:
             predicate=self.gen.predicate if self.gen else None,
         )
         ve.special = self.special  # shared: each reduction's result joins as it is made
+        if self.gen is not None:
+            assert ridx is not None
+            dims = self.gen.dim_lines(self.p, {**self.idx, **ridx})
+            zero = f"tl.zeros({self.tile}, tl.int32)"
+            self.gen.emit(w, dims, offsets, ve.value, zero, self.p.index64)
         return ve
 
     def r_tile(self, start: str) -> tuple[dict[int, str], str]:
@@ -253,7 +257,7 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
     w.line("for r0 in range(0, NR, BLOCK_R):")
     with w.indent():
         ridx, mask = k.r_tile("r0 + ")
-        ve = k.emitter(k.tile_offsets(ridx), mask)
+        ve = k.emitter(k.tile_offsets(ridx), mask, ridx)
         for e in reds:
             at = accumulator_dtype(e)
             ct = tl_compute(at)
@@ -325,7 +329,7 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
         if params.mode == "persistent":
             ridx, mask = k.r_tile("")
             offsets = k.tile_offsets(ridx)
-            ve = k.emitter(offsets, mask)
+            ve = k.emitter(offsets, mask, ridx)
             for e in group.reductions:
                 _reduce_whole(k, e, ve.value(e.inputs[0], ()))
             k.store_rows(ve, offsets, mask)
@@ -341,7 +345,7 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
                 with w.indent():
                     ridx, mask = k.r_tile("r0 + ")
                     offsets = k.tile_offsets(ridx)
-                    k.store_rows(k.emitter(offsets, mask), offsets, mask)
+                    k.store_rows(k.emitter(offsets, mask, ridx), offsets, mask)
         k.store_per_row()
     body = w.text()
     return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args

@@ -51,14 +51,9 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     )
     with w.indent():
         mask, offsets, idx, load_masks = emit_indexing(w, params, spec)
-        if gen:
-            for line in gen.dim_lines(params, idx) + list(gen.lines):
-                w.line(line)
-            for a, off in gen.offsets.items():
-                offsets[a] = w.assign("off", f"{off} + {TILE_ZEROS}")
-            for a, cond in gen.valid.items():  # a pad's input: read where it lies
-                load_masks[a] = w.assign("lmask", f"{load_masks[a]} & {cond}")
-        for a in params.based:  # a slice's start, a select's index
+        # a slice's start, a select's index (affine accesses: before the walk, whose
+        # indirect values may load them)
+        for a in params.based:
             offsets[a] = w.assign("off", f"{offsets[a]} + b{a}")
         ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
         load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
@@ -85,12 +80,19 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
             "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
             predicate=gen.predicate if gen else None,
         )
+        if gen:
+            dims = gen.dim_lines(params, idx)
+            gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks)
         for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
             acc = spec.accesses[i]
-            val = ve.value(acc.tv, acc.chain)
+            # an indexed write stores its src (computed in these coordinates) along its
+            # chain; accumulating, with atomic adds (duplicate indices add up)
+            val = ve.value(acc.value, ()) if acc.value is not None else ve.value(acc.tv, acc.chain)
             smask = store_mask(w, params, i, mask, idx, gen.guards.get(i) if gen else None)
+            atomic = bool(acc.chain) and acc.chain[-1].attrs.get("accumulate", False)
+            store = "tl.atomic_add" if atomic else "tl.store"
             w.line(
-                f"tl.store({ptr_of[id(acc.tv)]} + {offsets[i]}, "
+                f"{store}({ptr_of[id(acc.tv)]} + {offsets[i]}, "
                 f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
             )
     body = w.text()

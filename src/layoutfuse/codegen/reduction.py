@@ -271,12 +271,22 @@ class _ReductionEmitter:
         for an online sum, whose terms come with its max)."""
         offsets = self._tile_offsets(ridx)
         ve = self._value_emitter(offsets, mask)
+        if self.gen:
+            self.gen.emit(
+                self.w,
+                self.gen.dim_lines(self.params, {**self.idx, **ridx}),
+                offsets,
+                ve.value,
+                self.zero_tile,
+                self.params.index64,
+            )
         return [
             None if id(red) in self.online else ve.value(red.inputs[0], ()) for red in self.reds
         ]
 
     def _tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
-        """Each access's offset over the R tile (the generic walk's where not affine)."""
+        """Each affine access's offset over the R tile (None for the others: the generic
+        walk's, written by ``GenericIndex.emit`` once the kernel's values can feed it)."""
         w, params = self.w, self.params
         offsets: list[str | None] = []
         for a in range(len(self.spec.accesses)):
@@ -292,11 +302,6 @@ class _ReductionEmitter:
             if used and not self.tiled.intersection(used):  # a pointer must be a tile (mask)
                 terms.append((self.zero_tile, 1))
             offsets.append(w.assign("off", offset_expr(terms)))
-        if self.gen:
-            for line in self.gen.dim_lines(params, {**self.idx, **ridx}) + list(self.gen.lines):
-                w.line(line)
-            for a, off in self.gen.offsets.items():
-                offsets[a] = w.assign("off", f"{off} + {self.zero_tile}")
         return offsets
 
     def _value_emitter(self, offsets: list[str | None], mask: str) -> ValueEmitter:

@@ -31,6 +31,7 @@ class OpKind(enum.Enum):
     SCALAR = "scalar"  # scalar arithmetic and size queries, evaluated on the host
     LIBRARY = "library"  # matmul, attention: a segment of its own that calls torch (ops/library.py)
     SCAN = "scan"  # per-row ops along one dim: cumsum, argsort, topk (``ops.scans``)
+    WRITE = "write"  # scatter, index_put_accumulate: a copy of the first input, then writes
 
 
 class IndexAlgebra(Protocol):
@@ -46,6 +47,15 @@ class IndexAlgebra(Protocol):
     def extent(self, tv: TensorView, dim: int) -> Any: ...
     def scalar(self, s: Any) -> Any: ...  # an int, or an index-valued Scalar (slice start)
     def in_range(self, a: Any, n: Any) -> Any: ...  # the condition ``0 <= a < n``
+
+    # An indexed read (an op whose TensorView inputs after the first are index operands,
+    # read in its output's coordinates): the value of ``expr.inputs[1]`` at ``out_idx``,
+    # a negative one counted from the end of the dim it indexes. ``chain`` holds the exprs
+    # between the iteration tensor and ``expr`` (``analysis.index_walk`` sets it), which
+    # is where a kernel finds that value among its own.
+    chain: tuple[Expr, ...]
+
+    def indirect(self, expr: Expr, out_idx: Sequence[Any]) -> Any: ...
 
 
 @dataclass(frozen=True)

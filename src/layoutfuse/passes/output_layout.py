@@ -216,6 +216,10 @@ def id_pairs(expr: Expr) -> list[tuple[IterDomain, IterDomain]]:
         return [p for o in outs for p in zip(tvs[0].shape_domain, o.logical)]
     if kind is OpKind.SCAN:  # the same dims (a topk's has k along its dim)
         return [p for o in outs for p in zip(tvs[0].shape_domain, o.shape_domain)]
+    if kind is OpKind.WRITE:
+        # an indexed write: its arg's dims, and its index's and src's, which are positioned
+        # as arg's (the coordinates it writes from)
+        return [(t.shape_domain[i], d) for t in tvs for i, d in enumerate(out.shape_domain)]
     if kind is not OpKind.SHAPE:
         return []
     src = tvs[0].shape_domain
@@ -235,6 +239,13 @@ def id_pairs(expr: Expr) -> list[tuple[IterDomain, IterDomain]]:
     if name == "select":
         kept = [d for i, d in enumerate(src) if i != expr.attrs["dim"]]
         return list(zip(kept, out.shape_domain))
+    if name == "gather_dim":
+        # an indexed read: arg's dims off the indexed one, and the index's own dims
+        arg_dims, dim = expr.attrs["arg_dims"], expr.attrs["dim"]
+        index = tvs[1].shape_domain
+        return [(src[k], out.shape_domain[j]) for k, j in enumerate(arg_dims) if k != dim] + [
+            (d, out.shape_domain[j]) for j, d in enumerate(index) if not d.is_broadcast
+        ]
     return []
 
 

@@ -40,6 +40,7 @@ from ..reference import evaluate
 from ..schedulers.tuning import DEFAULT, Tuning
 from . import complex_parts
 from .allocate import allocate_output, make_view, view_chain, writable, writable_source
+from .index_bounds import IndexCheck, check_indices, index_checks
 from .pipeline import CompiledFusion, Heuristics, RunRecord
 from .replay import LaunchPlan, build_plan, signature
 from .validate import Bindings, validate_inputs
@@ -63,6 +64,8 @@ class FusionExecutor:
         self._lock = threading.Lock()
         # looked up with None too (unkeyable inputs): never stored under it
         self._plans: dict[tuple[Any, ...] | None, LaunchPlan] = {}
+        # the host-side bounds checks of a plan's indexed reads, by its key
+        self._index_checks: dict[tuple[Any, ...] | None, tuple[IndexCheck, ...]] = {}
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
         self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
         # complex values: kernels run the fusion's real lowering (``_run_lowered``)
@@ -85,6 +88,7 @@ class FusionExecutor:
         key = signature(inputs, device, self._seed_inputs())
         plan = None if profile else self._plans.get(key)  # unkeyable inputs (None): none
         if plan is not None:
+            check_indices(self._index_checks.get(key, ()), inputs)
             return plan.replay(inputs)
         return self._plan_and_run(list(inputs), device, key, profile)
 
@@ -93,8 +97,12 @@ class FusionExecutor:
     ) -> list[Any] | None:
         """The outputs through the plan recorded for ``inputs``' signature, or None when
         there is none yet (then ``run`` validates, plans and records one)."""
-        plan = self._plans.get(signature(inputs, device, self._seed_inputs()))
-        return None if plan is None else plan.replay(inputs)
+        key = signature(inputs, device, self._seed_inputs())
+        plan = self._plans.get(key)
+        if plan is None:
+            return None
+        check_indices(self._index_checks.get(key, ()), inputs)
+        return plan.replay(inputs)
 
     def _seed_inputs(self) -> frozenset[int]:
         """Positions of the scalar inputs that are only random ops' seeds or offsets: a
@@ -160,6 +168,8 @@ class FusionExecutor:
         """Validate, lay out, run the kernels, and record a plan for ``key``'s later calls."""
         self.planned_runs += 1
         bindings = validate_inputs(self.fusion, inputs, device)
+        checks = index_checks(self.fusion, bindings.extents)
+        check_indices(checks, inputs)
         outputs, computed = self._destinations(bindings, inputs)
         copies: list[tuple[Any, Any]] | None = None
         if self.compute == "reference":
@@ -189,6 +199,8 @@ class FusionExecutor:
             )
             if plan is not None:
                 self._plans[key] = plan
+                if checks:
+                    self._index_checks[key] = checks
         if record is not None:
             self.last_run = record.detached()  # keeps no tensor of the call
         return result

@@ -136,6 +136,10 @@ class _Propagator:
             self.broadcast_in_dim(expr)
         elif name == "reshape":
             self.reshape(expr)
+        elif name == "gather_dim":
+            self.gather_dim(expr)
+        elif name == "scatter_dim":
+            self.scatter_dim(expr)
         elif name in ("slice", "select", "pad"):
             self.movement(expr)
         elif name == "full":
@@ -247,6 +251,48 @@ class _Propagator:
                     f"{es} and cannot become {v} at output dim {j}; only broadcast dims of "
                     f"extent 1 can be expanded"
                 )
+
+    def gather_dim(self, expr: Expr) -> None:
+        """An indexed read: the output has its index operand's extents; off the indexed dim,
+        ``arg``'s extent equals the output's (``gather``: is at least it), or is 1 where
+        ``arg`` is broadcast."""
+        arg, index, out = expr.inputs[0], expr.inputs[1], expr.outputs[0]
+        assert isinstance(arg, TensorView) and isinstance(index, TensorView)
+        assert isinstance(out, TensorView)
+        self.copy(expr, out, zip(index.shape_domain, out.shape_domain))
+        source, le = expr.attrs["source"], expr.attrs["mode"] == "le"
+        for k, j in enumerate(expr.attrs["arg_dims"]):
+            if k == expr.attrs["dim"]:
+                continue
+            a, o = arg.shape_domain[k], out.shape_domain[j]
+            na, no = self.ext[a.uid], self.ext[o.uid]
+            if na == no or (le and no <= na) or (a.is_broadcast and na == 1):
+                continue
+            rule = "at most" if le else "equal to"
+            raise InputShapeError(
+                f"{source}: the index's extent {no} at dim {j} must be {rule} the extent "
+                f"{na} of arg dim {k} ({self.origin(a)})"
+            )
+
+    def scatter_dim(self, expr: Expr) -> None:
+        """An indexed write: the output has ``arg``'s extents; the index's are at most
+        ``arg``'s off the indexed dim and at most ``src``'s everywhere."""
+        arg, index, src, out = expr.inputs[0], expr.inputs[1], expr.inputs[2], expr.outputs[0]
+        assert isinstance(arg, TensorView) and isinstance(index, TensorView)
+        assert isinstance(src, TensorView) and isinstance(out, TensorView)
+        self.copy(expr, out, zip(arg.shape_domain, out.shape_domain))
+        source, dim = expr.attrs["source"], expr.attrs["dim"]
+        for k, d in enumerate(index.shape_domain):
+            n = self.ext[d.uid]
+            for what, t in (("arg", arg), ("src", src)):
+                if what == "arg" and k == dim:
+                    continue
+                m = self.ext[t.shape_domain[k].uid]
+                if n > m:
+                    raise InputShapeError(
+                        f"{source}: the index's extent {n} at dim {k} must be at most the "
+                        f"extent {m} of {what} dim {k} ({self.origin(t.shape_domain[k])})"
+                    )
 
     def movement(self, expr: Expr) -> None:
         """slice: each dim's extent after normalizing its bounds; select: the index is in

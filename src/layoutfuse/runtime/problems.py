@@ -14,7 +14,13 @@ from typing import Any
 
 import torch
 
-from ..analysis.accesses import has_base, load_strides, shape_of, store_strides_backward
+from ..analysis.accesses import (
+    has_base,
+    is_indirect,
+    load_strides,
+    shape_of,
+    store_strides_backward,
+)
 from ..analysis.canonical import canonicalize
 from ..analysis.index_walk import local_strides
 from ..dtypes import DataType
@@ -119,9 +125,16 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
     generic = not all(affine)
     order_by = None
     if generic:
-        # the affine loads decide the order; the others' local strides break ties
+        # the affine loads decide the order; the others' local strides break ties. An
+        # indexed read's data comes first: its dims off the indexed one are affine, and
+        # its index operand (broadcast along them) should not decide
         loads = range(spec.n_loads)
-        order_by = [a for a in loads if affine[a]] + [a for a in loads if not affine[a]]
+        gathered = [a for a in loads if is_indirect(spec.accesses[a].chain)]
+        order_by = (
+            gathered
+            + [a for a in loads if affine[a]]
+            + [a for a in loads if not affine[a] and a not in gathered]
+        )
     groups = canonicalize(
         root_shape, reduced, strides, spec.n_loads, merge=not generic, order_by=order_by
     )

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..analysis.accesses import is_indirect
 from ..analysis.device import DeviceInfo
 from ..intmath import cdiv, next_pow2, prod
 from ..segmenter.segments import KernelSpec
@@ -113,7 +114,7 @@ class NormalizationParams:
     unit_strides: tuple[tuple[bool, ...], ...]
     n_groups: int
     based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
-    generic: bool = False  # some load walks its chain (a pad's masked read)
+    generic: bool = False  # some load walks its chain (a pad's masked read, an indexed read)
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
 
@@ -148,7 +149,7 @@ def can_schedule(
         return "no reduction whose results are used again on its rows"
     if p is None:
         return "empty or mismatched extents"
-    if p.generic and not _only_masked_loads(segment, p):
+    if p.generic and not _walked_loads_only(segment, p):
         return "an access is not affine (a reshape that is not a view)"
     if not any(g.reduced for g in p.groups):
         return "nothing is reduced (size-1 reduced dims)"
@@ -156,11 +157,16 @@ def can_schedule(
     return plan.why if plan.mode == "segmented" else None
 
 
-def _only_masked_loads(segment: KernelSpec, p: Problem) -> bool:
-    """Every access that is not affine is a load through a pad (a masked read, which the
-    kernel walks per element): the normalization kernel runs in generic mode."""
+def _walked_loads_only(segment: KernelSpec, p: Problem) -> bool:
+    """Every access that is not affine is a load through a pad (a masked read) or through an
+    indexed read, which the kernel walks per element in its R loop (generic mode, as the
+    reduction kernel's); a reshape that is not a view is not taken."""
     return all(
-        a < p.n_loads and any(e.op.name == "pad" for e in segment.accesses[a].chain)
+        a < p.n_loads
+        and (
+            any(e.op.name == "pad" for e in segment.accesses[a].chain)
+            or is_indirect(segment.accesses[a].chain)
+        )
         for a in range(len(p.dtypes))
         if not p.is_affine(a)
     )

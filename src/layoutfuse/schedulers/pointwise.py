@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..analysis.device import DeviceInfo
-from ..dtypes import itemsize
+from ..dtypes import DataType, itemsize
 from ..intmath import cdiv, next_pow2, prod
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec
@@ -118,6 +118,14 @@ def can_schedule(
         return f"the segment holds a per-row {segment.scan.op.name} (a scan kernel's)"
     if p is None:
         return "no problem could be built for the segment's extents"
+    if device.interpreted and any(
+        a.value is not None
+        and a.chain
+        and a.chain[-1].attrs.get("accumulate")
+        and a.tv.dtype is DataType.BFloat16
+        for a in segment.accesses
+    ):
+        return "bf16 atomic adds do not run in Triton's interpreter (they do on the GPU)"
     return None
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..analysis.accesses import reached
+from ..analysis.accesses import index_operands, reached
 from ..dtypes import DataType, is_floating, itemsize
 from ..ir import Expr, OpKind, TensorView
 
@@ -84,6 +84,7 @@ def _walk(root: TensorView, memory: set[int], excluded: set[int]):
         seen.add(key)
         e = tv.definition
         if e.op.kind is OpKind.SHAPE:
+            stack.extend((i, chain) for i in index_operands(e))
             stack.append((e.inputs[0], chain + (e,)))
         elif e.op.kind is OpKind.POINTWISE:
             stack.extend((i, chain) for i in e.inputs if isinstance(i, TensorView))

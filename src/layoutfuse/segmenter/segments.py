@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..analysis.accesses import Access, upstream_tensors
+from ..analysis.accesses import Access, is_indirect, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, TensorView
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
 from .scans import scan_epilogues, scan_specs
@@ -57,6 +57,7 @@ class _Segmentation:
     inputs: set[int]
     reductions: list[Expr]  # in fusion order
     pending: list[TensorView]  # outputs computed by pointwise work, widest first
+    writes: list[Expr] = field(default_factory=list)  # indexed writes, in fusion order
     scans: list[Expr] = field(default_factory=list)  # per-row ops, their results in memory
     covered: set[int] = field(default_factory=set)  # outputs a kernel already stores
     groups: list[_GroupKernel] = field(default_factory=list)
@@ -72,17 +73,21 @@ class _Segmentation:
             o
             for o in computed_outputs
             if o.definition is not None
-            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD, OpKind.SCAN)
+            and o.definition.op.kind
+            not in (OpKind.REDUCTION, OpKind.WELFORD, OpKind.SCAN, OpKind.WRITE)
         ]
         # widest first; of one rank, those without broadcast dims first: a per-row value
         # of keepdim shape (layer norm's rstd as Thunder returns it, [N, 1]) is stored by
         # the kernel of the full-shape output it normalizes, not a root of its own
         pending.sort(key=lambda t: (-len(t.shape_domain), _broadcast_dims(t)))
+        writes = [e for e in fusion.exprs if e.op.kind is OpKind.WRITE]
         # library and scan results live in memory: every other kernel reads them as inputs
         memory = (
             {id(v) for v in fusion.inputs} | results | {id(o) for e in scans for o in e.outputs}
         )
-        return cls(fusion, computed_outputs, memory, reductions, pending, scans=scans)
+        return cls(
+            fusion, computed_outputs, memory, reductions, pending, writes=writes, scans=scans
+        )
 
     @property
     def output_ids(self) -> set[int]:
@@ -92,7 +97,11 @@ class _Segmentation:
         """The inputs and the results of every reduction not among ``members``: what a
         kernel computing ``members`` reads from memory."""
         ids = {id(e) for e in members}
-        return self.inputs | {id(o) for e in self.reductions if id(e) not in ids for o in e.outputs}
+        return (
+            self.inputs
+            | {id(o) for e in self.reductions if id(e) not in ids for o in e.outputs}
+            | {id(e.outputs[0]) for e in self.writes}
+        )
 
     def needed(self, e: Expr) -> bool:
         """Whether reduction ``e``'s results are an output or used again."""
@@ -141,10 +150,14 @@ def _kernel_segments(
     _normalization_groups(seg)
     _sibling_groups(seg)
     memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
+    memory_ids |= {id(e.outputs[0]) for e in seg.writes}
     epilogues = scan_epilogues(seg.scans, seg.pending, seg.covered, memory_ids)
     specs = _pointwise_specs(seg, memory_ids)
     reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
     specs += reduction_specs
+    write_specs, write_buffers = _write_specs(seg, memory_ids)
+    specs += write_specs
+    intermediates += write_buffers
     specs += [library_spec(e) for e in library]
     scan_kernels, scan_buffers = scan_specs(
         seg.fusion, seg.scans, seg.output_ids, memory_ids, epilogues
@@ -203,7 +216,7 @@ def _group_stores(
         if id(o) in seg.covered or id(o) in xs_ids or o is root:
             continue
         chain = next((c for t, c in reached if t is o), None)
-        if chain is not None:
+        if chain is not None and not is_indirect(chain):
             stores.append(Access(o, chain, store=True))
     return stores, xstores
 
@@ -258,7 +271,7 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
             up_o = next(
                 (u[id(o)] for u in [up] + [ups[id(p)] for p in partners] if id(o) in u), None
             )
-            if id(o) not in seg.covered and up_o is not None:
+            if id(o) not in seg.covered and up_o is not None and not is_indirect(up_o[1]):
                 stores.append(Access(o, up_o[1], store=True))
                 seg.covered.add(id(o))
         beside = _same_coordinates(root, seg, memory_ids)
@@ -347,6 +360,31 @@ def _reduction_specs(
     return specs, intermediates
 
 
+def _write_specs(
+    seg: _Segmentation, memory_ids: set[int]
+) -> tuple[list[KernelSpec], list[TensorView]]:
+    """Two kernels per indexed write (``ir.ops.writes``): its arg copied into its output,
+    then, over its index's coordinates, its src (with its pointwise producers) stored at
+    the indirect address (added atomically when it accumulates); and the outputs that are
+    not fusion outputs (they need buffers)."""
+    specs: list[KernelSpec] = []
+    buffers: list[TensorView] = []
+    for e in seg.writes:
+        arg, index, src = (v for v in e.inputs if isinstance(v, TensorView))
+        out = e.outputs[0]
+        assert isinstance(out, TensorView)
+        name = e.attrs["source"]
+        copy = Access(out, (), store=True, value=arg)
+        specs.append(kernel_spec("pointwise", arg, memory_ids, [copy], reason=f"{name}: the copy"))
+        write = Access(out, (e,), store=True, value=src)
+        how = "added atomically" if e.attrs["accumulate"] else "stored"
+        why = f"{name}: src {how} at the index's positions"
+        specs.append(kernel_spec("pointwise", index, memory_ids, [write], reason=why, also=(src,)))
+        if id(out) not in seg.output_ids:
+            buffers.append(out)
+    return specs, buffers
+
+
 def _group_specs(
     seg: _Segmentation, memory_ids: set[int], loaded: set[int]
 ) -> tuple[list[KernelSpec], list[TensorView]]:
@@ -430,11 +468,12 @@ def _pointwise_leaves(tv: TensorView, memory: set[int]) -> set[int]:
 
 def _run_order(specs: list[KernelSpec]) -> list[KernelSpec]:
     """Specs ordered so that every kernel runs after the kernels that store what it loads
-    (stable otherwise)."""
-    producer = {}
+    and after the earlier kernels that store what it stores (an indexed write's copy, then
+    its writes), stable otherwise."""
+    producers: dict[int, list[int]] = {}
     for i, s in enumerate(specs):
         for tv in s.outputs:
-            producer.setdefault(id(tv), i)
+            producers.setdefault(id(tv), []).append(i)
     done: list[int] = []
     state: dict[int, int] = {}
 
@@ -446,9 +485,13 @@ def _run_order(specs: list[KernelSpec]) -> list[KernelSpec]:
         state[i] = 1
         s = specs[i]
         for a in s.accesses[: s.n_loads]:
-            j = producer.get(id(a.tv))
-            if j is not None and j != i:
-                visit(j)
+            for j in producers.get(id(a.tv), []):
+                if j != i:
+                    visit(j)
+        for tv in s.outputs:
+            for j in producers[id(tv)]:
+                if j < i:
+                    visit(j)
         state[i] = 2
         done.append(i)
 

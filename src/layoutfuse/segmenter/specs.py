@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..analysis.accesses import Access, upstream_accesses, upstream_tensors
+from ..analysis.accesses import Access, is_indirect, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
 from ..ir.ops import COORDINATE_OPS
 from ..ir.ops.library import row_of
@@ -91,6 +91,14 @@ def _distinct_tensors(accesses: list[Access]) -> list[TensorView]:
     return tensors
 
 
+def _gathered_first(loads: list[Access]) -> list[Access]:
+    """Loads read through an indexed read first (the data a gather reads, which the
+    schedulers take as the dominant input), else in discovery order: an index operand is
+    found before the data it addresses, so a read whose index is itself gathered comes
+    after that index's read (``GenericIndex.emit`` needs its offset first)."""
+    return sorted(loads, key=lambda a: not is_indirect(a.chain))
+
+
 def _in_fusion_order(exprs: list[Expr], fusion: Fusion) -> list[Expr]:
     order = {id(e): i for i, e in enumerate(fusion.exprs)}
     return sorted(exprs, key=lambda e: order[id(e)])
@@ -107,20 +115,27 @@ def kernel_spec(
     online: dict[int, Expr] | None = None,
     partners: tuple[TensorView, ...] = (),
     beside: tuple[TensorView, ...] = (),
+    also: tuple[TensorView, ...] = (),
 ):
     """A kernel iterating over ``root``'s coordinates; sibling reductions' inputs share
     them, so their loads join (each access once); so do ``partners``' (stored tensors of
     the root's coordinates: ``Fusion.kernel_partners``). An ``online`` sum loads nothing of
     its own: its terms come from its max's input. ``beside``: outputs in the same
-    coordinates that are not upstream of ``root``, computed in the same kernel."""
+    coordinates that are not upstream of ``root``, computed in the same kernel. ``also``:
+    other tensors computed in the same coordinates (an indexed write's src, beside its
+    index)."""
     online = online or {}
-    roots = [root, *partners, *beside] + [e.inputs[0] for e in siblings if id(e) not in online]
+    roots = (
+        [root, *partners, *beside]
+        + [e.inputs[0] for e in siblings if id(e) not in online]
+        + list(also)
+    )
     reached: dict[tuple, Access] = {}
     for r in roots:
         for a in upstream_accesses(r, memory_ids):
             reached.setdefault(a.key(), a)
     ups = list(reached.values())
-    loads = [a for a in ups if a.tv.definition is None or id(a.tv) in memory_ids]
+    loads = _gathered_first([a for a in ups if a.tv.definition is None or id(a.tv) in memory_ids])
     coords = [
         a
         for a in ups
@@ -214,7 +229,9 @@ def group_spec(
 ) -> KernelSpec:
     """One kernel for the group, with the multi-kernel plan it falls back to."""
     reached = group_reached(group, memory)
-    loads = [Access(tv, c) for tv, c in reached if id(tv) in memory or tv.definition is None]
+    loads = _gathered_first(
+        [Access(tv, c) for tv, c in reached if id(tv) in memory or tv.definition is None]
+    )
     coords = [
         Access(tv, c)
         for tv, c in reached

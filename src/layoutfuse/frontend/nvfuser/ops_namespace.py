@@ -387,3 +387,9 @@ from .ops_scan import OPERATORS as _SCAN_OPERATORS  # noqa: E402
 
 for _name, _op in _SCAN_OPERATORS.items():
     setattr(Operators, _name, _op)
+
+# --- indexed reads and writes (frontend/nvfuser/indexing_ops.py) --------------------------------
+from .indexing_ops import READS as _INDEXING_OPS  # noqa: E402
+
+for _name, _fn in _INDEXING_OPS.items():
+    setattr(Operators, _name, _fn)

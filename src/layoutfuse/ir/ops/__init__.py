@@ -7,12 +7,14 @@
 ``scaled_mm_rows``): matmul-family ops that run as segments of their own, through torch.
 ``scans``: per-row ops along one dim (cumsum, argsort, topk) and triu.
 ``complex``: how ops act on the two real parts of complex values.
+``indexing``: indexed reads (gather_dim); ``writes``: indexed writes (scatter_dim).
 """
 
 from . import (
     attention,
     creation,
     elementwise,
+    indexing,
     library,
     movement,
     nvfp4,
@@ -21,6 +23,7 @@ from . import (
     scalars,
     scans,
     shape,
+    writes,
 )
 from . import complex as complex_rules  # complex values as two real parts: their op rules
 from . import matmul as matmul_rows
@@ -29,6 +32,7 @@ from .attention import sdpfa_bwd, sdpfa_fwd
 from .creation import full, iota
 from .elementwise import ROW_BY_NAME as POINTWISE_ROWS
 from .elementwise import cast, pointwise
+from .indexing import embedding, gather, index_select, take_along_axis
 from .matmul import grouped_mm, linear, matmul
 from .movement import cat, pad, select, slice_
 from .nvfp4 import cutlass_nvfp4_grouped_mm
@@ -47,6 +51,7 @@ from .shape import (
     squeeze,
     stride_order,
 )
+from .writes import index_put_accumulate, scatter
 
 __all__ = [
     "cat",
@@ -61,8 +66,13 @@ __all__ = [
     "complex_rules",
     "creation",
     "elementwise",
+    "embedding",
     "expand",
     "full",
+    "gather",
+    "index_put_accumulate",
+    "index_select",
+    "indexing",
     "iota",
     "permute",
     "pointwise",
@@ -70,11 +80,13 @@ __all__ = [
     "reductions",
     "reshape",
     "scalars",
+    "scatter",
     "set_",
     "shape",
     "size",
     "squeeze",
     "stride_order",
+    "take_along_axis",
     "var",
     "var_mean",
     "welford",
@@ -104,6 +116,7 @@ __all__ = [
     "argsort",
     "topk",
     "triu",
+    "writes",
 ]
 
 COORDINATE_OPS = frozenset({"iota"}) | random.NAMES

@@ -1,0 +1,201 @@
+"""Indexed reads: index_select, gather, take_along_axis, embedding (one row, ``gather_dim``).
+
+Every indexed read is one shape op whose index map loads its index: output index ``o``
+reads ``arg[i_0, ..., i_{r-1}]`` with ``i_dim = index[o]`` (for take_along_axis a
+negative value counts from the end of ``arg``'s dim ``dim``, as in torch; the others
+take ``0 <= index < n`` only) and ``i_k = o[arg_dims[k]]`` for the other dims. Its
+second input, the *index operand*, always has the output's shape (each builder first
+broadcasts the user's index to it), so a kernel reads it in the output's coordinates
+like any pointwise operand, and the read of ``arg`` is an indirect load at the address
+the index map gives (``IndexAlgebra.indirect``): no copy, no kernel of its own.
+
+``index_select(arg, index, dim)``: torch.index_select (``index`` 1-D; output dim ``dim``
+has its extent). ``gather(arg, index, dim)``: torch.gather (output of ``index``'s shape,
+its extents at most ``arg``'s off ``dim``). ``take_along_axis(arg, index, dim)``:
+torch.take_along_dim (``arg`` and ``index`` broadcast against each other off ``dim``).
+``embedding(input, weight)``: torch.nn.functional.embedding's forward (rows of
+``weight`` at ``input``'s values; output ``input.shape + [weight.shape[1]]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...dtypes import is_integral
+from ...errors import DefinitionError
+from ..domain import IterDomain
+from ..opdef import OpDef, OpKind, register
+from ..values import Scalar, TensorView
+from .common import check_tensor, clone_id, emit, normalize_dim
+from .shape import _size_scalar, broadcast_in_dim
+
+if TYPE_CHECKING:
+    from ..fusion import Expr
+    from ..opdef import IndexAlgebra
+
+
+def _gather_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[Any]:
+    dim, arg_dims = expr.attrs["dim"], expr.attrs["arg_dims"]
+    return [
+        ix.indirect(expr, out_idx) if k == dim else out_idx[arg_dims[k]]
+        for k in range(len(arg_dims))
+    ]
+
+
+def _gather_ref(
+    arg: torch.Tensor,
+    index: torch.Tensor,
+    *,
+    dim: int,
+    arg_dims: Sequence[int],
+    source: str,
+    mode: str,
+    negative: bool,
+) -> torch.Tensor:
+    """``arg`` read at the index map's positions, by torch advanced indexing."""
+    out_shape = index.shape
+    n = arg.shape[dim]
+    wrapped = (torch.where(index < 0, index + n, index) if negative else index).long()
+    if bool(((wrapped < 0) | (wrapped >= n)).any()):
+        bad = index[(wrapped < 0) | (wrapped >= n)][0].item()
+        raise IndexError(f"{source}: index {bad} is out of range for dim {dim} of extent {n}")
+    pos: list[torch.Tensor] = []
+    for k, j in enumerate(arg_dims):
+        if k == dim:
+            pos.append(wrapped)
+            continue
+        view = [1] * len(out_shape)
+        view[j] = out_shape[j]
+        extent = out_shape[j] if arg.shape[k] != 1 else 1
+        pos.append(torch.arange(extent, device=arg.device).reshape(view if extent > 1 else [1]))
+    return arg[tuple(pos)]
+
+
+GATHER_DIM = register(
+    OpDef(
+        "gather_dim",
+        OpKind.SHAPE,
+        reference=_gather_ref,
+        index_map=_gather_map,
+        doc="arg read at index's values along dim (index_select, gather, take_along_axis, "
+        "embedding)",
+    )
+)
+
+
+def _check_index(index: TensorView, op: str, param: str = "index") -> None:
+    if not is_integral(index.dtype):
+        raise DefinitionError(f"{op}: {param} must be an integer tensor, got {index.dtype!r}")
+
+
+def _extent(x: TensorView, dim: int) -> int | Scalar:
+    d = x.shape_domain[dim]
+    return d.extent if d.extent is not None else _size_scalar(x, dim)
+
+
+def _gather_dim(
+    arg: TensorView,
+    index: TensorView,
+    dim: int,
+    arg_dims: Sequence[int],
+    source: str,
+    mode: str,
+    negative: bool = False,
+) -> TensorView:
+    """The row's expr: ``index`` already has the output's shape. An output dim where the
+    index is broadcast (expanded to the output's shape) and ``arg`` is not is ``arg``'s."""
+    ids = [clone_id(d) for d in index.shape_domain]
+    for k, j in enumerate(arg_dims):
+        a = arg.shape_domain[k]
+        if k != dim and ids[j].is_broadcast and not a.is_broadcast:
+            ids[j] = IterDomain(ids[j].extent if ids[j].extent is not None else a.extent)
+    out = TensorView(arg.fusion, ids, arg.dtype)
+    emit(
+        arg.fusion,
+        GATHER_DIM,
+        [arg, index],
+        [out],
+        dim=dim,
+        arg_dims=tuple(arg_dims),
+        source=source,
+        mode=mode,
+        negative=negative,
+    )
+    return out
+
+
+def index_select(arg: TensorView, index: TensorView, dim: int) -> TensorView:
+    arg = check_tensor(arg, "index_select")
+    index = check_tensor(index, "index_select", "index")
+    _check_index(index, "index_select")
+    if index.ndim != 1:
+        raise DefinitionError(f"index_select: index must be 1-D, got rank {index.ndim}")
+    d = normalize_dim(dim, arg.ndim, "index_select")
+    shape = [_extent(arg, k) if k != d else _extent(index, 0) for k in range(arg.ndim)]
+    idx = broadcast_in_dim(index, shape, [d])
+    return _gather_dim(arg, idx, d, range(arg.ndim), "index_select", "eq")
+
+
+def gather(arg: TensorView, index: TensorView, dim: int) -> TensorView:
+    arg = check_tensor(arg, "gather")
+    index = check_tensor(index, "gather", "index")
+    _check_index(index, "gather")
+    if index.ndim != arg.ndim:
+        raise DefinitionError(
+            f"gather: arg and index must have the same rank, got {arg.ndim} and {index.ndim}"
+        )
+    d = normalize_dim(dim, arg.ndim, "gather")
+    return _gather_dim(arg, index, d, range(arg.ndim), "gather", "le")
+
+
+def take_along_axis(arg: TensorView, index: TensorView, dim: int) -> TensorView:
+    arg = check_tensor(arg, "take_along_axis")
+    index = check_tensor(index, "take_along_axis", "index")
+    _check_index(index, "take_along_axis")
+    if index.ndim != arg.ndim:
+        raise DefinitionError(
+            f"take_along_axis: arg and index must have the same rank, got {arg.ndim} "
+            f"and {index.ndim}"
+        )
+    d = normalize_dim(dim, arg.ndim, "take_along_axis")
+    # off ``dim``, a broadcast index dim takes arg's extent (a broadcast arg dim reads index 0)
+    grow = [
+        k != d and index.shape_domain[k].is_broadcast and not arg.shape_domain[k].is_broadcast
+        for k in range(arg.ndim)
+    ]
+    if any(grow):
+        shape = [_extent(arg, k) if grow[k] else -1 for k in range(arg.ndim)]
+        index = broadcast_in_dim(index, shape, list(range(arg.ndim)))
+    return _gather_dim(arg, index, d, range(arg.ndim), "take_along_axis", "eq", negative=True)
+
+
+def embedding(input: TensorView, weight: TensorView, max_norm: object | None = None) -> TensorView:
+    """``weight``'s rows at ``input``'s values. ``max_norm`` renormalizes ``weight`` in
+    place in torch; layoutfuse refuses it (the other options only shape the backward)."""
+    input = check_tensor(input, "embedding_fwd", "input")
+    weight = check_tensor(weight, "embedding_fwd", "weight")
+    _check_index(input, "embedding_fwd", "input")
+    if weight.ndim != 2:
+        raise DefinitionError(f"embedding_fwd: weight must be 2-D, got rank {weight.ndim}")
+    if max_norm is not None:
+        raise DefinitionError(
+            "embedding_fwd: max_norm renormalizes weight in place; layoutfuse does not support it"
+        )
+    n = input.ndim
+    shape = [_extent(input, k) for k in range(n)] + [_extent(weight, 1)]
+    idx = broadcast_in_dim(input, shape, list(range(n)))
+    return _gather_dim(weight, idx, 0, (0, n), "embedding_fwd", "eq")
+
+
+def output_dims(expr: Expr) -> list[IterDomain | None]:
+    """Per dim of ``arg``: the output axis it is read along (None at ``dim``)."""
+    out = expr.outputs[0]
+    assert isinstance(out, TensorView)
+    dim, arg_dims = expr.attrs["dim"], expr.attrs["arg_dims"]
+    return [None if k == dim else out.shape_domain[j] for k, j in enumerate(arg_dims)]
+
+
+__all__ = ["embedding", "gather", "index_select", "output_dims", "take_along_axis"]
