@@ -99,13 +99,38 @@ def heuristics(
 ) -> ReductionParams:
     """``p.accumulators`` (the partial results each program keeps per tile element: one per
     reduction, three for a Welford) sets the registers and so the resident programs that
-    the split is sized from."""
+    the split is sized from.
+
+    The inner template with several reduced groups nests its loops (``r_nest``: the
+    stride-1 group tiled, the others looped), and its split then cuts the outer R rows
+    only. Where those rows are too few for the split the kept space needs (a long
+    stride-1 group under a short, e.g. expanded, outer one: 16 programs for 58M
+    elements), R is walked flat instead, and the split cuts its loop steps."""
+    xg, rg, _, _ = p.kept_and_reduced()
+    template = "inner" if (p.groups and p.groups[0].reduced) or not rg else "outer"
+    nested = _heuristics(p, device, tuning, template, template == "inner" and len(rg) >= 2)
+    if not nested.r_nest:
+        return nested
+    programs, split = grid(nested, p.sizes)
+    units, _ = _split_units(nested, p.sizes)
+    if split < units or programs * split >= tuning.split_below * device.sm_count:
+        return nested  # the split was not held back by the outer rows
+    flat = _heuristics(p, device, tuning, template, False)
+    flat_programs, flat_split = grid(flat, p.sizes)
+    return flat if flat_programs * flat_split > programs * split else nested
+
+
+def _heuristics(
+    p: Problem,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+    template: str,
+    r_nest: bool,
+) -> ReductionParams:
     accumulators = p.accumulators
     groups = p.groups
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
-    template = "inner" if (groups and groups[0].reduced) or not rg else "outer"
-    r_nest = template == "inner" and len(rg) >= 2
     n_r0 = groups[rg[0]].size if rg else 1
     tile = tiles.choose_tile(
         template,
