@@ -172,6 +172,8 @@ def _heuristics(
         combine_elements=tuning.combine_elements,
     )
     transposed = _transposed(p, params, item, nr, device, tuning)
+    if transposed is None:
+        transposed = _stacked(p, params, tile, item, device, tuning)
     if transposed is not None:
         return transposed
     sizes = p.sizes
@@ -261,6 +263,48 @@ def _transposed(
         split=1,
     )
     return transposed if grid(transposed, p.sizes)[0] >= tuning.waves * resident else None
+
+
+def _stacked(
+    p: Problem,
+    params: ReductionParams,
+    tile: tiles.Tile,
+    item: int,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+) -> ReductionParams | None:
+    """The outer template's tile with rows of the next kept group stacked along Y
+    (``y_group``), where the stride-1 kept group and R are both so short that the tile
+    holds less than half the template's 4-byte step (``outer_load_bytes`` per thread of
+    ``tile_warps`` warps): a [16, 16] tile of 2 warps per 14 x 14 fp32 image read at 40%
+    of eager's rate, one program per image. The Y rows fill the step, fewer where the
+    grid would not fill ``waves`` waves unsplit. (Narrower inputs keep their measured
+    narrow tiles.)"""
+    xg = params.x_groups
+    if (
+        params.template != "outer"
+        or item < 4
+        or p.generic
+        or len(xg) < 2
+        or params.y_group is not None
+    ):
+        return None
+    elements = tile.block_x * tile.block_r * tile.unroll
+    step = tuning.outer_load_bytes * tuning.tile_threads // item
+    y = xg[1]
+    if 2 * elements > step or any(params.zero_strides[a][k] for a in p.stores() for k in (0, y)):
+        return None
+    block_y = min(next_pow2(p.groups[y].size), step // elements)
+    while block_y >= 2:  # the most rows whose grid still fills the waves
+        warps = warps_for(elements * block_y, tuning.warps)
+        resident = tiles.resident_programs(
+            device, warps, max(1, elements * block_y // (THREADS_PER_WARP * warps)), tuning
+        )
+        stacked = replace(params, block_y=block_y, y_group=y, num_warps=warps, split=1)
+        if grid(stacked, p.sizes)[0] >= tuning.waves * resident:
+            return stacked
+        block_y //= 2
+    return None
 
 
 def _split_units(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, int]:
