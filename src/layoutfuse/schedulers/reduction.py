@@ -69,6 +69,9 @@ class ReductionParams:
     y_group: int | None = None  # outer: the output's stride-1 kept group, tiled as rows
     block_y: int = 1  #   (BLOCK_Y of them), so the store is coalesced along it
     combine_elements: int = 8  # ticket finish: partials per thread per combine step
+    # flat inner R of an extent the launcher does not specialize as a multiple of 16: whole
+    # loop steps run without the R mask (``i < n`` would keep every load one element wide)
+    full_steps: bool = False
 
     @property
     def pattern(self) -> str:
@@ -184,7 +187,14 @@ def _heuristics(
         split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count, tuning)
     split = with_split(params, split, sizes).split  # whole loop steps per chunk
     finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device, tuning)
-    return with_split(replace(params, finish=finish), split, sizes)
+    full_steps = (
+        template == "inner"
+        and not r_nest
+        and not p.generic
+        and nr % 16 != 0
+        and nr >= 2 * tile.block_r * tile.unroll
+    )
+    return with_split(replace(params, finish=finish, full_steps=full_steps), split, sizes)
 
 
 def _warps_and_resident(
