@@ -22,6 +22,7 @@ COMMANDS = {
     "tune": ("tune", "time params or tuning variants of the heuristics on chosen cases"),
     "profile": ("profile", "each kernel's device time for chosen cases (CUDA)"),
     "overhead": ("overhead", "host time of fd.execute against one eager op"),
+    "scan": ("scan", "cumsum, argsort and topk kernels against eager (CUDA)"),
 }
 PROBES = {
     "outer": ("probe_outer", "hand-written outer reduction kernels with every knob (CUDA)"),

@@ -24,6 +24,8 @@ class DataType(enum.Enum):
     Float8_e5m2 = "Float8_e5m2"
     ComplexFloat = "ComplexFloat"
     ComplexDouble = "ComplexDouble"
+    Float4_e2m1fn = "Float4_e2m1fn"  # one fp4 element; its tensors are packed (PACKED)
+    Float4_e2m1fn_x2 = "Float4_e2m1fn_x2"  # two fp4 elements a byte, as torch's dtype
     Null = "Null"
 
     def __repr__(self) -> str:
@@ -46,7 +48,15 @@ _TO_TORCH = {
     DataType.ComplexFloat: torch.complex64,
     DataType.ComplexDouble: torch.complex128,
 }
+if hasattr(torch, "float4_e2m1fn_x2"):
+    _TO_TORCH[DataType.Float4_e2m1fn_x2] = torch.float4_e2m1fn_x2
 _FROM_TORCH = {v: k for k, v in _TO_TORCH.items()}
+
+PACKED = {DataType.Float4_e2m1fn: DataType.Float4_e2m1fn_x2}
+"""Sub-byte dtypes and the dtype of their torch tensors: a tensor of ``Float4_e2m1fn``
+holds two elements a byte along its innermost allocated dim (nvFuser's convention), so
+its torch tensor (``float4_e2m1fn_x2``) has half that dim's extent. Only library ops
+(``ir/ops/nvfp4.py``) read them."""
 
 FLOATING = frozenset(
     {
@@ -96,6 +106,24 @@ def compute_dtype(dtype: DataType) -> DataType:
     return DataType.Float if dtype in REDUCED_PRECISION else dtype
 
 
+def is_complex(dtype: DataType) -> bool:
+    return dtype in COMPLEX
+
+
+def part_dtype(dtype: DataType) -> DataType:
+    """The real dtype of a complex dtype's two parts (Float, Double); others are unchanged."""
+    return {DataType.ComplexFloat: DataType.Float, DataType.ComplexDouble: DataType.Double}.get(
+        dtype, dtype
+    )
+
+
+def complex_of(dtype: DataType) -> DataType:
+    """The complex dtype with parts of ``dtype`` (Double -> ComplexDouble, else ComplexFloat)."""
+    if dtype in COMPLEX:
+        return dtype
+    return DataType.ComplexDouble if dtype is DataType.Double else DataType.ComplexFloat
+
+
 def itemsize(dtype: DataType) -> int:
     return to_torch(dtype).itemsize
 
@@ -124,7 +152,8 @@ def promote(tensor_dtypes: list[DataType], scalar_dtypes: list[DataType]) -> Dat
             result = _pair(result, d)
         for s in scalar_dtypes:
             if _category(s) > _category(result):
-                result = _default_for_category(s)
+                # a complex scalar keeps a Double tensor's precision (torch.result_type)
+                result = complex_of(result) if s in COMPLEX else _default_for_category(s)
         return result
     result = scalar_dtypes[0]
     for d in scalar_dtypes[1:]:

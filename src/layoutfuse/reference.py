@@ -70,12 +70,19 @@ def evaluate_expr(expr: Expr, args: list[Any], device) -> list[Any]:
         return list(op.reference(args[0], list(expr.attrs["dims"])))
     if kind is OpKind.SHAPE:
         attrs = {k: v for k, v in expr.attrs.items() if k != "groups"}
-        shape_args = [int(a) for a in args[1:]]
+        shape_args = [
+            a if torch.is_tensor(a) and a.dim() else a if isinstance(a, float) else int(a)
+            for a in args[1:]
+        ]
         return [op.reference(args[0], *shape_args, **attrs)]
     if kind is OpKind.CREATION:
         return [op.reference(*args, **expr.attrs, device=device)]
     if kind is OpKind.SCALAR:
         return [op.reference(*args, **expr.attrs)]
+    if kind is OpKind.LIBRARY:  # the row's torch call (``ir/ops/library.py``)
+        return list(op.reference(expr, args))
+    if kind is OpKind.SCAN:  # the rows of ir.ops.scans: a tuple of outputs
+        return list(op.reference(*args, **expr.attrs))
     raise AssertionError(f"unknown op kind {kind}")
 
 

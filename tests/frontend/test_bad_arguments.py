@@ -17,22 +17,34 @@ import pytest
 import torch
 
 from layoutfuse.errors import LayoutfuseError
+from layoutfuse.frontend.nvfuser.library_ops import OPERATORS as LIBRARY_OPERATORS
 from layoutfuse.frontend.nvfuser.ops_namespace import ALIASES, Operators
 from layoutfuse.ir.ops.elementwise import ROW_BY_NAME
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
-OPS = sorted(n for n in dir(Operators) if not n.startswith("_"))
+# the library ops and batch_norm take tensors of op-specific ranks and dtypes: their bad
+# arguments are swept in test_library_op_arguments.py
+SWEPT_ELSEWHERE = set(LIBRARY_OPERATORS)
+OPS = sorted(n for n in dir(Operators) if not n.startswith("_") and n not in SWEPT_ELSEWHERE)
 POINTWISE = set(ROW_BY_NAME) | set(ALIASES)
-INTEGER_OPERANDS = {"bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor"}
+INTEGER_OPERANDS = {"bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "gcd"}
+INTEGER_OPERANDS |= {"bitwise_left_shift", "bitwise_right_shift", "logical_right_shift"}
+# Pointwise operands where nvFuser's binding takes a Scalar only (an alpha, a threshold).
+SCALAR_OPERANDS = {
+    (name, f"arg{k + 1}") for name, row in ROW_BY_NAME.items() for k in row.scalar_operands
+}
+COMPLEX_OPERANDS = {"imag"}  # defined for complex operands only
 
 # Parameter kinds.
 TENSOR, OPERAND, SCALAR, LENGTH, VECTOR = "Tensor", "Tensor or Scalar", "Scalar", "length", "Vector"
 DIMS, PERMUTATION, BROADCAST_DIMS = "dims", "permutation", "broadcast dims"
 DIM, INDEX, INT, BOOL, BOOL_LIST, DTYPE = "dim", "index", "int", "bool", "bools", "DataType"
 SHAPE, INPUT_SHAPE = "shape", "shape of the input's rank"
+BOUNDS, PAD_WIDTHS, TENSORS = "bounds of the input's rank", "pad widths", "Tensors"
 DIM_LISTS = {DIMS, PERMUTATION, BROADCAST_DIMS}
+INT_LISTS = {BOUNDS, PAD_WIDTHS}  # slice's starts, ends and steps; pad's widths
 # Kinds whose good value fits only a tensor of the good tensor's rank (2).
-RANK_BOUND = DIM_LISTS | {DIM, BOOL_LIST, INPUT_SHAPE}
+RANK_BOUND = DIM_LISTS | {DIM, BOOL_LIST, INPUT_SHAPE, BOUNDS}
 
 PARAM_KINDS = {
     "arg": TENSOR,
@@ -52,6 +64,15 @@ PARAM_KINDS = {
     "step": SCALAR,
     "dim": DIM,
     "index": INDEX,
+    # data movement
+    "start_indices": BOUNDS,
+    "end_indices": BOUNDS,
+    "strides": BOUNDS,
+    "manual_normalization": BOOL,
+    "pad_widths": PAD_WIDTHS,
+    "value": SCALAR,
+    "tensors": TENSORS,
+    "manual_padding": BOOL,
     # random ops
     "minval": SCALAR,
     "maxval": SCALAR,
@@ -59,6 +80,14 @@ PARAM_KINDS = {
     "std": SCALAR,
     "rng_seed": SCALAR,
     "rng_offset": SCALAR,
+    # cumsum, argsort, topk, triu
+    "descending": BOOL,
+    "stable": BOOL,
+    "largest": BOOL,
+    "sorted": BOOL,
+    "diagonal": INT,
+    "input": TENSOR,
+    "k": INDEX,  # topk's; good: 0 (dim 1 of the good tensor has extent 1)
 }
 KIND_OVERRIDES = {
     ("cast", "arg"): OPERAND,
@@ -70,6 +99,7 @@ KIND_OVERRIDES = {
 }
 GOOD_SHAPES = {"full": [2, 3], "reshape": [2], "broadcast_in_dim": [2, 1, 3], "expand": [2, 3]}
 GOOD_SHAPES |= {"uniform": [2, 3], "normal": [2, 3]}  # random ops
+GOOD_BOUNDS = {"start_indices": [0, 0], "end_indices": [2, 1], "strides": [1, 1]}  # slice
 # Where nvFuser gives a -1 extent a meaning, the result's static shape for the -1 row.
 MINUS_ONE_MEANS = {"reshape": (2,), "expand": (2, 3), "broadcast_in_dim": (2, 1, 3)}
 
@@ -81,6 +111,9 @@ class Env:
     def __init__(self, fd):
         self.t = fd.define_tensor(shape=[2, 1], contiguity=True)
         self.t_int = fd.define_tensor(shape=[2, 1], contiguity=True, dtype=DataType.Int)
+        self.t_complex = fd.define_tensor(
+            shape=[2, 1], contiguity=True, dtype=DataType.ComplexFloat
+        )
         self.t_rank1 = fd.define_tensor(shape=[3], contiguity=True)
         self.s_float = fd.define_scalar(2.0)
         self.s_int = fd.define_scalar(3)
@@ -89,6 +122,8 @@ class Env:
 
 
 def kind_of(op: str, param: str) -> str:
+    if (op, param) in SCALAR_OPERANDS:
+        return SCALAR
     if op in POINTWISE:
         return OPERAND
     return KIND_OVERRIDES.get((op, param), PARAM_KINDS[param])
@@ -98,7 +133,13 @@ def good_value(op: str, param: str, env: Env):
     kind = kind_of(op, param)
     return {
         TENSOR: lambda: env.t,
-        OPERAND: lambda: env.t_int if op in INTEGER_OPERANDS else env.t,
+        OPERAND: lambda: (
+            env.t_int
+            if op in INTEGER_OPERANDS
+            else env.t_complex
+            if op in COMPLEX_OPERANDS
+            else env.t
+        ),
         SCALAR: lambda: env.s_float if param == "fill_value" else env.s_int,
         LENGTH: lambda: env.s_int,
         VECTOR: lambda: env.vec,
@@ -113,6 +154,9 @@ def good_value(op: str, param: str, env: Env):
         DTYPE: lambda: DataType.Int if op == "iota" else DataType.Float,
         SHAPE: lambda: list(GOOD_SHAPES[op]),
         INPUT_SHAPE: lambda: list(GOOD_SHAPES[op]),
+        BOUNDS: lambda: list(GOOD_BOUNDS[param]),
+        PAD_WIDTHS: lambda: [1, 1],
+        TENSORS: lambda: [env.t, env.t],
     }[kind]()
 
 
@@ -136,20 +180,25 @@ class Row:
 
 
 ALL = frozenset(set(PARAM_KINDS.values()) | {OPERAND, VECTOR, PERMUTATION, INPUT_SHAPE})
+LISTS = frozenset({*DIM_LISTS, BOOL_LIST, *INT_LISTS, TENSORS})
 SHAPES = frozenset({SHAPE, INPUT_SHAPE})
 ROWS = [
     Row("a string", ALL, lambda env, good: "1"),
     Row("a Python float", ALL, lambda env, good: 1.5),
     Row(
         "a torch tensor",
-        frozenset({TENSOR, OPERAND, SCALAR, VECTOR, *DIM_LISTS, *SHAPES}),
+        frozenset({TENSOR, OPERAND, SCALAR, VECTOR, *DIM_LISTS, *SHAPES, *INT_LISTS, TENSORS}),
         lambda env, good: torch.ones(2, 1),
     ),
     Row("a Tensor handle", ALL - {TENSOR, OPERAND}, lambda env, good: env.t),
-    Row("a Scalar handle", frozenset({TENSOR, VECTOR}), lambda env, good: env.s_float),
+    Row("a Scalar handle", frozenset({TENSOR, VECTOR, TENSORS}), lambda env, good: env.s_float),
     Row("a Vector handle", frozenset({OPERAND}), lambda env, good: env.vec),
-    Row("an int for a list", frozenset({*DIM_LISTS, BOOL_LIST, *SHAPES}), lambda env, good: 1),
-    Row("a float entry", frozenset({*DIM_LISTS, *SHAPES}), lambda env, good: _first(good, 1.5)),
+    Row("an int for a list", LISTS | SHAPES, lambda env, good: 1),
+    Row(
+        "a float entry",
+        frozenset({*DIM_LISTS, *SHAPES, *INT_LISTS, TENSORS}),
+        lambda env, good: _first(good, 1.5),
+    ),
     Row("an int entry for a bool", frozenset({BOOL_LIST}), lambda env, good: _first(good, 0)),
     Row(
         "a dim out of range", frozenset({*DIM_LISTS, DIM, INDEX}), lambda env, good: _first(good, 7)
@@ -160,7 +209,9 @@ ROWS = [
         lambda env, good: _first(good, -7),
     ),
     Row("a repeated dim", frozenset(DIM_LISTS), lambda env, good: _repeated(good)),
-    Row("a wrong count", frozenset({BOOL_LIST, INPUT_SHAPE}), lambda env, good: good[:1]),
+    Row(
+        "a wrong count", frozenset({BOOL_LIST, INPUT_SHAPE, *INT_LISTS}), lambda env, good: good[:1]
+    ),
     Row("an extent below -1", SHAPES, lambda env, good: _first(good, -2)),
     Row("a -1 extent", SHAPES, lambda env, good: _first(good, -1)),
     Row("a negative length", frozenset({LENGTH}), lambda env, good: env.s_negative),

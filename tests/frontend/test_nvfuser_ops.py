@@ -9,13 +9,29 @@ from layoutfuse.ir.ops.elementwise import ROW_BY_NAME
 from layoutfuse.nvfuser import DataType, FusionDefinition, Tensor
 from support.execution import assert_ran_kernels
 
-INTEGRAL_OPS = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"}
+INTEGRAL_OPS = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "gcd"}
+SHIFTS = {"bitwise_left_shift", "bitwise_right_shift", "logical_right_shift"}
+UNIT_DOMAIN = {"acos", "asin", "atanh", "erfinv"}  # (-1, 1); acosh: above 1
+COMPLEX_OPS = {"imag"}  # defined for complex operands only
+
+
+def _logical_right_shift(x, s):
+    """Zeros shifted in from the left (counts 0..63 here): the unsigned view's shift."""
+    out = [((a % 2**64) >> b) for a, b in zip(x.flatten().tolist(), s.flatten().tolist())]
+    return torch.tensor([v - 2**64 if v >= 2**63 else v for v in out]).reshape(x.shape)
+
+
 TORCH_FN = {
     "truediv": torch.true_divide,
     "silu": F.silu,
     "relu": torch.relu,
     "addcmul": lambda a, b, c, v: torch.addcmul(a, b, c, value=v),
     "clamp": lambda x, lo, hi: torch.clamp(x, lo, hi),
+    "erfcinv": lambda x: -torch.special.ndtri(x / 2) / 2**0.5,
+    "threshold": lambda x, t, v: F.threshold(x, t, v),
+    "add_alpha": lambda a, b, v: torch.add(a, b, alpha=v),
+    "sub_alpha": lambda a, b, v: torch.sub(a, b, alpha=v),
+    "logical_right_shift": _logical_right_shift,
 }
 
 
@@ -23,7 +39,22 @@ def _operands(name, arity):
     g = torch.Generator().manual_seed(0)
     if name in INTEGRAL_OPS:
         return [torch.randint(-8, 8, (3, 4), generator=g) for _ in range(arity)]
+    if name in SHIFTS:
+        return [
+            torch.randint(-(2**40), 2**40, (3, 4), generator=g),
+            torch.randint(0, 64, (3, 4), generator=g),
+        ]
+    if name in COMPLEX_OPS:
+        return [torch.randn(3, 4, generator=g, dtype=torch.complex64) for _ in range(arity)]
     xs = [torch.rand(3, 4, generator=g) + 0.5 for _ in range(arity)]
+    if name in UNIT_DOMAIN:
+        xs = [x - 0.5 for x in xs]
+    if name == "acosh":
+        xs = [x + 0.5 for x in xs]
+    if name == "threshold":
+        xs[1:] = [1.0, -2.0]
+    if name in ("add_alpha", "sub_alpha"):
+        xs[2] = 0.75
     if name == "where":
         xs[0] = xs[0] > 1.0
     if name in ("clamp", "addcmul"):

@@ -184,8 +184,12 @@ def test_op_argument_errors_name_the_op_and_argument(call, message):
 def test_every_pointwise_row_is_a_function(name):
     row = ROW_BY_NAME[name]
     dtype = DataType.Int if row.rule is DtypeRule.INTEGRAL else DataType.Float
+    if name == "imag":  # defined for complex operands only
+        dtype = DataType.ComplexFloat
     with FusionGuard(Fusion()):
         operands = [api.make_contig_tensor(2, dtype) for _ in range(row.arity)]
+        for k in row.scalar_operands:  # an alpha, threshold's scalars: Scalars (as in nvFuser)
+            operands[k] = 1.0
         out = getattr(api, name)(*operands)
         assert out.definition.op.name == name and out.ndim == 2
         with pytest.raises(DefinitionError):

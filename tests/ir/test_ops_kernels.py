@@ -76,12 +76,38 @@ def _div(a, b):
     return torch.div(a, b, rounding_mode="trunc")  # nvFuser's div of integers truncates
 
 
+def _erfcinv(x):
+    return (-torch.special.ndtri(x.double() / 2) / 2**0.5).to(x.dtype)
+
+
+def _logical_right_shift(x, s):
+    """nvFuser's definition, element by element (torch has none): counts 0..w shift zeros
+    in; past w or below 0, -1 for a negative x and 0 otherwise."""
+    dtype = torch.result_type(x, s)
+    w = torch.iinfo(dtype).bits
+    xs, ss = torch.broadcast_tensors(x.to(dtype), s.to(dtype))
+    out = []
+    for a, b in zip(xs.flatten().tolist(), ss.flatten().tolist()):
+        v = ((a % 2**w) >> b) if 0 <= b <= w else (-1 if a < 0 else 0)
+        out.append(v - 2**w if v >= 2 ** (w - 1) else v)
+    return torch.tensor(out, dtype=dtype, device=xs.device).reshape(xs.shape)
+
+
 TORCH = {  # direct torch, for the rows that are not a torch function of the same name
     "div": _div,
     "truediv": torch.true_divide,
     "silu": F.silu,
     "addcmul": lambda a, b, c, v: torch.addcmul(a, b, c, value=v),
+    "erfcinv": _erfcinv,
+    "logical_right_shift": _logical_right_shift,
+    "threshold": lambda x, t, v: F.threshold(x, t.item(), v.item()),
+    "add_alpha": lambda a, b, v: torch.add(a, b, alpha=v.item()),
+    "sub_alpha": lambda a, b, v: torch.sub(a, b, alpha=v.item()),
 }
+# nvFuser's nextafter takes Float and Double only (torch's takes Half and BFloat16 too)
+FULL_PRECISION_ONLY = {"nextafter"}
+# Operand positions where nvFuser takes a Scalar only (the rows' ``scalar_operands``)
+SCALAR_ONLY = {"threshold": (1, 2), "add_alpha": (2,), "sub_alpha": (2,)}
 
 # Rows that compute in Float: integer and bool operands become Float first.
 FLOAT_COMPUTE = {
@@ -105,6 +131,8 @@ FLOAT_COMPUTE = {
     "erfc",
     "truediv",
     "atan2",
+    *("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh"),
+    *("erfinv", "erfcinv", "lgamma"),
 }
 
 DOMAINS = {  # operand domains where "any" would hit a domain error or an integer fault
@@ -149,9 +177,10 @@ def torch_result_dtype(name: str, operands) -> torch.dtype | None:
     ):
         return F32
     try:
-        return direct(name)(*operands).dtype
+        dtype = direct(name)(*operands).dtype
     except (RuntimeError, TypeError):
         return None
+    return None if name in FULL_PRECISION_ONLY and dtype not in (F32, F64) else dtype
 
 
 def check_kernels(fd: FusionDefinition, launches: bool = True) -> None:
@@ -233,6 +262,8 @@ def tensor_operands(name: str, arity: int, dtype: torch.dtype) -> list:
         xs[0] = sample(BOOL, seed=7)
     if name == "addcmul":
         xs.append(0.5 if dtype.is_floating_point else 3)
+    for k in SCALAR_ONLY.get(name, ()):
+        xs[k] = (0.5, -2.0)[k - 1] if dtype.is_floating_point else (3, -2)[k - 1]
     return xs
 
 
@@ -316,6 +347,25 @@ TERNARY_WITH_SCALARS = {  # name -> dtype -> operands, scalars where nvFuser pro
         SCALAR_VALUES["any", _kind(d)],
     ],
 }
+TERNARY_WITH_SCALARS.update(
+    {
+        "threshold": lambda d: [
+            sample(d, seed=9),
+            SCALAR_VALUES["any", _kind(d)],
+            SCALAR_VALUES["nonzero", _kind(d)],
+        ],
+        "add_alpha": lambda d: [
+            sample(d, seed=10),
+            sample(d, seed=11),
+            SCALAR_VALUES["any", _kind(d)],
+        ],
+        "sub_alpha": lambda d: [
+            sample(d, seed=12),
+            sample(d, seed=13),
+            SCALAR_VALUES["any", _kind(d)],
+        ],
+    }
+)
 TERNARY_CASES = [
     param(name, d, form, id=f"{name}-{dtype_id(d)}-{form}")
     for name in TERNARY_WITH_SCALARS

@@ -97,6 +97,11 @@ def _div(a, b):
     return torch.div(a, b, rounding_mode="trunc")
 
 
+def _erfcinv(x):
+    out = x.dtype if x.is_floating_point() else F32
+    return (-torch.special.ndtri(x.double() / 2) / 2**0.5).to(out)
+
+
 _UNARY_FLOAT = [
     "exp",
     "exp2",
@@ -160,6 +165,24 @@ POINTWISE = [
     ],
     PW("clamp", torch.clamp, NUMERIC, ("any", "any", "any")),
     PW("lerp", torch.lerp, FLOATS, ("any", "any", "small")),
+    # nvFuser's math and predicate rows (edge values and kernels: test_math_rows.py)
+    *[
+        PW(n, getattr(torch, n), ALL, ("any",))
+        for n in ["acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh"]
+    ],
+    *[PW(n, getattr(torch, n), ALL, ("any",)) for n in ["erfinv", "lgamma"]],
+    PW("erfcinv", lambda x: _erfcinv(x), ALL, ("positive",)),
+    PW("frac", torch.frac, FLOATS, ("any",)),
+    *[
+        PW(n, getattr(torch, n), ALL, ("any",))
+        for n in ["signbit", "isneginf", "isposinf", "isreal"]
+    ],
+    PW("nextafter", torch.nextafter, (F32,), ("any", "any")),
+    *[
+        PW(n, getattr(torch, n), (I64,), ("any", "small"))
+        for n in ["gcd", "bitwise_left_shift", "bitwise_right_shift"]
+    ],
+    PW("real", torch.real, ALL, ("any",)),  # of complex values: tests/ir/test_complex.py
 ]
 POINTWISE_CASES = [
     pytest.param(c, d, id=f"{c.name}-{str(d)[6:]}") for c in POINTWISE for d in c.dtypes
@@ -167,7 +190,9 @@ POINTWISE_CASES = [
 
 
 def test_every_pointwise_row_has_a_case():
-    covered = {c.name for c in POINTWISE} | {"where", "addcmul"}
+    # imag is defined for complex values only: tests/ir/test_complex.py
+    covered = {c.name for c in POINTWISE} | {"where", "addcmul", "logical_right_shift", "imag"}
+    covered |= {"threshold", "add_alpha", "sub_alpha"}
     assert covered == set(ops.POINTWISE_ROWS)
 
 
@@ -193,6 +218,33 @@ def test_addcmul(dtype):
     out, res = run(lambda a, b, c: ops.pointwise("addcmul", a, b, c, value), xs)
     expected = torch.addcmul(*[upcast(x) for x in xs], value=value)
     check(out, res, expected, meta_dtype(lambda a, b, c: torch.addcmul(a, b, c, value=value), xs))
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_scalar_operand_rows(dtype):
+    """threshold, add_alpha and sub_alpha: the result has the tensors' dtype (their scalars
+    take no part in promotion)."""
+    xs = [sample(dtype, seed=k) for k in range(2)]
+    t, v, alpha = (0.5, -2.0, 0.5) if dtype in FLOATS else (1, -2, 3)
+    cases = [
+        ("threshold", [xs[0]], (t, v), lambda a: torch.nn.functional.threshold(a, t, v)),
+        ("add_alpha", xs, (alpha,), lambda a, b: torch.add(a, b, alpha=alpha)),
+        ("sub_alpha", xs, (alpha,), lambda a, b: torch.sub(a, b, alpha=alpha)),
+    ]
+    for name, tensors, scalars, direct in cases:
+        out, res = run(lambda *tvs, n=name, s=scalars: ops.pointwise(n, *tvs, *s), tensors)
+        check(out, res, direct(*[upcast(x) for x in tensors]), dtype)
+
+
+@pytest.mark.parametrize("dtype", (I64,))
+def test_logical_right_shift(dtype):
+    """Counts 0..63: zeros shift in from the left (the unsigned view's shift)."""
+    x = sample(dtype, seed=1) * 1000003
+    s = torch.arange(15).reshape(SHAPE) * 4 % 64
+    out, res = run(lambda a, b: ops.pointwise("logical_right_shift", a, b), [x, s])
+    expected = [((a % 2**64) >> b) for a, b in zip(x.flatten().tolist(), s.flatten().tolist())]
+    expected = [e - 2**64 if e >= 2**63 else e for e in expected]
+    check(out, res, torch.tensor(expected).reshape(SHAPE), dtype)
 
 
 SCALAR_PROMOTION = [  # (tensor dtype, python scalar, op): the result dtype is torch's

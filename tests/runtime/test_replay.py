@@ -33,7 +33,10 @@ def test_replay_matches_eager_for_fresh_data_and_scalars(device):
         torch.testing.assert_close(red, (x * alpha).sum(1), rtol=1e-5, atol=1e-4)
         torch.testing.assert_close(ex, x.exp())
         assert ex.stride() == x.stride()  # the inferred layout holds on the replay path too
-    assert len(fd.executor()._plans) == 1
+    # one plan for this device (the cpu case of this test, run before in the same process,
+    # shares the cached definition and keeps its own)
+    keys = [k for k in fd.executor()._plans if k[0][3].type == torch.device(device).type]
+    assert len(keys) == 1
 
 
 def test_a_new_signature_is_validated_again():

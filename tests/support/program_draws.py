@@ -26,6 +26,7 @@ from support.programs import (
     ARITY,
     BOOL,
     CLASSIFIES,
+    COMPLEX_ONLY,
     DTYPES,
     KEEPS,
     NO_CANCEL,
@@ -41,7 +42,9 @@ from support.programs import (
 )
 
 SEED = "layoutfuse-generated-programs"
-BY_ARITY = {n: [r.name for r in ROWS if r.arity == n] for n in (1, 2, 3, 4)}
+BY_ARITY = {
+    n: [r.name for r in ROWS if r.arity == n and r.name not in COMPLEX_ONLY] for n in (1, 2, 3, 4)
+}
 KINDS = (
     ["unary"] * 4
     + ["binary"] * 5
@@ -223,10 +226,20 @@ class Drawing:
         if name == "lerp":  # torch: start and end of one dtype
             weight = self.pick([Const(0.25), Const(0.75)])
             return Step(name, (x, self.operand(v, dtype=v.dtype, scalars=False), weight))
+        if name == "threshold":  # nvFuser: two Scalars, of the tensor's kind (torch truncates)
+            kind = FLOAT_CONSTANTS if v.dtype.is_floating_point else INT_CONSTANTS
+            return Step(name, (x, *(self.scalar_operand(self.pick(kind)) for _ in range(2))))
+        if name in ("add_alpha", "sub_alpha"):  # nvFuser: a Scalar alpha; torch: integral for ints
+            kind = FLOAT_CONSTANTS if v.dtype.is_floating_point else INT_CONSTANTS
+            return Step(name, (x, self.operand(v), self.scalar_operand(self.pick(kind))))
         if name == "addcmul":  # torch: an integral value for integers
             value = Const(self.pick((0.5, -1.5) if v.dtype.is_floating_point else (2, -1)))
             return Step(name, (x, self.operand(v), self.operand(v), value))
         return Step(name, (x, self.operand(v), self.operand(v)))  # clamp
+
+    def scalar_operand(self, value):
+        """``value`` as a constant or a symbolic scalar input."""
+        return Const(value) if self.chance(0.5) else self.p.add_scalar(value)
 
     def cast(self, x: int, v: Value) -> Step:
         return Step("cast", (x,), (("dtype", from_torch(self.pick(DTYPES))),))

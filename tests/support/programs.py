@@ -121,12 +121,41 @@ def _div(a, b):
     return torch.div(a, b, rounding_mode="trunc")  # nvFuser's div of integers truncates
 
 
+def _erfcinv(x: torch.Tensor) -> torch.Tensor:
+    """The inverse of erfc (torch has none), in the operand's float dtype (Float for Half and
+    BFloat16, which ndtri lacks)."""
+    wide = x.float() if x.dtype in (F16, BF16) else x
+    return (-torch.special.ndtri(wide / 2) / math.sqrt(2)).to(x.dtype)
+
+
+def _logical_right_shift(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """nvFuser's definition (torch has none), element by element: counts 0..w shift zeros
+    in; past w or below 0, -1 for a negative x and 0 otherwise."""
+    dtype = torch.result_type(x, s)
+    if dtype.is_floating_point or dtype is BOOL:
+        raise RuntimeError(f"logical_right_shift: integer operands only, got {dtype}")
+    w = torch.iinfo(dtype).bits
+    xs, ss = torch.broadcast_tensors(x.to(dtype), s.to(dtype))
+    out = []
+    for a, b in zip(xs.flatten().tolist(), ss.flatten().tolist()):
+        v = ((a % 2**w) >> b) if 0 <= b <= w else (-1 if a < 0 else 0)
+        out.append(v - 2**w if v >= 2 ** (w - 1) else v)
+    return torch.tensor(out, dtype=dtype).reshape(xs.shape)
+
+
 TORCH = {
     "div": _div,
     "truediv": torch.true_divide,
     "silu": F.silu,
     "addcmul": lambda a, b, c, v: torch.addcmul(a, b, c, value=v.item()),
+    "erfcinv": lambda x: _erfcinv(x),
+    "logical_right_shift": _logical_right_shift,
+    "threshold": lambda x, t, v: F.threshold(x, t.item(), v.item()),
+    "add_alpha": lambda a, b, v: torch.add(a, b, alpha=v.item()),
+    "sub_alpha": lambda a, b, v: torch.sub(a, b, alpha=v.item()),
 }
+# nvFuser's nextafter takes Float and Double only (torch's Half and BFloat16 too)
+FULL_PRECISION_ONLY = {"nextafter"}
 
 # Rows that compute in Float: integer and bool operands become Float (torch has no integer
 # silu; nvFuser's rule).
@@ -151,9 +180,23 @@ FLOAT_COMPUTE = {
     "erfc",
     "truediv",
     "atan2",
+    *("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh"),
+    *("erfinv", "erfcinv", "lgamma"),
 }
 # How a row carries error on float results (each row is in EXACT or LIBRARY):
-KEEPS = {"abs", "neg", "relu", "minimum", "maximum", "clamp", "where"}  # max of the operands'
+KEEPS = {
+    "abs",
+    "neg",
+    "relu",
+    "minimum",
+    "maximum",
+    "clamp",
+    "where",
+    "real",
+    "imag",
+}  # max of the operands'
+# rows of complex values only (real inputs are refused): tests/ir/test_complex.py runs them
+COMPLEX_ONLY = {"imag"}
 SCALES = {"mul": 1.0, "div": 1.0, "truediv": 1.0, "reciprocal": 1.0, "sqrt": 0.5, "rsqrt": 0.5}
 NO_CANCEL = {"add": 1, "sub": -1}  # approximate operands only where signs do not cancel
 # Exact on approximate operands too: the error bound never crosses to or from nan or inf
@@ -189,6 +232,9 @@ EXACT = (
         "bitwise_xor",
         "lerp",
         "addcmul",
+        *("frac", "signbit", "isneginf", "isposinf", "isreal", "nextafter", "gcd"),
+        *("bitwise_left_shift", "bitwise_right_shift", "logical_right_shift"),
+        *("threshold", "add_alpha", "sub_alpha"),
     }
 )
 LIBRARY = {
@@ -214,6 +260,8 @@ LIBRARY = {
     "truediv",
     "pow",
     "atan2",
+    *("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh"),
+    *("erfinv", "erfcinv", "lgamma"),
 }
 GROWS_WITH_ARG = {"exp", "exp2", "expm1", "sigmoid", "silu", "sin", "cos", "tan"}
 # Operands that must hold no zero: integer division faults; a signed zero flips the sign
@@ -265,9 +313,12 @@ def torch_result_dtype(name: str, operands: Sequence[torch.Tensor]) -> torch.dty
         return F32
     probes = [torch.ones([1] * x.dim(), dtype=x.dtype) for x in operands]
     try:
-        return direct(name)(*probes).dtype
+        dtype = direct(name)(*probes).dtype
     except (RuntimeError, TypeError) as e:
         raise TorchRejects(str(e).splitlines()[0]) from None
+    if name in FULL_PRECISION_ONLY and dtype not in (F32, torch.float64):
+        raise TorchRejects(f"{name}: nvFuser takes Float and Double only")
+    return dtype
 
 
 # --- values ---------------------------------------------------------------------------------------
@@ -553,6 +604,10 @@ def var_mean_compute(x: Value, dims: Sequence[int], correction: int, keepdim: bo
     of a Welford accumulation in Float (tests/support/reductions.py)."""
     if x.abs_err:
         raise Unusable("var_mean: an operand with an absolute error bound")
+    if x.dtype.is_floating_point and bool(x.ref.isinf().any()):
+        # torch's Welford mean of an inf is NaN (inf - inf), layoutfuse's inf: not drawn
+        # (lgamma's poles make infs from finite inputs)
+        raise Unusable("var_mean of an infinite value")
     out = x.dtype if x.dtype.is_floating_point else F32
     with warnings.catch_warnings():  # correction >= n: nan or inf, as intended
         warnings.simplefilter("ignore")

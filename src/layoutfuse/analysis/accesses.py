@@ -66,6 +66,9 @@ def reached(
         e = tv.definition
         if e.op.kind is OpKind.SHAPE:
             walk(e.inputs[0], chain + (e,))
+            for k in e.op.same_coordinate_inputs:  # a pad's tensor fill (cat)
+                if isinstance(e.inputs[k], TensorView):
+                    walk(e.inputs[k], chain)
         elif e.op.kind is OpKind.POINTWISE:
             for i in e.inputs:
                 if isinstance(i, TensorView):
@@ -95,6 +98,12 @@ def upstream_tensors(root: TensorView, memory: set[int]) -> dict[int, tuple[Tens
     for tv, chain in reached(root, memory):
         out.setdefault(id(tv), (tv, chain))
     return out
+
+
+def has_base(access: Access) -> bool:
+    """Whether the access's address at index 0 may be past its tensor's start (a slice or
+    select on its chain): an affine access then gets a base offset (``index_walk.base_offset``)."""
+    return any(e.op.name in ("slice", "select") for e in access.chain)
 
 
 def shape_of(tv: TensorView, extents: dict[int, int]) -> tuple[int, ...]:

@@ -79,6 +79,12 @@ def forward(
         return tuple(s for i, s in enumerate(in_strides) if i not in attrs["dims"])
     if op == "reshape":
         return view_strides(in_shape, in_strides, out_shape)
+    if op == "slice":  # a strided view; its start is the access's base offset
+        return tuple(s * k for s, k in zip(in_strides, attrs["steps"]))
+    if op == "select":  # the selected index is in the base offset
+        return tuple(s for i, s in enumerate(in_strides) if i != attrs["dim"])
+    if op == "pad":  # masked: the access walks its chain (index_walk)
+        return None
     raise ValueError(f"no stride rule for {op}")
 
 
@@ -109,4 +115,6 @@ def backward(
         return tuple(0 if i in attrs["dims"] else next(it) for i in range(len(in_shape)))
     if op == "reshape":
         return view_strides(out_shape, out_strides, in_shape)
+    if op in ("slice", "select", "pad"):  # a store through them writes part of a tensor
+        return None
     raise ValueError(f"no stride rule for {op}")

@@ -18,8 +18,8 @@ one module-level ``interpreter_builder``. Two launches at once, or a CUDA compil
 process-wide shared/exclusive lock, guards exactly that: an interpreted launch holds it
 exclusively, and only while it holds it are ``triton.language`` and ``triton.language.core``
 patched, ``JITFunction.__call__`` routed to the interpreter (for ``tl.sum`` and the module's
-helpers, which are plain ``JITFunction`` objects) and ``InterpreterBuilder.cast_impl`` rounding
-to nearest even; one scope restores all of it before the lock is released. CUDA launches
+helpers, which are plain ``JITFunction`` objects), ``InterpreterBuilder.cast_impl`` rounding
+to nearest even and ``create_fp_to_fp`` converting fp8 as torch does; one scope restores all of it before the lock is released. CUDA launches
 (:meth:`LoadedKernel.for_device`) and :func:`compile_for_hopper` hold it shared: they run
 together, never during an interpreted launch, and flip nothing. NumPy's floating-point warnings
 are silenced in interpreted launches (``np.errstate``, which is thread-local). The one change
@@ -33,6 +33,7 @@ import contextlib
 import functools
 import inspect
 import linecache
+import math
 import re
 import subprocess
 import tempfile
@@ -207,6 +208,20 @@ def _erf_family(name: str) -> Callable[[np.ndarray], np.ndarray]:
     return lambda a: fn(torch.from_numpy(np.ascontiguousarray(a))).numpy()
 
 
+def _fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` rounded once (as ``fma.rn``): fp32 in fp64, where the product is exact;
+    fp64 in long double, whose exponent range keeps the product finite (its rounding is
+    not always once)."""
+    wide = np.float64 if np.asarray(a).dtype == np.float32 else np.longdouble
+    return np.asarray(a, dtype=wide) * np.asarray(b, dtype=wide) + np.asarray(c, dtype=wide)
+
+
+def _erfcinv(a: np.ndarray) -> np.ndarray:
+    """erfc's inverse, ``-ndtri(a / 2) / sqrt(2)`` (NumPy and torch have none)."""
+    x = torch.from_numpy(np.ascontiguousarray(a))
+    return (-torch.special.ndtri(x / 2) / np.sqrt(2.0)).numpy()
+
+
 # libdevice entry (symbol without "__nv_", "fast_" and the trailing f/d) -> NumPy semantics.
 # fmt: off
 _LIBDEVICE_NUMPY: dict[str, Callable[..., np.ndarray]] = {
@@ -221,9 +236,10 @@ _LIBDEVICE_NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "round": lambda a: np.copysign(np.floor(np.abs(a) + a.dtype.type(0.5)), a),
     "abs": np.abs, "llabs": np.abs, "fabs": np.abs, "fmod": np.fmod, "pow": np.power,
     "powi": np.power, "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign,
-    "fmin": np.fmin, "fmax": np.fmax, "fma": lambda a, b, c: a * b + c,
+    "fmin": np.fmin, "fmax": np.fmax, "fma": _fused_multiply_add,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "finite": np.isfinite,
-    "signbit": np.signbit,
+    "signbit": np.signbit, "erfcinv": _erfcinv, "lgamma": _erf_family("gammaln"),
+    "nextafter": np.nextafter,
 }
 # fmt: on
 
@@ -288,6 +304,50 @@ def _cast_rounding_to_nearest_even(self, src: TensorHandle, dst_type) -> TensorH
     return _TRITON_CAST(self, src, dst_type)
 
 
+_TRITON_FP_TO_FP = InterpreterBuilder.create_fp_to_fp
+_FP8_TORCH = {tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2}
+
+
+def _fp_to_fp_through_torch(self, src: TensorHandle, dst_type, rounding_mode) -> TensorHandle:
+    """``InterpreterBuilder.create_fp_to_fp`` with fp8 converted by torch (exactly, both ways):
+    Triton's reads the fp8 exponent's top value as a number (e4m3fn NaN as 480, e5m2 inf as
+    65536) and rounds half up without carrying into the exponent."""
+    src_scalar, dst_scalar = src.dtype.scalar, dst_type.scalar
+    if src_scalar not in _FP8_TORCH and dst_scalar not in _FP8_TORCH:
+        return _TRITON_FP_TO_FP(self, src, dst_type, rounding_mode)
+    data = np.ascontiguousarray(src.data)
+    if src_scalar in _FP8_TORCH:
+        values = torch.from_numpy(data.view(np.uint8)).view(_FP8_TORCH[src_scalar]).float()
+    elif src_scalar == tl.bfloat16:
+        values = torch.from_numpy(bf16_bits_to_fp32(data))
+    else:
+        values = torch.from_numpy(data)
+    if dst_scalar in _FP8_TORCH:
+        out = values.float().to(_FP8_TORCH[dst_scalar]).view(torch.uint8).numpy()
+    elif dst_scalar == tl.bfloat16:
+        out = fp32_to_bf16_bits(values.float().numpy())
+    else:
+        out = values.numpy().astype(_get_np_dtype(dst_scalar))
+    return TensorHandle(out.reshape(np.shape(src.data)), dst_scalar)
+
+
+_TRITON_SCALAR_CONSTANT = TritonSemantic.scalar_constant
+
+
+def _scalar_constant_keeping_negative_zero(self, value, dtype):
+    """``TritonSemantic.scalar_constant`` that keeps -0.0: Triton makes any value equal to 0 a
+    null (+0.0) constant, and the interpreter passes a float kernel argument as a Python
+    float, so a -0.0 scalar input would reach the kernel as +0.0."""
+    if (
+        isinstance(value, float)
+        and value == 0
+        and math.copysign(1.0, value) < 0
+        and dtype in (tl.float32, tl.float64)
+    ):
+        return self.tensor(getattr(self.builder, f"get_{dtype.name}")(value), dtype)
+    return _TRITON_SCALAR_CONSTANT(self, value, dtype)
+
+
 # --- interpreted launches -----------------------------------------------------------------
 
 # Keyed by id: hashing a JITFunction walks its dependencies, which fails mid-interpretation.
@@ -327,6 +387,8 @@ def _interpreter_scope() -> _LangPatchScope:
     scope.set_attr(tl.core, "extern_elementwise", _EXTERN_ELEMENTWISE)
     scope.set_attr(JITFunction, "__call__", _call_interpreted)
     scope.set_attr(InterpreterBuilder, "cast_impl", _cast_rounding_to_nearest_even)
+    scope.set_attr(InterpreterBuilder, "create_fp_to_fp", _fp_to_fp_through_torch)
+    scope.set_attr(TritonSemantic, "scalar_constant", _scalar_constant_keeping_negative_zero)
     return scope
 
 

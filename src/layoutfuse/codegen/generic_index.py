@@ -8,7 +8,10 @@ not affine (``analysis.index_walk``) with ``TritonIndex``, a string algebra:
 * a static extent is a literal, a symbolic one a kernel argument ``ext<j>`` (numbered
   in the order the walk first needs it);
 * every compound expression gets a temporary ``gi<n>``, shared by equal expressions,
-  so a chain of reshapes stays linear in size.
+  so a chain of reshapes stays linear in size;
+* a runtime scalar of an index map (a select's index) is its kernel argument ``c<i>``;
+* a masked map (pad) gives conditions: ``valid[a]`` masks access ``a``'s load,
+  ``predicates[chain_key]`` selects between a pad's input and its fill.
 
 The address of access ``a`` is ``sum(index_i * ms<a>_<i>)`` over its memory tensor's
 dims, ``ms<a>_<i>`` being that tensor's real strides, passed as arguments. The walk is
@@ -18,9 +21,9 @@ the argument values in the same order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..analysis.index_walk import memory_indices
+from ..analysis.index_walk import chain_key, walk
 from ..schedulers.problem import is_affine
 from .indexing import offset_expr
 
@@ -31,7 +34,8 @@ class TritonIndex:
     zero = "0"
     one = "1"
 
-    def __init__(self):
+    def __init__(self, scalar_names: dict[int, str] | None = None):
+        self.scalar_names = scalar_names or {}
         self.lines: list[str] = []
         self.extent_uids: list[int] = []
         self._memo: dict[str, str] = {}
@@ -78,6 +82,16 @@ class TritonIndex:
             return str(int(a) % int(b))
         return self._bind(f"{a} % {b}")
 
+    def scalar(self, s) -> str:
+        if isinstance(s, int):
+            return str(s)
+        if s.is_constant:
+            return str(int(s.value))
+        return self.scalar_names[id(s)]
+
+    def in_range(self, a: str, n: str) -> str:
+        return self._bind(f"({a} >= 0) & ({a} < {n})")
+
     def extent(self, tv, dim: int) -> str:
         d = tv.shape_domain[dim]
         if d.extent is not None:
@@ -94,6 +108,12 @@ class GenericIndex:
     guards: dict[int, str]  # store access -> one write along stride-0 dims
     extent_uids: tuple[int, ...]  # IterDomain uid of ``ext<j>``
     strides: tuple[tuple[int, int], ...]  # (access, memory dim) of every ``ms<a>_<i>``
+    valid: dict[int, str] = field(default_factory=dict)  # load access -> where it is read
+    predicates: dict[tuple[int, ...], str] = field(default_factory=dict)  # pad -> its cond
+
+    def predicate(self, expr, chain) -> str | None:
+        """The condition under which the pad ``expr`` reached along ``chain`` reads its input."""
+        return self.predicates.get(chain_key(expr, chain))
 
     def arg_names(self) -> list[str]:
         return [f"ext{j}" for j in range(len(self.extent_uids))] + [
@@ -125,8 +145,10 @@ def generic_index(spec, params) -> GenericIndex:
     rank = len(spec.root.shape_domain)
     grouped = set(params.group_dims)
     root_idx = [f"dim{d}" if d in grouped else "0" for d in range(rank)]
-    ix = TritonIndex()
+    ix = TritonIndex({id(v): f"c{i}" for i, v in enumerate(spec.scalars)})
     offsets: dict[int, str] = {}
+    valid: dict[int, str] = {}
+    predicates: dict[tuple[int, ...], str] = {}
     guards: dict[int, str] = {}
     strides: list[tuple[int, int]] = []
     first_coordinate = spec.n_loads + spec.n_stores
@@ -135,7 +157,11 @@ def generic_index(spec, params) -> GenericIndex:
             continue
         terms: list[tuple[str, int | str]] = []
         conds: list[str] = []
-        mem = memory_indices(access, root_idx, ix)
+        wk = walk(access, root_idx, ix)
+        if wk.valid:
+            valid[a] = " & ".join(dict.fromkeys(wk.valid))
+        predicates.update((k, " & ".join(c)) for k, c in wk.predicates.items())
+        mem = list(wk.indices)
         if a >= first_coordinate:  # iota, random ops: the row-major linear index
             mem = [_linear_index(mem, access.tv, ix)]
         for i, m in enumerate(mem):
@@ -152,7 +178,15 @@ def generic_index(spec, params) -> GenericIndex:
         offsets[a] = offset_expr(terms)
         if conds:
             guards[a] = " & ".join(conds)
-    return GenericIndex(tuple(ix.lines), offsets, guards, tuple(ix.extent_uids), tuple(strides))
+    return GenericIndex(
+        tuple(ix.lines),
+        offsets,
+        guards,
+        tuple(ix.extent_uids),
+        tuple(strides),
+        valid,
+        predicates,
+    )
 
 
 def _linear_index(indices: list[str], tv, ix: TritonIndex) -> str:

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from ..dtypes import is_floating
 from ..schedulers.normalization import NormalizationParams
+from ..schedulers.problem import is_affine
+from .generic_index import generic_index
+from .helpers import helpers_for
 from .indexing import decompose, offset_expr, one_write_per_element
 from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
@@ -54,8 +57,9 @@ class _Kernel:
         self.coord_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses) if i >= end}
         self.scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
         self.special: dict[int, str] = {}
-        self.xoff: list[str] = []
+        self.xoff: list[str | None] = []
         self.idx: dict[int, str] = {}
+        self.gen = generic_index(spec, params) if params.generic else None
 
     def stride(self, a: int, k: int, index: str) -> tuple[str, int | str]:
         return (index, 1 if self.p.unit_strides[a][k] else f"s{a}_{k}")
@@ -86,23 +90,33 @@ class _Kernel:
                 self.idx.update(zip(xg[1:], decompose(w, "rest", [f"n{k}" for k in xg[1:]], "xg")))
             w.line(f"x = {self.idx[xg[0]]} + n{xg[0]} * rest")
         for a in range(len(self.spec.accesses)):
+            if not is_affine(p, a):  # walks its chain per element (tile_offsets)
+                self.xoff.append(None)
+                continue
             terms = [self.stride(a, k, self.idx[k]) for k in xg if not p.zero_strides[a][k]]
-            self.xoff.append(w.assign("xo", offset_expr(terms, "x * 0")))
+            base = f" + b{a}" if a in p.based else ""  # a slice's start, a select's index
+            self.xoff.append(w.assign("xo", offset_expr(terms, "x * 0") + base))
 
     def tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
         """Offsets over the tile for loads, row-space stores and coordinates."""
         p, w = self.p, self.w
         out: list[str | None] = []
         for a, acc in enumerate(self.spec.accesses):
-            if acc.backward:
+            xoff = self.xoff[a]
+            if acc.backward or xoff is None:
                 out.append(None)
                 continue
-            terms = [(self.xoff[a], 1)] + [
+            terms = [(xoff, 1)] + [
                 self.r_term(a, k, ridx[k]) for k in p.r_groups if not p.zero_strides[a][k]
             ]
             if len(terms) == 1:
                 terms.append((f"tl.zeros({self.tile}, tl.int32)", 1))
             out.append(w.assign("off", offset_expr(terms)))
+        if self.gen:
+            for line in self.gen.dim_lines(p, {**self.idx, **ridx}) + list(self.gen.lines):
+                w.line(line)
+            for a, off in self.gen.offsets.items():
+                out[a] = w.assign("off", f"{off} + tl.zeros({self.tile}, tl.int32)")
         return out
 
     def emitter(self, offsets: list[str | None], mask: str) -> ValueEmitter:
@@ -113,7 +127,9 @@ class _Kernel:
             if k not in self.load_index:
                 return None
             i = self.load_index[k]
-            return w.assign("v", load_line(self.ptr[id(tv)], offsets[i], mask, tv.dtype))
+            valid = self.gen.valid.get(i) if self.gen else None  # a pad's input
+            lmask = mask if valid is None else w.assign("lmask", f"{mask} & {valid}")
+            return w.assign("v", load_line(self.ptr[id(tv)], offsets[i], lmask, tv.dtype))
 
         def coordinate(tv, chain):
             return offsets[self.coord_index[(id(tv), tuple(id(e) for e in chain))]]
@@ -124,6 +140,7 @@ class _Kernel:
             lambda s: self.scalar_names[id(s)],
             coordinate,
             f"tl.zeros({self.tile}, tl.int32)",
+            predicate=self.gen.predicate if self.gen else None,
         )
         ve.special = self.special  # shared: each reduction's result joins as it is made
         return ve
@@ -287,11 +304,13 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
         f"s{a}_{k}"
         for a in range(n_acc)
         for k in range(n_groups)
-        if not params.zero_strides[a][k] and not params.unit_strides[a][k]
+        if is_affine(params, a) and not params.zero_strides[a][k] and not params.unit_strides[a][k]
     ]
     ptrs = [f"p{i}" for i in range(len(spec.memory))]
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
-    args = ptrs + sizes + strides + scalars + ["NX", "NR", "NPX"]
+    bases = [f"b{a}" for a in params.based]
+    walk = generic_index(spec, params).arg_names() if params.generic else []
+    args = ptrs + sizes + strides + walk + bases + scalars + ["NX", "NR", "NPX"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
@@ -324,7 +343,8 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
                     offsets = k.tile_offsets(ridx)
                     k.store_rows(k.emitter(offsets, mask), offsets, mask)
         k.store_per_row()
-    return HEADER + prelude() + "\n\n" + w.text(), args
+    body = w.text()
+    return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
 
 
 def emit(spec, params: NormalizationParams) -> tuple[Kernel, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..dtypes import DataType
 from ..schedulers.pointwise import PointwiseParams, stride_args
 from .generic_index import generic_index
+from .helpers import FP8_CONVERT, helpers_for
 from .kernel import Kernel
 from .tile_index import TILE_ZEROS, emit_indexing, store_mask
 from .values import ValueEmitter
@@ -24,7 +25,8 @@ def kernel_header(spec, params) -> list[str]:
 
 
 def load_line(ptr: str, off: str, mask: str, dtype: DataType) -> str:
-    return f"tl.load({ptr} + {off}, mask={mask}, other=0).to({tl_compute(dtype)})"
+    other = "0.0" if dtype in FP8_CONVERT else "0"  # Triton casts no integer to fp8
+    return f"tl.load({ptr} + {off}, mask={mask}, other={other}).to({tl_compute(dtype)})"
 
 
 def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, list[str]]:
@@ -39,7 +41,8 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
     gen = generic_index(spec, params) if params.generic else None
     walk = gen.arg_names() if gen else []
-    args = ptrs + sizes + strides + walk + scalars + ["NUM_PX", "NUM_PY"]
+    bases = [f"b{a}" for a in params.based]
+    args = ptrs + sizes + strides + walk + bases + scalars + ["NUM_PX", "NUM_PY"]
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
@@ -54,6 +57,10 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
                 w.line(line)
             for a, off in gen.offsets.items():
                 offsets[a] = w.assign("off", f"{off} + {TILE_ZEROS}")
+            for a, cond in gen.valid.items():  # a pad's input: read where it lies
+                load_masks[a] = w.assign("lmask", f"{load_masks[a]} & {cond}")
+        for a in params.based:  # a slice's start, a select's index
+            offsets[a] = w.assign("off", f"{offsets[a]} + b{a}")
         if not params.full_blocks:
             _body(w, spec, params, gen, mask, offsets, idx, load_masks)
         else:
@@ -78,7 +85,8 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
             w.line("else:")
             with w.indent():
                 _body(w, spec, params, gen, mask, offsets, idx, load_masks)
-    return HEADER + PRELUDE + "\n\n" + w.text(), args
+    body = w.text()
+    return HEADER + PRELUDE + helpers_for(body) + "\n\n" + body, args
 
 
 def _body(w, spec, params: PointwiseParams, gen, mask, offsets, idx, load_masks) -> None:
@@ -107,6 +115,7 @@ def _body(w, spec, params: PointwiseParams, gen, mask, offsets, idx, load_masks)
         lambda s: scalar_names[id(s)],
         coordinate,
         "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
+        predicate=gen.predicate if gen else None,
     )
     for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
         acc = spec.accesses[i]

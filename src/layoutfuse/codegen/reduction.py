@@ -16,6 +16,7 @@ from ..schedulers import reduction as rd
 from ..schedulers.problem import is_affine
 from ..schedulers.reduction import ReductionParams
 from .generic_index import GenericIndex, generic_index
+from .helpers import helpers_for
 from .indexing import decompose, offset_expr, one_write_per_element
 from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
@@ -66,7 +67,8 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
             k.store_partials(results)
         else:
             k.store_outputs(results)
-    return HEADER + prelude() + "\n\n" + k.w.text(), args
+    body = k.w.text()
+    return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
 
 
 @dataclass(eq=False)
@@ -147,12 +149,14 @@ class _ReductionEmitter:
         ptrs = [f"p{i}" for i in range(len(spec.memory))]
         scalars = [f"c{i}" for i in range(len(spec.scalars))]
         walk = self.gen.arg_names() if self.gen else []
+        bases = [f"b{a}" for a in params.based]
         return (
             ptrs
             + workspace_names(spec, params)
             + sizes
             + strides
             + walk
+            + bases
             + scalars
             + ["NX", "NR", "CHUNK", "NPX", "SPLIT_N"]
         )
@@ -184,9 +188,8 @@ class _ReductionEmitter:
                 for k in params.x_groups
                 if not params.zero_strides[a][k]
             ]
-            self.xoff.append(
-                self.w.assign("xo", offset_expr(terms, base)) if is_affine(params, a) else None
-            )
+            off = offset_expr(terms, base) + (f" + b{a}" if a in params.based else "")
+            self.xoff.append(self.w.assign("xo", off) if is_affine(params, a) else None)
 
     def init_accumulators(self) -> None:
         """``acc<i>`` at the reduction's identity; a Welford's mean, m2 and count at 0."""
@@ -317,14 +320,22 @@ class _ReductionEmitter:
             k = (id(tv), tuple(id(e) for e in chain))
             if k not in self.load_index:
                 return None
-            return w.assign(
-                "v", load_line(self.ptr_of[id(tv)], offsets[self.load_index[k]], mask, tv.dtype)
-            )
+            a = self.load_index[k]
+            valid = self.gen.valid.get(a) if self.gen else None  # a pad's input
+            lmask = mask if valid is None else w.assign("lmask", f"{mask} & {valid}")
+            return w.assign("v", load_line(self.ptr_of[id(tv)], offsets[a], lmask, tv.dtype))
 
         def coordinate(tv, chain):
             return offsets[self.coord_index[(id(tv), tuple(id(e) for e in chain))]]
 
-        return ValueEmitter(w, load, lambda s: self.scalar_names[id(s)], coordinate, self.zero_tile)
+        return ValueEmitter(
+            w,
+            load,
+            lambda s: self.scalar_names[id(s)],
+            coordinate,
+            self.zero_tile,
+            predicate=self.gen.predicate if self.gen else None,
+        )
 
     def _accumulate(self, i: int, val: str, mask: str, count: str | None) -> None:
         """``count``: where every unmasked lane holds the same number of values after

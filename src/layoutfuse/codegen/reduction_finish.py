@@ -18,6 +18,7 @@ from ..dtypes import is_floating
 from ..ir import REGISTRY
 from ..ir.ops.reductions import ROW_BY_NAME, reduction_row
 from ..schedulers.reduction import ReductionParams
+from .helpers import helpers_for
 from .indexing import decompose, offset_expr, one_write_per_element
 from .pointwise import HEADER
 from .reduction_common import (
@@ -98,7 +99,8 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
         results = _emit_combine(w, spec, params, "x", "xmask", "SPLIT", "BLOCK_S", "")
         out_names = {id(out): f"o{k}" for k, out in enumerate(outputs)}
         _emit_output_stores(w, spec, params, results, "x", "xmask", lambda tv: out_names[id(tv)])
-    return HEADER + prelude() + "\n\n" + w.text(), args
+    body = w.text()
+    return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
 
 
 def _emit_combine(

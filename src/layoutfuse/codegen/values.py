@@ -9,11 +9,13 @@ are built from constants and coordinates (random ops: Philox at the coordinate).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
 from ..ir import Expr, OpKind, Scalar, TensorView
 from ..ir.ops.random import NAMES as RANDOM_OPS
+from .helpers import FP8_CONVERT
 from .writer import Writer, tl_compute
 
 SCALAR = object()  # marks a scalar operand's dtype in ``_pointwise``
@@ -41,6 +43,9 @@ def literal(s: Scalar) -> str:
             return "float('nan')"
         if v in (float("inf"), float("-inf")):
             return f"float('{v}')"
+        if v == 0 and math.copysign(1.0, v) < 0:
+            # Triton makes a constant equal to 0 +0.0 (and negates as 0 - x): the bits
+            return "tl.full([], -(2**63), tl.int64).to(tl.float64, bitcast=True)"
         return repr(v)
     return repr(int(v)) if isinstance(v, int) else repr(v)
 
@@ -52,7 +57,9 @@ class ValueEmitter:
     ``tv`` is not read from memory); ``scalar(s)`` names a non-constant Scalar's
     kernel argument; ``special`` maps a TensorView id to a precomputed variable
     (a reduction's result in the epilogue); ``coordinate(tv, chain)`` returns the
-    linear index expression of a creation op's own coordinate.
+    linear index expression of a creation op's own coordinate; ``predicate(expr, chain)``
+    the condition under which a pad reached along ``chain`` reads its input (the generic
+    walk's, ``GenericIndex.predicates``), its fill elsewhere.
     """
 
     def __init__(
@@ -63,6 +70,7 @@ class ValueEmitter:
         coordinate: Callable,
         tile_zeros: str,
         special: dict[int, str] | None = None,
+        predicate: Callable | None = None,
     ):
         self.w = writer
         self.load = load
@@ -70,6 +78,7 @@ class ValueEmitter:
         self.coordinate = coordinate
         self.tile_zeros = tile_zeros
         self.special = dict(special or {})
+        self.predicate = predicate
         self.cache: dict[tuple, str] = {}
 
     def scalar_expr(self, s: Scalar) -> str:
@@ -89,7 +98,9 @@ class ValueEmitter:
         if e is None:
             raise ValueError(f"{tv!r} is neither loaded nor computed in this kernel")
         kind = e.op.kind
-        if kind is OpKind.SHAPE:
+        if kind is OpKind.SHAPE and e.op.name == "pad":
+            name = self._pad(e, chain)
+        elif kind is OpKind.SHAPE:
             name = self.value(e.inputs[0], chain + (e,))
         elif kind is OpKind.POINTWISE:
             name = self._pointwise(e, chain)
@@ -99,6 +110,17 @@ class ValueEmitter:
             raise ValueError(f"{e.op.name} cannot be computed inside this kernel")
         self.cache[key] = name
         return name
+
+    def _pad(self, e: Expr, chain) -> str:
+        """``tl.where(inside, input, fill)``: the input's load is masked by the same condition."""
+        out = e.outputs[0]
+        inner = self.value(e.inputs[0], chain + (e,))
+        cond = self.predicate(e, chain) if self.predicate is not None else None
+        if cond is None:
+            raise ValueError(f"{e!r}: no index walk reaches this pad's input in this kernel")
+        fill = self._operand(e.inputs[1], chain)
+        ct = tl_compute(out.dtype)
+        return self.w.assign("t", f"tl.where({cond}, {inner}, ({fill})).to({ct})")
 
     def _operand(self, v, chain) -> str:
         if isinstance(v, TensorView):
@@ -112,6 +134,8 @@ class ValueEmitter:
             x = self._operand(e.inputs[0], chain)
             if is_boolean(out.dtype):
                 return self.w.assign("t", f"({x} != 0)")
+            if out.dtype in FP8_CONVERT:  # rounded here, as torch rounds, then computed in Float
+                return self.w.assign("t", f"{FP8_CONVERT[out.dtype]}({x}).to(tl.float32)")
             return self.w.assign("t", f"({x}).to({tl_compute(out.dtype)})")
         args = [self._operand(v, chain) for v in e.inputs]
         name = e.op.name
@@ -138,6 +162,8 @@ class ValueEmitter:
             # torch adds Bools as a logical or; int1 addition wraps (True + True == False
             # on the GPU, where the interpreter's numpy bools saturate)
             expr = f"({args[0]} | {args[1]})"
+        elif name == "add_alpha" and is_boolean(out_c):
+            expr = f"({args[0]} | ({args[1]} & ({args[2]} != 0)))"  # torch: a or (alpha and b)
         elif (is_integral(out_c) or is_boolean(out_c)) and name in _INTEGER_FORMS:
             expr = _INTEGER_FORMS[name](*args)
         else:
@@ -149,7 +175,14 @@ class ValueEmitter:
     @staticmethod
     def _as(arg: str, target: DataType, have) -> str:
         if have is SCALAR:
-            return arg if target is DataType.Bool else f"tl.full([], {arg}, {tl_compute(target)})"
+            if target is DataType.Bool:
+                return arg
+            if is_integral(target) and _is_float_literal(arg):
+                # a float constant where the result is an integer (threshold's scalars):
+                # converted in the kernel, truncating as torch does (tl.full takes no float
+                # for an integer dtype when compiled)
+                return f"tl.full([], {arg}, tl.float64).to({tl_compute(target)})"
+            return f"tl.full([], {arg}, {tl_compute(target)})"
         if have is target:
             return arg
         if have is DataType.Bool:
@@ -174,6 +207,14 @@ class ValueEmitter:
             name = e.op.triton(self.w, e.op.name, out.dtype, {**args, "a": a, "b": b})
             return self.w.assign("t", f"({name}).to({tl_compute(out.dtype)})")
         raise ValueError(e.op.name)
+
+
+def _is_float_literal(arg: str) -> bool:
+    try:
+        int(arg)
+        return False
+    except ValueError:
+        return _is_literal(arg)
 
 
 def _is_literal(arg: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 from ..dtypes import DataType, compute_dtype
+from .helpers import FP8_CONVERT
 
 TRITON_DTYPE = {
     DataType.Double: "tl.float64",
@@ -32,6 +33,8 @@ def storage_cast(expr: str, dtype: DataType) -> str:
     """``expr`` converted for a store into memory of ``dtype`` (bools are stored as int8)."""
     if dtype is DataType.Bool:
         return f"({expr} != 0).to(tl.int1)"
+    if dtype in FP8_CONVERT:  # rounded as torch rounds (codegen/helpers.py)
+        return f"{FP8_CONVERT[dtype]}({expr})"
     return f"{expr}.to({tl_dtype(dtype)})"
 
 

@@ -50,6 +50,11 @@ class Fusion:
         self.exprs: list[Expr] = []
         self.inputs: list[Val] = []
         self.outputs: list[OutputSpec] = []
+        # tensors of the same coordinates that one kernel reads or computes together: the
+        # two parts of a complex input or output (``passes/complex_lowering.py``), whose
+        # loads and stores share cache lines; the segmenter gives each pair of outputs one
+        # pointwise kernel, and reductions of a pair of inputs are siblings (one kernel)
+        self.kernel_partners: list[tuple[TensorView, TensorView]] = []
 
     # --- construction ----------------------------------------------------------
     def _register_val(self, v: Val) -> int:

@@ -214,6 +214,8 @@ def id_pairs(expr: Expr) -> list[tuple[IterDomain, IterDomain]]:
         return [(t.shape_domain[i], d) for t in tvs for i, d in enumerate(out.shape_domain)]
     if kind in (OpKind.REDUCTION, OpKind.WELFORD):
         return [p for o in outs for p in zip(tvs[0].shape_domain, o.logical)]
+    if kind is OpKind.SCAN:  # the same dims (a topk's has k along its dim)
+        return [p for o in outs for p in zip(tvs[0].shape_domain, o.shape_domain)]
     if kind is not OpKind.SHAPE:
         return []
     src = tvs[0].shape_domain
@@ -228,6 +230,11 @@ def id_pairs(expr: Expr) -> list[tuple[IterDomain, IterDomain]]:
         return [(src[i], out.shape_domain[j]) for i, j in enumerate(expr.attrs["broadcast_dims"])]
     if name == "reshape":
         return _reshape_pairs(expr)
+    if name in ("slice", "pad"):  # same axes, other extents (a cat: every input's)
+        return [(t.shape_domain[i], d) for t in tvs for i, d in enumerate(out.shape_domain)]
+    if name == "select":
+        kept = [d for i, d in enumerate(src) if i != expr.attrs["dim"]]
+        return list(zip(kept, out.shape_domain))
     return []
 
 

@@ -34,9 +34,11 @@ from ..dtypes import to_torch
 from ..errors import InputShapeError
 from ..ir import Fusion, Scalar, TensorView
 from ..ir.ops.random import seed_inputs
+from ..passes.complex_lowering import lower_complex
 from ..passes.output_layout import OutputLayout, OutputLayoutPass
 from ..reference import evaluate
 from ..schedulers.tuning import DEFAULT, Tuning
+from . import complex_parts
 from .allocate import allocate_output, make_view, view_chain, writable, writable_source
 from .pipeline import CompiledFusion, Heuristics, RunRecord
 from .replay import LaunchPlan, build_plan, signature
@@ -63,6 +65,9 @@ class FusionExecutor:
         self._plans: dict[tuple[Any, ...] | None, LaunchPlan] = {}
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
         self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
+        # complex values: kernels run the fusion's real lowering (``_run_lowered``)
+        self._lowering = lower_complex(fusion) if compute == "kernels" else None
+        self._lowered = None if self._lowering is None else FusionExecutor(self._lowering.fusion)
 
     # --- public ------------------------------------------------------------------------------
     def run(
@@ -125,6 +130,8 @@ class FusionExecutor:
             self.tuning = DEFAULT if tuning is None else tuning
             self._compiled, self._compiled_outputs = None, []
             self._plans.clear()
+        if self._lowered is not None:
+            self._lowered.configure(heuristics=heuristics, target=target, tuning=tuning)
 
     def output_layouts(self) -> dict[int, OutputLayout]:
         """The layout of every tensor output (cached: it depends only on the fusion)."""
@@ -158,14 +165,26 @@ class FusionExecutor:
             self._run_reference(bindings, inputs, outputs, computed)
             record, replayable = None, False
         else:
-            record, replayable = self._run_kernels(bindings, inputs, outputs, profile=profile)
+            plan_args: dict[str, Any] = {}
+            record, replayable = self._run_kernels(
+                bindings, inputs, outputs, profile=profile, plan_args=plan_args
+            )
         result = [
             outputs[pos] for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
         ]
         if key is not None and replayable and len(self._plans) < 64:
             assert record is not None  # replayable: the kernels ran
-            kept = self._compiled.kept_tensors() if self._compiled is not None else frozenset()
-            plan = build_plan(self.fusion, inputs, result, record.launches, kept)
+            compiled = self._compiled if self._lowered is None else self._lowered._compiled
+            kept = compiled.kept_tensors() if compiled is not None else frozenset()
+            plan = build_plan(
+                self.fusion,
+                inputs,
+                result,
+                record.launches,
+                kept,
+                record.library_calls,
+                **plan_args,
+            )
             if plan is not None:
                 self._plans[key] = plan
         if record is not None:
@@ -180,9 +199,11 @@ class FusionExecutor:
         outputs: list[Any],
         launch: bool = True,
         profile: bool = False,
+        plan_args: dict[str, Any] | None = None,
     ) -> tuple[RunRecord, bool]:
         """Compute the outputs with generated kernels; the run's record, and whether a
-        replay plan can reproduce it.
+        replay plan can reproduce it (``plan_args``: filled with what ``build_plan`` needs
+        besides, for a fusion with complex values).
 
         ``outputs[pos]`` is the destination of ``fusion.outputs[pos]``: a buffer
         already laid out as ``output_layouts()[pos]`` says (write into it), the
@@ -193,6 +214,8 @@ class FusionExecutor:
         computed into a temporary and copied into its input after every kernel ran (the
         kernels may still read that input).
         """
+        if self._lowered is not None:
+            return self._run_lowered(bindings, inputs, outputs, launch, profile, plan_args)
         computed_tvs, tensors, late_copies = self._kernel_destinations(bindings, inputs, outputs)
         compiled = self._compiled_for(computed_tvs)
         scalars = {
@@ -209,6 +232,48 @@ class FusionExecutor:
         replayable = not late_copies and len(computed_tvs) == sum(
             isinstance(s.value, TensorView) and s.alias_input is None for s in self.fusion.outputs
         )
+        return record, replayable
+
+    def _run_lowered(
+        self,
+        bindings: Bindings,
+        inputs: list[Any],
+        outputs: list[Any],
+        launch: bool,
+        profile: bool,
+        plan_args: dict[str, Any] | None,
+    ) -> tuple[RunRecord, bool]:
+        """``_run_kernels`` for a fusion with complex values: its real lowering runs on the
+        parts of the complex inputs and destinations (``runtime/complex_parts.py``). A replay
+        plan binds those parts as views of the call's complex tensors (``plan_args``)."""
+        low, lowered = self._lowering, self._lowered
+        assert low is not None and lowered is not None
+        real_inputs = complex_parts.split_inputs(low, inputs)
+        real_outputs = complex_parts.split_outputs(low, outputs)
+        real_bindings = validate_inputs(low.fusion, real_inputs, bindings.device)
+        record, replayable = lowered._run_kernels(
+            real_bindings, real_inputs, real_outputs, launch, profile
+        )
+        complex_parts.join_scalar_outputs(low, outputs, real_outputs)
+        if plan_args is not None:
+            returned = [
+                pos for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
+            ]
+            out_parts = complex_parts.part_ids(low.outputs, outputs, real_outputs, "out")
+            # parts of outputs by their position among the returned outputs (the plan's)
+            plan_args["parts"] = {
+                **complex_parts.part_ids(low.inputs, inputs, real_inputs, "in"),
+                **{
+                    k: (w, returned.index(j), p)
+                    for k, (w, j, p) in out_parts.items()
+                    if j in returned
+                },
+            }
+            plan_args["scalar_inputs"] = {
+                id(low.fusion.inputs[pos[0]]): i
+                for i, pos in enumerate(low.inputs)
+                if len(pos) == 1 and isinstance(low.fusion.inputs[pos[0]], Scalar)
+            }
         return record, replayable
 
     def _kernel_destinations(

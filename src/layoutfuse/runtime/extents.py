@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from ..errors import InputShapeError, UnsupportedError
+from ..errors import DefinitionError, InputShapeError, UnsupportedError
 from ..ir import Expr, Fusion, IterDomain, OpKind, Scalar, TensorView, Val
+from ..ir.ops.library import row_of as library_row
 from ..ir.ops.random import N_PARAMS
 from ..ir.ops.random import NAMES as RANDOM_OPS
 from ..reference import evaluate_expr
@@ -113,6 +114,8 @@ class _Propagator:
             for o in expr.outputs:
                 assert isinstance(o, TensorView)
                 self.copy(expr, o, zip(x.shape_domain, o.logical))
+        elif kind is OpKind.SCAN:
+            self.scan(expr)
         elif name == "set":
             x = expr.inputs[0]
             assert isinstance(x, TensorView)
@@ -133,17 +136,39 @@ class _Propagator:
             self.broadcast_in_dim(expr)
         elif name == "reshape":
             self.reshape(expr)
+        elif name in ("slice", "select", "pad"):
+            self.movement(expr)
         elif name == "full":
             for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[1:])):
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
         elif name in RANDOM_OPS:  # (a, b, seed, offset, *shape)
             for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[N_PARAMS:])):
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
+        elif kind is OpKind.LIBRARY:
+            self.library(expr)
         elif name == "iota":
             (n,) = self.shape_values(expr, expr.inputs[:1])
             self.bind(expr, out, out.shape_domain[0], n, f"the length of {expr!r}")
         else:
             self.static_only(expr)
+
+    def scan(self, expr: Expr) -> None:
+        """A per-row op: the input's extents, but ``k`` along a topk's dim."""
+        x = expr.inputs[0]
+        assert isinstance(x, TensorView)
+        dim = expr.attrs["dim"]
+        n = along = self.ext[x.shape_domain[dim].uid]
+        if expr.op.name == "topk":
+            (along,) = self.shape_values(expr, expr.inputs[1:2])
+            if not 0 <= along <= n:
+                raise InputShapeError(f"{expr!r}: k {along} is out of range for an extent of {n}")
+        for o in expr.outputs:
+            assert isinstance(o, TensorView)
+            for i, (src, dst) in enumerate(zip(x.shape_domain, o.shape_domain)):
+                if i == dim:
+                    self.bind(expr, o, dst, along, self.origin(src))
+                else:
+                    self.bind(expr, o, dst, self.ext[src.uid], self.origin(src))
 
     def static_only(self, expr: Expr) -> None:
         """An op without a rule here: fine as long as its outputs' extents are static."""
@@ -156,6 +181,20 @@ class _Propagator:
                         f"and T{o.index} has symbolic extents"
                     )
                 self.bind(expr, o, d, d.extent, f"the static extents of {expr!r}")
+
+    def library(self, expr: Expr) -> None:
+        """A library op's outputs from its row's shape rule on the operands' extents."""
+        tensors = [v for v in expr.inputs if isinstance(v, TensorView)]
+        shapes = [tuple(self.ext[d.uid] for d in t.shape_domain) for t in tensors]
+        try:
+            out_shapes = library_row(expr).output_shapes(expr, shapes)
+        except DefinitionError as e:
+            raise InputShapeError(f"{expr!r}: {e}") from None
+        for o, shape in zip(expr.outputs, out_shapes):
+            assert isinstance(o, TensorView)
+            for d, v in zip(o.shape_domain, shape):
+                assert v is not None  # every operand extent is known at run time
+                self.bind(expr, o, d, v, f"the shape rule of {expr.op.name}")
 
     def pointwise(self, expr: Expr) -> None:
         out = expr.outputs[0]
@@ -208,6 +247,64 @@ class _Propagator:
                     f"{es} and cannot become {v} at output dim {j}; only broadcast dims of "
                     f"extent 1 can be expanded"
                 )
+
+    def movement(self, expr: Expr) -> None:
+        """slice: each dim's extent after normalizing its bounds; select: the index is in
+        range; pad: each dim's extent plus its widths (>= 0), a tensor fill's agreeing."""
+        from ..ir.ops.movement import slice_range
+
+        x, out = expr.inputs[0], expr.outputs[0]
+        assert isinstance(x, TensorView) and isinstance(out, TensorView)
+        ins = [self.ext[d.uid] for d in x.shape_domain]
+        a = expr.attrs
+        if expr.op.name == "slice":
+            r = x.ndim
+            bounds = self.shape_values(expr, expr.inputs[1 + r :])  # starts, then stops
+            for d, n in enumerate(ins):
+                k = a["steps"][d]
+                _, m = slice_range(bounds[d], bounds[r + d], k, n, a["manual"])
+                self.bind(
+                    expr,
+                    out,
+                    out.shape_domain[d],
+                    m,
+                    f"the slice of {self.origin(x.shape_domain[d])}",
+                )
+            return
+        if expr.op.name == "select":
+            d = a["dim"]
+            (raw,) = self.shape_values(expr, expr.inputs[2:3])
+            if not -ins[d] <= raw < ins[d]:
+                raise InputShapeError(
+                    f"{expr!r}: select index {raw} is out of range for dim {d} of T{x.index}, "
+                    f"whose extent is {ins[d]} ({self.origin(x.shape_domain[d])})"
+                )
+            kept = [dd for i, dd in enumerate(x.shape_domain) if i != d]
+            self.copy(expr, out, zip(kept, out.shape_domain))
+            return
+        r = x.ndim
+        widths = self.shape_values(expr, expr.inputs[2:])
+        fill = expr.inputs[1]
+        for d, n in enumerate(ins):
+            m = n - widths[d] + widths[r + d]
+            if m < 0:
+                raise InputShapeError(
+                    f"{expr!r}: dim {d} of T{x.index} has extent {n}; padded by "
+                    f"({-widths[d]}, {widths[r + d]}) it would be {m}"
+                )
+            if isinstance(fill, TensorView):
+                f_ext = self.ext[fill.shape_domain[d].uid]
+                if f_ext != m and not (fill.shape_domain[d].is_broadcast and f_ext == 1):
+                    raise InputShapeError(
+                        f"{expr!r}: the concatenated inputs disagree on dim {d}: {m} and {f_ext}"
+                    )
+            self.bind(
+                expr,
+                out,
+                out.shape_domain[d],
+                m,
+                f"the padding of {self.origin(x.shape_domain[d])}",
+            )
 
     def reshape(self, expr: Expr) -> None:
         x, out = expr.inputs[0], expr.outputs[0]

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..analysis.index_walk import base_offset
 from ..codegen.generic_index import generic_index
 from ..codegen.kernel import Kernel
 from ..ir import Scalar
@@ -94,6 +95,12 @@ def argument_values(
         walk = generic_index(segment, params)
         values.update(zip(walk.arg_names(), walk.arg_values(segment, env, extents)))
     values.update({f"c{i}": v for i, v in enumerate(scalars)})
+    by_id = {id(s): v for s, v in zip(segment.scalars, scalars)}
+    rank = len(segment.root.shape_domain)
+    for a in getattr(params, "based", ()):
+        access = segment.accesses[a]
+        real = env[id(access.tv)].stride()
+        values[f"b{a}"] = base_offset(access, real, extents, by_id, rank)
     return values
 
 

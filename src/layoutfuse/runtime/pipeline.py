@@ -15,6 +15,12 @@ layouts (``passes/output_layout.py``) and allocates the destinations; then
 5. **emit** its kernels (``Kernel`` values) and **load** them, once per (segment, params);
 6. **bind** each kernel's arguments by name and **launch** (``runtime/launch.py``).
 
+A **library segment** (kind ``"library"``: matmul, linear, attention; ``ir/ops/library.py``)
+is a segment kind of its own, not a scheduler: it has no problem, params or kernels, so it
+skips steps 2-6 and calls its row's torch execution with the segment's operands
+(``runtime/library.py``); its ``SegmentRun`` names the scheduler ``"library"`` and its
+call is recorded (``RunRecord.library_calls``) for the replay plan.
+
 What a call did comes back as a ``RunRecord`` (the segments, their schedulers, params and
 reasons, and the launches), which the executor keeps as its last run and turns into a
 replay plan. The compiled fusion holds only what every call shares: the segments and the
@@ -47,6 +53,7 @@ from ..schedulers.problem import Problem
 from ..schedulers.tuning import DEFAULT, Tuning
 from ..segmenter.segments import KernelSpec, segment
 from .launch import LaunchRecord, argument_values, bind
+from .library import LibraryCall, call_library
 from .problems import build_problem
 from .schedule import SCHEDULERS, Scheduler, choose
 
@@ -83,6 +90,7 @@ class RunRecord:
 
     segments: list[SegmentRun] = field(default_factory=list)
     launches: list[LaunchRecord] = field(default_factory=list)
+    library_calls: list[LibraryCall] = field(default_factory=list)  # in run order
 
     @property
     def params(self) -> list[Any]:
@@ -95,7 +103,11 @@ class RunRecord:
 
     def detached(self) -> RunRecord:
         """The record without the call's tensors (see ``LaunchRecord.detached``)."""
-        return RunRecord(list(self.segments), [r.detached() for r in self.launches])
+        return RunRecord(
+            list(self.segments),
+            [r.detached() for r in self.launches],
+            [c.detached() for c in self.library_calls],
+        )
 
 
 @dataclass
@@ -160,6 +172,9 @@ class CompiledFusion:
 
     # --- one segment -------------------------------------------------------------------------
     def _run_segment(self, spec: KernelSpec, call: _Call, why_split: str = "") -> None:
+        if spec.kind == "library":
+            self._run_library(spec, call)
+            return
         if spec.group is None and any(n == 0 for n in shape_of(spec.root, call.extents)):
             self._fill_empty(spec, call)
             return
@@ -198,9 +213,30 @@ class CompiledFusion:
         for tv in spec.fallback_buffers:
             if id(tv) not in call.env:
                 call.env[id(tv)] = self._empty(shape_of(tv, call.extents), tv.dtype, call.device)
-        why = dict(rejected).get("normalization", "; ".join(w for _, w in rejected))
+        # the rejection by the scheduler of the segment's own kind (normalization, scan)
+        kind = "scan" if spec.scan is not None else "normalization"
+        why = dict(rejected).get(kind, "; ".join(w for _, w in rejected))
         for part in spec.fallback:
-            self._run_segment(part, call, f"; instead of one normalization kernel: {why}")
+            self._run_segment(part, call, f"; instead of one {kind} kernel: {why}")
+
+    def _run_library(self, spec: KernelSpec, call: _Call) -> None:
+        """A library segment: its op's torch call, no kernels (``runtime/library.py``)."""
+        (expr,) = spec.exprs
+        shapes = [shape_of(o, call.extents) for o in spec.outputs]
+        timer = _Timer(call.device) if call.profile and call.launch else None
+        fn, args, slots, dests, results = call_library(
+            expr,
+            call.env,
+            call.scalars,
+            shapes,
+            call.launch,
+            lambda shape, dtype: self._empty(shape, dtype, call.device),
+        )
+        elapsed = timer.stop() if timer is not None else None
+        call.record.segments.append(SegmentRun(spec, "library", None, None, (), spec.reason))
+        call.record.library_calls.append(
+            LibraryCall(fn, args, slots, dests, results, len(call.record.launches), elapsed)
+        )
 
     def _fill_empty(self, spec: KernelSpec, call: _Call) -> None:
         """A segment over an empty extent launches nothing; a reduction's outputs get each
@@ -334,3 +370,7 @@ def _finish_timings(record: RunRecord, device: torch.device) -> None:
         if isinstance(r.time_ms, tuple):
             start, end = r.time_ms
             record.launches[i] = dataclasses.replace(r, time_ms=start.elapsed_time(end))
+    for i, c in enumerate(record.library_calls):
+        if isinstance(c.time_ms, tuple):
+            start, end = c.time_ms
+            record.library_calls[i] = dataclasses.replace(c, time_ms=start.elapsed_time(end))

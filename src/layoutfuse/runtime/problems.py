@@ -14,12 +14,13 @@ from typing import Any
 
 import torch
 
-from ..analysis.accesses import load_strides, shape_of, store_strides_backward
+from ..analysis.accesses import has_base, load_strides, shape_of, store_strides_backward
 from ..analysis.canonical import canonicalize
 from ..analysis.index_walk import local_strides
 from ..dtypes import DataType
 from ..ir import TensorView, Val
 from ..ir.ops.reductions import n_results
+from ..ir.ops.scans import scan_dim
 from ..schedulers.problem import Problem, max_offset
 from ..segmenter.segments import KernelSpec
 
@@ -75,6 +76,8 @@ def reduced_dims(spec: KernelSpec) -> tuple[int, ...]:
     """The iteration coordinates a reduction or normalization segment reduces."""
     if spec.group is not None:
         return tuple(spec.group.dims)
+    if spec.scan is not None:  # the dim a scan works along, its own group
+        return (scan_dim(spec.scan),)
     assert spec.reduction is not None, spec.reason
     return tuple(spec.reduction.attrs["dims"])
 
@@ -110,7 +113,7 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         return None
     strides, affine = access_strides(spec, env, extents)
     reduced = [False] * len(root_shape)
-    if spec.kind in ("reduction", "normalization"):
+    if spec.kind in ("reduction", "normalization", "scan"):
         for d in reduced_dims(spec):
             reduced[d] = True
     generic = not all(affine)
@@ -126,20 +129,46 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         a.tv.dtype if i < spec.n_loads + spec.n_stores else DataType.Int
         for i, a in enumerate(spec.accesses)
     )
+    # a slice's or select's load: its base offset is bound at launch (``b<a>``)
+    based = tuple(
+        i for i, a in enumerate(spec.accesses[: spec.n_loads]) if affine[i] and has_base(a)
+    )
     offs = tuple(
         max_offset(root_shape, s)
-        if affine[i]
+        if affine[i] and i not in based
         else max_offset(shape_of(a.tv, extents), real_strides(spec, i, env, extents))
         for i, (a, s) in enumerate(zip(spec.accesses, strides))
     )
     return Problem(
-        groups, spec.n_loads, spec.n_stores, dtypes, offs, tuple(affine), **_reduction_fields(spec)
+        groups,
+        spec.n_loads,
+        spec.n_stores,
+        dtypes,
+        offs,
+        tuple(affine),
+        **_reduction_fields(spec),
+        based=based,
+        **_scan_fields(spec, extents),
     )
 
 
 def _tensor(v: Val) -> TensorView:
     assert isinstance(v, TensorView), v
     return v
+
+
+def _scan_fields(spec: KernelSpec, extents: Extents) -> dict[str, Any]:
+    """A scan segment's op, its order and what each row keeps (a topk's k)."""
+    e = spec.scan
+    if e is None:
+        return {}
+    out = e.outputs[0]
+    assert isinstance(out, TensorView)
+    return {
+        "scan_op": e.op.name,
+        "descending": bool(e.attrs.get("descending", e.attrs.get("largest", False))),
+        "scan_keep": shape_of(out, extents)[scan_dim(e)],
+    }
 
 
 def _reduction_fields(spec: KernelSpec) -> dict[str, Any]:

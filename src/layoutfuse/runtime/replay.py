@@ -27,7 +27,9 @@ import torch
 
 from ..ir import Fusion, Scalar
 from ..ir.ops.random import PHILOX_SEED, draw_seed
+from .complex_parts import complex_part
 from .launch import LaunchRecord
+from .library import LibraryCall
 
 _Tensor = torch.Tensor
 
@@ -79,10 +81,22 @@ class PlannedLaunch:
     consts: tuple[Any, ...] = ()
 
 
+@dataclass(frozen=True)
+class PlannedCall:
+    """A library segment's call in a plan (``runtime/library.py``): its function, its
+    arguments as ``PlannedLaunch.argspec`` says them (and ``("made", k)``: the result of an
+    earlier call), and per result what becomes of it: ``("out", j)`` copied into output j,
+    ``("made", k)`` bound as made tensor k (later steps read it), ``("drop", None)``."""
+
+    fn: Any
+    argspec: tuple[tuple[str, Any], ...]
+    results: tuple[tuple[str, Any], ...]
+
+
 @dataclass
 class LaunchPlan:
     outputs: list[tuple[Any, ...]]  # (shape, strides, dtype, device) per returned output
-    launches: list[PlannedLaunch]
+    launches: list[PlannedLaunch | PlannedCall]  # in run order
     tensor_inputs: list[bool]  # per input, whether it is a tensor (a scalar as 0-dim: .item())
     direct: bool = True  # launch compiled CUDA kernels through their launcher
     seeds: int = 0  # seeds each replay draws (random ops without rng_seed)
@@ -142,6 +156,12 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
             f"dtype={name('dtype', dtype)}, device={name('device', device)})"
         )
+    parts = sorted({v for launch in plan.launches for kind, v in launch.argspec if kind == "part"})
+    if parts:  # the real parts of complex inputs and outputs (``runtime/complex_parts.py``)
+        env["complex_part"] = complex_part
+    for where, i, k in parts:
+        src = f"inputs[{i}]" if where == "in" else f"out{i}"
+        body.append(f"{where}{i}_part{k} = complex_part({src}, {k})")
     scratch = dict(
         sorted(
             {
@@ -159,20 +179,16 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         )
     calls, direct_calls = [], 0
     for k, launch in enumerate(plan.launches):
-        args = [
-            f"in{v}"
-            if kind == "in"
-            else f"in{v[0]}"
-            if kind == "scalar"
-            else f"out{v}"
-            if kind == "out"
-            else f"scratch{v[0]}"
-            if kind == "scratch"
-            else f"seed{v}"
-            if kind == "seed"
-            else name("v", v)
-            for kind, v in launch.argspec
-        ]
+        args = [_arg_source(kind, v, name) for kind, v in launch.argspec]
+        if isinstance(launch, PlannedCall):
+            env[f"library{k}"] = launch.fn
+            calls.append(f"r{k} = library{k}({', '.join(args)})")
+            for i, (kind, v) in enumerate(launch.results):
+                if kind == "out":
+                    calls.append(f"out{v}.copy_(r{k}[{i}])")
+                elif kind == "made":
+                    calls.append(f"made{v} = r{k}[{i}]")
+            continue
         direct = _direct_call(k, launch.grid, launch.compiled, env) if plan.direct else None
         if direct is not None:
             calls.append(direct + ", ".join(args + [name("c", c) for c in launch.consts]) + ")")
@@ -190,6 +206,21 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         body += calls
     body.append(f"return [{', '.join(f'out{j}' for j in range(len(plan.outputs)))}]")
     return "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body), env
+
+
+def _arg_source(kind: str, v: Any, name: Callable[[str, Any], str]) -> str:
+    """The text of one argument of a step (see ``PlannedLaunch.argspec``)."""
+    if kind in ("in", "out"):
+        return f"{kind}{v}"
+    if kind in ("scalar", "scratch"):
+        return f"{'in' if kind == 'scalar' else 'scratch'}{v[0]}"
+    if kind == "made":
+        return f"made{v}"
+    if kind == "seed":
+        return f"seed{v}"
+    if kind == "part":
+        return f"{v[0]}{v[1]}_part{v[2]}"
+    return name("v", v)
 
 
 def _direct_call(k: int, grid: tuple[int, ...], compiled: Any, env: dict[str, Any]) -> str | None:
@@ -242,10 +273,21 @@ def build_plan(
     returned: list[Any],
     log: list[LaunchRecord],
     kept: frozenset[int] = frozenset(),
+    library_calls: Sequence[LibraryCall] = (),
+    parts: dict[int, tuple[str, int, int]] | None = None,
+    scalar_inputs: dict[int, int] | None = None,
 ) -> LaunchPlan | None:
-    """A plan that reproduces the launches ``log``, or None when the run cannot be replayed
-    that way. ``kept``: ids of the tensors the plan keeps (split tickets); the other tensors
-    that are neither inputs nor outputs are scratch, allocated by each replay."""
+    """A plan that reproduces the launches ``log`` and the library calls (in their places),
+    or None when the run cannot be replayed that way. ``kept``: ids of the tensors the plan
+    keeps (split tickets); the results of library calls are made by each replay's calls;
+    the other tensors that are neither inputs nor outputs are scratch, allocated by each
+    replay.
+
+    A fusion with complex values launches its real lowering: ``parts`` maps the id of each
+    part view it launched with to ``("in" | "out", position, 0 for re or 1 for im)``, and
+    ``scalar_inputs`` the id of each of the lowering's scalar inputs to its position among
+    ``inputs`` (``fusion``'s own scalar inputs otherwise)."""
+    parts = parts or {}
     scratch: dict[int, int] = {}
     in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
     out_ids = {}
@@ -261,14 +303,20 @@ def build_plan(
         ):
             return None
         out_ids[id(t)] = j
-    scalar_pos = {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
+    scalar_pos = (
+        scalar_inputs
+        if scalar_inputs is not None
+        else {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
+    )
     # a random op's drawn seed (by id) -> its number: fusion order, the order of the draws
     seeds = {
         id(e.outputs[0]): k for k, e in enumerate(e for e in fusion.exprs if e.op is PHILOX_SEED)
     }
-    launches = []
-    for record in log:
-        args = record.args
+    made: dict[int, int] = {}  # id of a library call's result -> its made number
+    launches: list[PlannedLaunch | PlannedCall] = []
+    pending = sorted(library_calls, key=lambda c: c.at)
+
+    def argspec(args: tuple[Any, ...], slots: Any) -> list[tuple[str, Any]] | None:
         spec: list[tuple[str, Any]] = []
         for a in args:
             if isinstance(a, torch.Tensor):
@@ -276,17 +324,50 @@ def build_plan(
                     spec.append(("in", in_ids[id(a)]))
                 elif id(a) in out_ids:
                     spec.append(("out", out_ids[id(a)]))
+                elif id(a) in made:
+                    spec.append(("made", made[id(a)]))
+                elif id(a) in parts:
+                    spec.append(("part", parts[id(a)]))
                 else:
                     spec.append(_scratch_or_kept(a, kept, scratch))
             else:
                 spec.append(("val", a))
-        for k, s in record.scalar_slots:
+        for k, s in slots:
             if id(s) in scalar_pos:  # args[k]: the value as validated
                 spec[k] = ("scalar", (scalar_pos[id(s)], type(args[k])))
             elif s.definition is not None and s.definition.op is PHILOX_SEED:
                 spec[k] = ("seed", seeds[id(s)])  # drawn anew by each replay
             elif s.definition is not None and s.definition.op.name != "size":
                 return None  # host arithmetic on scalar inputs
+            elif s.definition is None and not s.is_constant:
+                return None  # an input the plan cannot read (a part of a complex scalar)
+        return spec
+
+    def add_calls(upto: int) -> bool:
+        while pending and pending[0].at <= upto:
+            c = pending.pop(0)
+            spec = argspec(c.args, c.scalar_slots)
+            if spec is None:
+                return False
+            results: list[tuple[str, Any]] = []
+            for dst, r in zip(c.dests, c.results):
+                if dst is not None:
+                    if id(dst) not in out_ids:
+                        return False  # a destination the plan does not return
+                    results.append(("out", out_ids[id(dst)]))
+                else:
+                    made[id(r)] = len(made)
+                    results.append(("made", made[id(r)]))
+            launches.append(PlannedCall(c.fn, tuple(spec), tuple(results)))
+        return True
+
+    for n, record in enumerate(log):
+        if not add_calls(n):
+            return None
+        args = record.args
+        spec = argspec(args, record.scalar_slots)
+        if spec is None:
+            return None
         launches.append(
             PlannedLaunch(
                 record.fn,
@@ -297,6 +378,8 @@ def build_plan(
                 tuple(record.constexpr_values()),
             )
         )
+    if not add_calls(len(log)):
+        return None
     outputs = [(tuple(t.shape), t.stride(), t.dtype, t.device) for t in returned]
     return LaunchPlan(
         outputs, launches, [isinstance(x, torch.Tensor) for x in inputs], seeds=len(seeds)

@@ -35,8 +35,9 @@ from ..analysis.device import DeviceInfo
 from ..codegen import normalization as normalization_code
 from ..codegen import pointwise as pointwise_code
 from ..codegen import reduction as reduction_code
+from ..codegen import scan as scan_code
 from ..codegen.kernel import Kernel
-from ..schedulers import normalization, pointwise, reduction
+from ..schedulers import normalization, pointwise, reduction, scan
 from ..schedulers.launch import LaunchSpec, Workspace
 from ..schedulers.problem import Problem
 from ..schedulers.tuning import DEFAULT, Tuning
@@ -76,6 +77,7 @@ SCHEDULERS: tuple[Scheduler, ...] = (
     Scheduler.of(normalization, normalization_code),
     Scheduler.of(reduction, reduction_code),
     Scheduler.of(pointwise, pointwise_code),
+    Scheduler.of(scan, scan_code),
 )
 """The priority list: the first scheduler that accepts a segment schedules it."""
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from ..dtypes import DataType, from_torch, to_torch
+from ..dtypes import PACKED, DataType, from_torch, to_torch
 from ..errors import (
     InputCountError,
     InputDeviceError,
@@ -115,10 +115,11 @@ def validate_inputs(
                         f"{name} is on {x.device}, but {run_device_from} is on {run_device}; "
                         f"all tensor inputs must be on one device (0-dim CPU tensors excepted)"
                     )
-            _check_sizes(name, val, x)
-            _check_strides(name, val, x)
+            sizes, strides = _geometry(val, x)
+            _check_sizes(name, val, sizes)
+            _check_strides(name, val, sizes, strides)
             for i, d in enumerate(val.shape_domain):
-                extents[d.uid] = int(x.shape[i])
+                extents[d.uid] = sizes[i]
                 origins[d.uid] = f"{name} dim {i}"
         elif isinstance(val, Scalar):
             scalars[val.index] = _scalar_value(name, val.dtype, x)
@@ -165,36 +166,49 @@ def _check_tensor_type(name: str, val: TensorView, x: Any) -> None:
         dt = from_torch(x.dtype)
     except ValueError:
         dt = None
-    if dt is not val.dtype:
+    want = PACKED.get(val.dtype, val.dtype)  # a packed dtype's tensors hold two a byte
+    if dt is not want:
         raise InputDtypeError(
-            f"{name}: expected dtype {val.dtype} ({to_torch(val.dtype)}), got {x.dtype}"
+            f"{name}: expected dtype {val.dtype} ({to_torch(want)}), got {x.dtype}"
         )
+
+
+def _geometry(val: TensorView, x: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The sizes and strides of input ``x`` in elements of ``val``'s dtype: those of ``x``,
+    or for a packed dtype (``dtypes.PACKED``) the innermost allocated dim doubled and
+    every stride in elements (two a byte)."""
+    sizes, strides = tuple(int(n) for n in x.shape), tuple(x.stride())
+    if val.dtype not in PACKED or not sizes:
+        return sizes, strides
+    inner = val.allocation_order[-1]
+    unpacked = tuple(2 * n if i == inner else n for i, n in enumerate(sizes))
+    return unpacked, tuple(1 if i == inner else 2 * s for i, s in enumerate(strides))
 
 
 def _fmt_static(val: TensorView) -> str:
     return "[" + ", ".join("?" if e is None else str(e) for e in val.static_shape) + "]"
 
 
-def _check_sizes(name: str, val: TensorView, x: torch.Tensor) -> None:
+def _check_sizes(name: str, val: TensorView, shape: tuple[int, ...]) -> None:
     for i, d in enumerate(val.shape_domain):
-        size = int(x.shape[i])
+        size = shape[i]
         if d.is_broadcast and not d.expanded and size != 1:
             raise InputShapeError(
-                f"{name} dim {i} is a broadcast dim: expected size 1, "
-                f"got {size} (shape {tuple(x.shape)})"
+                f"{name} dim {i} is a broadcast dim: expected size 1, got {size} (shape {shape})"
             )
         if d.extent is not None and size != d.extent:
             kind = "expanded broadcast" if d.is_broadcast else "static"
             raise InputShapeError(
                 f"{name} dim {i}: expected size {d.extent} ({kind} extent), "
-                f"got {size} (shape {tuple(x.shape)})"
+                f"got {size} (shape {shape})"
             )
 
 
-def _check_strides(name: str, val: TensorView, x: torch.Tensor) -> None:
-    if x.numel() == 0:
+def _check_strides(
+    name: str, val: TensorView, sizes: tuple[int, ...], strides: tuple[int, ...]
+) -> None:
+    if 0 in sizes:
         return
-    sizes, strides = tuple(x.shape), tuple(x.stride())
     dims = val.shape_domain
     order, contig = val.allocation_order, val.contiguity
 

@@ -45,7 +45,7 @@ from ..analysis.device import DeviceInfo
 from ..intmath import cdiv, next_pow2, prod
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec
-from .problem import Problem, stride_flags
+from .problem import Problem, generic_fields, stride_flags
 from .warps import THREADS_PER_WARP
 
 NAME = "normalization"
@@ -112,6 +112,10 @@ class NormalizationParams:
     zero_strides: tuple[tuple[bool, ...], ...]
     unit_strides: tuple[tuple[bool, ...], ...]
     n_groups: int
+    based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
+    generic: bool = False  # some load walks its chain (a pad's masked read)
+    affine: tuple[bool, ...] = ()  # per access, in generic mode
+    group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
 
     @property
     def pattern(self) -> str:
@@ -144,12 +148,22 @@ def can_schedule(
         return "no reduction whose results are used again on its rows"
     if p is None:
         return "empty or mismatched extents"
-    if p.generic:
+    if p.generic and not _only_masked_loads(segment, p):
         return "an access is not affine (a reshape that is not a view)"
     if not any(g.reduced for g in p.groups):
         return "nothing is reduced (size-1 reduced dims)"
     plan = _plan(p, device, tuning)
     return plan.why if plan.mode == "segmented" else None
+
+
+def _only_masked_loads(segment: KernelSpec, p: Problem) -> bool:
+    """Every access that is not affine is a load through a pad (a masked read, which the
+    kernel walks per element): the normalization kernel runs in generic mode."""
+    return all(
+        a < p.n_loads and any(e.op.name == "pad" for e in segment.accesses[a].chain)
+        for a in range(len(p.dtypes))
+        if not p.is_affine(a)
+    )
 
 
 def reason(p: Problem, device: DeviceInfo, tuning: NormalizationTuning = DEFAULT_TUNING) -> str:
@@ -187,6 +201,7 @@ def heuristics(
         zero,
         unit,
         len(p.groups),
+        **generic_fields(p),
     )
 
 

@@ -104,6 +104,7 @@ class PointwiseParams:
     generic: bool = False  # some access walks its chain (not affine)
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
+    based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
     # programs whose tile lies inside every unflattened tile axis run an unmasked copy of
     # the body (``full_blocks``: see the module's docstring)
     full_blocks: bool = False
@@ -123,6 +124,8 @@ def can_schedule(
     """Any segment without a reduction."""
     if segment.reductions or segment.group is not None:
         return "the segment has a reduction"
+    if segment.scan is not None:
+        return f"the segment holds a per-row {segment.scan.op.name} (a scan kernel's)"
     if p is None:
         return "no problem could be built for the segment's extents"
     return None

@@ -14,6 +14,7 @@ from ..analysis.canonical import Group, family, pattern
 from ..dtypes import DataType, itemsize
 
 if TYPE_CHECKING:
+    from .normalization import NormalizationParams
     from .pointwise import PointwiseParams
     from .reduction import ReductionParams
 
@@ -32,6 +33,11 @@ class Problem:
     passes: int = 1  # normalization: levels of dependent reductions, plus one
     loop: bool = True  # normalization: may walk rows too long for a tile twice
     rows: bool = True  # normalization: results are used again on the rows
+    based: tuple[int, ...] = ()  # affine accesses with a base offset ``b<a>`` (a slice's
+    #   start, a select's index on their chain), bound at launch
+    scan_op: str = ""  # scan: the per-row op (cumsum, argsort, topk)
+    descending: bool = False  # scan: argsort's descending, topk's largest
+    scan_keep: int = 0  # scan: elements each row stores along the dim (a topk's k)
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -110,13 +116,20 @@ def stride_flags(p: Problem) -> tuple[tuple[tuple[bool, ...], ...], tuple[tuple[
 
 def generic_fields(p: Problem) -> dict[str, Any]:
     """The params fields of generic mode: the per-access affine flags and the iteration
-    coordinate of every (single-coordinate) group. Empty when every access is affine."""
+    coordinate of every (single-coordinate) group; the accesses with a base offset. Empty
+    when every access is affine and none has a base."""
+    based = {"based": p.based} if p.based else {}
     if not p.generic:
-        return {}
-    return {"generic": True, "affine": p.affine, "group_dims": tuple(g.dims[0] for g in p.groups)}
+        return based
+    return {
+        "generic": True,
+        "affine": p.affine,
+        "group_dims": tuple(g.dims[0] for g in p.groups),
+        **based,
+    }
 
 
-def is_affine(params: PointwiseParams | ReductionParams, access: int) -> bool:
+def is_affine(params: PointwiseParams | ReductionParams | NormalizationParams, access: int) -> bool:
     """Whether ``access`` is addressed by group strides in the kernel ``params`` describe."""
     return not params.generic or params.affine[access]
 

@@ -63,6 +63,7 @@ class ReductionParams:
     generic: bool = False  # some access walks its chain (not affine)
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
+    based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
     n_groups: int = 0  # canonical groups of the problem
     finish: str = "ticket"  # split > 1: "ticket" (last program combines) or "kernel"
     unroll: int = 1  # R tiles loaded per loop step, all before accumulating

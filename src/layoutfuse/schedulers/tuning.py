@@ -13,10 +13,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from . import normalization, pointwise, reduction_tiles
+from . import normalization, pointwise, reduction_tiles, scan
 from .normalization import NormalizationTuning
 from .pointwise import PointwiseTuning
 from .reduction_tiles import ReductionTuning
+from .scan import ScanTuning
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Tuning:
     pointwise: PointwiseTuning = pointwise.DEFAULT_TUNING
     reduction: ReductionTuning = reduction_tiles.DEFAULT_TUNING
     normalization: NormalizationTuning = normalization.DEFAULT_TUNING
+    scan: ScanTuning = scan.DEFAULT_TUNING
 
     def of(self, scheduler: str) -> Any:
         """The tuning of the scheduler named ``scheduler``."""

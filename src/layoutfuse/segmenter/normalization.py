@@ -57,6 +57,9 @@ class Group:
     levels: dict[int, int] = field(default_factory=dict)  # id(expr) -> pass index
     rows: bool = True  # False: only per-row results are stored (an epilogue)
     online: dict[int, Expr] = field(default_factory=dict)  # id(sum) -> its softmax max
+    # outputs in the root's coordinates that reach the same reductions and are stored with
+    # it (``Fusion.kernel_partners``: the other part of a complex output)
+    partners: tuple[TensorView, ...] = ()
 
     def red_outputs(self) -> set[int]:
         return {id(o) for e in self.reductions for o in e.outputs}
@@ -262,12 +265,16 @@ def group_reached(group: Group, memory: set[int]) -> list[tuple[TensorView, tupl
     passes through the group's reductions, whose inputs are in the root's coordinates."""
     through = frozenset(id(e) for e in group.reductions)
     if group.rows or len(group.reductions) == 1:
-        return reached(group.root, memory, through)
-    # sibling reductions (``segments.siblings``): their inputs share the root's coordinates
+        starts = [group.root, *group.partners]
+    else:
+        # sibling reductions (``segments.siblings``): their inputs share the root's coordinates
+        starts = [e.inputs[0] for e in group.reductions]
+    if len(starts) == 1:
+        return reached(starts[0], memory, through)
     out: list[tuple[TensorView, tuple[Expr, ...]]] = []
     seen: set[tuple] = set()
-    for e in group.reductions:
-        for tv, chain in reached(e.inputs[0], memory, through):
+    for start in starts:
+        for tv, chain in reached(start, memory, through):
             key = (id(tv), tuple(id(x) for x in chain))
             if key not in seen:
                 seen.add(key)

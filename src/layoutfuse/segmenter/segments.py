@@ -10,8 +10,12 @@ normalization kernel that reads their inputs once (``siblings``). A plain reduct
 its pointwise and shape prologue recomputed from memory; its outputs are written to
 memory (the fusion's output or an intermediate buffer). Every remaining output computed
 by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
-in the same coordinates, are stored by that kernel. Each cut says why it was made
-(``Segment.reason``).
+in the same coordinates, are stored by that kernel. A per-row op (cumsum, argsort, topk)
+gets a scan kernel of its own, with its prologue and its pointwise epilogue
+(``segmenter.scans``); its results live in memory for every other kernel. A library op
+(matmul, linear, attention: ``ir/ops/library.py``) is a segment of its own, run through
+torch; the kernels around it read and write its operands and results in memory
+(``segment``). Each cut says why it was made (``Segment.reason``).
 
 A normalization kernel carries its fallback plan (``KernelSpec.fallback``, built in
 ``segmenter.specs``), which the runtime takes when the normalization scheduler says its
@@ -28,7 +32,8 @@ from typing import NamedTuple
 from ..analysis.accesses import Access, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, TensorView
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
-from .specs import KernelSpec, group_spec, kernel_spec, reduction_spec
+from .scans import scan_epilogues, scan_specs
+from .specs import KernelSpec, group_spec, kernel_spec, library_spec, reduction_spec
 
 __all__ = ["KernelSpec", "segment", "siblings"]
 
@@ -52,20 +57,29 @@ class _Segmentation:
     inputs: set[int]
     reductions: list[Expr]  # in fusion order
     pending: list[TensorView]  # outputs computed by pointwise work, widest first
+    scans: list[Expr] = field(default_factory=list)  # per-row ops, their results in memory
     covered: set[int] = field(default_factory=set)  # outputs a kernel already stores
     groups: list[_GroupKernel] = field(default_factory=list)
 
     @classmethod
-    def of(cls, fusion: Fusion, computed_outputs: list[TensorView]) -> _Segmentation:
+    def of(
+        cls, fusion: Fusion, computed_outputs: list[TensorView], results: set[int]
+    ) -> _Segmentation:
+        """``results``: ids of library results (in memory, as inputs are)."""
         reductions = [e for e in fusion.exprs if e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD)]
+        scans = [e for e in fusion.exprs if e.op.kind is OpKind.SCAN]
         pending = [
             o
             for o in computed_outputs
             if o.definition is not None
-            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD)
+            and o.definition.op.kind not in (OpKind.REDUCTION, OpKind.WELFORD, OpKind.SCAN)
         ]
         pending.sort(key=lambda t: -len(t.shape_domain))
-        return cls(fusion, computed_outputs, {id(v) for v in fusion.inputs}, reductions, pending)
+        # library and scan results live in memory: every other kernel reads them as inputs
+        memory = (
+            {id(v) for v in fusion.inputs} | results | {id(o) for e in scans for o in e.outputs}
+        )
+        return cls(fusion, computed_outputs, memory, reductions, pending, scans=scans)
 
     @property
     def output_ids(self) -> set[int]:
@@ -85,14 +99,55 @@ class _Segmentation:
 def segment(
     fusion: Fusion, computed_outputs: list[TensorView]
 ) -> tuple[list[KernelSpec], list[TensorView]]:
-    """Kernel specs in run order, and the intermediate tensors that need buffers."""
-    seg = _Segmentation.of(fusion, computed_outputs)
+    """Kernel specs in run order, and the intermediate tensors that need buffers.
+
+    A library op (matmul, attention: ``ir/ops/library.py``) is a segment of its own
+    (``library_spec``): its results are in memory for the kernels after it, as inputs
+    are, and the kernels before it store its operands that they compute (in buffers
+    when they are not outputs). The library segment's results are not among the buffers:
+    torch makes them (those that are outputs are copied into their destinations)."""
+    library = [e for e in fusion.exprs if e.op.kind is OpKind.LIBRARY]
+    results = {id(o) for e in library for o in e.outputs}
+    kernel_outputs = [o for o in computed_outputs if id(o) not in results]
+    operands = _library_operands(library, fusion, results)
+    extra = [t for t in operands if all(t is not o for o in kernel_outputs)]
+    specs, intermediates = _kernel_segments(fusion, kernel_outputs + extra, results, library)
+    return specs, intermediates + extra
+
+
+def _library_operands(library: list[Expr], fusion: Fusion, results: set[int]) -> list[TensorView]:
+    """The tensor operands of library ops that kernels compute (each once, in order)."""
+    out: list[TensorView] = []
+    for e in library:
+        for v in e.inputs:
+            if (
+                isinstance(v, TensorView)
+                and v.definition is not None
+                and id(v) not in results
+                and all(v is not t for t in out)
+            ):
+                out.append(v)
+    return out
+
+
+def _kernel_segments(
+    fusion: Fusion, computed_outputs: list[TensorView], results: set[int], library: list[Expr]
+) -> tuple[list[KernelSpec], list[TensorView]]:
+    """The segments of ``segment``: ``results`` (library results) live in memory."""
+    seg = _Segmentation.of(fusion, computed_outputs, results)
     _normalization_groups(seg)
     _sibling_groups(seg)
     memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
+    epilogues = scan_epilogues(seg.scans, seg.pending, seg.covered, memory_ids)
     specs = _pointwise_specs(seg, memory_ids)
     reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
     specs += reduction_specs
+    specs += [library_spec(e) for e in library]
+    scan_kernels, scan_buffers = scan_specs(
+        seg.fusion, seg.scans, seg.output_ids, memory_ids, epilogues
+    )
+    specs += scan_kernels
+    intermediates += scan_buffers
     # what the kernels load: the others', and the normalization kernels' own (a group can
     # read another group's results: a first pass builds them without extra stores)
     first, _ = _group_specs(seg, memory_ids, set())
@@ -121,6 +176,7 @@ def _normalization_groups(seg: _Segmentation) -> None:
         group, _ = find_group(root, seg.inputs)
         if group is None:
             continue
+        group.partners = tuple(p for p in _partners(seg, root) if _same_group(p, group, seg))
         stores, xstores = _group_stores(seg, group, root)
         seg.covered |= {id(a.tv) for a in stores + xstores}
         seg.groups.append(_GroupKernel(group, stores, xstores))
@@ -155,7 +211,7 @@ def _sibling_groups(seg: _Segmentation) -> None:
     only per-row outputs (mean = sum / n, var_mean's var): the epilogue joins it."""
     in_groups = {id(e) for g in seg.groups for e in g.group.reductions}
     rest = [e for e in seg.reductions if id(e) not in in_groups and seg.needed(e)]
-    for cluster in siblings(rest, seg.inputs):
+    for cluster in siblings(rest, seg.inputs, seg.fusion.kernel_partners):
         group = Group(
             cluster[0].inputs[0],
             tuple(cluster[0].attrs["dims"]),
@@ -191,9 +247,16 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
         up = ups[id(root)]
         stores = [Access(root, (), store=True)]
         seg.covered.add(id(root))
+        partners = _partners(seg, root)
+        for p in partners:  # in the root's coordinates: stored as they are
+            stores.append(Access(p, (), store=True))
+            seg.covered.add(id(p))
         for o in seg.pending:
-            if id(o) not in seg.covered and id(o) in up:
-                stores.append(Access(o, up[id(o)][1], store=True))
+            up_o = next(
+                (u[id(o)] for u in [up] + [ups[id(p)] for p in partners] if id(o) in u), None
+            )
+            if id(o) not in seg.covered and up_o is not None:
+                stores.append(Access(o, up_o[1], store=True))
                 seg.covered.add(id(o))
         red_outs = {id(o) for e in seg.reductions for o in e.outputs}
         why = (
@@ -203,8 +266,34 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
             if seg.reductions
             else "a fusion without reductions"
         )
-        specs.append(kernel_spec("pointwise", root, memory_ids, stores, reason=why))
+        specs.append(
+            kernel_spec("pointwise", root, memory_ids, stores, reason=why, partners=partners)
+        )
     return specs
+
+
+def _same_group(tv: TensorView, group: Group, seg: _Segmentation) -> bool:
+    """Whether ``tv`` roots a group of ``group``'s dims and reductions (a partner that one
+    normalization kernel stores with the root)."""
+    other, _ = find_group(tv, seg.inputs)
+    return (
+        other is not None
+        and other.rows == group.rows
+        and other.dims == group.dims
+        and {id(e) for e in other.reductions} == {id(e) for e in group.reductions}
+    )
+
+
+def _partners(seg: _Segmentation, root: TensorView) -> tuple[TensorView, ...]:
+    """The pending outputs no kernel stores yet that ``Fusion.kernel_partners`` pairs with
+    ``root`` (the other part of a complex output), of its rank."""
+    pending = {id(o) for o in seg.pending} - seg.covered
+    out = []
+    for a, b in seg.fusion.kernel_partners:
+        other = b if a is root else a if b is root else None
+        if other is not None and id(other) in pending and other.ndim == root.ndim:
+            out.append(other)
+    return tuple(out)
 
 
 def _reduction_specs(
@@ -252,12 +341,20 @@ def _group_specs(
 _SAME_COORDINATES = ("set", "stride_order")  # shape ops that keep every coordinate
 
 
-def siblings(reductions: list[Expr], memory: set[int]) -> list[list[Expr]]:
+def siblings(
+    reductions: list[Expr],
+    memory: set[int],
+    partners: list[tuple[TensorView, TensorView]] | None = None,
+) -> list[list[Expr]]:
     """``reductions`` in clusters (fusion order) that one kernel can compute in one read:
     the same reduced dims of inputs in the same coordinates (both reach one tensor without
-    broadcast dims through pointwise ops alone), none depending on another."""
+    broadcast dims through pointwise ops alone, or two ``partners``: the parts of one
+    complex tensor), none depending on another."""
     clusters: list[list[Expr]] = []
-    leaves = {id(e): _pointwise_leaves(e.inputs[0], memory) for e in reductions}
+    same = {id(b): id(a) for a, b in partners or ()}
+    leaves = {
+        id(e): {same.get(t, t) for t in _pointwise_leaves(e.inputs[0], memory)} for e in reductions
+    }
     for e in reductions:
         dims, rank = tuple(e.attrs["dims"]), len(e.inputs[0].shape_domain)
         for c in clusters:

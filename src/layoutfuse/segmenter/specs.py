@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from ..analysis.accesses import Access, upstream_accesses, upstream_tensors
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
 from ..ir.ops import COORDINATE_OPS
+from ..ir.ops.library import row_of
+from ..ir.ops.movement import MOVEMENT_OPS, index_scalars
 from ..ir.ops.random import N_PARAMS
 from ..ir.ops.random import NAMES as RANDOM_OPS
 from .normalization import Group, group_reached
@@ -21,7 +23,7 @@ from .normalization import Group, group_reached
 
 @dataclass(eq=False)
 class KernelSpec:
-    kind: str  # "pointwise" or "reduction"
+    kind: str  # "pointwise", "reduction", "normalization", "library" or "scan"
     root: TensorView  # the iteration tensor
     exprs: list[Expr]
     memory: list[TensorView]  # pointer arguments: loaded tensors, then stored ones
@@ -38,6 +40,7 @@ class KernelSpec:
     siblings: list[Expr] = field(default_factory=list)  # a reduction kernel's others
     online: dict[int, Expr] = field(default_factory=dict)  # softmax's id(sum) -> its max,
     # accumulated together (online)
+    scan: Expr | None = None  # a scan kernel's per-row op (cumsum, argsort, topk)
 
     @property
     def reductions(self) -> list[Expr]:
@@ -48,9 +51,15 @@ class KernelSpec:
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
     out: dict[int, Scalar] = {}
     for e in exprs:
-        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION):
+        if e.op.kind in (OpKind.POINTWISE, OpKind.CREATION) or e.op.name in MOVEMENT_OPS:
             # a random op's shape is the kernel's extents: only its parameters are arguments
-            for v in e.inputs[:N_PARAMS] if e.op.name in RANDOM_OPS else e.inputs:
+            if e.op.name in MOVEMENT_OPS:
+                args = index_scalars(e)
+            elif e.op.name in RANDOM_OPS:
+                args = e.inputs[:N_PARAMS]
+            else:
+                args = e.inputs
+            for v in args:
                 if isinstance(v, Scalar) and not v.is_constant:
                     out.setdefault(id(v), v)
                 if isinstance(v, Vector):
@@ -96,12 +105,14 @@ def kernel_spec(
     reason="",
     siblings: tuple[Expr, ...] = (),
     online: dict[int, Expr] | None = None,
+    partners: tuple[TensorView, ...] = (),
 ):
     """A kernel iterating over ``root``'s coordinates; sibling reductions' inputs share
-    them, so their loads join (each access once). An ``online`` sum loads nothing of its
-    own: its terms come from its max's input."""
+    them, so their loads join (each access once); so do ``partners``' (stored tensors of
+    the root's coordinates: ``Fusion.kernel_partners``). An ``online`` sum loads nothing of
+    its own: its terms come from its max's input."""
     online = online or {}
-    roots = [root] + [e.inputs[0] for e in siblings if id(e) not in online]
+    roots = [root, *partners] + [e.inputs[0] for e in siblings if id(e) not in online]
     reached: dict[tuple, Access] = {}
     for r in roots:
         for a in upstream_accesses(r, memory_ids):
@@ -133,6 +144,28 @@ def kernel_spec(
         [a.tv for a in stores],
         siblings=list(siblings),
         online=dict(online),
+    )
+
+
+def library_spec(e: Expr) -> KernelSpec:
+    """A library segment: one library op, run through torch (``ir/ops/library.py``). Its
+    loads are its tensor operands, its outputs the op's results; its scalars the
+    operands that are not constants."""
+    tensors = [v for v in e.inputs if isinstance(v, TensorView)]
+    loads = [Access(t, ()) for t in _distinct_tensors([Access(t, ()) for t in tensors])]
+    outputs = [o for o in e.outputs if isinstance(o, TensorView)]
+    scalars = [v for v in e.inputs if isinstance(v, Scalar) and not v.is_constant]
+    return KernelSpec(
+        "library",
+        outputs[0],
+        [e],
+        _distinct_tensors(loads) + outputs,
+        loads,
+        len(loads),
+        0,
+        scalars,
+        reason=row_of(e).reason,
+        outputs=outputs,
     )
 
 
@@ -262,18 +295,20 @@ def _fallback_pointwise(
     per per-row value that is not a reduction's result."""
     fb: list[KernelSpec] = []
     up = upstream_tensors(group.root, memory_ids)
+    with_root = {id(group.root)} | {id(p) for p in group.partners}
     if stores:
         fb.append(
             kernel_spec(
                 "pointwise",
                 group.root,
                 memory_ids,
-                [a for a in stores if a.tv is group.root or id(a.tv) in up],
+                [a for a in stores if id(a.tv) in with_root or id(a.tv) in up],
                 reason="pointwise work after the reductions",
+                partners=group.partners,
             )
         )
     for a in stores:
-        if a.tv is not group.root and id(a.tv) not in up:
+        if id(a.tv) not in with_root and id(a.tv) not in up:
             fb.append(
                 kernel_spec(
                     "pointwise",

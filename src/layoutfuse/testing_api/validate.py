@@ -69,6 +69,8 @@ def reduction_sizes(fusion: Fusion, env: dict[int, Any]) -> dict[int, int]:
             shape = env[id(expr.inputs[0])].shape
             for d in expr.attrs["dims"]:
                 n *= shape[d]
+        if expr.op.name == "cumsum":  # a prefix sum folds up to its dim's extent
+            n *= env[id(expr.inputs[0])].shape[expr.attrs["dim"]]
         for out in expr.outputs:
             sizes[id(out)] = n
     return sizes

@@ -87,6 +87,8 @@ _OPERATORS = {
     "__and__": ("bitwise_and", "&"),
     "__or__": ("bitwise_or", "|"),
     "__xor__": ("bitwise_xor", "^"),
+    "__lshift__": ("bitwise_left_shift", "<<"),
+    "__rshift__": ("bitwise_right_shift", ">>"),
     "__lt__": ("lt", "<"),
     "__le__": ("le", "<="),
     "__gt__": ("gt", ">"),

@@ -57,7 +57,9 @@ def _operand_names(arity: int) -> tuple[str, ...]:
     return ("arg",) if arity == 1 else tuple(f"arg{k + 1}" for k in range(arity))
 
 
-def _pointwise_op(name: str, row_name: str, arity: int):
+def _pointwise_op(name: str, row_name: str, arity: int, scalars: tuple[int, ...] = ()):
+    """``fd.ops.<name>``: ``arity`` Tensor or Scalar operands, Scalars only at ``scalars``
+    (nvFuser's binding of an alpha or a threshold)."""
     names = _operand_names(arity)
 
     def op(self, *args):
@@ -66,12 +68,16 @@ def _pointwise_op(name: str, row_name: str, arity: int):
                 f"fd.ops.{name}() takes {arity} operands ({', '.join(names)}), {len(args)} given"
             )
         rec = self._fd._recorder_for(name)
-        vals = [rec.operand(a, name, n) for a, n in zip(args, names)]
+        vals = [
+            rec.scalar(a, name, n) if k in scalars else rec.operand(a, name, n)
+            for k, (a, n) in enumerate(zip(args, names))
+        ]
         out = ir_ops.pointwise(row_name, *vals)
         return rec.emit(out, f"fd.ops.{name}({', '.join(a.name for a in args)})")
 
     op.__name__ = name
-    op.__doc__ = f"nvFuser's ``{name}``: {arity} Tensor or Scalar operands."
+    only = f" ({', '.join(names[k] for k in scalars)}: Scalar)" if scalars else ""
+    op.__doc__ = f"nvFuser's ``{name}``: {arity} Tensor or Scalar operands{only}."
     op.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
         + [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
@@ -354,7 +360,7 @@ class Operators:
 
 
 for _name, _row in ROW_BY_NAME.items():
-    setattr(Operators, _name, _pointwise_op(_name, _name, _row.arity))
+    setattr(Operators, _name, _pointwise_op(_name, _name, _row.arity, _row.scalar_operands))
 for _alias, _target in ALIASES.items():
     setattr(Operators, _alias, _pointwise_op(_alias, _target, ROW_BY_NAME[_target].arity))
 for _name, _doc in REDUCTIONS.items():
@@ -362,4 +368,22 @@ for _name, _doc in REDUCTIONS.items():
 for _method in (Operators.var, Operators.var_mean, Operators.welford):
     _method.__doc__ = f"{_method.__doc__}\n\n{REDUCTION_DIMS_RULE}"
 for _name, _op in RANDOM_OPERATORS.items():  # uniform, normal, rand_like, randn_like
+    setattr(Operators, _name, _op)
+
+# --- library ops and batch_norm (frontend/nvfuser/library_ops.py) ------------------------------
+from .library_ops import OPERATORS as _LIBRARY_OPERATORS  # noqa: E402
+
+for _name, _fn in _LIBRARY_OPERATORS.items():
+    setattr(Operators, _name, _fn)
+
+# data movement (slice, pad, cat, select): their methods live in movement_ops.py
+from .movement_ops import METHODS as _MOVEMENT_METHODS  # noqa: E402
+
+for _name, _fn in _MOVEMENT_METHODS.items():
+    setattr(Operators, _name, _fn)
+
+# the per-row ops (cumsum, argsort, topk) and triu: ``ops_scan``
+from .ops_scan import OPERATORS as _SCAN_OPERATORS  # noqa: E402
+
+for _name, _op in _SCAN_OPERATORS.items():
     setattr(Operators, _name, _op)

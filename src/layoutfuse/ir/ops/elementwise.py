@@ -23,9 +23,18 @@ from typing import TYPE_CHECKING, Any, overload
 
 import torch
 
-from ...dtypes import DataType, is_boolean, is_floating, is_integral, promote
-from ...errors import DefinitionError
+from ...dtypes import (
+    REDUCED_PRECISION,
+    DataType,
+    is_boolean,
+    is_floating,
+    is_integral,
+    part_dtype,
+    promote,
+)
+from ...errors import ArgumentTypeError, DefinitionError
 from ..opdef import OpDef, OpKind, register
+from . import pointwise_math as pm
 
 if TYPE_CHECKING:
     from ..values import Scalar, TensorView, Val
@@ -37,6 +46,8 @@ class DtypeRule(enum.Enum):
     FLOAT = "float"  # promotion, then integers and bools become Float
     BOOL = "bool"  # result is Bool (comparisons, predicates, logical ops)
     INTEGRAL = "integral"  # promotion; operands must be integers or bools
+    FULL_FLOAT = "full_float"  # promotion; the result must be Float or Double (nvFuser's nextafter)
+    PART = "part"  # promotion; a complex result becomes its parts' real dtype (abs, real, imag)
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,11 @@ class PointwiseRow:
     rule: DtypeRule
     reference: Callable[..., Any]
     triton: Callable[..., str]
+    # operand positions where nvFuser's binding takes a Scalar only (an alpha, a threshold)
+    scalar_operands: tuple[int, ...] = ()
+    # those scalars are rounded to a Half/BFloat16 result's dtype first (torch's alpha; a
+    # threshold is compared in Float)
+    round_scalars: bool = False
 
 
 def _remainder_ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -53,9 +69,10 @@ def _remainder_ref(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _div_ref(a: torch.Tensor | float, b: torch.Tensor | float) -> torch.Tensor:
-    if not (torch.is_tensor(a) and a.is_floating_point()) and not (
-        torch.is_tensor(b) and b.is_floating_point()
-    ):
+    def inexact(x: torch.Tensor | float) -> bool:
+        return torch.is_tensor(x) and (x.is_floating_point() or x.is_complex())
+
+    if not inexact(a) and not inexact(b):
         return torch.div(a, b, rounding_mode="trunc")
     return torch.div(a, b)
 
@@ -68,7 +85,7 @@ _nan_all = "propagate_nan=tl.PropagateNan.ALL"
 
 ROWS: list[PointwiseRow] = [
     # --- unary --------------------------------------------------------------------------
-    PointwiseRow("abs", 1, DtypeRule.PROMOTE, torch.abs, lambda x: f"tl.abs({x})"),
+    PointwiseRow("abs", 1, DtypeRule.PART, torch.abs, lambda x: f"tl.abs({x})"),
     PointwiseRow("neg", 1, DtypeRule.PROMOTE, torch.neg, lambda x: f"(-{x})"),
     PointwiseRow("exp", 1, DtypeRule.FLOAT, torch.exp, lambda x: f"_exp({x})"),
     PointwiseRow("exp2", 1, DtypeRule.FLOAT, torch.exp2, lambda x: f"lib.exp2({x})"),
@@ -212,8 +229,78 @@ ROWS.append(
     )
 )
 
-# The operands whose dtype takes part in promotion (``where``'s predicate does not).
-PROMOTION_OPERANDS = {"where": (1, 2)}
+
+# --- math and predicate rows of nvFuser's frontend (references and helpers: pointwise_math) ---
+_F, _B, _P, _I = DtypeRule.FLOAT, DtypeRule.BOOL, DtypeRule.PROMOTE, DtypeRule.INTEGRAL
+ROWS += [
+    *[
+        PointwiseRow(n, 1, _F, getattr(torch, n), lambda x, n=n: f"lib.{n}({x})")
+        for n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh")
+    ],
+    PointwiseRow("erfinv", 1, _F, torch.erfinv, lambda x: f"lib.erfinv({x})"),
+    PointwiseRow("erfcinv", 1, _F, pm.erfcinv_ref, lambda x: f"_erfcinv({x})"),
+    PointwiseRow("lgamma", 1, _F, torch.lgamma, lambda x: f"_lgamma({x})"),
+    PointwiseRow("frac", 1, _P, torch.frac, lambda x: f"({x} - lib.trunc({x}))"),
+    PointwiseRow("signbit", 1, _B, torch.signbit, lambda x: f"_signbit({x})"),
+    PointwiseRow("isneginf", 1, _B, torch.isneginf, lambda x: f"({x} == float('-inf'))"),
+    PointwiseRow("isposinf", 1, _B, torch.isposinf, lambda x: f"({x} == float('inf'))"),
+    # real dtypes only here: every element is real, NaN too
+    PointwiseRow("isreal", 1, _B, torch.isreal, lambda x: f"(({x} == {x}) | ({x} != {x}))"),
+    PointwiseRow(
+        "nextafter", 2, DtypeRule.FULL_FLOAT, torch.nextafter, lambda a, b: f"_nextafter({a}, {b})"
+    ),
+    PointwiseRow("gcd", 2, _I, torch.gcd, lambda a, b: f"_gcd({a}, {b})"),
+    PointwiseRow(
+        "bitwise_left_shift", 2, _I, torch.bitwise_left_shift, lambda a, b: f"_shl({a}, {b})"
+    ),
+    PointwiseRow(
+        "bitwise_right_shift", 2, _I, torch.bitwise_right_shift, lambda a, b: f"_shr({a}, {b})"
+    ),
+    PointwiseRow(
+        "logical_right_shift",
+        2,
+        _I,
+        pm.logical_right_shift_ref,
+        lambda a, b: f"_logical_shr({a}, {b})",
+    ),
+    PointwiseRow(
+        "threshold",
+        3,
+        _P,
+        pm.threshold_ref,
+        lambda x, t, v: f"tl.where({x} <= {t}, {v}, {x})",
+        scalar_operands=(1, 2),
+    ),
+    PointwiseRow(
+        "add_alpha",
+        3,
+        _P,
+        pm.add_alpha_ref,
+        lambda a, b, v: f"_axpy({a}, {b}, {v})",
+        scalar_operands=(2,),
+        round_scalars=True,
+    ),
+    PointwiseRow(
+        "sub_alpha",
+        3,
+        _P,
+        pm.sub_alpha_ref,
+        lambda a, b, v: f"_axpy({a}, {b}, -1 * {v})",
+        scalar_operands=(2,),
+        round_scalars=True,
+    ),
+]
+
+# ``real`` and ``imag``: the parts of a complex value (``ir/ops/complex.py`` lowers them);
+# of a real value, ``real`` is the value itself and ``imag`` is not defined (as in torch).
+ROWS += [
+    PointwiseRow("real", 1, DtypeRule.PART, torch.real, lambda x: x),
+    PointwiseRow("imag", 1, DtypeRule.PART, torch.imag, lambda x: f"({x} * 0)"),
+]
+
+# The operands whose dtype takes part in promotion (``where``'s predicate does not; nor do
+# an alpha or threshold's scalars, which are converted to the result's compute dtype).
+PROMOTION_OPERANDS = {"where": (1, 2), "threshold": (0,), "add_alpha": (0, 1), "sub_alpha": (0, 1)}
 
 
 def result_dtype(
@@ -227,6 +314,13 @@ def result_dtype(
         return DataType.Float
     if row.rule is DtypeRule.INTEGRAL and is_floating(out):
         raise DefinitionError(f"{row.name}: operands must be integers or bools, got {out}")
+    if row.rule is DtypeRule.FULL_FLOAT and out not in (DataType.Float, DataType.Double):
+        raise DefinitionError(
+            f"{row.name}: the promoted dtype must be DataType.Float or DataType.Double "
+            f"(as in nvFuser), got {out}"
+        )
+    if row.rule is DtypeRule.PART:
+        return part_dtype(out)
     return out
 
 
@@ -263,6 +357,7 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     Python numbers become constant Scalars; all-scalar operands give a Scalar."""
     from ..values import Scalar, TensorView
     from .common import as_val, combine_ids, emit, fusion_of
+    from .complex import check_complex_support
     from .shape import broadcast
 
     row = ROW_BY_NAME[name]
@@ -273,12 +368,21 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     for v in vals:
         if v.fusion is not f:
             raise DefinitionError(f"{name}: operands belong to different fusions")
+    for k in row.scalar_operands:
+        if isinstance(vals[k], TensorView):
+            raise ArgumentTypeError(
+                f"{name}: operand {k + 1} must be a Scalar (as in nvFuser), got a TensorView"
+            )
     tensors = [v for v in vals if isinstance(v, TensorView)]
     roles = PROMOTION_OPERANDS.get(name, range(row.arity))
     tdt = [vals[i].dtype for i in roles if isinstance(vals[i], TensorView)]
     sdt = [vals[i].dtype for i in roles if not isinstance(vals[i], TensorView)]
     dtype = result_dtype(row, tdt, sdt)
+    check_complex_support(name, [v.dtype for v in vals])  # complex rows: ir/ops/complex.py
     _check_torch_defines(name, tuple((isinstance(v, TensorView), v.dtype) for v in vals))
+    if row.round_scalars and dtype in REDUCED_PRECISION:
+        for k in row.scalar_operands:  # torch rounds alpha to a Half/BFloat16 result's dtype
+            vals[k] = cast(vals[k], dtype)
     if not tensors:
         out: Scalar | TensorView = Scalar(f, dtype)
         emit(f, OPDEFS[name], vals, [out])
@@ -330,6 +434,7 @@ def cast(x: Operand, dtype: DataType) -> Val:
     """``x`` converted to ``dtype`` (a no-op when it already has it)."""
     from ..values import Scalar, TensorView
     from .common import as_val, clone_id, emit, fusion_of
+    from .complex import check_complex_support
 
     f = fusion_of(x)
     v = as_val(f, x, "cast")
@@ -337,6 +442,7 @@ def cast(x: Operand, dtype: DataType) -> Val:
         raise DefinitionError(f"cast: invalid dtype {dtype!r}")
     if v.dtype is dtype:
         return v
+    check_complex_support("cast", [v.dtype, dtype])
     out: Val
     if isinstance(v, TensorView):
         out = TensorView(f, [clone_id(d) for d in v.shape_domain], dtype)

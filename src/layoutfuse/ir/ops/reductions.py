@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ...dtypes import DataType, is_boolean, is_integral, to_torch
+from ...dtypes import COMPLEX, DataType, is_boolean, is_integral, part_dtype, to_torch
 from ...errors import ArgumentTypeError, DefinitionError, describe
 from ..domain import IterDomain, IterType
 from ..opdef import OpDef, OpKind, register
@@ -96,7 +96,10 @@ def float_accumulator(dtype: DataType) -> DataType:
 
 
 def _welford_accumulator(dtype: DataType) -> DataType:
-    """Welford's statistics: Double for doubles, else Float (integers too)."""
+    """Welford's statistics: Double for doubles, else Float (integers too); a complex
+    value's mean is complex (``welford``: its M2 is of the part dtype)."""
+    if dtype in (DataType.ComplexFloat, DataType.ComplexDouble):
+        return dtype
     return DataType.Double if dtype is DataType.Double else DataType.Float
 
 
@@ -128,12 +131,17 @@ def _prod_ref(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
 def _welford_ref(
     x: torch.Tensor, dims: tuple[int, ...]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    xf = x.to(torch.float64) if x.dtype == torch.float64 else x.to(torch.float32)
+    if x.is_complex():  # M2 of a complex value: the sum of |x - mean|^2 (torch.var's)
+        xf = x
+    else:
+        xf = x.to(torch.float64) if x.dtype == torch.float64 else x.to(torch.float32)
     mean = xf.mean(dim=dims) if dims else xf.clone()
     m2 = (
-        ((xf - xf.mean(dim=dims, keepdim=True)) ** 2).sum(dim=dims)
+        ((xf - xf.mean(dim=dims, keepdim=True)).abs() ** 2).sum(dim=dims)
+        if dims and x.is_complex()
+        else ((xf - xf.mean(dim=dims, keepdim=True)) ** 2).sum(dim=dims)
         if dims
-        else torch.zeros_like(xf)
+        else torch.zeros_like(xf.real)
     )
     n = 1
     for d in dims:
@@ -296,6 +304,7 @@ def reduction(
     dtype: DataType = DataType.Null,
 ) -> TensorView:
     """Row ``name`` (one of one result: sum, prod, max, min) over ``dims`` (None: all dims)."""
+    from .complex import check_complex_support
     from .elementwise import cast
     from .shape import broadcast
 
@@ -310,6 +319,7 @@ def reduction(
         x = cast(x, DataType.Int)
     if not row.bool_inputs and is_boolean(x.dtype):
         raise DefinitionError(f"{name}: Bool inputs are not supported; cast to Int first")
+    check_complex_support(name, [x.dtype])  # complex: ir/ops/complex.py
     out = TensorView(x.fusion, _reduced_domain(x, nd), x.dtype)
     emit(x.fusion, OPDEFS[name], [x], [out], dims=nd)
     if keepdim:
@@ -323,12 +333,15 @@ def welford(
 ) -> tuple[TensorView, TensorView, TensorView]:
     """(avg, var_sum, n): the mean, the sum of squared deviations and the count.
     ``dims`` as for every reduction (:data:`REDUCTION_DIMS_RULE`)."""
+    from .complex import check_complex_support
+
     x = check_tensor(x, "welford")
+    check_complex_support("welford", [x.dtype])
     nd = _dims_arg(x, dims, "welford")
     acc = ROW_BY_NAME["welford"].accumulator(x.dtype)
     outs = (
         TensorView(x.fusion, _reduced_domain(x, nd), acc),
-        TensorView(x.fusion, _reduced_domain(x, nd), acc),
+        TensorView(x.fusion, _reduced_domain(x, nd), part_dtype(acc)),
         TensorView(x.fusion, _reduced_domain(x, nd), DataType.Int),
     )
     emit(x.fusion, WELFORD, [x], outs, dims=nd)
@@ -351,15 +364,16 @@ def var_mean(
     x = check_tensor(x, op)
     out_dtype = (
         x.dtype
-        if x.dtype in (DataType.Double, DataType.Float, DataType.Half, DataType.BFloat16)
+        if x.dtype in (DataType.Double, DataType.Float, DataType.Half, DataType.BFloat16, *COMPLEX)
         else DataType.Float
     )
     nd = _dims_arg(x, dims, op)
     mean, m2, n = welford(x, nd)
-    denom = pointwise("sub", cast(n, mean.dtype), float(correction))
+    denom = pointwise("sub", cast(n, m2.dtype), float(correction))
     denom = pointwise("maximum", denom, 0.0)
     var = pointwise("div", m2, denom)
-    var, mean = cast(var, out_dtype), cast(mean, out_dtype)
+    # the variance of a complex value is real (torch.var): of its parts' dtype
+    var, mean = cast(var, part_dtype(out_dtype)), cast(mean, out_dtype)
     if keepdim:
         flags = [i in nd for i in range(x.ndim)]
         var, mean = broadcast(var, flags), broadcast(mean, flags)

@@ -1,0 +1,148 @@
+"""The scan scheduler's kernels (cumsum's block, loop and split modes; argsort and topk's
+bitonic sort) compiled for sm_90 without a GPU.
+
+Each test runs a fusion on the default device (CPU: Triton's interpreter), then compiles
+the kernels of that run with the specialization Triton's launcher makes for the real
+arguments (``compile_last_run``): the interpreter accepts programs the compiler refuses
+(a loop-carried value that changes type), so each kernel must compile too, and its
+registers must not spill. A contiguous cumsum along the stride-1 dim reads and writes
+16-byte vectors.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from layoutfuse.codegen.hopper_check import compile_last_run
+from layoutfuse.nvfuser import FusionDefinition
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import INTERPRETER_WARNINGS, configured, schedules, small_gpu
+
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
+
+LONG = DEFAULT.with_fields(
+    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4)
+)
+
+
+def _fusion(op: str, x: torch.Tensor, dim: int) -> FusionDefinition:
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        if op == "cumsum":
+            fd.add_output(fd.ops.cumsum(fd.ops.abs(t), dim))
+        elif op == "argsort":
+            fd.add_output(fd.ops.argsort(t, dim, descending=True))
+        else:
+            values, indices = fd.ops.topk(t, 3, dim)
+            fd.add_output(values)
+            fd.add_output(indices)
+    return fd
+
+
+def compiled(fd) -> list:
+    arts = compile_last_run(fd.executor())
+    for a in arts:
+        assert ".target sm_90" in a.ptx, a.name
+    return arts
+
+
+F32, BF16, I32, I64 = torch.float32, torch.bfloat16, torch.int32, torch.int64
+ONE_TILE = [
+    ("cumsum", 0, F32),
+    ("cumsum", 1, BF16),
+    ("cumsum", 1, I32),
+    ("argsort", 1, F32),
+    ("argsort", 0, I64),
+    ("argsort", 1, BF16),
+    ("topk", 1, F32),
+    ("topk", 0, I32),
+]
+
+
+@pytest.mark.parametrize("op, dim, dtype", ONE_TILE)
+def test_one_tile_kernels_compile_for_sm90(op, dim, dtype):
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(8, 40, generator=g) * 4).to(dtype)
+    fd = _fusion(op, x, dim)
+    fd.execute([x])
+    (art,) = compiled(fd)
+    assert art.local_bytes == 0, art.resources  # no spills
+
+
+@pytest.mark.parametrize("mode, sms, kernels", [("loop", 1, 1), ("split", 64, 3)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_long_row_kernels_compile_for_sm90(mode, sms, kernels, dtype):
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(5, 150, generator=g) * 4).to(dtype)
+    fd = configured(_fusion("cumsum", x, 1), target=small_gpu(sms), tuning=LONG)
+    fd.execute([x])
+    assert schedules(fd)[0].mode == mode
+    assert len(compiled(fd)) == kernels
+
+
+def test_contiguous_cumsum_moves_16_byte_vectors():
+    x = torch.randn(64, 1024, generator=torch.Generator().manual_seed(2))
+    fd = _fusion("cumsum", x, 1)
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.cumsum(x.abs(), 1), rtol=1e-5, atol=1e-3)
+    (art,) = compiled(fd)
+    widths = art.vector_widths
+    assert widths.get("ld.global.v4", 0) > 0 and widths.get("st.global.v4", 0) > 0, widths
+
+
+@pytest.mark.parametrize("op, dtype", [("argsort", torch.float32), ("topk", torch.bfloat16)])
+def test_ranked_sort_kernels_compile_for_sm90(op, dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 300, generator=g).to(dtype)
+    tuning = DEFAULT.with_fields(scan=dict(max_sort_block=64))
+    fd = configured(_fusion(op, x, 1), tuning=tuning)
+    fd.execute([x])
+    assert schedules(fd)[0].mode == "rank"
+    (art,) = compiled(fd)
+    assert art.local_bytes == 0, art.resources
+
+
+def test_cumsum_along_a_strided_dim_moves_16_byte_vectors_across_rows():
+    """The stride-1 dim is a row coordinate: the tile spans 64 rows of it (256 bytes of
+    fp32) and walks the scanned dim, so loads and stores stay whole vectors."""
+    x = torch.randn(1024, 64, generator=torch.Generator().manual_seed(4))
+    fd = _fusion("cumsum", x, 0)
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.cumsum(x.abs(), 0), rtol=1e-5, atol=1e-3)
+    (params,) = schedules(fd)
+    assert params.block_r == 64 and params.block_n == 64  # 4096 elements a tile
+    widths = compiled(fd)[-1].vector_widths  # the scan (after a split's chunk sums)
+    assert widths.get("ld.global.v4", 0) > 0 and widths.get("st.global.v4", 0) > 0, widths
+
+
+@pytest.mark.parametrize(
+    "shape, dim, sms, mode",
+    [((5, 5000), 1, 132, "split"), ((5, 5000), 1, 1, "loop"), ((1024, 64), 0, 132, "split")],
+)
+def test_default_long_row_kernels_compile_for_sm90(shape, dim, sms, mode):
+    """At the default tuning (2048-element chunks, the middle pass's [2, 1024] tile): Triton
+    3.6's OptimizeThreadLocality pass once asserted on the middle pass's loop."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(5))
+    fd = configured(_fusion("cumsum", x, dim), target=small_gpu(sms))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.cumsum(x.abs(), dim), rtol=1e-5, atol=1e-2)
+    assert schedules(fd)[0].mode == mode
+    compiled(fd)
+
+
+def test_accesses_with_a_base_offset_add_it():
+    """An access the problem gives a base offset (a slice's start: ``b<a>``, bound at
+    launch) has it added to every offset, and takes it as an argument."""
+    import dataclasses
+
+    from layoutfuse.codegen import scan as scan_code
+
+    x = torch.randn(4, 9, generator=torch.Generator().manual_seed(6))
+    fd = _fusion("cumsum", x, 1)
+    fd.execute([x])
+    run = fd.executor().last_run.segments[0]
+    params = dataclasses.replace(run.params, based=(0,))
+    (kernel,) = scan_code.emit(run.segment, params)
+    assert "b0" in kernel.arg_names and "b1" not in kernel.arg_names
+    assert "roff0 = i1 * s0_1 + b0" in kernel.source

@@ -1,0 +1,452 @@
+"""cumsum, argsort, topk and triu (``layoutfuse.ir.ops.scans``) through generated kernels.
+
+Every memory order of 2-D and 3-D inputs, sliced and expanded dims, every dim, the
+dtypes float32, bfloat16, float16, int32 and int64, against torch: cumsum in fp32 with a
+tolerance scaled by the row's length (exact for integers, which give int64); argsort
+exactly as torch's stable sort (NaN the largest, ties in index order); topk's values as
+torch's, its indices pointing at them (and, among ties, the lower index first). Rows that
+fit a tile and rows that do not (cumsum's ``loop`` and ``split`` modes, at small sizes
+through the scan tuning); the schedule chosen, the output's strides, what ``fd.segment``
+says. The default run takes a seeded sample of each sweep; ``--full`` runs all of it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+import torch
+
+from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers.scan import ScanParams
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import INTERPRETER_WARNINGS, configured, schedules, small_gpu
+
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
+
+F32, BF16, F16, I32, I64 = torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64
+DTYPES = (F32, BF16, F16, I32, I64)
+SHAPES = {2: (6, 37), 3: (3, 5, 19)}
+VARIANTS = ("dense", "sliced", "expanded")
+
+
+def _cases(dtypes=DTYPES):
+    out = []
+    for rank, variant, dtype in itertools.product(SHAPES, VARIANTS, dtypes):
+        for order in itertools.permutations(range(rank)):
+            for dim in range(rank):
+                out.append((rank, order, dim, variant, dtype))
+    return out
+
+
+def _params(cases, per_stratum: int = 1, seed: int = 14):
+    """Every case, the sample of the default run unmarked and the rest marked ``full``:
+    ``per_stratum`` per (rank, variant, dtype), order and dim drawn with a fixed seed."""
+    rng = random.Random(seed)
+    strata: dict[tuple, list] = {}
+    for c in cases:
+        strata.setdefault((c[0], c[3], c[4]), []).append(c)
+    chosen = {
+        c for _, group in sorted(strata.items(), key=str) for c in rng.sample(group, per_stratum)
+    }
+    return [
+        pytest.param(*c, id="-".join(map(str, c)), marks=() if c in chosen else pytest.mark.full)
+        for c in cases
+    ]
+
+
+def laid_out(shape, order, dtype, seed: int = 0, values: str = "randn") -> torch.Tensor:
+    """A dense tensor of logical ``shape`` whose dims lie in memory in ``order`` (outermost
+    first); ``values``: ``randn``, or ``ties`` (few distinct values) with NaNs for floats."""
+    g = torch.Generator().manual_seed(seed)
+    phys_shape = [shape[d] for d in order]
+    if not dtype.is_floating_point:
+        hi = 4 if values == "ties" else 10
+        phys = torch.randint(-hi, hi, phys_shape, generator=g).to(dtype)
+    elif values == "ties":
+        phys = torch.randint(-3, 3, phys_shape, generator=g).to(torch.float32) / 2
+        nan = torch.rand(phys_shape, generator=g) < 0.1
+        phys = torch.where(nan, float("nan"), phys).to(dtype)
+        phys[(torch.rand(phys_shape, generator=g) < 0.1) & ~nan] = -0.0
+    else:
+        phys = torch.randn(phys_shape, generator=g).to(dtype)
+    return phys.permute([list(order).index(d) for d in range(len(shape))])
+
+
+def make_input(rank, order, dim, variant, dtype, values="randn", shape=None) -> torch.Tensor:
+    """``variant``: dense in ``order``; ``sliced`` (every other element of a dim, from the
+    second); ``expanded`` (a size-1 dim broadcast to its extent). The special dim is one
+    other than the scanned ``dim`` when there is one, so the scanned row stays varied."""
+    shape = list(shape or SHAPES[rank])
+    special = (dim + 1) % rank
+    if variant == "dense":
+        return laid_out(shape, order, dtype, values=values)
+    if variant == "expanded":
+        one = list(shape)
+        one[special] = 1
+        return laid_out(one, order, dtype, values=values).expand(shape)
+    big = list(shape)
+    big[special] *= 2
+    index = [slice(None)] * rank
+    index[special] = slice(1, None, 2)
+    return laid_out(big, order, dtype, values=values)[tuple(index)]
+
+
+def dense_strides_like(x: torch.Tensor, shape=None) -> tuple[int, ...]:
+    """The strides of a dense tensor of ``shape`` (``x``'s by default) in ``x``'s memory
+    order (stride descending; an expanded dim where it lies among the others)."""
+    shape = list(shape or x.shape)
+    order = sorted(range(x.dim()), key=lambda d: (-x.stride(d), d))
+    strides = [0] * x.dim()
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= shape[d]
+    return tuple(strides)
+
+
+def run(build, inputs, **settings):
+    with FusionDefinition() as fd:
+        handles = [fd.from_pytorch(x) for x in inputs]
+        outs = build(fd, *handles)
+        for o in outs if isinstance(outs, tuple) else (outs,):
+            fd.add_output(o)
+    if settings:
+        fd = configured(fd, **settings)
+    return fd, fd.execute(inputs)
+
+
+def expected_cumsum(x: torch.Tensor, dim: int) -> torch.Tensor:
+    if x.dtype in (BF16, F16):
+        return torch.cumsum(x.float(), dim).to(x.dtype)
+    return torch.cumsum(x, dim)
+
+
+def check_cumsum(out: torch.Tensor, x: torch.Tensor, dim: int) -> None:
+    want = expected_cumsum(x, dim)
+    assert out.dtype == want.dtype
+    n = x.shape[dim]
+    if not x.dtype.is_floating_point:
+        assert torch.equal(out, want)
+    elif x.dtype == F32:
+        torch.testing.assert_close(out, want, rtol=1e-5, atol=2e-6 * n)
+    else:  # one rounding of nearly equal fp32 sums: at most one ulp of the output dtype
+        torch.testing.assert_close(out.float(), want.float(), rtol=8e-3, atol=1e-5 * n)
+
+
+def scan_params(fd) -> list[ScanParams]:
+    return [p for p in schedules(fd) if isinstance(p, ScanParams)]
+
+
+# --- cumsum ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_cases()))
+def test_cumsum_layouts(rank, order, dim, variant, dtype):
+    x = make_input(rank, order, dim, variant, dtype)
+    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, dim), [x])
+    check_cumsum(out, x, dim)
+    if variant != "expanded":
+        assert out.stride() == dense_strides_like(x)
+    (p,) = scan_params(fd)
+    assert (p.op, p.mode) == ("cumsum", "block")
+    assert len(schedules(fd)) == 1
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumsum_of_ints_and_bools_is_int64(dim):
+    g = torch.Generator().manual_seed(1)
+    for x in (torch.randint(-5, 5, (4, 9), generator=g, dtype=I32), torch.rand(4, 9) > 0.5):
+        _, (out,) = run(lambda fd, t: fd.ops.cumsum(t, dim), [x])
+        assert out.dtype == torch.int64
+        assert torch.equal(out, torch.cumsum(x, dim))
+
+
+@pytest.mark.parametrize("op", ["cumsum", "argsort", "topk"])
+@pytest.mark.parametrize(
+    "base, shape, dim",
+    [
+        ((4, 1), (4, 6), 1),  # along an expanded dim (stride 0)
+        ((1, 6), (5, 6), 0),
+        ((4, 1), (4, 1), 1),  # along a size-1 dim: no scanned group
+    ],
+    ids=["expanded-inner", "expanded-outer", "size1"],
+)
+def test_along_an_expanded_or_size_one_dim(op, base, shape, dim):
+    x = torch.randn(base, generator=torch.Generator().manual_seed(9)).expand(shape)
+    if op == "topk":
+        fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 1, dim), [x])
+        check_topk(v, i, x, 1, dim, True)
+        return
+    fd, (out,) = run(lambda fd, t: getattr(fd.ops, op)(t, dim), [x])
+    if op == "cumsum":
+        check_cumsum(out, x, dim)
+    else:
+        assert torch.equal(out, torch.argsort(x, dim=dim, stable=True))
+    assert 0 not in out.stride()
+
+
+def test_float64_cumsum_and_argsort():
+    x = laid_out((3, 50), (1, 0), torch.float64, values="ties")
+    _, (c, a) = run(lambda fd, t: (fd.ops.cumsum(t, 1), fd.ops.argsort(t, 1)), [x])
+    torch.testing.assert_close(c, torch.cumsum(x, 1), equal_nan=True)
+    assert torch.equal(a, torch.argsort(x, dim=1, stable=True))
+
+
+def test_cumsum_longer_than_the_default_tile_splits_into_chunks():
+    x = laid_out((2, 5000), (0, 1), F32, seed=7)
+    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 1), [x])
+    check_cumsum(out, x, 1)
+    (p,) = scan_params(fd)
+    assert (p.mode, p.block_n) == ("split", 2048)
+    assert "chunk sums" in fd.segment([x])[0]["reason"]
+
+
+LONG = DEFAULT.with_fields(
+    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4)
+)
+
+
+@pytest.mark.parametrize("mode, sms", [("loop", 1), ("split", 64)])
+@pytest.mark.parametrize(
+    "shape, order, dim",
+    [((5, 150), (0, 1), 1), ((150, 5), (0, 1), 0), ((3, 101, 4), (2, 0, 1), 1)],
+)
+@pytest.mark.parametrize("dtype", [F32, BF16, I64])
+def test_cumsum_rows_longer_than_a_tile(mode, sms, shape, order, dim, dtype):
+    x = laid_out(shape, order, dtype, seed=3)
+    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, dim), [x], target=small_gpu(sms), tuning=LONG)
+    check_cumsum(out, x, dim)
+    (p,) = scan_params(fd)
+    assert p.mode == mode and p.block_n == 32
+    kernels = fd.executor().last_run.launches
+    assert len(kernels) == (3 if mode == "split" else 1)
+
+
+def test_cumsum_fuses_its_pointwise_prologue():
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(4, 33, generator=g), torch.randn(4, 33, generator=g)
+    fd, (out,) = run(lambda fd, a, b: fd.ops.cumsum(fd.ops.mul(fd.ops.exp(a), b), 1), [x, y])
+    torch.testing.assert_close(out, torch.cumsum(torch.exp(x) * y, 1), rtol=1e-5, atol=1e-4)
+    (seg,) = fd.segment([x, y])
+    assert seg["scheduler"] == "scan" and seg["ops"] == ["exp", "mul", "cumsum"]
+    assert "cumsum along dim 1" in seg["reason"]
+
+
+@pytest.mark.parametrize("mode, sms", [("block", 1), ("loop", 1), ("split", 64)])
+def test_cumsum_epilogue_joins_the_scan_kernel(mode, sms):
+    g = torch.Generator().manual_seed(3)
+    x, y = torch.randn(4, 150, generator=g).to(BF16), torch.randn(4, 150, generator=g)
+    settings = {} if mode == "block" else dict(target=small_gpu(sms), tuning=LONG)
+    fd, (c, out) = run(
+        lambda fd, a, b: (c := fd.ops.cumsum(a, 1), fd.ops.mul(fd.ops.exp(c), b)),
+        [x, y],
+        **settings,
+    )
+    check_cumsum(c, x, 1)
+    torch.testing.assert_close(out, torch.exp(c.float()) * y, rtol=1e-5, atol=1e-5)
+    (seg,) = fd.segment([x, y])
+    assert seg["scheduler"] == "scan" and seg["ops"] == ["cumsum", "exp", "mul"]
+    assert "epilogue" in seg["reason"] and scan_params(fd)[0].mode == mode
+
+
+def test_consumers_in_other_coordinates_read_the_result_from_memory():
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(5, 7, generator=g)
+    fd, (out, vsum) = run(
+        lambda fd, a: (
+            fd.ops.permute(fd.ops.cumsum(a, 0), [1, 0]),
+            fd.ops.neg(fd.ops.topk(a, 2, 1)[0]),
+        ),
+        [x],
+    )
+    torch.testing.assert_close(out, torch.cumsum(x, 0).t(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(vsum, -torch.topk(x, 2, 1).values)
+    kinds = sorted(s["scheduler"] for s in fd.segment([x]))
+    assert kinds == ["pointwise", "pointwise", "scan", "scan"], kinds
+
+
+# --- argsort ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_cases()))
+def test_argsort_layouts_nan_and_ties(rank, order, dim, variant, dtype, descending):
+    x = make_input(rank, order, dim, variant, dtype, values="ties")
+    fd, (out,) = run(lambda fd, t: fd.ops.argsort(t, dim, descending=descending), [x])
+    want = torch.argsort(x, dim=dim, descending=descending, stable=True)
+    assert out.dtype == torch.int64
+    assert torch.equal(out, want)
+    if variant != "expanded":
+        assert out.stride() == dense_strides_like(x)
+    (p,) = scan_params(fd)
+    assert p.op == "argsort" and p.mode == "block"
+
+
+def test_argsort_of_bools_and_size_one_rows():
+    x = torch.rand(3, 17, generator=torch.Generator().manual_seed(4)) > 0.5
+    _, (out,) = run(lambda fd, t: fd.ops.argsort(t, 1, descending=True, stable=True), [x])
+    assert torch.equal(out, torch.argsort(x, dim=1, descending=True, stable=True))
+    y = torch.randn(5, 1)
+    _, (out,) = run(lambda fd, t: fd.ops.argsort(t, 1), [y])
+    assert torch.equal(out, torch.zeros(5, 1, dtype=torch.int64))
+
+
+RANKED = DEFAULT.with_fields(scan=dict(max_sort_block=16, rank_block=16))
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize(
+    "shape, order, dim, dtype",
+    [((3, 45), (0, 1), 1, F32), ((45, 3), (0, 1), 0, BF16), ((2, 40, 3), (2, 0, 1), 1, I32)],
+)
+def test_argsort_rows_longer_than_a_sort_tile_are_ranked(shape, order, dim, dtype, descending):
+    x = laid_out(shape, order, dtype, values="ties")
+    fd, (out,) = run(
+        lambda fd, t: fd.ops.argsort(t, dim, descending=descending), [x], tuning=RANKED
+    )
+    assert torch.equal(out, torch.argsort(x, dim=dim, descending=descending, stable=True))
+    (p,) = scan_params(fd)
+    assert p.mode == "rank" and p.block_n == 16
+    assert "mode rank" in fd.segment([x])[0]["reason"]
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_of_rows_longer_than_a_sort_tile(largest):
+    x = laid_out((3, 45), (1, 0), F32, values="ties")
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 5, 1, largest=largest), [x], tuning=RANKED)
+    check_topk(v, i, x, 5, 1, largest)
+    assert scan_params(fd)[0].mode == "rank"
+
+
+def test_ranked_argsort_epilogue():
+    g = torch.Generator().manual_seed(8)
+    x, y = torch.randn(2, 40, generator=g), torch.randn(2, 40, generator=g)
+    fd, (out,) = run(lambda fd, a, b: fd.ops.mul(fd.ops.argsort(a, 1), b), [x, y], tuning=RANKED)
+    torch.testing.assert_close(out, torch.argsort(x, dim=1, stable=True) * y)
+    assert [s["scheduler"] for s in fd.segment([x, y])] == ["scan"]
+
+
+# --- topk ------------------------------------------------------------------------------------------
+def check_topk(values, indices, x, k, dim, largest):
+    want_v, _ = torch.topk(x, k, dim, largest=largest)
+    assert values.dtype == x.dtype and indices.dtype == torch.int64
+    assert values.shape == want_v.shape == indices.shape
+    assert torch.equal(values.isnan(), want_v.isnan())
+    assert torch.equal(values.nan_to_num(7), want_v.nan_to_num(7))  # -0.0 == 0.0 here
+    picked = torch.gather(x, dim, indices)
+    assert torch.equal(picked.nan_to_num(7), values.nan_to_num(7))
+    # ties come lowest index first: the stable sort's first k
+    stable = torch.argsort(x, dim=dim, descending=largest, stable=True).narrow(dim, 0, k)
+    assert torch.equal(indices, stable)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_cases()))
+def test_topk_layouts_nan_and_ties(rank, order, dim, variant, dtype, largest):
+    x = make_input(rank, order, dim, variant, dtype, values="ties")
+    k = min(3, x.shape[dim])
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, k, dim, largest=largest, sorted=True), [x])
+    check_topk(v, i, x, k, dim, largest)
+    if variant == "dense":  # the outputs keep the input's memory order
+        assert v.stride() == i.stride() == dense_strides_like(x, v.shape)
+    (p,) = scan_params(fd)
+    assert p.op == "topk"
+
+
+@pytest.mark.parametrize("k", [0, 1, 37])
+def test_topk_k_bounds_and_scalar_k(k):
+    x = laid_out((4, 37), (1, 0), F32, values="ties")
+    _, (v, i) = run(lambda fd, t: fd.ops.topk(t, k, 1), [x])
+    check_topk(v, i, x, k, 1, True)
+
+
+def test_topk_with_a_scalar_input_k():
+    x = laid_out((3, 21), (0, 1), F32, seed=5)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        k = fd.define_scalar(dtype=DataType.Int)
+        v, i = fd.ops.topk(t, k, dim=1, largest=False)
+        fd.add_output(v)
+        fd.add_output(i)
+    for kv in (2, 5, 2):
+        v, i = fd.execute([x, kv])
+        check_topk(v, i, x, kv, 1, False)
+
+
+# --- triu ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("diagonal", [-1, 0, 2])
+@pytest.mark.parametrize(
+    "shape, order",
+    [((5, 7), (0, 1)), ((7, 5), (1, 0)), ((2, 5, 6), (2, 0, 1)), ((2, 4, 3), (1, 2, 0))],
+)
+@pytest.mark.parametrize("dtype", [F32, BF16, I32, torch.bool])
+def test_triu(shape, order, diagonal, dtype):
+    x = laid_out(shape, order, F32 if dtype is torch.bool else dtype)
+    x = x > 0 if dtype is torch.bool else x
+    fd, (out,) = run(lambda fd, t: fd.ops.triu(t, diagonal), [x])
+    assert out.dtype == dtype
+    assert torch.equal(out, torch.triu(x, diagonal))
+    assert [s["scheduler"] for s in fd.segment([x])] == ["pointwise"]
+
+
+def test_triu_fuses_with_its_neighbours():
+    g = torch.Generator().manual_seed(6)
+    x, y = torch.randn(6, 6, generator=g), torch.randn(6, 6, generator=g)
+    fd, (out,) = run(lambda fd, a, b: fd.ops.add(fd.ops.triu(fd.ops.exp(a), 1), b), [x, y])
+    torch.testing.assert_close(out, torch.triu(torch.exp(x), 1) + y)
+    assert len(fd.segment([x, y])) == 1
+
+
+# --- with other kernels ------------------------------------------------------------------------
+def _softmax(fd, a):
+    m = fd.ops.max(a, [1], keepdim=False)
+    e = fd.ops.exp(fd.ops.sub(a, fd.ops.broadcast_in_dim(m, [6, 9], [0])))
+    return fd.ops.div(e, fd.ops.broadcast_in_dim(fd.ops.sum(e, [1]), [6, 9], [0]))
+
+
+COMPOSED = {
+    "sum-of-cumsum": (
+        lambda fd, a: fd.ops.sum(fd.ops.cumsum(a, 1), [1]),
+        lambda x: [x.cumsum(1).sum(1)],
+        ["scan", "reduction"],
+    ),
+    "cumsum-of-sum": (
+        lambda fd, a: fd.ops.cumsum(fd.ops.sum(a, [1]), 0),
+        lambda x: [x.sum(1).cumsum(0)],
+        ["reduction", "scan"],
+    ),
+    "topk-of-softmax": (
+        lambda fd, a: fd.ops.topk(_softmax(fd, a), 3, 1),
+        lambda x: list(torch.topk(torch.softmax(x, 1), 3, 1)),
+        ["reduction", "reduction", "scan"],
+    ),
+    "argsort-of-cumsum": (
+        lambda fd, a: fd.ops.argsort(fd.ops.cumsum(a, 1), 1, descending=True),
+        lambda x: [torch.argsort(x.cumsum(1), dim=1, descending=True, stable=True)],
+        ["scan", "scan"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPOSED))
+def test_scans_compose_with_reductions_and_each_other(name):
+    build, reference, kernels = COMPOSED[name]
+    x = laid_out((6, 9), (1, 0), F32, seed=10)
+    fd, outs = run(build, [x])
+    for out, want in zip(outs, reference(x), strict=True):
+        torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    assert [s["scheduler"] for s in fd.segment([x])] == kernels
+
+
+@pytest.mark.parametrize("op", ["cumsum", "argsort"])
+def test_a_prologue_through_a_reshape_that_is_not_a_view_runs_the_finer_plan(op):
+    """The scan kernel needs strides; a load through such a reshape has none: its input is
+    stored by a pointwise kernel first (the scan segment's fallback), then scanned."""
+    x = laid_out((4, 6), (1, 0), F32, seed=11)  # column-major: reshape(24) is not a view
+    fd, (out,) = run(lambda fd, t: getattr(fd.ops, op)(fd.ops.reshape(fd.ops.exp(t), [24]), 0), [x])
+    y = torch.exp(x).reshape(24)
+    if op == "cumsum":
+        torch.testing.assert_close(out, torch.cumsum(y, 0), rtol=1e-5, atol=1e-5)
+    else:
+        assert torch.equal(out, torch.argsort(y, dim=0, stable=True))
+    segs = fd.segment([x])
+    assert [s["scheduler"] for s in segs] == ["pointwise", "scan"]
+    assert all("instead of one scan kernel: a load crosses a reshape" in s["reason"] for s in segs)

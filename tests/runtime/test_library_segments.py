@@ -1,0 +1,279 @@
+"""Library segments between generated kernels: matmul, linear and attention run through
+torch as segments of their own; the kernels before and after them read and write their
+operands and results in memory. Numerics against torch, the segments and their reasons,
+and the replay path (a repeated execute replays the kernels and the library calls)."""
+
+import math
+
+import pytest
+import torch
+
+from layoutfuse.nvfuser import DataType, FusionDefinition
+
+DTYPES = [(torch.float32, DataType.Float), (torch.bfloat16, DataType.BFloat16)]
+
+
+def _tensor(fd, ndim, dtype, **kw):
+    return fd.define_tensor(shape=[-1] * ndim, contiguity=[True] * ndim, dtype=dtype, **kw)
+
+
+def _tol(dtype):
+    return dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+
+
+def _segments(fd, inputs):
+    return [(s["scheduler"], s["ops"], s["reason"]) for s in fd.segment(inputs)]
+
+
+@pytest.mark.parametrize("tdtype,dtype", DTYPES)
+def test_matmul_between_pointwise_kernels(tdtype, dtype):
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(6, 10, generator=g).to(tdtype)
+    b = torch.randn(10, 7, generator=g).to(tdtype)
+    c = torch.randn(6, 7, generator=g).to(tdtype)
+    with FusionDefinition() as fd:
+        t0, t1, t2 = (_tensor(fd, 2, dtype) for _ in range(3))
+        r = fd.ops.relu(t0)
+        m = fd.ops.matmul(r, t1)
+        y = fd.ops.tanh(fd.ops.add(m, t2))
+        fd.add_output(y)
+    (out,) = fd.execute([a, b, c])
+    mm = torch.matmul(torch.relu(a), b)
+    torch.testing.assert_close(out, torch.tanh(mm + c), **_tol(tdtype))
+    assert out.dtype == tdtype
+    segs = _segments(fd, [a, b, c])
+    assert [s[0] for s in segs] == ["pointwise", "library", "pointwise"]
+    assert segs[1][1:] == (["matmul"], "matmul: runs through torch (cuBLAS)")
+
+
+def test_a_library_result_that_is_an_output_and_used_again():
+    """The matmul's result is returned (copied into its destination) and read by the
+    kernel after it; a reduction of the sum runs as its own kernel."""
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(5, 8, generator=g), torch.randn(8, 4, generator=g)
+    with FusionDefinition() as fd:
+        t0, t1 = _tensor(fd, 2, DataType.Float), _tensor(fd, 2, DataType.Float)
+        m = fd.ops.matmul(t0, t1)
+        s = fd.ops.sum(fd.ops.mul(m, m), dims=[1])
+        fd.add_output(m)
+        fd.add_output(s)
+    mm, ss = fd.execute([a, b])
+    torch.testing.assert_close(mm, a @ b)
+    torch.testing.assert_close(ss, ((a @ b) ** 2).sum(1), rtol=1e-5, atol=1e-5)
+    assert [s[0] for s in _segments(fd, [a, b])] == ["library", "reduction"]
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_linear_with_a_transposed_weight_and_an_epilogue(with_bias):
+    """The weight is a column-major input (its strides say so); the bias joins the library
+    call; a normalization kernel (softmax) follows."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(3, 4, 16, generator=g)
+    w = torch.randn(16, 12, generator=g).t()  # [12, 16], column-major
+    bias = torch.randn(12, generator=g)
+    with FusionDefinition() as fd:
+        t0 = _tensor(fd, 3, DataType.Float)
+        t1 = fd.define_tensor(
+            shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=[0, 1]
+        )
+        tb = _tensor(fd, 1, DataType.Float) if with_bias else None
+        lin = fd.ops.linear(t0, t1, tb)
+        mx = fd.ops.max(lin, dims=[2], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(lin, mx))
+        fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[2], keepdim=True)))
+    inputs = [x, w] + ([bias] if with_bias else [])
+    (out,) = fd.execute(inputs)
+    ref = torch.softmax(torch.nn.functional.linear(x, w, bias if with_bias else None), dim=2)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+    segs = _segments(fd, inputs)
+    assert segs[0] == ("library", ["linear"], "linear: runs through torch (cuBLAS)")
+    assert [s[0] for s in segs[1:]] == ["normalization"]
+
+
+def _attention_fd(dtype, is_causal, scale):
+    with FusionDefinition() as fd:
+        q, k, v = (_tensor(fd, 4, dtype) for _ in range(3))
+        qs = fd.ops.mul(q, fd.define_scalar(2.0, dtype=DataType.Double))
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(
+            qs, k, v, dropout_p=0.0, is_causal=is_causal, scale=scale
+        )
+        fd.add_output(fd.ops.neg(out))
+        fd.add_output(lse)
+        fd.add_output(seed)
+        fd.add_output(offset)
+    return fd
+
+
+@pytest.mark.parametrize("tdtype,dtype", DTYPES)
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("scale", [None, 0.3])
+def test_sdpa_forward_between_pointwise_kernels(tdtype, dtype, is_causal, scale):
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 3, 5, 8, generator=g).to(tdtype) for _ in range(3))
+    fd = _attention_fd(dtype, is_causal, scale)
+    out, lse, seed, offset = fd.execute([q, k, v])
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        2 * q, k, v, is_causal=is_causal, scale=scale
+    )
+    torch.testing.assert_close(out, -ref, **_tol(tdtype))
+    s = 1 / math.sqrt(8) if scale is None else scale
+    scores = (2 * q.float()) @ k.float().transpose(-2, -1) * s
+    if is_causal:
+        scores = scores.masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), float("-inf"))
+    torch.testing.assert_close(lse, torch.logsumexp(scores, -1), **_tol(tdtype))
+    assert lse.dtype == torch.float32 and lse.shape == (2, 3, 5)
+    assert seed.dtype == offset.dtype == torch.uint64
+    assert seed.shape == (2,) and offset.shape == ()
+    assert [s[0] for s in _segments(fd, [q, k, v])] == ["pointwise", "library", "pointwise"]
+
+
+def test_replay_runs_the_library_call_with_fresh_inputs():
+    """The second and later executes of a signature replay the plan: the kernels and the
+    library call, with the new data; the plan's source shows the call."""
+    with FusionDefinition() as fd:
+        t0, t1 = _tensor(fd, 2, DataType.Float), _tensor(fd, 2, DataType.Float)
+        m = fd.ops.matmul(fd.ops.exp(t0), t1)
+        fd.add_output(fd.ops.mul(m, fd.define_scalar(3.0)))
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        a, b = torch.randn(4, 6, generator=g), torch.randn(6, 5, generator=g)
+        (out,) = fd.execute([a, b])
+        torch.testing.assert_close(out, (a.exp() @ b) * 3.0, rtol=1e-5, atol=1e-5)
+    executor = fd.executor()
+    assert executor.planned_runs == 1
+    (plan,) = executor._plans.values()
+    assert "library" in plan.source and "= r1[0]" in plan.source
+
+
+def test_replay_of_two_library_segments_in_a_row():
+    """A library result feeds another library call directly (``made`` in the plan)."""
+    with FusionDefinition() as fd:
+        t0, t1, t2 = (_tensor(fd, 2, DataType.Float) for _ in range(3))
+        m = fd.ops.matmul(fd.ops.matmul(t0, t1), t2)
+        fd.add_output(fd.ops.abs(m))
+    for seed in range(2):
+        g = torch.Generator().manual_seed(seed)
+        a, b, c = (torch.randn(4, 4, generator=g) for _ in range(3))
+        (out,) = fd.execute([a, b, c])
+        torch.testing.assert_close(out, ((a @ b) @ c).abs(), rtol=1e-5, atol=1e-5)
+    assert fd.executor().planned_runs == 1
+    segs = _segments(fd, [a, b, c])
+    assert [s[0] for s in segs] == ["library", "library", "pointwise"]
+
+
+def test_scalar_operand_read_at_run_time_on_replay():
+    """is_causal and scale given as Scalar inputs: the replay reads them from each call."""
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(1, 2, 4, 8, generator=g) for _ in range(3))
+    with FusionDefinition() as fd:
+        tq, tk, tv = (_tensor(fd, 4, DataType.Float) for _ in range(3))
+        scale = fd.define_scalar(DataType.Double)
+        out, *_ = fd.ops.sdpfa_fwd(tq, tk, tv, scale=scale)
+        fd.add_output(out)
+    for s in (0.1, 0.5, 1.0):
+        (got,) = fd.execute([q, k, v, s])
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=s)
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    assert fd.executor().planned_runs == 1
+
+
+def test_plan_without_launching_keeps_the_library_segment():
+    """``plan`` (launch=False) records the library segment without calling torch."""
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(3, 4, generator=g), torch.randn(4, 2, generator=g)
+    with FusionDefinition() as fd:
+        t0, t1 = _tensor(fd, 2, DataType.Float), _tensor(fd, 2, DataType.Float)
+        fd.add_output(fd.ops.exp(fd.ops.matmul(t0, t1)))
+    fd.execute([a, b])
+    record = fd.executor().plan([a, b])
+    assert [s.scheduler for s in record.segments] == ["library", "pointwise"]
+    assert len(record.library_calls) == 1 and record.library_calls[0].at == 0
+
+
+PERMS = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
+
+
+@pytest.mark.parametrize("perm", PERMS)
+@pytest.mark.parametrize("through_kernel", [False, True])
+def test_batched_matmul_of_every_memory_order(perm, through_kernel):
+    """A [2, 3, 4] operand in each memory order, read by torch directly (an input) or
+    after a pointwise kernel (a buffer the kernel wrote); the output layout follows."""
+    g = torch.Generator().manual_seed(6)
+    shape = (2, 3, 4)
+    stored = torch.randn(tuple(shape[p] for p in perm), generator=g)
+    a = stored.permute(*[perm.index(d) for d in range(3)])  # logical [2, 3, 4]
+    assert a.shape == shape
+    b = torch.randn(4, 5, generator=g)
+    with FusionDefinition() as fd:
+        ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
+        x = fd.ops.abs(ta) if through_kernel else ta
+        fd.add_output(fd.ops.exp(fd.ops.matmul(x, tb)))
+    (out,) = fd.execute([a, b])
+    x = a.abs() if through_kernel else a
+    torch.testing.assert_close(out, torch.exp(x @ b), rtol=1e-5, atol=1e-5)
+    kinds = [s[0] for s in _segments(fd, [a, b])]
+    assert kinds == (["pointwise"] if through_kernel else []) + ["library", "pointwise"]
+
+
+def test_matmul_of_sliced_and_expanded_operands():
+    """A sliced input (every other column: not contiguous) and an expanded batch dim
+    (stride 0) reach torch as they are."""
+    g = torch.Generator().manual_seed(7)
+    a = torch.randn(3, 8, generator=g)[:, ::2]  # [3, 4], strides (8, 2)
+    b = torch.randn(1, 4, 5, generator=g).expand(2, 4, 5)  # stride 0 over the batch
+    with FusionDefinition() as fd:
+        ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
+        fd.add_output(fd.ops.neg(fd.ops.matmul(ta, tb)))
+    (out,) = fd.execute([a, b])
+    torch.testing.assert_close(out, -(a @ b), rtol=1e-5, atol=1e-5)
+    assert out.shape == (2, 3, 5)
+
+
+def test_a_size_one_batch_dim_broadcasts_against_the_kernel_after():
+    """matmul of [1, 3, 4] and [4, 5] gives a [1, 3, 5] whose size-1 dim is a broadcast
+    dim: adding a [2, 3, 5] input broadcasts it."""
+    g = torch.Generator().manual_seed(8)
+    a, b, c = (
+        torch.randn(1, 3, 4, generator=g),
+        torch.randn(4, 5, generator=g),
+        torch.randn(2, 3, 5, generator=g),
+    )  # noqa: E501
+    with FusionDefinition() as fd:
+        ta, tb, tc = fd.from_pytorch(a), fd.from_pytorch(b), fd.from_pytorch(c)
+        fd.add_output(fd.ops.add(fd.ops.matmul(ta, tb), tc))
+    (out,) = fd.execute([a, b, c])
+    torch.testing.assert_close(out, a @ b + c, rtol=1e-5, atol=1e-5)
+
+
+def test_kernels_around_a_library_segment_compile_for_hopper():
+    """The generated kernels before and after the library call compile for sm_90."""
+    from layoutfuse.codegen.hopper_check import compile_last_run
+
+    g = torch.Generator().manual_seed(9)
+    a, b = torch.randn(8, 16, generator=g), torch.randn(16, 8, generator=g)
+    with FusionDefinition() as fd:
+        ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
+        m = fd.ops.matmul(fd.ops.sigmoid(ta), tb)
+        fd.add_output(fd.ops.sum(fd.ops.mul(m, m), dims=[1]))
+    fd.execute([a, b])
+    artifacts = compile_last_run(fd.executor())
+    assert len(artifacts) == 2 and all(x.ptx for x in artifacts)
+
+
+def test_library_operands_computed_by_reductions_and_normalizations():
+    """An operand from a reduction kernel (a column sum) and one from a normalization
+    kernel (a softmax): both stored in buffers that torch then reads."""
+    g = torch.Generator().manual_seed(10)
+    x, y = torch.randn(5, 6, generator=g), torch.randn(6, 4, generator=g)
+    with FusionDefinition() as fd:
+        tx, ty = fd.from_pytorch(x), fd.from_pytorch(y)
+        col = fd.ops.sum(tx, dims=[0], keepdim=True)  # [1, 6]
+        mx = fd.ops.max(ty, dims=[1], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(ty, mx))
+        soft = fd.ops.div(e, fd.ops.sum(e, dims=[1], keepdim=True))  # [6, 4]
+        fd.add_output(fd.ops.matmul(col, soft))
+    (out,) = fd.execute([x, y])
+    ref = x.sum(0, keepdim=True) @ torch.softmax(y, 1)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    kinds = [s[0] for s in _segments(fd, [x, y])]
+    assert kinds[-1] == "library" and {"normalization", "reduction"} <= set(kinds)
