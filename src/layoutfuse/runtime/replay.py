@@ -292,7 +292,9 @@ def build_plan(
     in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
     out_ids = {}
     for j, t in enumerate(returned):
-        if not isinstance(t, torch.Tensor) or 0 in t.stride() and t.numel() > 1:
+        # an output with expanded (stride-0) dims is replayed as ``empty_strided`` of its
+        # strides: the same storage as the planned run's expanded buffer
+        if not isinstance(t, torch.Tensor):
             return None
         if id(t) in in_ids or any(
             t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
