@@ -254,3 +254,82 @@ def test_a_launcher_that_takes_other_arguments_falls_back_to_the_jit(monkeypatch
         assert grid == (5, 2) and args[0] is x and args[1] == 2.5 and args[2] is out
         assert meta == {"BLOCK_X": 64, "num_warps": 4}
     assert not plan.direct and "launch0" not in plan.source
+
+
+def _expanded_input(fd, rank: int, expanded: int):
+    """An input declared as ``compute_tensor_descriptor`` describes a tensor whose dim
+    ``expanded`` is broadcast with stride 0 (what Thunder and the benchmarks declare)."""
+    contiguity = [True] * rank
+    contiguity[expanded] = None
+    return fd.define_tensor(
+        shape=[-1] * rank,
+        contiguity=contiguity,
+        dtype=DataType.Float,
+        stride_order=list(range(rank))[::-1],
+    )
+
+
+def _expanded(shape, dim, seed):
+    base = list(shape)
+    base[dim] = 1
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(base, generator=g).expand(*shape)
+
+
+@pytest.mark.parametrize(
+    "build, shape, dim",
+    [
+        # a pointwise chain: the output keeps the input's stride-0 dim
+        (lambda fd, t: fd.ops.add(fd.ops.mul(fd.ops.tanh(t), t), t), (5, 7, 3), 1),
+        # a reduction whose output keeps the expanded dim (stride 0 there)
+        (lambda fd, t: fd.ops.sum(t, dims=[1, 2], keepdim=False), (3, 6, 5), 0),
+        # a softmax of rows, the rows broadcast along an expanded dim
+        (
+            lambda fd, t: fd.ops.div(
+                fd.ops.exp(t),
+                fd.ops.broadcast_in_dim(
+                    fd.ops.sum(fd.ops.exp(t), dims=[0], keepdim=False),
+                    shape=[9, 4],
+                    broadcast_dims=[1],
+                ),
+            ),
+            (9, 4),
+            1,
+        ),
+    ],
+)
+def test_outputs_with_expanded_dims_replay(build, shape, dim):
+    """An expanded input gives an expanded output (stride 0 where the input has it): such
+    a fusion is planned once, and later calls with other copies of the input replay, with
+    the planned call's strides and torch's numbers (issue 16: these re-planned each call)."""
+    with FusionDefinition() as fd:
+        t = _expanded_input(fd, len(shape), dim)
+        fd.add_output(build(fd, t))
+    copies = [_expanded(shape, dim, seed) for seed in range(3)]
+    strides = None
+    for x in copies * 2:
+        (out,) = fd.execute([x])
+        expect = build(_TorchOps(), x)
+        torch.testing.assert_close(out, expect, rtol=1e-5, atol=1e-5)
+        assert 0 in out.stride()
+        assert strides is None or out.stride() == strides
+        strides = out.stride()
+    assert fd.executor().planned_runs == 1
+
+
+class _TorchOps:
+    """``fd.ops`` spelled in torch, for the reference of the builders above."""
+
+    class ops:
+        add, mul, div, tanh, exp = torch.add, torch.mul, torch.div, torch.tanh, torch.exp
+
+        @staticmethod
+        def sum(t, dims, keepdim):
+            return t.sum(dims, keepdim=keepdim)
+
+        @staticmethod
+        def broadcast_in_dim(t, shape, broadcast_dims):
+            view = [1] * len(shape)
+            for i, d in enumerate(broadcast_dims):
+                view[d] = t.shape[i]
+            return t.reshape(view).expand(shape)

@@ -50,53 +50,82 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
         f"def {name}({', '.join(typed_params(args, spec.scalars))}, BLOCK_X: tl.constexpr, BLOCK_Y: tl.constexpr):"
     )
     with w.indent():
-        mask, offsets, idx, load_masks = emit_indexing(w, params, spec)
+        axes: dict[str, tuple[str, bool]] = {}
+        mask, offsets, idx, load_masks = emit_indexing(w, params, spec, axes)
         # a slice's start, a select's index (affine accesses: before the walk, whose
         # indirect values may load them)
         for a in params.based:
             offsets[a] = w.assign("off", f"{offsets[a]} + b{a}")
-        ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
-        load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
-        coord_index = {
-            a.key()[:2]: i for i, a in enumerate(spec.accesses) if i >= spec.n_loads + spec.n_stores
-        }
-
-        def load(tv, chain):
-            k = (id(tv), tuple(id(e) for e in chain))
-            if k not in load_index:
-                return None
-            i = load_index[k]
-            return w.assign("v", load_line(ptr_of[id(tv)], offsets[i], load_masks[i], tv.dtype))
-
-        def coordinate(tv, chain):
-            return offsets[coord_index[(id(tv), tuple(id(e) for e in chain))]]
-
-        scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
-        ve = ValueEmitter(
-            w,
-            load,
-            lambda s: scalar_names[id(s)],
-            coordinate,
-            "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
-            predicate=gen.predicate if gen else None,
-        )
-        if gen:
-            dims = gen.dim_lines(params, idx)
-            gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks)
-        for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
-            acc = spec.accesses[i]
-            # an indexed write stores its src (computed in these coordinates) along its
-            # chain; accumulating, with atomic adds (duplicate indices add up)
-            val = ve.value(acc.value, ()) if acc.value is not None else ve.value(acc.tv, acc.chain)
-            smask = store_mask(w, params, i, mask, idx, gen.guards.get(i) if gen else None)
-            atomic = bool(acc.chain) and acc.chain[-1].attrs.get("accumulate", False)
-            store = "tl.atomic_add" if atomic else "tl.store"
-            w.line(
-                f"{store}({ptr_of[id(acc.tv)]} + {offsets[i]}, "
-                f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
-            )
+        dims = gen.dim_lines(params, idx) if gen else []
+        if not params.full_blocks:
+            _body(w, spec, params, gen, dims, mask, offsets, idx, load_masks)
+        else:
+            full = {
+                name: f"tl.full([{'1, BLOCK_X' if ax == 'x' else 'BLOCK_Y, 1'}], 1, tl.int1)"
+                for ax, (name, simple) in axes.items()
+                if simple
+            }
+            inside = [
+                f"(p{ax} + 1) * BLOCK_{ax.upper()} <= n{params.gx if ax == 'x' else params.gy}"
+                for ax, (_, simple) in axes.items()
+                if simple
+            ]
+            w.line(f"if {' and '.join(inside)}:  # a full tile: unmasked, vectorized")
+            with w.indent():
+                masks = [full.get(name, name) for name, _ in axes.values()]
+                inner = w.assign("mask", " & ".join(masks))
+                swap = {mask: inner, **full}
+                inner_masks = [swap.get(m, m) for m in load_masks]
+                _body(w, spec, params, gen, dims, inner, list(offsets), idx, inner_masks)
+            w.line("else:")
+            with w.indent():
+                _body(w, spec, params, gen, dims, mask, list(offsets), idx, list(load_masks))
     body = w.text()
     return HEADER + PRELUDE + helpers_for(body) + "\n\n" + body, args
+
+
+def _body(w, spec, params: PointwiseParams, gen, dims, mask, offsets, idx, load_masks) -> None:
+    """The walk (generic mode), the loads, the computation and the stores of one tile, under
+    ``mask`` (the tile's) and ``load_masks`` (each load's)."""
+    ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
+    load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
+    coord_index = {
+        a.key()[:2]: i for i, a in enumerate(spec.accesses) if i >= spec.n_loads + spec.n_stores
+    }
+
+    def load(tv, chain):
+        k = (id(tv), tuple(id(e) for e in chain))
+        if k not in load_index:
+            return None
+        i = load_index[k]
+        return w.assign("v", load_line(ptr_of[id(tv)], offsets[i], load_masks[i], tv.dtype))
+
+    def coordinate(tv, chain):
+        return offsets[coord_index[(id(tv), tuple(id(e) for e in chain))]]
+
+    scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
+    ve = ValueEmitter(
+        w,
+        load,
+        lambda s: scalar_names[id(s)],
+        coordinate,
+        "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
+        predicate=gen.predicate if gen else None,
+    )
+    if gen:
+        gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks)
+    for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
+        acc = spec.accesses[i]
+        # an indexed write stores its src (computed in these coordinates) along its
+        # chain; accumulating, with atomic adds (duplicate indices add up)
+        val = ve.value(acc.value, ()) if acc.value is not None else ve.value(acc.tv, acc.chain)
+        smask = store_mask(w, params, i, mask, idx, gen.guards.get(i) if gen else None)
+        atomic = bool(acc.chain) and acc.chain[-1].attrs.get("accumulate", False)
+        store = "tl.atomic_add" if atomic else "tl.store"
+        w.line(
+            f"{store}({ptr_of[id(acc.tv)]} + {offsets[i]}, "
+            f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
+        )
 
 
 def emit(spec, params: PointwiseParams) -> tuple[Kernel, ...]:

@@ -218,7 +218,15 @@ class _ReductionEmitter:
             return dict(zip(rg, decompose(w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}
 
         w.line("r_lo = pid_s * CHUNK")
-        w.line(f"for r0 in range(0, CHUNK, {self.step_r}):")
+        start = "0"
+        if self.params.full_steps:  # whole steps unmasked along R: vectorized loads
+            step = f"({self.step_r})"
+            w.line(f"r_full = tl.minimum(CHUNK, NR - r_lo) // {step} * {step}")
+            w.line(f"for r0 in range(0, r_full, {self.step_r}):")
+            with w.indent():
+                self._step(self._r_tiles("r_lo + r0", None, r_index, counted=True))
+            start = "r_full"
+        w.line(f"for r0 in range({start}, CHUNK, {self.step_r}):")
         with w.indent():
             self._step(self._r_tiles("r_lo + r0", "NR", r_index, counted=True))
         for i, red in enumerate(self.reds):
@@ -242,17 +250,22 @@ class _ReductionEmitter:
                 start = w.assign("r0w", "tl.cast(r0, tl.int64)") if self.params.index64 else "r0"
                 self._step(self._r_tiles(start, f"n{g0}", lambda r: {g0: r, **outer}))
 
-    def _r_tiles(self, r0: str, bound: str, r_index, counted: bool = False) -> list[tuple]:
+    def _r_tiles(self, r0: str, bound: str | None, r_index, counted: bool = False) -> list[tuple]:
         """The ``unroll`` R tiles of the step at ``r0``: (index per group, mask, count)
         each. ``counted``: ``r0`` starts at 0 and R is masked only at its end, so a lane
         masked once stays masked and every unmasked lane's count after tile ``u`` is
-        ``r0 // BLOCK_R + u + 1``."""
+        ``r0 // BLOCK_R + u + 1``. ``bound`` None: the step lies inside R (no R mask)."""
         w, r_arange = self.w, self.tile.r_arange
         parts = []
         for u in range(self.params.unroll):
             r = w.assign("r", f"{r0} + {u} * BLOCK_R + {r_arange}" if u else f"{r0} + {r_arange}")
             count = f"(r0 // BLOCK_R + {u + 1})" if counted else None
-            parts.append((r_index(r), w.assign("mask", f"xmask & ({r} < {bound})"), count))
+            mask = (
+                f"tl.broadcast_to(xmask, {self.tile.shape})"
+                if bound is None
+                else f"xmask & ({r} < {bound})"
+            )
+            parts.append((r_index(r), w.assign("mask", mask), count))
         return parts
 
     def _step(self, tiles_of_step) -> None:

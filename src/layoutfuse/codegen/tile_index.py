@@ -9,7 +9,7 @@ from .indexing import decompose, offset_expr, one_write_per_element
 
 
 def emit_indexing(
-    w, params: PointwiseParams, spec
+    w, params: PointwiseParams, spec, axes: dict[str, tuple[str, bool]] | None = None
 ) -> tuple[str, list[str | None], dict, list[str]]:
     """Lines that compute the tile's mask and the offsets of the affine accesses.
 
@@ -18,7 +18,9 @@ def emit_indexing(
     pointer with none cannot take the tile's mask), a store's both. A load that varies
     along one tile axis only (a row's statistic broadcast along the other) keeps that
     axis's shape and mask: it is loaded, and what is computed from it alone, once per row
-    instead of once per element, and broadcast where it meets the tile.
+    instead of once per element, and broadcast where it meets the tile. ``axes``, when
+    given, receives each tile axis's mask by axis name ("x", "y"), with whether the axis is
+    unflattened (one group: its mask is ``i < n``).
     """
     pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
     w.line(f"pid = {pid}")
@@ -48,6 +50,8 @@ def emit_indexing(
                 tile_axis(w, params, "x", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]", idx),
             )
         ]
+        if axes is not None:
+            axes["x"] = (axis_masks[0], params.gx2 is None)
     else:
         axis_masks = ["(tl.arange(0, BLOCK_X)[None, :] < 1)"]
     if params.gy is not None:
@@ -57,6 +61,8 @@ def emit_indexing(
                 tile_axis(w, params, "y", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]", idx),
             )
         )
+        if axes is not None:
+            axes["y"] = (axis_masks[1], params.gy2 is None)
     others = [k for k in range(params.n_groups) if k not in idx]
     if others:
         parts = decompose(w, "rest", [f"n{k}" for k in others], "iz")

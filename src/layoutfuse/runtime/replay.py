@@ -336,6 +336,8 @@ def build_plan(
     values = [s.value for s in fusion.outputs if s.alias_input is None]
     scalar_outputs: dict[int, tuple[Any, torch.dtype]] = {}
     for j, t in enumerate(returned):
+        # an output with expanded (stride-0) dims is replayed as ``empty_strided`` of its
+        # strides: the same storage as the planned run's expanded buffer
         if not isinstance(t, torch.Tensor):
             return None
         if isinstance(values[j], Scalar):  # computed on the host, not by a launch

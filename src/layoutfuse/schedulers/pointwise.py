@@ -30,6 +30,13 @@ benchmarks/NOTES.md, "Measurements behind the heuristics".
 In generic mode (an access that is not affine, see ``analysis.index_walk``) the
 groups are the single coordinates; that access's offset comes from
 ``codegen.generic_index`` instead of group strides.
+
+Full blocks: Triton vectorizes a masked access only as far as the mask is constant, and
+the mask ``i < n`` is constant over 16 elements only when the launcher specialized ``n``
+as a multiple of 16. An unflattened X of any other extent (an odd 6274245, a 224186856
+= 8 * odd) then loads and stores one element at a time (2.6x slower than eager on fp16).
+Such a kernel (``full_blocks``) runs the body twice: unmasked along its unflattened tile
+axes for the programs whose tile lies inside them, masked for the edge programs.
 """
 
 from __future__ import annotations
@@ -98,6 +105,9 @@ class PointwiseParams:
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
     based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
+    # programs whose tile lies inside every unflattened tile axis run an unmasked copy of
+    # the body (``full_blocks``: see the module's docstring)
+    full_blocks: bool = False
 
     @property
     def pattern(self) -> str:
@@ -171,6 +181,7 @@ def heuristics(
         by = min(next_pow2(size_y), max(1, tuning.tile_elements // bx))
         warps = warps_for(bx * by, tuning.warps)
     zero, unit = stride_flags(p)
+    full = _needs_full_blocks(p, gx, gx2, bx)
     return PointwiseParams(
         NAME,
         gx,
@@ -190,7 +201,22 @@ def heuristics(
         rest_first,
         y_first,
         **generic_fields(p),
+        full_blocks=full,
     )
+
+
+SPECIALIZED_MULTIPLE = 16  # Triton's launcher marks an int argument divisible by 16
+
+
+def _needs_full_blocks(p: Problem, gx: int, gx2: int | None, bx: int) -> bool:
+    """Whether X (the loads' vectorized axis), unflattened, has an extent the launcher does
+    not specialize as a multiple of 16 and spans at least one whole tile. (A transpose's
+    Y of such an extent gains nothing: the dense output's rows are then that many
+    elements apart, never 16-byte aligned.)"""
+    if p.generic or not p.groups or gx2 is not None:
+        return False
+    n = p.groups[gx].size
+    return n % SPECIALIZED_MULTIPLE != 0 and n > bx >= SPECIALIZED_MULTIPLE
 
 
 def _broadcast_along(p: Problem, gx: int, gy: int) -> bool:

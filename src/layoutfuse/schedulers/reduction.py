@@ -70,6 +70,9 @@ class ReductionParams:
     y_group: int | None = None  # outer: the output's stride-1 kept group, tiled as rows
     block_y: int = 1  #   (BLOCK_Y of them), so the store is coalesced along it
     combine_elements: int = 8  # ticket finish: partials per thread per combine step
+    # flat inner R of an extent the launcher does not specialize as a multiple of 16: whole
+    # loop steps run without the R mask (``i < n`` would keep every load one element wide)
+    full_steps: bool = False
 
     @property
     def pattern(self) -> str:
@@ -100,13 +103,38 @@ def heuristics(
 ) -> ReductionParams:
     """``p.accumulators`` (the partial results each program keeps per tile element: one per
     reduction, three for a Welford) sets the registers and so the resident programs that
-    the split is sized from."""
+    the split is sized from.
+
+    The inner template with several reduced groups nests its loops (``r_nest``: the
+    stride-1 group tiled, the others looped), and its split then cuts the outer R rows
+    only. Where those rows are too few for the split the kept space needs (a long
+    stride-1 group under a short, e.g. expanded, outer one: 16 programs for 58M
+    elements), R is walked flat instead, and the split cuts its loop steps."""
+    xg, rg, _, _ = p.kept_and_reduced()
+    template = "inner" if (p.groups and p.groups[0].reduced) or not rg else "outer"
+    nested = _heuristics(p, device, tuning, template, template == "inner" and len(rg) >= 2)
+    if not nested.r_nest:
+        return nested
+    programs, split = grid(nested, p.sizes)
+    units, _ = _split_units(nested, p.sizes)
+    if split < units or programs * split >= tuning.split_below * device.sm_count:
+        return nested  # the split was not held back by the outer rows
+    flat = _heuristics(p, device, tuning, template, False)
+    flat_programs, flat_split = grid(flat, p.sizes)
+    return flat if flat_programs * flat_split > programs * split else nested
+
+
+def _heuristics(
+    p: Problem,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+    template: str,
+    r_nest: bool,
+) -> ReductionParams:
     accumulators = p.accumulators
     groups = p.groups
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
-    template = "inner" if (groups and groups[0].reduced) or not rg else "outer"
-    r_nest = template == "inner" and len(rg) >= 2
     n_r0 = groups[rg[0]].size if rg else 1
     tile = tiles.choose_tile(
         template,
@@ -148,6 +176,8 @@ def heuristics(
         combine_elements=tuning.combine_elements,
     )
     transposed = _transposed(p, params, item, nr, device, tuning)
+    if transposed is None:
+        transposed = _stacked(p, params, tile, item, device, tuning)
     if transposed is not None:
         return transposed
     sizes = p.sizes
@@ -158,7 +188,14 @@ def heuristics(
         split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count, tuning)
     split = with_split(params, split, sizes).split  # whole loop steps per chunk
     finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device, tuning)
-    return with_split(replace(params, finish=finish), split, sizes)
+    full_steps = (
+        template == "inner"
+        and not r_nest
+        and not p.generic
+        and nr % 16 != 0
+        and nr >= 2 * tile.block_r * tile.unroll
+    )
+    return with_split(replace(params, finish=finish, full_steps=full_steps), split, sizes)
 
 
 def _warps_and_resident(
@@ -237,6 +274,48 @@ def _transposed(
         split=1,
     )
     return transposed if grid(transposed, p.sizes)[0] >= tuning.waves * resident else None
+
+
+def _stacked(
+    p: Problem,
+    params: ReductionParams,
+    tile: tiles.Tile,
+    item: int,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+) -> ReductionParams | None:
+    """The outer template's tile with rows of the next kept group stacked along Y
+    (``y_group``), where the stride-1 kept group and R are both so short that the tile
+    holds less than half the template's 4-byte step (``outer_load_bytes`` per thread of
+    ``tile_warps`` warps): a [16, 16] tile of 2 warps per 14 x 14 fp32 image read at 40%
+    of eager's rate, one program per image. The Y rows fill the step, fewer where the
+    grid would not fill ``waves`` waves unsplit. (Narrower inputs keep their measured
+    narrow tiles.)"""
+    xg = params.x_groups
+    if (
+        params.template != "outer"
+        or item < 4
+        or p.generic
+        or len(xg) < 2
+        or params.y_group is not None
+    ):
+        return None
+    elements = tile.block_x * tile.block_r * tile.unroll
+    step = tuning.outer_load_bytes * tuning.tile_threads // item
+    y = xg[1]
+    if 2 * elements > step or any(params.zero_strides[a][k] for a in p.stores() for k in (0, y)):
+        return None
+    block_y = min(next_pow2(p.groups[y].size), step // elements)
+    while block_y >= 2:  # the most rows whose grid still fills the waves
+        warps = warps_for(elements * block_y, tuning.warps)
+        resident = tiles.resident_programs(
+            device, warps, max(1, elements * block_y // (THREADS_PER_WARP * warps)), tuning
+        )
+        stacked = replace(params, block_y=block_y, y_group=y, num_warps=warps, split=1)
+        if grid(stacked, p.sizes)[0] >= tuning.waves * resident:
+            return stacked
+        block_y //= 2
+    return None
 
 
 def _split_units(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, int]:

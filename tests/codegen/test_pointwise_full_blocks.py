@@ -1,0 +1,101 @@
+"""Full tiles unmasked (issue 16): an extent that Triton's launcher does not specialize
+as a multiple of 16 (odd, or 8 * odd) left every masked access of a pointwise kernel one
+element wide, since ``i < n`` is then not constant over a vector. Such kernels
+(``PointwiseParams.full_blocks``) run the body unmasked for the programs whose tile lies
+inside the tensor, masked for the edge programs.
+
+Checked: the choice (odd and 8 * odd extents get it, multiples of 16 and extents within
+one tile do not); numbers and strides against torch over dtypes, 1-D, 2-D, transposed,
+sliced and expanded layouts (edge programs included); the PTX for sm_90: 16-byte loads
+and stores for odd extents, 16-byte loads from padded rows of odd width.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from layoutfuse.codegen.backend import ptx_vector_widths
+from layoutfuse.codegen.hopper_check import compile_last_run
+from layoutfuse.nvfuser import FusionDefinition
+from support.execution import schedules
+
+pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+def _add(x, y, stride_order=None):
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.add(fd.from_pytorch(x), fd.from_pytorch(y)), stride_order=stride_order)
+    outs = [fd.execute([x, y])[0] for _ in range(2)]  # planned, then replayed
+    for out in outs:
+        torch.testing.assert_close(out, (x.float() + y.float()).to(x.dtype))
+    (params,) = schedules(fd)
+    return fd, outs[0], params
+
+
+def _randn(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+@pytest.mark.parametrize("n, full", [(4097, True), (8200, True), (4096, False), (1000, False)])
+def test_full_blocks_chosen_by_extent(n, full):
+    """A 1-D add: odd 4097 and 8 * odd 8200 (tiles of 4096) get full blocks; 4096 (a
+    multiple of 16) and 1000 (one tile, no full one) do not."""
+    _, _, params = _add(_randn(n), _randn(n, seed=1))
+    assert params.full_blocks is full
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "shape, layout",
+    [
+        ((9001,), "dense"),
+        ((3, 4099), "dense"),
+        ((4099, 3), "column"),  # column-major: X is dim 0
+        ((37, 131), "transpose"),  # row-major in, column-major out: odd X and Y
+        ((3, 8210), "sliced"),  # every other column of [3, 16420]: strided X
+        ((5, 4101), "expanded"),  # y broadcast along dim 0 (stride 0)
+    ],
+)
+def test_numbers_and_strides(dtype, shape, layout):
+    x = _randn(*shape, dtype=dtype)
+    y = _randn(*shape, dtype=dtype, seed=1)
+    order = None
+    if layout == "column":
+        x, y = x.t().contiguous().t(), y.t().contiguous().t()
+    elif layout == "transpose":
+        order = [0, 1]  # nvFuser stride_order: dim 0 innermost
+    elif layout == "sliced":
+        x = _randn(shape[0], 2 * shape[1], dtype=dtype)[:, ::2]
+    elif layout == "expanded":
+        y = _randn(1, shape[1], dtype=dtype, seed=1).expand(*shape)
+    _, out, params = _add(x, y, order)
+    if layout == "transpose":
+        assert out.stride() == (1, shape[0])
+        assert params.transpose
+    elif layout == "column":
+        assert out.stride() == (1, shape[0])
+    assert params.full_blocks
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_odd_extent_compiles_to_16_byte_vectors(dtype):
+    fd, _, params = _add(_randn(3 * 4099, dtype=dtype), _randn(3 * 4099, dtype=dtype, seed=1))
+    assert params.full_blocks
+    (art,) = compile_last_run(fd.executor())
+    widths = ptx_vector_widths(art.ptx)
+    assert widths.get("ld.global.v4", 0) > 0 and widths.get("st.global.v4", 0) > 0, widths
+
+
+def test_padded_rows_of_odd_width_load_16_byte_vectors():
+    """Rows of 4099 elements 4112 apart (a slice of a padded buffer): each row starts
+    16-byte aligned, so the loads vectorize; the dense output's rows (4099 apart) cannot."""
+    x, y = (_randn(3, 4112, seed=s)[:, :4099] for s in (0, 1))
+    fd, out, params = _add(x, y)
+    assert params.full_blocks and not params.transpose
+    (art,) = compile_last_run(fd.executor())
+    widths = ptx_vector_widths(art.ptx)
+    assert widths.get("ld.global.v4", 0) > 0, widths
