@@ -47,6 +47,7 @@ pytestmark = [
 # Programs per run, (CI, --full), by device: each program's kernels are interpreted on
 # the CPU (about 50 ms a program) but compiled on the GPU, so a CUDA run draws fewer.
 PROGRAMS = {"cpu": (1000, 20000), "cuda": (250, 5000)}
+COVERAGE_PROGRAMS = 1000  # a run of this many draws runs every pointwise row
 MIN_RAN = 0.8
 MAX_REPORTED = 5  # failing programs reported in full; the run goes on past them
 
@@ -79,7 +80,8 @@ def test_generated_programs(request):
     )
     assert outcomes["refused"], "no draw tested that layoutfuse refuses what torch refuses"
     missing = {r.name for r in ROWS} - set(ops) - COMPLEX_ONLY
-    assert not missing, f"rows never run in {n_programs} programs: {sorted(missing)}"
+    if n_programs >= COVERAGE_PROGRAMS:  # fewer (the 250 on CUDA) may miss a row by chance
+        assert not missing, f"rows never run in {n_programs} programs: {sorted(missing)}"
 
 
 def test_every_row_has_an_error_rule():

@@ -56,10 +56,10 @@ def torch_fp8(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     there). A NaN's sign is not compared (:func:`canonical_nan`): the GPU's float
     arithmetic does not keep it."""
     out = x.to(dtype)
-    if not x.is_floating_point():
+    if x.dtype is torch.bool:
         return out
     if dtype is E4M3:
-        big = (x.abs() > 464) & ~x.isnan()  # rounds past 448 (inf included)
+        big = (x.double().abs() > 464) & ~x.isnan()  # rounds past 448 (inf included)
         out = torch.where(big, torch.where(x > 0, 448.0, -448.0).to(x.device).to(dtype), out)
     return out
 
