@@ -223,3 +223,17 @@ def test_scalar_outputs_replay_with_each_call_s_values(validations):
         )
         assert s0.dtype == s1.dtype == torch.float64 and n.dtype == torch.int64
     assert fd.executor().planned_runs == 1 and len(validations) == 1
+
+
+def test_cpu_scalars_move_to_the_gpu_inputs_device():
+    """A 0-dim CPU tensor beside GPU inputs is read on their device (a kernel there cannot
+    read host memory); without GPU inputs the inputs are left as they are. ``meta`` stands
+    in for a GPU here; the GPU run of ``cpu_scalar`` above checks the real thing."""
+    from layoutfuse.runtime.executor import cpu_scalars_to_device
+
+    gpu, scalar, vector = torch.empty(3, device="meta"), torch.tensor(2.0), torch.ones(2)
+    moved = cpu_scalars_to_device([gpu, scalar, vector, 1.5])
+    assert moved[1].device.type == "meta" and moved[1].dim() == 0
+    assert moved[0] is gpu and moved[2] is vector and moved[3] == 1.5
+    plain = [torch.ones(3), scalar]
+    assert cpu_scalars_to_device(plain) is plain

@@ -85,6 +85,7 @@ class FusionExecutor:
         outputs come back as 0-dim CPU tensors of their dtype. ``profile``: plan anew
         (no replay) and time every launch (``last_run.launches[i].time_ms``).
         """
+        inputs = cpu_scalars_to_device(inputs)
         key = signature(inputs, device, self._seed_inputs())
         plan = None if profile else self._plans.get(key)  # unkeyable inputs (None): none
         if plan is not None:
@@ -97,6 +98,7 @@ class FusionExecutor:
     ) -> list[Any] | None:
         """The outputs through the plan recorded for ``inputs``' signature, or None when
         there is none yet (then ``run`` validates, plans and records one)."""
+        inputs = cpu_scalars_to_device(inputs)
         key = signature(inputs, device, self._seed_inputs())
         plan = self._plans.get(key)
         if plan is None:
@@ -419,3 +421,23 @@ class FusionExecutor:
 
 
 __all__ = ["FusionExecutor"]
+
+
+def cpu_scalars_to_device(inputs: Sequence[Any]) -> Sequence[Any]:
+    """``inputs`` with each 0-dim CPU tensor (Thunder's ``is_cpu`` scalars) moved to the
+    device of the other tensor inputs, when those are on a GPU: a kernel there cannot read
+    host memory (nvFuser passes such a tensor by value). Unchanged otherwise."""
+    device = None
+    has_cpu_scalar = False
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            if x.device.type != "cpu":
+                device = x.device
+            elif x.dim() == 0:
+                has_cpu_scalar = True
+    if device is None or not has_cpu_scalar:
+        return inputs
+    return [
+        x.to(device) if isinstance(x, torch.Tensor) and x.dim() == 0 and x.is_cpu else x
+        for x in inputs
+    ]
