@@ -39,6 +39,16 @@ def make_inputs(case: Case, device: str, seed: int = 0) -> list[torch.Tensor]:
     """Random normal inputs of the case's shape, dtype and memory order (views of a
     larger tensor where the case slices, broadcast where it expands)."""
     gen = torch.Generator(device=device).manual_seed(seed)
+    return _inputs(
+        case,
+        lambda physical: torch.randn(
+            physical, generator=gen, device=device, dtype=case.torch_dtype
+        ),
+    )
+
+
+def _inputs(case: Case, make) -> list[torch.Tensor]:
+    """Each input: ``make(physical shape)`` in the case's order, then sliced and expanded."""
     inputs = []
     for k in range(case.n_inputs):
         shape = list(case.parent_shape())
@@ -46,8 +56,7 @@ def make_inputs(case: Case, device: str, seed: int = 0) -> list[torch.Tensor]:
         if expanded:
             shape[case.expand] = 1
         physical = [shape[d] for d in case.order]
-        x = torch.randn(physical, generator=gen, device=device, dtype=case.torch_dtype)
-        inputs.append(laid_out(case, x.permute(inverse(case.order)), expanded))
+        inputs.append(laid_out(case, make(physical).permute(inverse(case.order)), expanded))
     return inputs
 
 
@@ -67,16 +76,7 @@ def laid_out(case: Case, parent: torch.Tensor, expanded: bool) -> torch.Tensor:
 
 def input_strides(case: Case) -> list[tuple[int, ...]]:
     """Each input's strides, as :func:`make_inputs` lays it out (computed on meta tensors)."""
-    strides = []
-    for k in range(case.n_inputs):
-        shape = list(case.parent_shape())
-        expanded = case.expand is not None and k == case.n_inputs - 1
-        if expanded:
-            shape[case.expand] = 1
-        physical = [shape[d] for d in case.order]
-        x = torch.empty(physical, device="meta").permute(inverse(case.order))
-        strides.append(tuple(laid_out(case, x, expanded).stride()))
-    return strides
+    return [tuple(x.stride()) for x in _inputs(case, lambda p: torch.empty(p, device="meta"))]
 
 
 def operand(case: Case, x: torch.Tensor) -> torch.Tensor:
