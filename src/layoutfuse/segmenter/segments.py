@@ -190,8 +190,8 @@ def _normalization_groups(seg: _Segmentation) -> None:
         if id(root) in seg.covered:
             continue
         group, _ = find_group(root, seg.inputs)
-        if group is None or any(root.shape_domain[d].is_broadcast for d in group.dims):
-            continue  # a per-row value (broadcast where the rows are reduced): not a root
+        if group is None or any(_per_row_dim(root.shape_domain[d]) for d in group.dims):
+            continue  # a per-row value (extent 1 where the rows are reduced): not a root
         group.partners = tuple(p for p in _partners(seg, root) if _same_group(p, group, seg))
         stores, xstores = _group_stores(seg, group, root)
         seg.covered |= {id(a.tv) for a in stores + xstores}
@@ -498,6 +498,12 @@ def _run_order(specs: list[KernelSpec]) -> list[KernelSpec]:
     for i in range(len(specs)):
         visit(i)
     return [specs[i] for i in done]
+
+
+def _per_row_dim(d) -> bool:
+    """A dim of extent 1 (a keepdim result's), not an expanded one (an expanded input's
+    rows are real rows, their values repeated)."""
+    return d.is_broadcast and not d.expanded
 
 
 def _broadcast_dims(tv: TensorView) -> int:
