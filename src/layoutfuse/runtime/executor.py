@@ -68,6 +68,11 @@ class FusionExecutor:
         self._index_checks: dict[tuple[Any, ...] | None, tuple[IndexCheck, ...]] = {}
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
         self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
+        # 0-dim tensor inputs (Thunder's is_cpu scalars): only then does a call look for CPU
+        # scalars to move beside GPU inputs (``cpu_scalars_to_device``), off the cached path
+        self._scalar_tensors = any(
+            isinstance(v, TensorView) and not v.shape_domain for v in fusion.inputs
+        )
         # complex values: kernels run the fusion's real lowering (``_run_lowered``)
         self._lowering = lower_complex(fusion) if compute == "kernels" else None
         self._lowered = None if self._lowering is None else FusionExecutor(self._lowering.fusion)
@@ -85,7 +90,8 @@ class FusionExecutor:
         outputs come back as 0-dim CPU tensors of their dtype. ``profile``: plan anew
         (no replay) and time every launch (``last_run.launches[i].time_ms``).
         """
-        inputs = cpu_scalars_to_device(inputs)
+        if self._scalar_tensors:
+            inputs = cpu_scalars_to_device(inputs)
         key = signature(inputs, device, self._seed_inputs())
         plan = None if profile else self._plans.get(key)  # unkeyable inputs (None): none
         if plan is not None:
@@ -98,7 +104,8 @@ class FusionExecutor:
     ) -> list[Any] | None:
         """The outputs through the plan recorded for ``inputs``' signature, or None when
         there is none yet (then ``run`` validates, plans and records one)."""
-        inputs = cpu_scalars_to_device(inputs)
+        if self._scalar_tensors:
+            inputs = cpu_scalars_to_device(inputs)
         key = signature(inputs, device, self._seed_inputs())
         plan = self._plans.get(key)
         if plan is None:
