@@ -27,12 +27,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 from collections.abc import Callable
 
 from benchmarks.cases import SUITES, Case
 from benchmarks.harness import flush_read, measure_ceilings, time_kernel
 from benchmarks.layoutfuse_runner import define_fusion
+from benchmarks.random_cases import draw_cases
 from benchmarks.reference import check_result, make_inputs, reference
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers import pointwise as pw
@@ -100,10 +102,24 @@ VARIANTS = {
 SCHEDULERS = {"reduction": rd, "pointwise": pw, "normalization": nm}
 
 
+def random_case_names(names: list[str]) -> dict[str, Case]:
+    """The random suite's cases among ``names`` (``r<seed>_<index>_...``), drawn again:
+    a seed's draws do not depend on how many are drawn."""
+    found: dict[str, Case] = {}
+    for name in names:
+        m = re.match(r"r(\d+)_(\d+)_", name)
+        if m:
+            seed, index = int(m.group(1)), int(m.group(2))
+            case = draw_cases(seed, index + 1)[index]
+            found[case.name] = case
+    return found
+
+
 def find_cases(names: list[str], filters: list[str]) -> list[Case]:
-    """The reduction, pointwise and normalization cases named, then those matching every
-    filter."""
+    """The reduction, pointwise and normalization cases named (and random-suite cases by
+    their names), then those matching every filter."""
     known = {c.name: c for suite in SCHEDULERS for c in SUITES[suite]()}
+    known.update(random_case_names(names))
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(

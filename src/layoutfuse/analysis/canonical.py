@@ -8,7 +8,12 @@ each reduced (R) or kept (X), with every access's stride for the group.
 The order is the dominant load's memory order (stride descending, ties broken by
 the next accesses, then by position). Size-1 coordinates are dropped. Adjacent
 coordinates of the same kind merge when they are dense with each other for every
-access. Stores never decide the order: the output layout only changes the store.
+access. Stores do not decide the order while the loads move the data: the output
+layout only changes the store. Where they do not (*store-led*: every load reads at most
+1/``STORE_LED_RATIO`` of the elements a store writes, as a softmax of an expanded
+input, which reads one row and writes it along 169287 columns; a fill), the stores
+decide, then the loads: the bytes are the stores'. A kept coordinate along which every access has
+stride 0 is dropped (the same values would be computed into the same places).
 
 A kernel with an access that is not affine (see ``index_walk``) runs in generic
 mode: ``merge=False`` keeps every coordinate its own group, and ``order_by``
@@ -33,14 +38,37 @@ class Group:
         return "R" if self.reduced else "X"
 
 
+STORE_LED_RATIO = 8
+
+
+def store_led(
+    extents: Sequence[int], strides: Sequence[Sequence[int]], n_loads: int, n_stores: int
+) -> bool:
+    """Whether every load reads at most 1/``STORE_LED_RATIO`` of the elements the largest
+    store writes (elements along the coordinates where an access's stride is not 0)."""
+    if not n_stores:
+        return False
+
+    def moved(a: int) -> int:
+        n = 1
+        for d, e in enumerate(extents):
+            n *= e if strides[a][d] != 0 else 1
+        return n
+
+    stored = max(moved(a) for a in range(n_loads, n_loads + n_stores))
+    return max((moved(a) for a in range(n_loads)), default=0) * STORE_LED_RATIO <= stored
+
+
 def dim_order(
     extents: Sequence[int],
     strides: Sequence[Sequence[int]],
     n_loads: int,
     order_by: Sequence[int] | None = None,
+    n_stores: int = 0,
 ) -> list[int]:
     """Coordinates innermost first, by the loads' strides (the dominant load first), or by
-    the accesses ``order_by`` lists."""
+    the accesses ``order_by`` lists; store-led (``store_led``), by the stores' strides
+    first."""
     dims = [d for d in range(len(extents)) if extents[d] != 1]
     keys_from = (
         list(order_by)
@@ -49,6 +77,8 @@ def dim_order(
         if n_loads
         else list(range(len(strides)))
     )
+    if not order_by and store_led(extents, strides, n_loads, n_stores):
+        keys_from = list(range(n_loads, n_loads + n_stores)) + list(range(n_loads))
 
     def key(d):
         return tuple(abs(strides[a][d]) if strides[a][d] != 0 else float("inf") for a in keys_from)
@@ -65,8 +95,14 @@ def canonicalize(
     n_loads: int,
     merge: bool = True,
     order_by: Sequence[int] | None = None,
+    n_stores: int = 0,
 ) -> tuple[Group, ...]:
-    order = dim_order(extents, strides, n_loads, order_by)
+    order = dim_order(extents, strides, n_loads, order_by, n_stores)
+    if merge:
+        # a kept coordinate no access moves along (an expanded input normalized into an
+        # expanded output) repeats the same values into the same places: dropped, the
+        # kernel computes and stores them once (a reduced one still counts its extent)
+        order = [d for d in order if reduced[d] or any(s[d] != 0 for s in strides)]
     groups: list[Group] = []
     for d in order:
         st = tuple(s[d] for s in strides)

@@ -136,7 +136,13 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
             + [a for a in loads if not affine[a] and a not in gathered]
         )
     groups = canonicalize(
-        root_shape, reduced, strides, spec.n_loads, merge=not generic, order_by=order_by
+        root_shape,
+        reduced,
+        strides,
+        spec.n_loads,
+        merge=not generic,
+        order_by=order_by,
+        n_stores=spec.n_stores,
     )
     dtypes = tuple(
         a.tv.dtype if i < spec.n_loads + spec.n_stores else DataType.Int

@@ -77,6 +77,10 @@ class PointwiseTuning:
     broadcast_rows: int = 16
     # ... its warps by its elements, (least elements, warps) steps (``warps.warps_for``)
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
+    # a transpose tile's axis spanning at most this many bytes gives its share of the
+    # tile to the other axis (``transpose_tile``), and Y flattens with the group that
+    # continues it when X and Y fill under half a tile (``filled_y``); 0 turns both off
+    short_edge_bytes: int = 64
 
 
 DEFAULT_TUNING = PointwiseTuning()
@@ -163,6 +167,10 @@ def heuristics(
     size_y = (
         split_y * groups[gy2].size if gy2 is not None else groups[gy].size if gy is not None else 1
     )
+    if tuning.short_edge_bytes and gy is not None and gy2 is None:
+        gy2, split_y = filled_y(p, gx, gx2, gy, size_x, transpose, edge, tuning)
+        if gy2 is not None:
+            size_y = split_y * groups[gy2].size
     rest_first = y_first = False
     if transpose:
         assert gy is not None  # transpose is set only with gy
@@ -261,6 +269,39 @@ def flattened(
     return outer, split
 
 
+def filled_y(
+    p: Problem,
+    gx: int,
+    gx2: int | None,
+    gy: int,
+    size_x: int,
+    transpose: bool,
+    edge: int,
+    tuning: PointwiseTuning,
+) -> tuple[int | None, int]:
+    """(gy2, split_y) that flatten Y with the group continuing ``gy`` when X and ``gy``
+    together fill less than half a tile (``tile_elements``; a transpose's ``edge`` x
+    ``edge``): a [2, 16, 12601685] input sliced along dim 1 has no group to merge, and a
+    2 x 16 tile ran 12.6M programs of 32 elements at 14% of torch.compile. Y continues in
+    the stores' memory on a transpose (its stores stay contiguous), else in the dominant
+    input's, else in a store's. (None, 1) when nothing continues ``gy``."""
+    split = next_pow2(p.groups[gy].size)
+    if transpose:
+        target, bx = edge * edge, min(next_pow2(size_x), edge)
+        cap_y = edge
+    else:
+        target, bx = tuning.tile_elements, min(next_pow2(size_x), tuning.tile_elements)
+        cap_y = tuning.tile_elements // bx
+    if split >= cap_y or 2 * bx * split >= target:
+        return None, 1
+    accesses = list(p.stores()) if transpose else [0, *p.stores()]
+    for a in accesses:
+        outer = continuation(p, a, gy)
+        if outer is not None and outer not in (gx, gx2):
+            return outer, split
+    return None, 1
+
+
 def shared_short_inner(p: Problem, edge: int) -> tuple[int | None, int | None, int]:
     """(gy, gx2, split_x) when the dominant input and a store share a stride-1 group
     shorter than ``edge`` but continue it with different groups: Y is the store's
@@ -292,10 +333,21 @@ def transpose_tile(
 ) -> tuple[int, int, int]:
     """(BLOCK_X, BLOCK_Y, num_warps) of a transpose: edges of ``transpose_edge_bytes``
     (capped by the extents), warps for ``transpose_thread_bytes`` per thread, clamped to
-    ``transpose_min_warps`` .. ``transpose_max_warps``."""
+    ``transpose_min_warps`` .. ``transpose_max_warps``.
+
+    An axis of at most ``short_edge_bytes`` gives its share of the tile to the other one
+    (the tile keeps ``edge x edge`` elements): the short side's runs cannot be longer
+    anyway, and a 2 x 64 tile of a [2, 16 x 12601685] transpose moved 128 elements per
+    program."""
     edge = edge_elements(elem_bytes, tuning)
+    area = edge * edge
     bx = min(next_pow2(size_x), edge)
     by = min(next_pow2(size_y), edge)
+    short = tuning.short_edge_bytes // elem_bytes
+    if bx <= short:
+        by = min(next_pow2(size_y), area // bx)
+    elif by <= short:
+        bx = min(next_pow2(size_x), area // by)
     per_thread = min(
         tuning.transpose_thread_elements, max(1, tuning.transpose_thread_bytes // elem_bytes)
     )
