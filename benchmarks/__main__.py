@@ -22,6 +22,11 @@ COMMANDS = {
     "tune": ("tune", "time params or tuning variants of the heuristics on chosen cases"),
     "profile": ("profile", "each kernel's device time for chosen cases (CUDA)"),
     "overhead": ("overhead", "host time of fd.execute against one eager op"),
+    "thunder": (
+        "thunder_bench",
+        "thunder.jit with layoutfuse as nvFuser against eager and torch.compile: norms, "
+        "softmax, GELU, a nanoGPT block, forward and backward; regions and kernels",
+    ),
     "scan": ("scan", "cumsum, argsort and topk kernels against eager (CUDA)"),
 }
 PROBES = {
