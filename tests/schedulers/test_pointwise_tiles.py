@@ -16,6 +16,8 @@ for sm_90 with 16-byte loads and stores on both sides, no spills, at most 40 reg
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -218,3 +220,44 @@ def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, w
     usage = art.resources
     assert usage["LOCAL"] == 0 and usage["STACK"] == 0, f"register spills: {usage}"
     assert usage["REG"] <= 40, f"{usage['REG']} registers/thread"
+
+
+# --- tiles of shapes with short, unmergeable groups --------------------------------------
+def sliced_problem(shape, step, dtype) -> Problem:
+    """A copy of ``x[:, ::step]`` (x dense, dim 0 innermost, dim 1 of ``shape[1] * step -
+    1``: the random suite's r1_097) into a dense output in the same order: dim 0's run
+    ends at the slice's gap, and dim 2's stride is no multiple of dim 1's: no group merges."""
+    parent = (shape[0], shape[1] * step - 1, shape[2])
+    ps = dense_strides(parent, (2, 1, 0))
+    strides = [(ps[0], ps[1] * step, ps[2]), dense_strides(shape, (2, 1, 0))]
+    groups = canonicalize(shape, [False] * 3, strides, n_loads=1)
+    return Problem(groups, 1, 1, (DTYPES[dtype],) * 2, tuple(max_offset(shape, s) for s in strides))
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_short_groups_fill_the_tile(dtype):
+    """[2, 16, N] sliced along dim 1: the short X (2) gives its share of the tile to Y,
+    and Y (16) flattens with dim 2, which continues it in the output; the tile holds
+    thousands of elements, not 2 x 16."""
+    p = sliced_problem((2, 16, 100003), 2, dtype)
+    params = pw.heuristics(p, H200)
+    assert axes(params, p)[:2] == (((0,),), 1)
+    assert axes(params, p)[2:] == (((1,), (2,)), 16), params
+    assert params.block_x == 2 and params.block_x * params.block_y >= 2048, params
+    off = dataclasses.replace(pw.DEFAULT_TUNING, short_edge_bytes=0)
+    before = pw.heuristics(p, H200, off)
+    assert before.block_x * before.block_y == 32 and before.gy2 is None
+
+
+def test_short_groups_fill_the_tile_runs_and_compiles():
+    base = torch.randn(200, 31, 2, device=torch.get_default_device()).permute(2, 1, 0)
+    x = base[:, ::2]  # [2, 16, 200]: dim 0 stride 1, dim 1 stride 4, dim 2 stride 62
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.add(fd.ops.mul(t, t), t))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x * x + x)
+    (params,) = schedules(fd)
+    assert params.gy2 is not None and params.block_x * params.block_y >= 2048, params
+    (art,) = compile_last_run(fd.executor())
+    assert ".target sm_90" in art.ptx
