@@ -77,10 +77,14 @@ class PointwiseTuning:
     broadcast_rows: int = 16
     # ... its warps by its elements, (least elements, warps) steps (``warps.warps_for``)
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
-    # a transpose tile's axis spanning at most this many bytes gives its share of the
-    # tile to the other axis (``transpose_tile``), and Y flattens with the group that
-    # continues it when X and Y fill under half a tile (``filled_y``); 0 turns both off
-    short_edge_bytes: int = 64
+    # a transpose tile's X spanning at most this many bytes (half a sector) gives its
+    # share of the tile to Y (``transpose_tile``), and Y flattens with the group that
+    # continues it when X and Y fill under half a tile (``filled_y``); 0 turns both off.
+    # Measured (H200, tune-pointwise-short-edges-20261202-0f8b1e1): 8-16-byte X rows
+    # 425 -> 2796 GB/s ([2, 16, 12601685] sliced), 1578 -> 2587 (mem0231 -> mem2013, 4 x
+    # fp32); 64-byte X rows (bf16 32) lost (2951 -> 1681), and so did a short Y giving
+    # its share to X (1652 -> 1356, 3307 -> 2559: never done)
+    short_edge_bytes: int = 16
 
 
 DEFAULT_TUNING = PointwiseTuning()
@@ -335,19 +339,15 @@ def transpose_tile(
     (capped by the extents), warps for ``transpose_thread_bytes`` per thread, clamped to
     ``transpose_min_warps`` .. ``transpose_max_warps``.
 
-    An axis of at most ``short_edge_bytes`` gives its share of the tile to the other one
-    (the tile keeps ``edge x edge`` elements): the short side's runs cannot be longer
-    anyway, and a 2 x 64 tile of a [2, 16 x 12601685] transpose moved 128 elements per
-    program."""
+    An X of at most ``short_edge_bytes`` gives its share of the tile to Y (the tile keeps
+    ``edge x edge`` elements): X's runs cannot be longer anyway, and a 2 x 64 tile of a
+    [2, 16 x 12601685] transpose moved 128 elements per program."""
     edge = edge_elements(elem_bytes, tuning)
     area = edge * edge
     bx = min(next_pow2(size_x), edge)
     by = min(next_pow2(size_y), edge)
-    short = tuning.short_edge_bytes // elem_bytes
-    if bx <= short:
+    if bx <= tuning.short_edge_bytes // elem_bytes:
         by = min(next_pow2(size_y), area // bx)
-    elif by <= short:
-        bx = min(next_pow2(size_x), area // by)
     per_thread = min(
         tuning.transpose_thread_elements, max(1, tuning.transpose_thread_bytes // elem_bytes)
     )
