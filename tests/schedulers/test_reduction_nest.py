@@ -100,3 +100,34 @@ def test_flat_walk_numbers(expanded):
         torch.testing.assert_close(out, x.double().sum((0, 2)).float(), rtol=1e-5, atol=1e-4)
     (params,) = schedules(fd)
     assert params.template == "inner" and not params.r_nest and params.split > 2
+
+
+@pytest.mark.parametrize(
+    "sizes, strides",
+    [
+        ((13, 1021, 158), (1, 26, 13 * 2043)),  # a sliced [13, 1021, 158] (the random r1_007)
+        ((2, 37948 * 2048), (2 * 2, 1)),  # a short, strided inner group (r3_115)
+    ],
+)
+def test_short_stride1_r_group_walks_flat(sizes, strides):
+    """A stride-1 reduced group too short to fill a quarter of a loop step (13 of 16
+    lanes, one warp's worth of a 4096-element step) walks R flat: a 16-element nested tile
+    ran at 30% of torch.compile."""
+    p = _problem(sizes[:2], strides[:2], "RR", DataType.Float)
+    params = rd.heuristics(p, H200)
+    assert params.template == "inner" and not params.r_nest, params
+    assert params.block_r * params.unroll >= 1024, params
+
+
+def test_short_stride1_r_group_numbers():
+    """The sliced max over every dim of a [13, 31, 9] tensor (dim 1 stepped by 2): values
+    against torch on a flat walk."""
+    base = torch.randn(9, 63, 13, device=torch.get_default_device()).permute(2, 1, 0)
+    x = base[:, 1::2][:, :31]
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.max(t, dims=[0, 1, 2], keepdim=False))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x.amax())
+    (params,) = schedules(fd)
+    assert not params.r_nest

@@ -56,6 +56,8 @@ class ReductionTuning:
     load_bytes: int = 64
     # fp32 accumulators per thread (4096 per program at 8 warps); wider steps unroll into them
     acc_elements: int = 16
+    # the nested inner template's tile must hold 1/this of a loop step, else R walks flat
+    nest_fill: int = 4
     # registers besides the accumulators (ptxas, sm_90): estimates the resident programs
     reg_base: int = 24
     # contiguous bytes of one row of an outer tile (the stride-1 kept group)
