@@ -22,7 +22,11 @@ COMMANDS = {
     "tune": ("tune", "time params or tuning variants of the heuristics on chosen cases"),
     "profile": ("profile", "each kernel's device time for chosen cases (CUDA)"),
     "overhead": ("overhead", "host time of fd.execute against one eager op"),
-    "scan": ("scan", "cumsum, argsort and topk kernels against eager (CUDA)"),
+    "ops": (
+        "ops",
+        "cat, slice, pad, gathers, take_along_axis, cumsum, topk, argsort and dropout "
+        "against eager and torch.compile; write its result JSON",
+    ),
 }
 PROBES = {
     "outer": ("probe_outer", "hand-written outer reduction kernels with every knob (CUDA)"),
