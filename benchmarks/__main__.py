@@ -27,7 +27,11 @@ COMMANDS = {
         "thunder.jit with layoutfuse as nvFuser against eager and torch.compile: norms, "
         "softmax, GELU, a nanoGPT block, forward and backward; regions and kernels",
     ),
-    "scan": ("scan", "cumsum, argsort and topk kernels against eager (CUDA)"),
+    "ops": (
+        "ops",
+        "cat, slice, pad, gathers, take_along_axis, cumsum, topk, argsort and dropout "
+        "against eager and torch.compile; write its result JSON",
+    ),
 }
 PROBES = {
     "outer": ("probe_outer", "hand-written outer reduction kernels with every knob (CUDA)"),

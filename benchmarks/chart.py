@@ -1,5 +1,6 @@
-"""``python -m benchmarks chart RESULT.json [--png OUT.png]``: a grouped bar chart
-of each system's percent of the read ceiling per case, an x where a system failed.
+"""``python -m benchmarks chart RESULT.json [--png OUT.png] [--metric pct_copy]``: a
+grouped bar chart of each system's percent of the read ceiling (or, ``pct_copy``, of the
+copy bandwidth: the ops suite records it) per case, an x where a system failed.
 Needs matplotlib, which is not a dependency: without it the command says so and
 exits 0."""
 
@@ -10,13 +11,15 @@ import json
 from pathlib import Path
 
 COLORS = {"layoutfuse": "tab:green", "eager": "tab:gray", "compile": "tab:blue"}
+METRICS = {"pct": ("read ceiling", "read_gbps"), "pct_copy": ("copy bandwidth", "copy_gbps")}
 
 
-def bars(doc: dict) -> tuple[list[str], dict[str, list[float | None]]]:
-    """Case names and, per system, percent of the read ceiling (None where it failed)."""
+def bars(doc: dict, metric: str = "pct") -> tuple[list[str], dict[str, list[float | None]]]:
+    """Case names and, per system, percent of the read ceiling (``metric="pct_copy"``: of
+    the copy bandwidth), None where it failed."""
     rows = doc["rows"]
     names = [r["case"] for r in rows]
-    pct = {s: [(r.get(s) or {}).get("pct") for r in rows] for s in doc["systems"]}
+    pct = {s: [(r.get(s) or {}).get(metric) for r in rows] for s in doc["systems"]}
     return names, pct
 
 
@@ -24,6 +27,7 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks chart")
     p.add_argument("result", type=Path)
     p.add_argument("--png", type=Path, help="default: RESULT with .png")
+    p.add_argument("--metric", choices=sorted(METRICS), default="pct", help="default: pct")
     args = p.parse_args(argv)
     try:
         import matplotlib
@@ -35,7 +39,8 @@ def main(argv: list[str]) -> int:
         return 0
 
     doc = json.loads(args.result.read_text())
-    names, pct = bars(doc)
+    names, pct = bars(doc, args.metric)
+    ceiling, key = METRICS[args.metric]
     systems = list(pct)
     width = 0.8 / max(1, len(systems))
     fig, ax = plt.subplots(figsize=(max(10.0, 0.3 * len(names) * len(systems)), 6))
@@ -50,11 +55,11 @@ def main(argv: list[str]) -> int:
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=90, fontsize=7)
     ax.set_xlim(-0.6, len(names) - 0.4)
-    ax.set_ylabel("% of read ceiling")
+    ax.set_ylabel(f"% of {ceiling}")
     env, ceilings = doc.get("env", {}), doc.get("ceilings", {})
     ax.set_title(
-        f"{doc.get('suite')} on {env.get('device_name')} (read ceiling "
-        f"{ceilings.get('read_gbps', 0):.0f} GB/s, commit "
+        f"{doc.get('suite')} on {env.get('device_name')} ({ceiling} "
+        f"{ceilings.get(key, 0):.0f} GB/s, commit "
         f"{(env.get('git_commit') or '-')[:8]})"
     )
     ax.legend()

@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -286,35 +286,57 @@ def case_header(case: Case, suite: str) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class CaseKind:
+    """What the harness needs of a kind of case: the row's header, the inputs of the
+    ``seed``-th rotation set, and a checker that, given the first set, returns the check of a
+    system's result (raises AssertionError). ``SUITE_CASES`` is :class:`Case`'s; the ops
+    suite (:mod:`benchmarks.op_cases`) has its own."""
+
+    header: Callable[[Any, str], dict]
+    inputs: Callable[[Any, str, int], list]
+    checker: Callable[[Any, list], Callable[[Any], None]]
+
+
+def reference_checker(case: Case, inputs: list[torch.Tensor]) -> Callable[[Any], None]:
+    ref = reference(case, inputs)
+    return lambda out: check_result(case, out, ref)
+
+
+SUITE_CASES = CaseKind(case_header, make_inputs, reference_checker)
+
+
 @dataclass
 class Harness:
-    """Measures cases on ``systems``. Correctness against the fp32 reference comes
-    before timing; a failing system gets an error entry and the run goes on."""
+    """Measures cases on ``systems``. Correctness (the case kind's check, against the fp32
+    reference for a :class:`Case`) comes before timing; a failing system gets an error
+    entry and the run goes on."""
 
     systems: list[System]
     device: str
     read_gbps: float | None
     timer: Timer | None = None
     disabled: dict[str, str] = field(default_factory=dict)
+    kind: CaseKind = SUITE_CASES
 
     def __post_init__(self) -> None:
         if self.timer is None:
             self.timer = default_timer(self.device)
 
     def run_case(self, case: Case, suite: str) -> dict:
-        row = case_header(case, suite)
+        row = self.kind.header(case, suite)
         n_sets = rotation_count(case.input_bytes, self.device)
-        input_sets = [make_inputs(case, self.device, seed=i) for i in range(n_sets)]
-        ref = reference(case, input_sets[0])
+        input_sets = [self.kind.inputs(case, self.device, i) for i in range(n_sets)]
+        check = self.kind.checker(case, input_sets[0])
         for system in self.systems:
-            row[system.name] = self._measure(system, case, input_sets, ref)
-        del input_sets, ref
+            row[system.name] = self._measure(system, case, input_sets, check)
+        del input_sets, check
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
             row["cuda_allocated_after"] = torch.cuda.memory_allocated(self.device)
         return row
 
-    def _measure(self, system: System, case: Case, input_sets, ref) -> dict:
+    def _measure(self, system: System, case: Case, input_sets, check) -> dict:
         if system.name in self.disabled:
             return result(error=f"skipped: {self.disabled[system.name]}")
         schedule = None
@@ -324,8 +346,9 @@ class Harness:
             synchronize(self.device)
             describe = getattr(system, "schedule", None)
             schedule = describe() if describe else None
-            check_result(case, out, ref)
-            if any(shares_memory(o, x) for o in as_outputs(out) for x in input_sets[0]):
+            check(out)
+            tensors = [x for x in input_sets[0] if isinstance(x, torch.Tensor)]
+            if any(shares_memory(o, x) for o in as_outputs(out) for x in tensors):
                 raise AssertionError("the output aliases an input: no copy was made")
             del out
             rotation = itertools.cycle(input_sets)

@@ -20,13 +20,14 @@ import argparse
 import random
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from benchmarks import report
 from benchmarks.cases import SUITES, Case
-from benchmarks.harness import Harness, environment, measure_ceilings, repo_root
+from benchmarks.harness import Harness, System, environment, measure_ceilings, repo_root
 from benchmarks.layoutfuse_runner import LayoutfuseRunner
 from benchmarks.peers import CompilePeer, EagerPeer
 from benchmarks.random_cases import draw_cases
@@ -85,16 +86,44 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
     if not cases:
         print(f"no case of suite {args.suite!r} matches --filter {args.filter!r}")
         return 2
-    names = [s for s in args.systems.split(",") if s]
-    unknown = sorted(set(names) - set(SYSTEMS))
-    if unknown:
-        print(f"unknown systems {unknown}; choose from {sorted(SYSTEMS)}")
+    systems = pick_systems(args.systems, SYSTEMS)
+    if isinstance(systems, str):
+        print(systems)
         return 2
-    systems = [SYSTEMS[s]() for s in names]
+    measure(args.suite, cases, systems, device, command, args.out, args.quick, args.seed)
+    return 0
 
+
+def pick_systems(spec: str, table: dict[str, Callable[[], System]]) -> list[System] | str:
+    """The systems a comma-separated ``spec`` names, made from ``table``; or the error."""
+    names = [s for s in spec.split(",") if s]
+    unknown = sorted(set(names) - set(table))
+    if unknown:
+        return f"unknown systems {unknown}; choose from {sorted(table)}"
+    return [table[s]() for s in names]
+
+
+def measure(
+    suite: str,
+    cases: list,
+    systems: list[System],
+    device: str,
+    command: str | None,
+    out: Path | None = None,
+    quick: bool = False,
+    seed: int | None = None,
+    harness_kw: dict | None = None,
+    finish: Callable[[dict], list[str]] | None = None,
+) -> dict:
+    """Measure ``cases`` on ``systems`` with the ceilings of this process, printing a line
+    per case and the summary, and write the result JSON to ``out`` (default: under
+    ``benchmarks/results``) after each case. ``finish(doc)`` may add to the finished
+    document and return lines to print; ``harness_kw`` goes to :class:`Harness` (a
+    timer, another case kind)."""
+    names = [s.name for s in systems]
     env = environment(device, command)
     ceilings = measure_ceilings(device)
-    out = args.out or report.default_out_path(args.suite, env["git_commit"], repo_root())
+    out = out or report.default_out_path(suite, env["git_commit"], repo_root())
     print(
         f"{env['device_name']} torch {env['torch']} triton {env['triton']} "
         f"commit {env['git_commit'] or '-'}",
@@ -106,12 +135,12 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
         flush=True,
     )
 
-    harness = Harness(systems, device, ceilings["read_gbps"])
+    harness = Harness(systems, device, ceilings["read_gbps"], **(harness_kw or {}))
     doc = {
         "schema": report.SCHEMA,
-        "suite": args.suite,
-        "seed": args.seed,
-        "quick": args.quick,
+        "suite": suite,
+        "seed": seed,
+        "quick": quick,
         "partial": True,
         "env": env,
         "ceilings": ceilings,
@@ -120,7 +149,7 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
         "summary": {},
     }
     for i, case in enumerate(cases, 1):
-        row = harness.run_case(case, args.suite)
+        row = harness.run_case(case, suite)
         doc["rows"].append(row)
         print(report.progress_line(i, len(cases), row, names), flush=True)
         report.write_json(out, doc)
@@ -129,6 +158,7 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
     doc["summary"] = report.summarize(doc["rows"], names)
     doc["memory"] = memory_after_cases(doc["rows"])
     doc["behind"] = report.behind(doc["rows"], names)
+    lines = finish(doc) if finish else []
     report.write_json(out, doc)
     print("\n".join(report.summary_lines(doc["summary"])))
     print("\n".join(report.behind_lines(doc["behind"])))
@@ -137,8 +167,10 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
             "CUDA memory allocated after each case (bytes): first {first}, max {max}, "
             "last {last}".format(**doc["memory"])
         )
+    if lines:
+        print("\n".join(lines))
     print(f"wrote {out}")
-    return 0
+    return doc
 
 
 def memory_after_cases(rows: list[dict]) -> dict:
