@@ -396,7 +396,8 @@ class FusionExecutor:
                 )
                 computed.append(view is None)
             else:
-                outputs.append(allocate_output(tv, layout.order, bindings))
+                pinned = layout.kind == "pinned"
+                outputs.append(allocate_output(tv, layout.order, bindings, pinned))
                 computed.append(True)
         return outputs, computed
 
