@@ -416,19 +416,7 @@ def test_an_epilogue_after_a_large_outer_reduction_runs_after_the_reduction_kern
     assert "epilogue" in segs[0]["reason"]
 
 
-@pytest.mark.parametrize(
-    "pinned",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                reason="a pinned output over an expanded dim keeps stride 0", strict=True
-            ),
-        ),
-    ],
-    ids=["inferred", "pinned-row-major"],
-)
+@pytest.mark.parametrize("pinned", [False, True], ids=["inferred", "pinned-row-major"])
 def test_softmax_of_an_expanded_input(pinned):
     """Softmax over dim 0 of a column expanded along dim 1 (stride 0). Inferred, the output
     keeps the expanded dim (stride 0, as nvFuser's expanded outputs): the kernel computes
