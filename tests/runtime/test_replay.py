@@ -365,3 +365,24 @@ class _TorchOps:
             for i, d in enumerate(broadcast_dims):
                 view[d] = t.shape[i]
             return t.reshape(view).expand(shape)
+
+
+def test_a_view_of_one_of_two_inputs_that_share_memory_replays_right():
+    """Inputs that are views of one buffer: memory cannot tell which of them an output is a
+    view of, so that call records no plan; a later call with inputs of their own (the same
+    signature) plans and replays the view of the right input, aliasing inputs included."""
+    FusionCache.reset()
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.neg(a))
+        fd.add_output(fd.ops.reshape(b, new_shape=[60]))
+    buf = torch.randn(120)
+    shared = [buf[:60].view(6, 10), buf[60:].view(6, 10)]
+    own = [torch.randn(6, 10), torch.randn(6, 10)]
+    for inputs in (shared, own, own, shared):
+        neg, view = fd.execute(inputs)
+        torch.testing.assert_close(neg, -inputs[0])
+        assert torch.equal(view, inputs[1].reshape(60))
+        assert view.data_ptr() == inputs[1].data_ptr()
+    assert fd.executor().planned_runs == 2

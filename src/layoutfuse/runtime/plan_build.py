@@ -66,8 +66,14 @@ def build_plan(
             return None
         if isinstance(values[j], Scalar):  # computed on the host, not by a launch
             continue
-        base = _input_sharing_memory(t, inputs)
-        if base is not None:
+        sharing = _inputs_sharing_memory(t, inputs)
+        if len(sharing) > 1:
+            # inputs that share memory (views of one buffer, one tensor passed twice): which
+            # of them ``t`` is a view of is not told by its memory, and the key does not
+            # hold the sharing (a later call's inputs need not share)
+            return None
+        if sharing:
+            base = sharing[0]
             if id(t) in written or t.device != inputs[base].device:
                 return None
             x = inputs[base]
@@ -187,13 +193,14 @@ def build_plan(
     )
 
 
-def _input_sharing_memory(t: torch.Tensor, inputs: list[Any]) -> int | None:
-    """The position of the input whose memory ``t`` shares, or None."""
+def _inputs_sharing_memory(t: torch.Tensor, inputs: list[Any]) -> list[int]:
+    """The positions of the inputs whose memory ``t`` shares."""
     ptr = t.untyped_storage().data_ptr()
-    for i, x in enumerate(inputs):
-        if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == ptr:
-            return i
-    return None
+    return [
+        i
+        for i, x in enumerate(inputs)
+        if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == ptr
+    ]
 
 
 def host_scalar(
