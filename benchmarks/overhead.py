@@ -8,7 +8,8 @@ Triton compilation); and splits a replayed call into its stages, each timed on i
 own in the same loop:
 
 - ``frontend``: ``fd.execute``'s own work (execute minus ``FusionExecutor.replay``);
-- ``key``: the input signature and the plan lookup;
+- ``key``: finding the plan (``FusionExecutor.replay`` minus the plan's replay: the guard
+  of the plan replayed last, ``runtime/guard.py``);
 - ``alloc``: the outputs' ``torch.empty_strided``;
 - ``launch``: the rest of the plan's replay (stream, launch calls).
 
@@ -18,14 +19,16 @@ hand-written twins and one eager ``torch.add`` (result ``rows["thunder_style"]``
 cached execute us, the issue's target of 15 us + 4 us per kernel past the first,
 whether the calls replayed).
 
-``--stub-launch`` replaces every launch by a no-op call (the Python work around
-the launches is what remains): meant for the CPU, where a real launch would go
-through Triton's interpreter.
+``--stub-launch`` replaces every launch by a no-op call in the form a compiled kernel's
+launch takes on the GPU (the current stream, then the launcher's C entry with the grid,
+the kernel and its arguments): the Python work around the launches is what remains.
+Meant for the CPU, where a real launch would go through Triton's interpreter.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import shlex
@@ -64,17 +67,54 @@ class _NoLaunch:
         return None
 
 
-def stub_launches(executor) -> None:
-    """Rebuild every plan of ``executor`` with its launches replaced by no-op calls."""
-    from layoutfuse.runtime.replay import LaunchPlan
+class _NoLauncher:
+    """Stands in for Triton's CudaLauncher: its C entry ``launch(*args)`` does nothing."""
 
-    for key, plan in executor._plans.items():
-        launches = [
-            dataclasses.replace(launch, fn=_NoLaunch(), compiled=None) for launch in plan.launches
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid = launch_pdl = False
+
+    @staticmethod
+    def launch(*args):
+        return None
+
+
+class _StubCompiled:
+    """Stands in for a compiled CUDA kernel: what a plan's direct launch reads."""
+
+    function, packed_metadata, run = 0, (4, 1, 0), _NoLauncher()
+
+
+@contextlib.contextmanager
+def _stub_stream():
+    """Without CUDA, torch's current-stream calls as no-ops while plans are compiled."""
+    names = ("_cuda_getCurrentRawStream", "_cuda_getDevice")
+    missing = [n for n in names if not hasattr(torch._C, n)]
+    stubs = {"_cuda_getCurrentRawStream": lambda device: 0, "_cuda_getDevice": lambda: 0}
+    for n in missing:
+        setattr(torch._C, n, stubs[n])
+    try:
+        yield
+    finally:
+        for n in missing:
+            delattr(torch._C, n)
+
+
+def stub_launches(executor) -> None:
+    """Recompile every plan of ``executor`` with its kernels' launches replaced by no-op
+    calls of the form a compiled kernel's launch takes on the GPU (the launcher's C entry,
+    after the current stream), so the Python work around them is what a GPU call does."""
+    from layoutfuse.runtime.replay import PlannedLaunch
+
+    for plan in executor._plans.values():
+        plan.launches = [
+            dataclasses.replace(launch, fn=_NoLaunch(), compiled=_StubCompiled())
+            if isinstance(launch, PlannedLaunch)
+            else launch
+            for launch in plan.launches
         ]
-        executor._plans[key] = LaunchPlan(
-            plan.outputs, launches, plan.tensor_inputs, views=plan.views, copies=plan.copies
-        )
+        plan.direct = True
+        with _stub_stream():
+            plan._compile()
 
 
 def breakdown(fd, inputs: list, n: int, sync, rounds: int) -> dict[str, float]:
@@ -82,13 +122,11 @@ def breakdown(fd, inputs: list, n: int, sync, rounds: int) -> dict[str, float]:
     from layoutfuse.runtime.replay import signature
 
     executor = fd.executor()
-    plans = executor._plans
-    plan = plans[signature(inputs)]
+    plan = executor._plans[signature(inputs)]
     shape, stride, dtype, device = plan.outputs[0]
     times = dict(
         execute=_best_us(lambda: fd.execute(inputs), n, sync, rounds),
         executor=_best_us(lambda: executor.replay(inputs), n, sync, rounds),
-        key=_best_us(lambda: plans.get(signature(inputs)), n, sync, rounds),
         plan=_best_us(lambda: plan.replay(inputs), n, sync, rounds),
         alloc=_best_us(
             lambda: torch.empty_strided(shape, stride, dtype=dtype, device=device), n, sync, rounds
@@ -98,7 +136,7 @@ def breakdown(fd, inputs: list, n: int, sync, rounds: int) -> dict[str, float]:
     return dict(
         execute=times["execute"],
         frontend=times["execute"] - times["executor"],
-        key=times["key"],
+        key=times["executor"] - times["plan"],
         alloc=times["alloc"],
         launch=times["plan"] - times["alloc"],
     )

@@ -6,7 +6,8 @@ Thunder 0.2.6 (``thunder/executors/nvfuserex_impl.py``) defines every input with
 constants with ``define_scalar(value, dtype=...)``, runtime numbers with
 ``define_scalar(dtype)``, and calls ``execute(args_tuple, device=fd._selected_device,
 save_repro_inputs=..., _enable_options=[...], _disable_options=[...])`` on every call.
-Each case has a hand-written twin (the same computation as a user would write it),
+Besides Thunder's regions (add, bias+GELU, layer norm forward), two fusions of several
+kernels: column and row sums (2), chained sums (3). Each case has a hand-written twin (the same computation as a user would write it),
 timed in the same run.
 """
 
@@ -113,6 +114,38 @@ def _layer_norm_hand(fd):
     fd.add_output(fd.ops.add(y, fd.ops.broadcast_in_dim(b, shape=shape, broadcast_dims=[1])))
 
 
+def _sums_thunder(fd):
+    """Two kernels: the column sums and the row sums of one input."""
+    t0 = _thunder_tensor(fd, [ROWS, COLS])
+    fd.add_output(fd.ops.sum(t0, dims=[0], keepdim=False))
+    fd.add_output(fd.ops.sum(t0, dims=[1], keepdim=False))
+
+
+def _sums_hand(fd):
+    t0 = _hand_tensor(fd, 2)
+    fd.add_output(fd.ops.sum(t0, dims=[0]))
+    fd.add_output(fd.ops.sum(t0, dims=[1]))
+
+
+def _chained_sums(fd, t0, shape):
+    """Three kernels: column sums scale the input, its row sums scale it again, then the
+    column sums of that (two intermediates between the kernels)."""
+    s0 = fd.ops.sum(t0, dims=[0], keepdim=False)
+    y = fd.ops.mul(t0, fd.ops.broadcast_in_dim(s0, shape=shape, broadcast_dims=[1]))
+    r1 = fd.ops.sum(y, dims=[1], keepdim=False)
+    z = fd.ops.mul(y, fd.ops.broadcast_in_dim(r1, shape=shape, broadcast_dims=[0]))
+    fd.add_output(fd.ops.sum(z, dims=[0], keepdim=False))
+
+
+def _chained_sums_thunder(fd):
+    _chained_sums(fd, _thunder_tensor(fd, [ROWS, COLS]), [ROWS, COLS])
+
+
+def _chained_sums_hand(fd):
+    t0 = _hand_tensor(fd, 2)
+    _chained_sums(fd, t0, fd.ops.shape(t0))
+
+
 def _x(device, *shape):
     return torch.randn(*shape, device=device)
 
@@ -128,6 +161,8 @@ CASES = [
         _layer_norm_hand,
         lambda d: [_x(d, ROWS, COLS), _x(d, COLS), _x(d, COLS)],
     ),
+    Case("sums", _sums_thunder, _sums_hand, lambda d: [_x(d, ROWS, COLS)]),
+    Case("chained_sums", _chained_sums_thunder, _chained_sums_hand, lambda d: [_x(d, ROWS, COLS)]),
 ]
 
 

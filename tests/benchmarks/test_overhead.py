@@ -39,7 +39,9 @@ def test_thunder_style_rows_replay_and_report_their_kernels(tmp_path):
     assert overhead.main(["--stub-launch", "-n", "5", "--rounds", "1", "--out", str(path)]) == 0
     rows = json.loads(path.read_text())["rows"]["thunder_style"]
     assert {(r["case"], r["style"]) for r in rows} == {
-        (c, s) for c in ("add", "bias_gelu", "layer_norm") for s in ("thunder", "hand")
+        (c, s)
+        for c in ("add", "bias_gelu", "layer_norm", "sums", "chained_sums")
+        for s in ("thunder", "hand")
     }
     for r in rows:
         assert r["replayed"], r

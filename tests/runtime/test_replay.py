@@ -237,9 +237,41 @@ def test_a_compiled_kernel_is_launched_through_the_launchers_c_entry(monkeypatch
     assert out.shape == (2, 3) and out.stride() == (3, 1)
     ((*head, a0, a1, a2, a3, a4, const),) = launcher.calls
     assert head == [5, 2, 1, 1003, 77, False, False, None, None, (4, 1, 0), None, None, None]
-    assert a0 is x and a1 == 2.0 and type(a1) is float and a2 is out
+    # tensors go as their addresses (the launcher asks the driver nothing about an int)
+    assert type(a0) is int and a0 == x.data_ptr() and a2 == out.data_ptr()
+    assert a1 == 2.0 and type(a1) is float
     assert (a3, a4, const) == (6, "scratch", 64)
     assert jit.calls == []
+
+
+def test_direct_launches_take_scratch_as_parts_of_one_buffer(monkeypatch):
+    """Intermediates that only direct launches touch are parts of one byte buffer (one
+    allocation per call), each at a multiple of 256 bytes; one that a copy reads stays a
+    tensor of its own. An input read by two launches is read for its address once."""
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 0, raising=False)
+    cpu, f32 = torch.device("cpu"), torch.float32
+    s0 = ("scratch", (0, (3, 5), (5, 1), f32, cpu))  # 60 bytes
+    s1 = ("scratch", (1, (7,), (1,), torch.float16, cpu))
+    s2 = ("scratch", (2, (4,), (1,), f32, cpu))  # copied into the output afterwards
+    meta = {"BLOCK_X": 64}
+    launcher = _Launcher()
+    plan = LaunchPlan(
+        [((4,), (1,), f32, cpu)],
+        [
+            PlannedLaunch(_Jit(), (1,), (("in", 0), s0, s2), meta, _Compiled(launcher)),
+            PlannedLaunch(_Jit(), (2,), (s0, s1, ("in", 0)), meta, _Compiled(launcher)),
+        ],
+        [True],
+        copies=[(("out", 0), s2)],
+    )
+    x = torch.randn(4)
+    (out,) = plan.replay([x])
+    (*_, x_a, p0, p2), (*_, q0, p1, x_b) = (c[13:] for c in launcher.calls)
+    assert x_a == x_b == x.data_ptr() and plan.source.count("in0.data_ptr()") == 1
+    assert q0 == p0 and p1 - p0 == 256 and p2 != p0
+    assert "scratch2 = empty_strided" in plan.source and "scratch0 =" not in plan.source
+    assert plan.source.count("empty_strided") == 3  # the output, the buffer, scratch 2
 
 
 def test_a_launcher_that_takes_other_arguments_falls_back_to_the_jit(monkeypatch):
@@ -390,3 +422,24 @@ class _TorchOps:
             for i, d in enumerate(broadcast_dims):
                 view[d] = t.shape[i]
             return t.reshape(view).expand(shape)
+
+
+def test_a_view_of_one_of_two_inputs_that_share_memory_replays_right():
+    """Inputs that are views of one buffer: memory cannot tell which of them an output is a
+    view of, so that call records no plan; a later call with inputs of their own (the same
+    signature) plans and replays the view of the right input, aliasing inputs included."""
+    FusionCache.reset()
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.neg(a))
+        fd.add_output(fd.ops.reshape(b, new_shape=[60]))
+    buf = torch.randn(120)
+    shared = [buf[:60].view(6, 10), buf[60:].view(6, 10)]
+    own = [torch.randn(6, 10), torch.randn(6, 10)]
+    for inputs in (shared, own, own, shared):
+        neg, view = fd.execute(inputs)
+        torch.testing.assert_close(neg, -inputs[0])
+        assert torch.equal(view, inputs[1].reshape(60))
+        assert view.data_ptr() == inputs[1].data_ptr()
+    assert fd.executor().planned_runs == 2

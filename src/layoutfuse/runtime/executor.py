@@ -16,7 +16,8 @@ computed once per executor) -> destinations (views of inputs, aliased inputs,
 buffers dense in the chosen order) -> the pipeline (``runtime/pipeline.py``) -> results,
 and a ``LaunchPlan`` recorded for the inputs' signature (``runtime/replay.py``). A later
 run with the same signature replays the plan: no checks (the signature implies
-them), no planning. ``compute="reference"`` computes the outputs with
+them), no planning; a run of the signature replayed last does not even key it (its
+plan's guard, ``runtime/guard.py``, checks the inputs in one C++ call). ``compute="reference"`` computes the outputs with
 ``layoutfuse.reference`` (torch) into the same destinations: the layouts and the
 bookkeeping without generated kernels, for tests of those.
 """
@@ -24,7 +25,7 @@ bookkeeping without generated kernels, for tests of those.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import torch
@@ -40,9 +41,11 @@ from ..reference import evaluate
 from ..schedulers.tuning import DEFAULT, Tuning
 from . import complex_parts
 from .allocate import allocate_output, make_view, view_chain, writable, writable_source
-from .index_bounds import IndexCheck, check_indices, index_checks
+from .guard import Guard, build_guard, no_plan
+from .index_bounds import check_indices, index_checks
 from .pipeline import CompiledFusion, Heuristics, RunRecord
-from .replay import LaunchPlan, build_plan, signature
+from .plan_build import build_plan
+from .replay import LaunchPlan, signature
 from .validate import Bindings, validate_inputs
 
 COMPUTE = ("kernels", "reference")
@@ -64,8 +67,9 @@ class FusionExecutor:
         self._lock = threading.Lock()
         # looked up with None too (unkeyable inputs): never stored under it
         self._plans: dict[tuple[Any, ...] | None, LaunchPlan] = {}
-        # the host-side bounds checks of a plan's indexed reads, by its key
-        self._index_checks: dict[tuple[Any, ...] | None, tuple[IndexCheck, ...]] = {}
+        # per plan's key, the guard of its replays; the one tried first (``replay``)
+        self._guards: dict[tuple[Any, ...], Guard] = {}
+        self._guarded: Callable[..., list[Any] | None] = no_plan
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
         self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
         # 0-dim tensor inputs (Thunder's is_cpu scalars): only then does a call look for CPU
@@ -90,28 +94,54 @@ class FusionExecutor:
         outputs come back as 0-dim CPU tensors of their dtype. ``profile``: plan anew
         (no replay) and time every launch (``last_run.launches[i].time_ms``).
         """
+        if not profile:
+            outputs = self.replay(inputs, device)
+            if outputs is not None:
+                return outputs
+        raw = inputs
         if self._scalar_tensors:
             inputs = cpu_scalars_to_device(inputs)
         key = signature(inputs, device, self._seed_inputs())
-        plan = None if profile else self._plans.get(key)  # unkeyable inputs (None): none
-        if plan is not None:
-            check_indices(self._index_checks.get(key, ()), inputs)
-            return plan.replay(inputs)
-        return self._plan_and_run(list(inputs), device, key, profile)
+        return self._plan_and_run(list(inputs), device, key, profile, raw)
 
     def replay(
         self, inputs: Sequence[Any], device: torch.device | str | int | None = None
     ) -> list[Any] | None:
         """The outputs through the plan recorded for ``inputs``' signature, or None when
-        there is none yet (then ``run`` validates, plans and records one)."""
+        there is none yet (then ``run`` validates, plans and records one).
+
+        The plan replayed last is tried first, behind its guard (``runtime/guard.py``:
+        one C++ check of the tensors instead of the signature); other calls key their
+        signature and look their plan up."""
+        outputs = self._guarded(inputs, device)
+        if outputs is not None:
+            return outputs
+        raw = inputs
         if self._scalar_tensors:
             inputs = cpu_scalars_to_device(inputs)
         key = signature(inputs, device, self._seed_inputs())
         plan = self._plans.get(key)
-        if plan is None:
+        if plan is None or key is None:  # (no plan is stored under None)
             return None
-        check_indices(self._index_checks.get(key, ()), inputs)
+        self._guard(key, plan, raw, device)
         return plan.replay(inputs)
+
+    def _guard(
+        self, key: tuple[Any, ...], plan: LaunchPlan, inputs: Sequence[Any], device: Any
+    ) -> None:
+        """Put ``plan`` (replayed for ``inputs`` as the call gave them) behind the guard
+        that later calls try first. A guard that refused a call of its own signature (its
+        tensors differ in what the signature does not hold) checks this call's tensors."""
+        guard = self._guards.get(key)
+        if guard is None:
+            move = cpu_scalars_to_device if self._scalar_tensors else None
+            guard = build_guard(plan, inputs, device, self._seed_inputs(), move)
+            if guard is None:
+                return
+            self._guards[key] = guard
+        elif guard.fn is self._guarded and not guard.rebind(inputs):
+            return
+        self._guarded = guard.fn
 
     def _seed_inputs(self) -> frozenset[int]:
         """Positions of the scalar inputs that are only random ops' seeds or offsets: a
@@ -147,6 +177,8 @@ class FusionExecutor:
             self.tuning = DEFAULT if tuning is None else tuning
             self._compiled, self._compiled_outputs = None, []
             self._plans.clear()
+            self._guards.clear()
+            self._guarded = no_plan
         if self._lowered is not None:
             self._lowered.configure(heuristics=heuristics, target=target, tuning=tuning)
 
@@ -173,8 +205,10 @@ class FusionExecutor:
         device: torch.device | str | int | None,
         key: tuple[Any, ...] | None,
         profile: bool = False,
+        raw: Sequence[Any] = (),
     ) -> list[Any]:
-        """Validate, lay out, run the kernels, and record a plan for ``key``'s later calls."""
+        """Validate, lay out, run the kernels, and record a plan for ``key``'s later calls
+        (``raw``: the inputs as the call gave them, before the move of CPU scalars)."""
         self.planned_runs += 1
         bindings = validate_inputs(self.fusion, inputs, device)
         checks = index_checks(self.fusion, bindings.extents)
@@ -205,11 +239,12 @@ class FusionExecutor:
                 record.library_calls,
                 copies,
                 **plan_args,
+                index_checks=checks,
             )
             if plan is not None:
                 self._plans[key] = plan
-                if checks:
-                    self._index_checks[key] = checks
+                self._guards.pop(key, None)  # a guard of the plan this one replaces
+                self._guard(key, plan, raw, device)
         if record is not None:
             self.last_run = record.detached()  # keeps no tensor of the call
         return result

@@ -2,22 +2,24 @@
 
 A fusion's first run with a given input signature (shapes, strides, dtypes,
 device, 16-byte alignment, integer scalar values) validates, lays out, plans and
-launches. It records every launch with its arguments, and this module turns that
-record into a ``LaunchPlan``: input and output tensors become slots, scratch
-buffers (intermediates, split-reduction workspaces) are kept and reused, scalar
-inputs are read from the call (and host arithmetic on them redone), outputs that
+launches. It records every launch with its arguments, and ``runtime/plan_build.py``
+turns that record into a ``LaunchPlan``: input and output tensors become slots, scratch
+buffers (intermediates, split-reduction workspaces) are allocated by each replay,
+scalar inputs are read from the call (and host arithmetic on them redone), outputs that
 are views of inputs are made again as views, and the copies made after the kernels
 (into aliased inputs: ``add_output(t, alias_input=x)``; an output listed twice)
-are made again. A later call with the same signature then costs the key, one
-dictionary lookup, the output allocations, the launches and those copies.
+are made again. A later call with the same signature then costs finding the plan (the
+guard of the plan replayed last, ``runtime/guard.py``, else the key and one dictionary
+lookup), the output allocations, the launches and those copies.
 
 The plan is compiled into one small Python function (``plan.source`` shows it):
 input slots read by position, outputs allocated with ``torch.empty_strided``,
 each launch one call with its grid, pointers and constants written in place.
 Compiled CUDA kernels are launched through the C entry of Triton's launcher,
-skipping its Python wrapper; a launcher that does not take the expected arguments
-(another Triton) switches the plan to Triton's JIT call for good. On the CPU the
-launches go through the JIT (the interpreter).
+skipping its Python wrapper, with every tensor passed as its address (read once per
+tensor) and the scratch that only such launches touch carved from one buffer per call; a
+launcher that does not take the expected arguments (another Triton) switches the plan to
+Triton's JIT call for good. On the CPU the launches go through the JIT (the interpreter).
 """
 
 from __future__ import annotations
@@ -28,12 +30,9 @@ from typing import Any
 
 import torch
 
-from ..ir import Fusion, Scalar
-from ..ir.ops.random import PHILOX_SEED, draw_seed
-from ..reference import evaluate_expr
+from ..ir.ops.random import draw_seed
 from .complex_parts import complex_part
-from .launch import LaunchRecord
-from .library import LibraryCall
+from .index_bounds import IndexCheck, check_indices
 
 _Tensor = torch.Tensor
 
@@ -55,7 +54,7 @@ def signature(
         if isinstance(x, _Tensor):
             key.append((x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15))
         elif isinstance(x, int) and i in seeds and type(x) is int:
-            key.append((int, x == 1, x % 16 == 0, -(2**31) <= x < 2**31))
+            key.append((int, *seed_class(x)))
         elif isinstance(x, int):
             key.append((type(x), x))
         elif isinstance(x, float):
@@ -65,6 +64,11 @@ def signature(
     if device is not None:
         key.append(str(device))
     return tuple(key)
+
+
+def seed_class(x: int) -> tuple[bool, bool, bool]:
+    """What Triton specializes an int launch argument on: 1, a multiple of 16, 32 bits."""
+    return (x == 1, x % 16 == 0, -(2**31) <= x < 2**31)
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,8 @@ class LaunchPlan:
     # returned scalar output j -> (fn(inputs) computing it on the host, or its value when
     # the key fixes it; its dtype): a new 0-dim CPU tensor per call
     scalar_outputs: dict[int, tuple[Any, torch.dtype]] = field(default_factory=dict)
+    # host-side bounds checks of indexed reads of CPU index inputs, made before the launches
+    index_checks: tuple[IndexCheck, ...] = ()
     # replay(inputs) -> new outputs, every launch replayed: compiled from ``source``
     replay: Callable[[Any], list[torch.Tensor]] = field(init=False, repr=False)
     source: str = field(init=False, repr=False)
@@ -147,6 +153,9 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     """The text of ``replay(inputs)`` for ``plan``, and the names it refers to."""
     env: dict[str, Any] = {"empty_strided": torch.empty_strided}
     body: list[str] = []
+    if plan.index_checks:
+        env["check_indices"], env["index_checks"] = check_indices, plan.index_checks
+        body.append("check_indices(index_checks, inputs)")
     bound: dict[int, str] = {}  # id of a bound value -> its name
     counts: dict[str, int] = {}
 
@@ -201,8 +210,29 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     for where, i, k in parts:
         src = f"inputs[{i}]" if where == "in" else f"out{i}"
         body.append(f"{where}{i}_part{k} = complex_part({src}, {k})")
+    heads = {
+        k: _direct_call(k, launch.grid, launch.compiled, env) if plan.direct else None
+        for k, launch in enumerate(plan.launches)
+        if isinstance(launch, PlannedLaunch)
+    }
     scratch = dict(sorted({v[0]: v[1:] for kind, v in used if kind == "scratch"}.items()))
+    # scratch that only direct launches read or write: parts of one buffer per device
+    tensor_uses = [
+        v[0]
+        for k, launch in enumerate(plan.launches)
+        if heads.get(k) is None
+        for kind, v in launch.argspec
+        if kind == "scratch"
+    ]
+    tensor_uses += [r[1][0] for copy in plan.copies for r in copy if r[0] == "scratch"]
+    lines, arena = _arena_source(
+        {k: spec for k, spec in scratch.items() if k not in tensor_uses}, name
+    )
+    body += lines
+    hoisted: dict[str, str] = {}  # a tensor's data_ptr() call -> the name of its value
     for k, (shape, stride, dtype, device) in scratch.items():
+        if k in arena:
+            continue
         body.append(
             f"scratch{k} = empty_strided({shape!r}, {stride!r}, "
             f"dtype={name('dtype', dtype)}, device={name('device', device)})"
@@ -219,14 +249,21 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
                 elif kind == "made":
                     calls.append(f"made{v} = r{k}[{i}]")
             continue
-        direct = _direct_call(k, launch.grid, launch.compiled, env) if plan.direct else None
+        direct = heads[k]
         if direct is not None:
+            # tensors as their addresses: the launcher takes an int as it is, where it would
+            # call a tensor's data_ptr() and ask the driver about the pointer
+            # (cuPointerGetAttribute); the key fixed every tensor's device
+            args = [
+                _address(a, kind, v, arena, hoisted) for a, (kind, v) in zip(args, launch.argspec)
+            ]
             calls.append(direct + ", ".join(args + [name("c", c) for c in launch.consts]) + ")")
             direct_calls += 1
         else:  # the JIT (on the CPU: the interpreter)
             env[f"kernel{k}"], env[f"meta{k}"] = launch.fn[launch.grid], launch.meta
             calls.append(f"kernel{k}({', '.join(args)}, **meta{k})")
     if direct_calls:
+        body += [f"{a} = {t}" for t, a in hoisted.items()]
         body.append(f"stream = {_stream_source(env)}")
         body.append("try:")
         body += [f"    {c}" for c in calls]
@@ -238,6 +275,49 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         body.append(f"{_arg_source(to_kind, to, name)}.copy_({_arg_source(from_kind, frm, name)})")
     body.append(f"return [{', '.join(f'out{j}' for j in range(len(plan.outputs)))}]")
     return "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body), env
+
+
+ARENA_ALIGN = 256  # bytes between the parts of a plan's scratch buffer (Triton needs 16)
+
+
+def _arena_source(
+    scratch: dict[int, tuple[Any, ...]], name: Callable[[str, Any], str]
+) -> tuple[list[str], dict[int, str]]:
+    """Lines that allocate one byte buffer per device for ``scratch`` (number ->
+    (shape, strides, dtype, device)), each part at a multiple of ``ARENA_ALIGN`` bytes, and
+    per scratch number the expression of its address: one allocation for all the
+    intermediates of a plan, where each would be one ``empty_strided``."""
+    lines: list[str] = []
+    addresses: dict[int, str] = {}
+    ends: dict[Any, int] = {}
+    arenas: dict[Any, str] = {}
+    for k, (shape, stride, dtype, device) in scratch.items():
+        if device not in arenas:
+            arenas[device], ends[device] = f"arena{len(arenas)}", 0
+        start = ends[device]
+        span = 0 if 0 in shape else 1 + sum((n - 1) * st for n, st in zip(shape, stride))
+        ends[device] = start + -(-span * dtype.itemsize // ARENA_ALIGN) * ARENA_ALIGN
+        addresses[k] = f"{arenas[device]}_ptr + {start}" if start else f"{arenas[device]}_ptr"
+    for device, arena in arenas.items():
+        lines.append(
+            f"{arena} = empty_strided(({max(ends[device], 1)},), (1,), "
+            f"dtype={name('dtype', torch.uint8)}, device={name('device', device)})"
+        )
+        lines.append(f"{arena}_ptr = {arena}.data_ptr()")
+    return lines, addresses
+
+
+def _address(text: str, kind: str, v: Any, arena: dict[int, str], hoisted: dict[str, str]) -> str:
+    """The text of a direct launch's argument: a tensor's address (a scratch's part of its
+    buffer, from ``arena``; the address of a tensor made before the launches, read once
+    into a name that ``hoisted`` maps its ``data_ptr()`` call to), or the argument's text."""
+    if kind == "scratch" and v[0] in arena:
+        return arena[v[0]]
+    if kind == "made":  # a library call's result, made between the launches
+        return f"{text}.data_ptr()"
+    if kind in ("in", "out", "part", "scratch") or isinstance(v, torch.Tensor):
+        return hoisted.setdefault(f"{text}.data_ptr()", f"{text}_ptr")
+    return text
 
 
 def _arg_source(kind: str, v: Any, name: Callable[[str, Any], str]) -> str:
@@ -298,239 +378,3 @@ def _stream_source(env: dict[str, Any]) -> str:
         return "raw_stream(current_device())"
     env["current_stream"] = torch.cuda.current_stream
     return "current_stream().cuda_stream"
-
-
-def build_plan(
-    fusion: Fusion,
-    inputs: list[Any],
-    returned: list[Any],
-    log: list[LaunchRecord],
-    kept: frozenset[int] = frozenset(),
-    library_calls: Sequence[LibraryCall] = (),
-    copies: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
-    parts: dict[int, tuple[str, int, int]] | None = None,
-    scalar_inputs: dict[int, int] | None = None,
-) -> LaunchPlan | None:
-    """A plan that reproduces the launches ``log`` and the library calls (in their places),
-    then the ``copies`` (destination, source), or None when the run cannot be replayed that
-    way. ``kept``: ids of the tensors the plan keeps (split tickets); the results of library
-    calls are made by each replay's calls; the other tensors that are neither inputs nor
-    outputs are scratch, allocated by each replay. A returned tensor that shares an input's
-    memory and that no launch, call or copy writes is a view of that input, made again by
-    the replay.
-
-    A fusion with complex values launches its real lowering: ``parts`` maps the id of each
-    part view it launched with to ``("in" | "out", position, 0 for re or 1 for im)``, and
-    ``scalar_inputs`` the id of each of the lowering's scalar inputs to its position among
-    ``inputs`` (``fusion``'s own scalar inputs otherwise)."""
-    parts = parts or {}
-    scratch: dict[int, int] = {}
-    in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
-    written = {id(a) for r in log for a in r.args if isinstance(a, torch.Tensor)}
-    written |= {id(dst) for dst, _ in copies}
-    written |= {id(d) for c in library_calls for d in c.dests if d is not None}
-    # a complex output whose parts a launch writes (``parts``: by returned position)
-    written |= {id(returned[parts[a][1]]) for a in written if a in parts and parts[a][0] == "out"}
-    out_ids: dict[int, int] = {}
-    views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
-    values = [s.value for s in fusion.outputs if s.alias_input is None]
-    scalar_outputs: dict[int, tuple[Any, torch.dtype]] = {}
-    for j, t in enumerate(returned):
-        # an output with expanded (stride-0) dims is replayed as ``empty_strided`` of its
-        # strides: the same storage as the planned run's expanded buffer
-        if not isinstance(t, torch.Tensor):
-            return None
-        if isinstance(values[j], Scalar):  # computed on the host, not by a launch
-            continue
-        base = _input_sharing_memory(t, inputs)
-        if base is not None:
-            if id(t) in written or t.device != inputs[base].device:
-                return None
-            x = inputs[base]
-            views[j] = (base, tuple(t.shape), t.stride(), t.storage_offset() - x.storage_offset())
-            continue
-        out_ids[id(t)] = j
-    made: dict[int, int] = {}  # id of a library call's result -> its made number
-
-    def ref(t: torch.Tensor) -> Ref:
-        if id(t) in in_ids:
-            return ("in", in_ids[id(t)])
-        if id(t) in out_ids:
-            return ("out", out_ids[id(t)])
-        if id(t) in made:
-            return ("made", made[id(t)])
-        if id(t) in parts:
-            return ("part", parts[id(t)])
-        return _scratch_or_kept(t, kept, scratch)
-
-    scalar_pos = (
-        scalar_inputs
-        if scalar_inputs is not None
-        else {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
-    )
-    # a random op's drawn seed (by id) -> its number: fusion order, the order of the draws
-    seeds = {
-        id(e.outputs[0]): k for k, e in enumerate(e for e in fusion.exprs if e.op is PHILOX_SEED)
-    }
-    launches: list[PlannedLaunch | PlannedCall] = []
-    pending = sorted(library_calls, key=lambda c: c.at)
-
-    def argspec(args: tuple[Any, ...], slots: Any) -> list[tuple[str, Any]] | None:
-        spec: list[tuple[str, Any]] = [
-            ref(a) if isinstance(a, torch.Tensor) else ("val", a) for a in args
-        ]
-        for k, s in slots:
-            if id(s) in scalar_pos:  # args[k]: the value as validated
-                spec[k] = ("scalar", (scalar_pos[id(s)], type(args[k])))
-            elif s.definition is not None and s.definition.op is PHILOX_SEED:
-                spec[k] = ("seed", seeds[id(s)])  # drawn anew by each replay
-            elif s.definition is not None and s.definition.op.name != "size":
-                try:
-                    fn = host_scalar(s, scalar_pos, type(args[k]))
-                except ValueError:
-                    return None  # arithmetic the plan cannot redo (extents, seeds, parts)
-                if fn is not None:  # None: no scalar input upstream (a constant of the key)
-                    spec[k] = ("host", (id(s), fn))
-            elif s.definition is None and not s.is_constant:
-                return None  # an input the plan cannot read (a part of a complex scalar)
-        return spec
-
-    def add_calls(upto: int) -> bool:
-        while pending and pending[0].at <= upto:
-            c = pending.pop(0)
-            spec = argspec(c.args, c.scalar_slots)
-            if spec is None:
-                return False
-            results: list[tuple[str, Any]] = []
-            for dst, r in zip(c.dests, c.results):
-                if dst is not None:
-                    if id(dst) not in out_ids:
-                        return False  # a destination the plan does not return
-                    results.append(("out", out_ids[id(dst)]))
-                else:
-                    made[id(r)] = len(made)
-                    results.append(("made", made[id(r)]))
-            launches.append(PlannedCall(c.fn, tuple(spec), tuple(results)))
-        return True
-
-    for n, record in enumerate(log):
-        if not add_calls(n):
-            return None
-        args = record.args
-        spec = argspec(args, record.scalar_slots)
-        if spec is None:
-            return None
-        launches.append(
-            PlannedLaunch(
-                record.fn,
-                record.grid,
-                tuple(spec),
-                record.meta,
-                record.compiled,
-                tuple(record.constexpr_values()),
-            )
-        )
-    if not add_calls(len(log)):
-        return None
-    for j, v in enumerate(values):
-        if isinstance(v, Scalar):
-            value = returned[j].item()
-            try:
-                fn = host_scalar(v, scalar_pos, type(value))
-            except ValueError:
-                return None
-            scalar_outputs[j] = (value if fn is None else fn, returned[j].dtype)
-    planned_copies = []
-    for dst, src in copies:
-        if 0 in dst.stride() and dst.numel() > 1:
-            return None  # an expanded destination: the executor copies its first elements
-        planned_copies.append((ref(dst), ref(src)))
-    outputs = [
-        None
-        if j in views or j in scalar_outputs
-        else (tuple(t.shape), t.stride(), t.dtype, t.device)
-        for j, t in enumerate(returned)
-    ]
-    return LaunchPlan(
-        outputs,
-        launches,
-        [isinstance(x, torch.Tensor) for x in inputs],
-        seeds=len(seeds),
-        views=views,
-        copies=planned_copies,
-        scalar_outputs=scalar_outputs,
-    )
-
-
-def _input_sharing_memory(t: torch.Tensor, inputs: list[Any]) -> int | None:
-    """The position of the input whose memory ``t`` shares, or None."""
-    ptr = t.untyped_storage().data_ptr()
-    for i, x in enumerate(inputs):
-        if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == ptr:
-            return i
-    return None
-
-
-def host_scalar(
-    s: Scalar, scalar_pos: dict[int, int], kind: type
-) -> Callable[[Sequence[Any]], Any] | None:
-    """``fn(inputs)``: the value of ``s``, computed on the host from the call's scalar
-    inputs by its definition (the arithmetic ``runtime/extents.py`` does), as ``kind``;
-    None when ``s`` depends on no scalar input (then its value is fixed by the key).
-    Raises ValueError when it depends on scalar inputs and on an extent (``size``) too, or on
-    a value the plan cannot compute (a drawn seed, a part of a complex scalar input)."""
-    order: list[Scalar] = []
-    seen: set[int] = set()
-    depends = False
-
-    def visit(v: Scalar) -> None:
-        nonlocal depends
-        if id(v) in seen:
-            return
-        seen.add(id(v))
-        if id(v) in scalar_pos:
-            depends = True
-        elif v.definition is not None and v.definition.op is PHILOX_SEED:
-            raise ValueError(f"{s!r}: host arithmetic on a drawn seed")
-        elif v.definition is None and not v.is_constant:
-            raise ValueError(f"{s!r}: host arithmetic on an input the plan cannot read")
-        elif v.definition is not None:
-            for u in v.definition.inputs:
-                if isinstance(u, Scalar):
-                    visit(u)
-        order.append(v)
-
-    visit(s)
-    if not depends:
-        return None
-    if any(v.definition is not None and v.definition.op.name == "size" for v in order):
-        raise ValueError(f"{s!r}: host arithmetic on extents and scalar inputs")
-    fixed = {id(v): v.value for v in order if v.is_constant}
-
-    def fn(inputs: Sequence[Any]) -> Any:
-        values = dict(fixed)
-        for v in order:
-            if id(v) in values:
-                continue
-            if id(v) in scalar_pos:
-                x = inputs[scalar_pos[id(v)]]
-                values[id(v)] = x.item() if isinstance(x, torch.Tensor) else x
-                continue
-            expr = v.definition
-            assert expr is not None  # a scalar neither input nor constant is defined
-            args = [values[id(u)] for u in expr.inputs]
-            for o, r in zip(expr.outputs, evaluate_expr(expr, args, torch.device("cpu"))):
-                values[id(o)] = r
-        return kind(values[id(s)])
-
-    return fn
-
-
-def _scratch_or_kept(
-    t: torch.Tensor, kept: frozenset[int], scratch: dict[int, int]
-) -> tuple[str, Any]:
-    """A launch's tensor argument that is neither an input nor an output."""
-    if id(t) in kept:
-        return ("val", t)
-    k = scratch.setdefault(id(t), len(scratch))
-    return ("scratch", (k, tuple(t.shape), tuple(t.stride()), t.dtype, t.device))

@@ -9,6 +9,7 @@ may instead implement ``definition()``, which ``execute`` records on first use.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -66,8 +67,13 @@ def normalize_device(device):
     if device is None or isinstance(device, torch.device):
         return device
     if isinstance(device, int) and not isinstance(device, bool):
-        return torch.device("cuda", device)
+        return _cuda_device(device)  # Thunder's _selected_device, on every call
     return torch.device(device)
+
+
+@functools.cache
+def _cuda_device(index: int) -> torch.device:
+    return torch.device("cuda", index)
 
 
 class FusionDefinition(DefineMixin):

@@ -1,0 +1,268 @@
+"""Building a replay plan (``runtime/replay.py``) from the record of a planned run: its
+launches and library calls, the tensors they read and wrote, the copies after them.
+
+Input and output tensors become slots, kept tensors (split tickets) stay, the other
+tensors are scratch; scalar inputs are read from each call, host arithmetic on them is
+redone (``host_scalar``), outputs that share an input's memory are made again as views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from ..ir import Fusion, Scalar
+from ..ir.ops.random import PHILOX_SEED
+from ..reference import evaluate_expr
+from .index_bounds import IndexCheck
+from .launch import LaunchRecord
+from .library import LibraryCall
+from .replay import LaunchPlan, PlannedCall, PlannedLaunch, Ref
+
+
+def build_plan(
+    fusion: Fusion,
+    inputs: list[Any],
+    returned: list[Any],
+    log: list[LaunchRecord],
+    kept: frozenset[int] = frozenset(),
+    library_calls: Sequence[LibraryCall] = (),
+    copies: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
+    parts: dict[int, tuple[str, int, int]] | None = None,
+    scalar_inputs: dict[int, int] | None = None,
+    index_checks: tuple[IndexCheck, ...] = (),
+) -> LaunchPlan | None:
+    """A plan that reproduces the launches ``log`` and the library calls (in their places),
+    then the ``copies`` (destination, source), or None when the run cannot be replayed that
+    way. ``kept``: ids of the tensors the plan keeps (split tickets); the results of library
+    calls are made by each replay's calls; the other tensors that are neither inputs nor
+    outputs are scratch, allocated by each replay. A returned tensor that shares an input's
+    memory and that no launch, call or copy writes is a view of that input, made again by
+    the replay.
+
+    A fusion with complex values launches its real lowering: ``parts`` maps the id of each
+    part view it launched with to ``("in" | "out", position, 0 for re or 1 for im)``, and
+    ``scalar_inputs`` the id of each of the lowering's scalar inputs to its position among
+    ``inputs`` (``fusion``'s own scalar inputs otherwise). ``index_checks``: the bounds
+    checks each replay makes before its launches (``runtime/index_bounds.py``)."""
+    parts = parts or {}
+    scratch: dict[int, int] = {}
+    in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
+    written = {id(a) for r in log for a in r.args if isinstance(a, torch.Tensor)}
+    written |= {id(dst) for dst, _ in copies}
+    written |= {id(d) for c in library_calls for d in c.dests if d is not None}
+    # a complex output whose parts a launch writes (``parts``: by returned position)
+    written |= {id(returned[parts[a][1]]) for a in written if a in parts and parts[a][0] == "out"}
+    out_ids: dict[int, int] = {}
+    views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
+    values = [s.value for s in fusion.outputs if s.alias_input is None]
+    scalar_outputs: dict[int, tuple[Any, torch.dtype]] = {}
+    for j, t in enumerate(returned):
+        # an output with expanded (stride-0) dims is replayed as ``empty_strided`` of its
+        # strides: the same storage as the planned run's expanded buffer
+        if not isinstance(t, torch.Tensor):
+            return None
+        if isinstance(values[j], Scalar):  # computed on the host, not by a launch
+            continue
+        sharing = _inputs_sharing_memory(t, inputs)
+        if len(sharing) > 1:
+            # inputs that share memory (views of one buffer, one tensor passed twice): which
+            # of them ``t`` is a view of is not told by its memory, and the key does not
+            # hold the sharing (a later call's inputs need not share)
+            return None
+        if sharing:
+            base = sharing[0]
+            if id(t) in written or t.device != inputs[base].device:
+                return None
+            x = inputs[base]
+            views[j] = (base, tuple(t.shape), t.stride(), t.storage_offset() - x.storage_offset())
+            continue
+        out_ids[id(t)] = j
+    made: dict[int, int] = {}  # id of a library call's result -> its made number
+
+    def ref(t: torch.Tensor) -> Ref:
+        if id(t) in in_ids:
+            return ("in", in_ids[id(t)])
+        if id(t) in out_ids:
+            return ("out", out_ids[id(t)])
+        if id(t) in made:
+            return ("made", made[id(t)])
+        if id(t) in parts:
+            return ("part", parts[id(t)])
+        return _scratch_or_kept(t, kept, scratch)
+
+    scalar_pos = (
+        scalar_inputs
+        if scalar_inputs is not None
+        else {id(v): i for i, v in enumerate(fusion.inputs) if isinstance(v, Scalar)}
+    )
+    # a random op's drawn seed (by id) -> its number: fusion order, the order of the draws
+    seeds = {
+        id(e.outputs[0]): k for k, e in enumerate(e for e in fusion.exprs if e.op is PHILOX_SEED)
+    }
+    launches: list[PlannedLaunch | PlannedCall] = []
+    pending = sorted(library_calls, key=lambda c: c.at)
+
+    def argspec(args: tuple[Any, ...], slots: Any) -> list[tuple[str, Any]] | None:
+        spec: list[tuple[str, Any]] = [
+            ref(a) if isinstance(a, torch.Tensor) else ("val", a) for a in args
+        ]
+        for k, s in slots:
+            if id(s) in scalar_pos:  # args[k]: the value as validated
+                spec[k] = ("scalar", (scalar_pos[id(s)], type(args[k])))
+            elif s.definition is not None and s.definition.op is PHILOX_SEED:
+                spec[k] = ("seed", seeds[id(s)])  # drawn anew by each replay
+            elif s.definition is not None and s.definition.op.name != "size":
+                try:
+                    fn = host_scalar(s, scalar_pos, type(args[k]))
+                except ValueError:
+                    return None  # arithmetic the plan cannot redo (extents, seeds, parts)
+                if fn is not None:  # None: no scalar input upstream (a constant of the key)
+                    spec[k] = ("host", (id(s), fn))
+            elif s.definition is None and not s.is_constant:
+                return None  # an input the plan cannot read (a part of a complex scalar)
+        return spec
+
+    def add_calls(upto: int) -> bool:
+        while pending and pending[0].at <= upto:
+            c = pending.pop(0)
+            spec = argspec(c.args, c.scalar_slots)
+            if spec is None:
+                return False
+            results: list[tuple[str, Any]] = []
+            for dst, r in zip(c.dests, c.results):
+                if dst is not None:
+                    if id(dst) not in out_ids:
+                        return False  # a destination the plan does not return
+                    results.append(("out", out_ids[id(dst)]))
+                else:
+                    made[id(r)] = len(made)
+                    results.append(("made", made[id(r)]))
+            launches.append(PlannedCall(c.fn, tuple(spec), tuple(results)))
+        return True
+
+    for n, record in enumerate(log):
+        if not add_calls(n):
+            return None
+        args = record.args
+        spec = argspec(args, record.scalar_slots)
+        if spec is None:
+            return None
+        launches.append(
+            PlannedLaunch(
+                record.fn,
+                record.grid,
+                tuple(spec),
+                record.meta,
+                record.compiled,
+                tuple(record.constexpr_values()),
+            )
+        )
+    if not add_calls(len(log)):
+        return None
+    for j, v in enumerate(values):
+        if isinstance(v, Scalar):
+            value = returned[j].item()
+            try:
+                fn = host_scalar(v, scalar_pos, type(value))
+            except ValueError:
+                return None
+            scalar_outputs[j] = (value if fn is None else fn, returned[j].dtype)
+    planned_copies = []
+    for dst, src in copies:
+        if 0 in dst.stride() and dst.numel() > 1:
+            return None  # an expanded destination: the executor copies its first elements
+        planned_copies.append((ref(dst), ref(src)))
+    outputs = [
+        None
+        if j in views or j in scalar_outputs
+        else (tuple(t.shape), t.stride(), t.dtype, t.device)
+        for j, t in enumerate(returned)
+    ]
+    return LaunchPlan(
+        outputs,
+        launches,
+        [isinstance(x, torch.Tensor) for x in inputs],
+        seeds=len(seeds),
+        views=views,
+        copies=planned_copies,
+        scalar_outputs=scalar_outputs,
+        index_checks=index_checks,
+    )
+
+
+def _inputs_sharing_memory(t: torch.Tensor, inputs: list[Any]) -> list[int]:
+    """The positions of the inputs whose memory ``t`` shares."""
+    ptr = t.untyped_storage().data_ptr()
+    return [
+        i
+        for i, x in enumerate(inputs)
+        if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == ptr
+    ]
+
+
+def host_scalar(
+    s: Scalar, scalar_pos: dict[int, int], kind: type
+) -> Callable[[Sequence[Any]], Any] | None:
+    """``fn(inputs)``: the value of ``s``, computed on the host from the call's scalar
+    inputs by its definition (the arithmetic ``runtime/extents.py`` does), as ``kind``;
+    None when ``s`` depends on no scalar input (then its value is fixed by the key).
+    Raises ValueError when it depends on scalar inputs and on an extent (``size``) too, or on
+    a value the plan cannot compute (a drawn seed, a part of a complex scalar input)."""
+    order: list[Scalar] = []
+    seen: set[int] = set()
+    depends = False
+
+    def visit(v: Scalar) -> None:
+        nonlocal depends
+        if id(v) in seen:
+            return
+        seen.add(id(v))
+        if id(v) in scalar_pos:
+            depends = True
+        elif v.definition is not None and v.definition.op is PHILOX_SEED:
+            raise ValueError(f"{s!r}: host arithmetic on a drawn seed")
+        elif v.definition is None and not v.is_constant:
+            raise ValueError(f"{s!r}: host arithmetic on an input the plan cannot read")
+        elif v.definition is not None:
+            for u in v.definition.inputs:
+                if isinstance(u, Scalar):
+                    visit(u)
+        order.append(v)
+
+    visit(s)
+    if not depends:
+        return None
+    if any(v.definition is not None and v.definition.op.name == "size" for v in order):
+        raise ValueError(f"{s!r}: host arithmetic on extents and scalar inputs")
+    fixed = {id(v): v.value for v in order if v.is_constant}
+
+    def fn(inputs: Sequence[Any]) -> Any:
+        values = dict(fixed)
+        for v in order:
+            if id(v) in values:
+                continue
+            if id(v) in scalar_pos:
+                x = inputs[scalar_pos[id(v)]]
+                values[id(v)] = x.item() if isinstance(x, torch.Tensor) else x
+                continue
+            expr = v.definition
+            assert expr is not None  # a scalar neither input nor constant is defined
+            args = [values[id(u)] for u in expr.inputs]
+            for o, r in zip(expr.outputs, evaluate_expr(expr, args, torch.device("cpu"))):
+                values[id(o)] = r
+        return kind(values[id(s)])
+
+    return fn
+
+
+def _scratch_or_kept(
+    t: torch.Tensor, kept: frozenset[int], scratch: dict[int, int]
+) -> tuple[str, Any]:
+    """A launch's tensor argument that is neither an input nor an output."""
+    if id(t) in kept:
+        return ("val", t)
+    k = scratch.setdefault(id(t), len(scratch))
+    return ("scratch", (k, tuple(t.shape), tuple(t.stride()), t.dtype, t.device))
