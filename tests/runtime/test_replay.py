@@ -349,59 +349,6 @@ def test_outputs_with_expanded_dims_replay(build, shape, dim):
     assert fd.executor().planned_runs == 1
 
 
-@pytest.mark.parametrize(
-    "build, shape, dim, out_dim, stride_order, strides",
-    [
-        # the random suite's r3_016: amax over dim 1, the input's dim 3 expanded, the
-        # output pinned to the reverse order
-        (
-            lambda fd, t: fd.ops.max(t, dims=[1], keepdim=False),
-            (2, 16, 7, 5),
-            3,
-            2,
-            [0, 1, 2],
-            (1, 2, 14),
-        ),
-        # a pointwise chain whose output keeps the expanded dim 1
-        (
-            lambda fd, t: fd.ops.add(fd.ops.mul(fd.ops.tanh(t), t), t),
-            (4, 3, 6),
-            1,
-            1,
-            [0, 2, 1],
-            (1, 24, 4),
-        ),
-    ],
-    ids=["amax", "chain"],
-)
-def test_pinned_outputs_of_expanded_inputs_are_dense(
-    build, shape, dim, out_dim, stride_order, strides
-):
-    """A pinned output (``add_output(stride_order=)``) is dense in the pinned order in every
-    dim, an expanded one included, on the planned call and on the replays; the same fusion
-    unpinned, run before and after it in the process, keeps stride 0 there (``out_dim``:
-    nvFuser's expanded outputs)."""
-
-    def define(pinned: bool):
-        with FusionDefinition() as fd:
-            out = build(fd, _expanded_input(fd, len(shape), dim))
-            fd.add_output(out, stride_order=stride_order if pinned else None)
-        return fd
-
-    copies = [_expanded(shape, dim, seed) for seed in range(3)]
-    for pinned in (False, True, False):
-        fd = define(pinned)
-        for x in copies:
-            (out,) = fd.execute([x])
-            torch.testing.assert_close(out, build(_TorchOps(), x), rtol=1e-5, atol=1e-5)
-            if pinned:
-                assert out.stride() == strides
-            else:
-                assert out.stride()[out_dim] == 0
-        if pinned:
-            assert fd.executor().planned_runs == 1
-
-
 class _TorchOps:
     """``fd.ops`` spelled in torch, for the reference of the builders above."""
 
@@ -411,10 +358,6 @@ class _TorchOps:
         @staticmethod
         def sum(t, dims, keepdim):
             return t.sum(dims, keepdim=keepdim)
-
-        @staticmethod
-        def max(t, dims, keepdim):
-            return t.amax(dims, keepdim=keepdim)
 
         @staticmethod
         def broadcast_in_dim(t, shape, broadcast_dims):

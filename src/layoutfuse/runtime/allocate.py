@@ -74,21 +74,9 @@ def writable_source(dst: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     return value
 
 
-def allocate_output(
-    tv: TensorView, order: Sequence[int], bindings: Bindings, pinned: bool = False
-) -> torch.Tensor:
-    """The buffer for output ``tv``: dense in ``order``, its expanded broadcast dims stride 0.
-
-    ``pinned`` (the user gave the output a layout, ``add_output(stride_order=)``): dense
-    in ``order`` in every dim, the expanded ones included. EXTENSION over nvFuser, whose
-    ``inferShapeOfOutput`` gives an expanded dim stride 0 in an allocation domain too:
-    the pinned layout is what the caller asked for (what ``contiguous(memory_format=)``
-    gives), and a stride-0 dim would make another layout, one that cannot be written."""
-    expanded = (
-        []
-        if pinned
-        else [i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and d.expanded]
-    )
+def allocate_output(tv: TensorView, order: Sequence[int], bindings: Bindings) -> torch.Tensor:
+    """The buffer for output ``tv``: dense in ``order``, its expanded broadcast dims stride 0."""
+    expanded = [i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and d.expanded]
     return allocate_dense(bindings.shape(tv), order, to_torch(tv.dtype), bindings.device, expanded)
 
 

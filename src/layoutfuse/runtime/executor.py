@@ -431,8 +431,7 @@ class FusionExecutor:
                 )
                 computed.append(view is None)
             else:
-                pinned = layout.kind == "pinned"
-                outputs.append(allocate_output(tv, layout.order, bindings, pinned))
+                outputs.append(allocate_output(tv, layout.order, bindings))
                 computed.append(True)
         return outputs, computed
 
