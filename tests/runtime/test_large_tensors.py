@@ -476,8 +476,9 @@ FORCED = {  # name: fusion, inputs, reference, condition on the first params, pa
     "nested R loop": (
         _sum(1, 2),
         lambda: (
-            random_view((4, 8, 40), (8 * 48, 48, 1), 0),
-            random_view((4, 8, 40), (320, 1, 8), 1),
+            # a stride-1 R group long enough to nest (a short one walks R flat)
+            random_view((4, 8, 512), (8 * 520, 520, 1), 0),
+            random_view((4, 8, 512), (4096, 1, 8), 1),
         ),
         lambda x, y: (x.float().sum((1, 2)) + y.float().sum((1, 2)),),
         _nested,

@@ -107,7 +107,8 @@ def heuristics(
 
     The inner template with several reduced groups nests its loops (``r_nest``: the
     stride-1 group tiled, the others looped), and its split then cuts the outer R rows
-    only. A stride-1 group too short to fill ``1/nest_fill`` of a loop step is walked flat. Where those rows are too few for the split the kept space needs (a long
+    only. A full reduction whose stride-1 group is too short to fill ``1/nest_fill`` of a
+    loop step walks R flat. Where those rows are too few for the split the kept space needs (a long
     stride-1 group under a short, e.g. expanded, outer one: 16 programs for 58M
     elements), R is walked flat instead, and the split cuts its loop steps."""
     xg, rg, _, _ = p.kept_and_reduced()
@@ -116,7 +117,7 @@ def heuristics(
     if not nested.r_nest:
         return nested
     step = tuning.load_bytes * tuning.tile_threads // p.narrowest_load_bytes()
-    if nested.block_x * nested.block_r * nested.unroll * tuning.nest_fill < step:
+    if not xg and nested.block_x * nested.block_r * nested.unroll * tuning.nest_fill < step:
         # a short stride-1 R group (13 of a sliced [13, 1021, 158] max) cannot fill the
         # nested tile: 16-element steps ran at 30% of torch.compile; R is walked flat
         return _heuristics(p, device, tuning, template, False)
