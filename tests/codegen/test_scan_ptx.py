@@ -58,16 +58,57 @@ ONE_TILE = [
     ("topk", 1, F32),
     ("topk", 0, I32),
 ]
+SORTED = DEFAULT.with_fields(scan=dict(select_max_k=0))
 
 
 @pytest.mark.parametrize("op, dim, dtype", ONE_TILE)
 def test_one_tile_kernels_compile_for_sm90(op, dim, dtype):
     g = torch.Generator().manual_seed(0)
     x = (torch.randn(8, 40, generator=g) * 4).to(dtype)
-    fd = _fusion(op, x, dim)
+    fd = configured(_fusion(op, x, dim), tuning=SORTED)  # topk sorts (mode block)
     fd.execute([x])
+    assert schedules(fd)[0].mode == "block"
     (art,) = compiled(fd)
     assert art.local_bytes == 0, art.resources  # no spills
+
+
+def _topk(x: torch.Tensor, k: int, dim: int, largest: bool) -> FusionDefinition:
+    with FusionDefinition() as fd:
+        values, indices = fd.ops.topk(fd.from_pytorch(x), k, dim, largest=largest)
+        fd.add_output(values)
+        fd.add_output(indices)
+    return fd
+
+
+@pytest.mark.parametrize(
+    "shape, k, dim, dtype, largest",
+    [
+        ((2, 1024), 8, 1, F32, True),  # 2 rows of 1024 a program
+        ((2048, 2), 4, 0, BF16, False),  # one row of 2048 a program, the dim not stride-1
+        ((4, 1000), 1, 1, I64, True),
+    ],
+)
+def test_select_in_a_tile_compiles_for_sm90_without_spills(shape, k, dim, dtype, largest):
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(7)).to(dtype)
+    fd = _topk(x, k, dim, largest)
+    v, i = fd.execute([x])
+    assert torch.equal(v, torch.topk(x, k, dim, largest=largest).values)
+    (params,) = schedules(fd)
+    assert (params.mode, params.in_tile) == ("select", True)
+    (art,) = compiled(fd)
+    assert art.local_bytes == 0, art.resources
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_select_of_long_rows_compiles_for_sm90(dtype):
+    """A vocabulary-like row (5000 > max_sort_block), walked in chunks of 1024 a pass."""
+    x = torch.randn(1, 5000, generator=torch.Generator().manual_seed(8)).mul(100).to(dtype)
+    fd = _topk(x, 2, 1, True)
+    v, i = fd.execute([x])
+    assert torch.equal(v, torch.topk(x, 2, 1).values)
+    (params,) = schedules(fd)
+    assert (params.mode, params.in_tile, params.block_n) == ("select", False, 1024)
+    compiled(fd)  # (int32's kernel has 8 bytes of local memory at 4 warps)
 
 
 @pytest.mark.parametrize("mode, sms, kernels", [("loop", 1, 1), ("split", 64, 3)])
@@ -95,7 +136,7 @@ def test_contiguous_cumsum_moves_16_byte_vectors():
 def test_ranked_sort_kernels_compile_for_sm90(op, dtype):
     g = torch.Generator().manual_seed(3)
     x = torch.randn(3, 300, generator=g).to(dtype)
-    tuning = DEFAULT.with_fields(scan=dict(max_sort_block=64))
+    tuning = DEFAULT.with_fields(scan=dict(max_sort_block=64, select_max_k_long=0))
     fd = configured(_fusion(op, x, 1), tuning=tuning)
     fd.execute([x])
     assert schedules(fd)[0].mode == "rank"

@@ -289,7 +289,7 @@ def test_argsort_of_bools_and_size_one_rows():
     assert torch.equal(out, torch.zeros(5, 1, dtype=torch.int64))
 
 
-RANKED = DEFAULT.with_fields(scan=dict(max_sort_block=16, rank_block=16))
+RANKED = DEFAULT.with_fields(scan=dict(max_sort_block=16, rank_block=16, select_max_k_long=0))
 
 
 @pytest.mark.parametrize("descending", [False, True])
@@ -348,7 +348,123 @@ def test_topk_layouts_nan_and_ties(rank, order, dim, variant, dtype, largest):
     if variant == "dense":  # the outputs keep the input's memory order
         assert v.stride() == i.stride() == dense_strides_like(x, v.shape)
     (p,) = scan_params(fd)
-    assert p.op == "topk"
+    assert (p.op, p.mode) == ("topk", "select")
+
+
+SORTED = DEFAULT.with_fields(scan=dict(select_max_k=0))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_cases((F32, I32))))
+def test_topk_by_the_bitonic_sort(rank, order, dim, variant, dtype, largest):
+    """A k above ``select_max_k`` sorts the row (mode ``block``)."""
+    x = make_input(rank, order, dim, variant, dtype, values="ties")
+    k = min(3, x.shape[dim])
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, k, dim, largest=largest), [x], tuning=SORTED)
+    check_topk(v, i, x, k, dim, largest)
+    assert scan_params(fd)[0].mode == "block"
+
+
+# --- topk by selection (k passes) ------------------------------------------------------------------
+SELECT_DTYPES = (F32, BF16, F16, I32, I64)
+
+
+def select_input(shape, order, dtype, seed=0):
+    """Ties (few distinct values) and, for floats, NaNs and -0.0 in every row."""
+    return laid_out(shape, order, dtype, seed=seed, values="ties")
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 8, 16])
+@pytest.mark.parametrize("dtype", SELECT_DTYPES)
+def test_topk_select_in_a_tile(dtype, k, largest):
+    x = select_input((2, 40), (0, 1), dtype, seed=k)
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, k, 1, largest=largest, sorted=False), [x])
+    check_topk(v, i, x, k, 1, largest)
+    (p,) = scan_params(fd)
+    assert (p.mode, p.in_tile, p.block_n) == ("select", True, 64)
+    assert "mode select" in fd.segment([x])[0]["reason"]
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_select_of_rows_longer_than_a_tile(largest):
+    """A row of 3000 (> max_sort_block) walked in 1024-element chunks a pass."""
+    x = select_input((1, 3000), (0, 1), F32, seed=1)
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 2, 1, largest=largest), [x])
+    check_topk(v, i, x, 2, 1, largest)
+    (p,) = scan_params(fd)
+    assert (p.mode, p.in_tile, p.block_r, p.block_n) == ("select", False, 1, 1024)
+    assert "chunks of 1024" in fd.segment([x])[0]["reason"]
+
+
+SMALL_CHUNKS = DEFAULT.with_fields(scan=dict(max_sort_block=16, select_chunk=16))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 8, 16])
+@pytest.mark.parametrize("dtype", SELECT_DTYPES)
+def test_topk_select_in_chunks(dtype, k, largest):
+    """The chunked passes at a sort tile and chunk of 16 (rows of 70: five chunks)."""
+    x = select_input((2, 70), (0, 1), dtype, seed=k)
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, k, 1, largest=largest), [x], tuning=SMALL_CHUNKS)
+    check_topk(v, i, x, k, 1, largest)
+    (p,) = scan_params(fd)
+    assert (p.mode, p.in_tile, p.block_n) == ("select", False, 16)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize(
+    "shape, order, dim, dtype",
+    [
+        ((5, 37), (1, 0), 1, F32),
+        ((37, 5), (0, 1), 0, BF16),
+        ((3, 37, 2), (2, 0, 1), 1, F16),
+        ((2, 3, 37), (2, 1, 0), 2, I32),
+        ((37, 2, 3), (1, 2, 0), 0, I64),
+    ],
+)
+def test_topk_select_layouts_with_the_dim_not_innermost(shape, order, dim, dtype, largest):
+    """Memory orders where the topk dim is not stride-1, in a tile and in chunks of 16."""
+    x = select_input(shape, order, dtype, seed=3)
+    for tuning, in_tile in ((DEFAULT, True), (SMALL_CHUNKS, False)):
+        fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 3, dim, largest=largest), [x], tuning=tuning)
+        check_topk(v, i, x, 3, dim, largest)
+        assert v.stride() == i.stride() == dense_strides_like(x, v.shape)
+        (p,) = scan_params(fd)
+        assert (p.mode, p.in_tile) == ("select", in_tile)
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+def test_topk_select_every_memory_order_of_3d(order):
+    x = select_input((4, 19, 3), order, F32, seed=4)
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 3, 1), [x])
+    check_topk(v, i, x, 3, 1, True)
+    assert scan_params(fd)[0].mode == "select"
+
+
+@pytest.mark.parametrize(
+    "n, k, mode", [(20, 16, "select"), (20, 17, "block"), (40, 8, "select"), (40, 9, "rank")]
+)
+def test_topk_mode_by_k(n, k, mode):
+    """select up to select_max_k in a tile (else block), up to select_max_k_long beyond it
+    (else rank; here a sort tile of 16 and select_max_k_long 8)."""
+    tuning = (
+        DEFAULT
+        if n == 20
+        else DEFAULT.with_fields(scan=dict(max_sort_block=16, rank_block=16, select_max_k_long=8))
+    )
+    x = select_input((2, n), (0, 1), F32, seed=n + k)
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, k, 1), [x], tuning=tuning)
+    check_topk(v, i, x, k, 1, True)
+    assert scan_params(fd)[0].mode == mode
+    assert f"mode {mode}" in fd.segment([x])[0]["reason"]
+
+
+def test_argsort_never_selects():
+    x = select_input((2, 40), (0, 1), F32)
+    fd, (out,) = run(lambda fd, t: fd.ops.argsort(t, 1), [x])
+    assert torch.equal(out, torch.argsort(x, dim=1, stable=True))
+    assert scan_params(fd)[0].mode == "block"
 
 
 @pytest.mark.parametrize("k", [0, 1, 37])

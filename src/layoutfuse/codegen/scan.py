@@ -268,6 +268,73 @@ def _rank_sort(w: Writer, t: _Tile) -> None:
         t.store(w, 1, "ci[None, :] + tl.zeros([BLOCK_R, BLOCK_N], ci.dtype)", "kmask")
 
 
+def _select_names(t: _Tile) -> tuple[str, str, str]:
+    """The combine function, the key's dtype and the index's of a ``select`` kernel."""
+    combine = "_first_desc" if t.p.descending else "_first_asc"
+    dtype = t.spec.scan.inputs[0].dtype
+    key = "tl.int8" if dtype is DataType.Bool else tl_compute(dtype)
+    return combine, key, "tl.int64" if t.p.index64 else "tl.int32"
+
+
+def _store_pick(w: Writer, t: _Tile, key: str, idx: str) -> None:
+    """Store pass ``j``'s pick (``key``, ``idx``: [BLOCK_R]) at position ``pos`` of the rows."""
+    g = t.p.scan_group
+    for k, value in enumerate((key, idx)):
+        a = t.spec.n_loads + k
+        tv = t.spec.accesses[a].tv
+        col = "pos * 0" if g is None else f"pos * s{a}_{g}"
+        w.line(f"pick_off = roff{a} + {col}")  # not off<a>: the loop carries those
+        stored = storage_cast(value, tv.dtype)
+        w.line(f"tl.store({t.ptr_of[id(tv)]} + pick_off, {stored}, mask=rmask)")
+
+
+def _select_tile(w: Writer, t: _Tile) -> None:
+    """topk of a row that fits a tile: K passes over the tile in registers, each reducing it
+    to its first (key, index) pair and taking that pair out of the tile."""
+    combine, key_dtype, idx_dtype = _select_names(t)
+    w.line("pid = tl.program_id(0)")
+    t.rows(w, "pid")
+    t.columns(w, "0")
+    w.line(f"key = ({_key(w, t, t.value(w))}).to({key_dtype})")
+    w.line(f"idx = tl.where(mask, cols[None, :], SKIP).to({idx_dtype})")
+    w.line("for j in range(0, K):")
+    with w.indent():
+        w.line(f"pk, pi = tl.reduce((key, idx), 1, {combine})")
+        w.line("idx = tl.where(idx == pi[:, None], SKIP, idx)")
+        w.line(f"pos = tl.full([BLOCK_R], j, {idx_dtype})")
+        _store_pick(w, t, "pk", "pi")
+
+
+def _select_loop(w: Writer, t: _Tile) -> None:
+    """topk of a longer row: K passes, each walking the row in chunks and carrying the first
+    (key, index) pair after the pass before's pick."""
+    combine, key_dtype, idx_dtype = _select_names(t)
+    n = t.length()
+    w.line("pid = tl.program_id(0)")
+    t.rows(w, "pid")
+    w.line(f"pk = tl.zeros([BLOCK_R], {key_dtype})")
+    w.line(f"pi = tl.full([BLOCK_R], SKIP, {idx_dtype})")
+    w.line("for j in range(0, K):")
+    with w.indent():
+        w.line(f"bk = tl.zeros([BLOCK_R], {key_dtype})")
+        w.line(f"bi = tl.full([BLOCK_R], SKIP, {idx_dtype})")
+        w.line(f"for start in range(0, {n}, BLOCK_N):")
+        with w.indent():
+            t.columns(w, "start")
+            w.line(f"key = ({_key(w, t, t.value(w))}).to({key_dtype})")
+            w.line(f"col = cols[None, :] + tl.zeros([BLOCK_R, BLOCK_N], {idx_dtype})")
+            w.line(
+                "after = (pi == SKIP)[:, None] | "
+                f"_sorts_before(pk[:, None], pi[:, None], key, col, {n}, {t.p.descending})"
+            )
+            w.line("idx = tl.where(mask & after, col, SKIP)")
+            w.line(f"ck, ci = tl.reduce((key, idx), 1, {combine})")
+            w.line(f"bk, bi = {combine}(bk, bi, ck, ci)")
+        w.line("pk, pi = bk, bi")
+        w.line(f"pos = tl.full([BLOCK_R], j, {idx_dtype})")
+        _store_pick(w, t, "pk", "pi")
+
+
 def _key(w: Writer, t: _Tile, v: str) -> str:
     """The sort key of the scan input's value ``v`` (bools compare as int8)."""
     if t.spec.scan.inputs[0].dtype is DataType.Bool:
@@ -286,6 +353,9 @@ def _kernel(spec, params: ScanParams, name: str, body, extra=(), sort=False) -> 
 def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
     """The scan segment's kernels: one, or the split's three (chunk sums, their running
     sums, the scan)."""
+    if params.mode == "select":
+        body = _select_tile if params.in_tile else _select_loop
+        return (_kernel(spec, params, "topk_select_kernel", body, sort=True),)
     if params.op in SORTS and params.mode == "rank":
         return (_kernel(spec, params, f"{params.op}_rank_kernel", _rank_sort, sort=True),)
     if params.op in SORTS:

@@ -12,9 +12,44 @@ elements of every compared pair side by side (``tl.split``), a swap, and the way
 The order is total: real elements (index < n) before padding, then by key (NaN the
 largest, as torch sorts it; -0.0 equal to 0.0), then by index, so the sort is stable
 (ties keep their index order also when descending, as torch's stable sort does).
+
+topk's ``select`` mode reduces a row to its first pair by that order (``_first_desc`` /
+``_first_asc``, ``tl.reduce`` combine functions over (key, index) pairs): lanes that do
+not take part (padding, earlier picks) carry the index ``SKIP``, which loses to every
+other lane.
 """
 
 SORT_PRELUDE = '''
+SKIP = tl.constexpr(2147483647)
+
+
+@triton.jit
+def _first(ka, ia, kb, ib, DESCENDING: tl.constexpr):
+    """The first of the pairs (ka, ia) and (kb, ib): lanes of index SKIP last, then by key
+    (NaN the largest), ties by index."""
+    nan_a = ka != ka
+    nan_b = kb != kb
+    if DESCENDING:
+        first = (ka > kb) | (nan_a & (kb == kb))
+    else:
+        first = (ka < kb) | (nan_b & (ka == ka))
+    tie = (ka == kb) | (nan_a & nan_b)
+    skip_a = ia == SKIP
+    skip_b = ib == SKIP
+    a = (skip_b & ~skip_a) | ((skip_a == skip_b) & (first | (tie & (ia < ib))))
+    return tl.where(a, ka, kb), tl.where(a, ia, ib)
+
+
+@triton.jit
+def _first_desc(ka, ia, kb, ib):
+    return _first(ka, ia, kb, ib, True)
+
+
+@triton.jit
+def _first_asc(ka, ia, kb, ib):
+    return _first(ka, ia, kb, ib, False)
+
+
 @triton.jit
 def _sorts_before(ka, ia, kb, ib, n, DESCENDING: tl.constexpr):
     """Whether (ka, ia) comes before (kb, ib): real lanes (index < n) before padding, then

@@ -25,6 +25,16 @@ each, the elements of the whole row that sort before it, walking the row in bloc
 stores the element at that position. That is O(N**2) compares per row (a fallback that
 is correct for any length, not fast: a merge of sorted tiles would be O(N log N)).
 
+topk of a small k selects instead (mode ``select``): k passes, each a reduction over the
+row that picks the first (value, index) pair in topk's order (NaN the largest, ties by
+the lower index) after the pass before's pick, stored at the pass's position (so the
+result is sorted, also for ``sorted=False``). A row that fits a sort tile stays in
+registers (each pick is taken out of the tile for the next pass) when ``k <=
+select_max_k``: k reductions over the tile cost less than the bitonic network's
+``log2(N)**2 / 2`` steps. A longer row is walked in chunks of ``select_chunk`` per pass
+(re-read from L2), a row per program, when ``k <= select_max_k_long``: ``k * N``
+compares against the rank's ``N**2``.
+
 Integers accumulate in Int (int64), Half/BFloat16 in Float.
 """
 
@@ -68,6 +78,12 @@ class ScanTuning:
     sort_tile_elements: int = 2048
     # a longer sorted row: elements one program ranks, and the row block it compares with
     rank_block: int = 64
+    # topk selects (mode ``select``) up to this k where the row fits a sort tile
+    select_max_k: int = 16
+    # ... and up to this k where it does not (rather than rank)
+    select_max_k_long: int = 256
+    # a longer row's chunk in mode ``select``, in elements
+    select_chunk: int = 1024
     # warps by tile elements, (least elements, warps) steps
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
 
@@ -79,7 +95,7 @@ DEFAULT_TUNING = ScanTuning()
 class ScanParams:
     scheduler: str
     op: str  # cumsum, argsort or topk
-    mode: str  # block, loop or split (cumsum); block or rank (argsort, topk)
+    mode: str  # block, loop or split (cumsum); block or rank (argsort, topk); select (topk)
     n_groups: int
     scan_group: int | None  # the scanned dim's group (None: its extent is 1)
     block_r: int
@@ -91,6 +107,7 @@ class ScanParams:
     accumulator: DataType = DataType.Float  # cumsum's
     based: tuple[int, ...] = ()  # accesses with a base offset ``b<a>`` bound at launch (a
     #   slice's start, where the problem has them)
+    in_tile: bool = True  # select: the row is one tile (else walked in chunks per pass)
 
     @property
     def pattern(self) -> str:
@@ -126,7 +143,12 @@ def can_schedule(
 def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) -> ScanParams:
     n, nrows = _scan_extent(p), rows(p)
     acc = accumulates_in(p.dtypes[p.n_loads]) if p.scan_op == "cumsum" else DataType.Float
-    if p.scan_op in SORTS and next_pow2(n) > tuning.max_sort_block:
+    fits = next_pow2(n) <= tuning.max_sort_block
+    if p.scan_op == "topk" and _selects(p, tuning):
+        mode = "select"
+        block_n = next_pow2(n) if fits else min(tuning.select_chunk, next_pow2(n))
+        block_r = min(next_pow2(nrows), max(1, tuning.sort_tile_elements // block_n)) if fits else 1
+    elif p.scan_op in SORTS and not fits:
         mode, block_n, block_r = "rank", tuning.rank_block, 1
     elif p.scan_op in SORTS:
         mode, block_n = "block", next_pow2(n)
@@ -161,7 +183,14 @@ def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNI
         min(tuning.sums_block, max(1, tuning.tile_elements // block_r)) if mode == "split" else 0,
         acc,
         tuple(getattr(p, "based", ())),
+        mode != "select" or fits,
     )
+
+
+def _selects(p: Problem, tuning: ScanTuning) -> bool:
+    """Whether a topk selects its k (mode ``select``) rather than sorting or ranking."""
+    fits = next_pow2(_scan_extent(p)) <= tuning.max_sort_block
+    return p.scan_keep <= (tuning.select_max_k if fits else tuning.select_max_k_long)
 
 
 def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) -> str:
@@ -172,6 +201,17 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
         "rank": (
             f"rows of {n} exceed a sort tile (max_sort_block {tuning.max_sort_block}): each "
             f"element ranked against its whole row, {params.block_n} at a time (O(N**2))"
+        ),
+        "select": (
+            f"k={p.scan_keep} of rows of {n}: k passes, each a reduction picking the next "
+            "(value, index) pair, "
+            + (
+                f"the row held in a tile of {params.block_n} (k <= select_max_k "
+                f"{tuning.select_max_k})"
+                if params.in_tile
+                else f"the row walked in chunks of {params.block_n} a pass (k <= "
+                f"select_max_k_long {tuning.select_max_k_long})"
+            )
         ),
         "loop": f"rows of {n} walked in chunks of {params.block_n}, a running sum carried",
         "split": (
