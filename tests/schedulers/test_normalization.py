@@ -458,3 +458,32 @@ def test_short_columns_widen_the_outer_tile():
     assert params.block_r == 8 and params.block_x * params.block_r == t.short_column_tile
     assert -(-20000 // params.block_x) >= t.short_column_waves * 8
     compile_last_run(fd.executor())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_short_stride1_kept_group_spans_two_groups(dtype):
+    """log_softmax over dim 0 of a [2, 3, 5003] tensor whose dim 1 (3) is innermost: the
+    outer tile's columns span dims 1 and 2 (``x_span=2``, index % 3 and // 3), not 3 of
+    4 lanes per program (the random suite's r1_103: 50257 one-warp programs, 27% of
+    eager)."""
+    x = with_order((2, 3, 5003), (2, 0, 1), dtype).to(torch.get_default_device())
+    assert x.stride() == (3, 1, 6)
+    with FusionDefinition() as fd:
+        t = fd.ops.cast(fd.from_pytorch(x), DataType.Float)
+        m = fd.ops.max(t, dims=[0], keepdim=True)
+        sh = fd.ops.sub(t, m)
+        lse = fd.ops.log(fd.ops.sum(fd.ops.exp(sh), dims=[0], keepdim=True))
+        fd.add_output(
+            fd.ops.cast(
+                fd.ops.sub(sh, lse),
+                DataType.BFloat16 if dtype == torch.bfloat16 else DataType.Float,
+            )
+        )
+    configured(fd, target=small_gpu(8))
+    (out,) = fd.execute([x])
+    ref = torch.log_softmax(x.float(), 0).to(dtype)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(out, ref, rtol=tol, atol=tol)
+    (params,) = schedules(fd)
+    assert params.template == "outer" and params.x_span == 2 and params.block_x >= 64, params
+    compile_last_run(fd.executor())

@@ -84,11 +84,21 @@ class _Kernel:
         else:
             w.line("px = pid % NPX")
             w.line("rest = pid // NPX")
-            self.idx[xg[0]] = w.assign("xg", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
-            w.line(f"xmask = {self.idx[xg[0]]} < n{xg[0]}")
-            if len(xg) > 1:
-                self.idx.update(zip(xg[1:], decompose(w, "rest", [f"n{k}" for k in xg[1:]], "xg")))
-            w.line(f"x = {self.idx[xg[0]]} + n{xg[0]} * rest")
+            span = p.x_span
+            if span == 1:
+                cols = w.assign("xg", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
+                self.idx[xg[0]], n_cols = cols, f"n{xg[0]}"
+            else:  # the tile's columns span two kept groups (a short stride-1 one first)
+                cols = w.assign("xf", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
+                n_cols = f"(n{xg[0]} * n{xg[1]})"
+            w.line(f"xmask = {cols} < {n_cols}")
+            if span == 2:
+                self.idx[xg[0]] = w.assign("xg", f"{cols} % n{xg[0]}")
+                self.idx[xg[1]] = w.assign("xg", f"{cols} // n{xg[0]}")
+            if len(xg) > span:
+                more = xg[span:]
+                self.idx.update(zip(more, decompose(w, "rest", [f"n{k}" for k in more], "xg")))
+            w.line(f"x = {cols} + {n_cols} * rest")
         for a in range(len(self.spec.accesses)):
             if not is_affine(p, a):  # walks its chain per element (``emitter``)
                 self.xoff.append(None)

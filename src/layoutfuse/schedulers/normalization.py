@@ -121,6 +121,9 @@ class NormalizationParams:
     generic: bool = False  # some load walks its chain (a pad's masked read, an indexed read)
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
+    # outer template: the kept groups the tile's columns span (2: a short stride-1 group
+    # and the next kept one, index % and // the first's extent)
+    x_span: int = 1
 
     @property
     def pattern(self) -> str:
@@ -139,6 +142,7 @@ class _Plan:
     block_r: int
     warps: int
     why: str
+    x_span: int = 1
 
 
 def can_schedule(
@@ -212,6 +216,7 @@ def heuristics(
         unit,
         len(p.groups),
         **generic_fields(p),
+        x_span=plan.x_span,
     )
 
 
@@ -226,6 +231,7 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
     if not xg:
         template = "inner"
     why = None
+    span = 1
     mode = "persistent"
     if template == "inner":
         block_r = next_pow2(nr)
@@ -239,7 +245,8 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
         if block_x * block_r > t.max_tile:
             block_x = min(next_pow2(n0), max(1, t.min_row_bytes // item))
         elif block_x * block_r < t.short_column_tile:
-            block_x = _short_columns(p, device, block_x, block_r, t)
+            span = _column_span(p, item, t)
+            block_x = _short_columns(p, device, block_x, block_r, t, span)
     # an epilogue-only outer reduction keeps one small tile: beyond it the reduction
     # scheduler's wider outer tiles (and its split) read faster, and the epilogue runs after
     limit = t.max_tile if loop or template == "inner" else t.epilogue_outer_tile
@@ -279,18 +286,42 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
         why = f"rows of {nr} elements fit a {block_x}x{block_r} tile: one read"
     tile = block_x * block_r
     warps = warps or max(1, min(t.max_warps, tile * item // (THREADS_PER_WARP * t.thread_bytes)))
-    return _Plan(template, mode, block_x, block_r, warps, why)
+    if mode != "persistent" or template != "outer":
+        span = 1  # only the persistent outer tile spans two kept groups
+    return _Plan(template, mode, block_x, block_r, warps, why, span)
+
+
+def _span_extent(p: Problem, span: int) -> int:
+    """Columns of the first ``span`` kept groups."""
+    xg = [g.size for g in p.groups if not g.reduced]
+    return prod(xg[:span])
+
+
+def _column_span(p: Problem, item: int, t: NormalizationTuning) -> int:
+    """Kept groups an outer persistent tile's columns span: 2 where the stride-1 kept
+    group is shorter than ``row_bytes`` and another kept group follows (a log_softmax
+    over dim 0 of a [2, 3, 50257] tensor whose dim 1 is innermost: 3 columns, 50257
+    programs of one warp, at 27% of eager), else 1."""
+    xg = [k for k, g in enumerate(p.groups) if not g.reduced]
+    if len(xg) < 2 or p.generic or p.groups[0].size * item >= t.row_bytes:
+        return 1
+    return 2
 
 
 def _short_columns(
-    p: Problem, device: DeviceInfo, block_x: int, block_r: int, t: NormalizationTuning
+    p: Problem,
+    device: DeviceInfo,
+    block_x: int,
+    block_r: int,
+    t: NormalizationTuning,
+    span: int = 1,
 ) -> int:
     """BLOCK_X of an outer tile whose whole columns are short (``block_r`` rows): wider
     rows, up to ``short_column_tile`` elements, while the column blocks still make
     ``short_column_waves`` programs per multiprocessor. A var_mean over 7 strided rows ran
     [8, 16] fp32 tiles (64-byte rows, one warp) at 41% of torch.compile."""
     _, _, nx, _ = p.kept_and_reduced()
-    n0 = p.groups[0].size
+    n0 = _span_extent(p, span)
     want = t.short_column_waves * device.sm_count
     wide = min(next_pow2(n0), max(block_x, t.short_column_tile // block_r))
     while wide > block_x and -(-n0 // wide) * (nx // n0) < want:
@@ -416,7 +447,7 @@ def grid(params: NormalizationParams, sizes: Sequence[int]) -> int:
     nx = prod(sizes[k] for k in params.x_groups)
     if params.template == "inner":
         return cdiv(nx, params.block_x)
-    n0 = sizes[params.x_groups[0]]
+    n0 = prod(sizes[k] for k in params.x_groups[: params.x_span])
     return cdiv(n0, params.block_x) * (nx // n0)
 
 
@@ -426,5 +457,6 @@ def launches(
     """One launch: the grid, the kept and reduced extents and the column blocks."""
     sizes = p.sizes
     _, _, nx, nr = p.kept_and_reduced()
-    npx = cdiv(sizes[params.x_groups[0]], params.block_x) if params.template == "outer" else 1
+    n0 = prod(sizes[k] for k in params.x_groups[: params.x_span])
+    npx = cdiv(n0, params.block_x) if params.template == "outer" else 1
     return (LaunchSpec(0, (grid(params, sizes),), (("NX", nx), ("NR", nr), ("NPX", npx))),)
