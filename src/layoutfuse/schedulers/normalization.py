@@ -76,6 +76,9 @@ class NormalizationTuning:
     short_column_waves: int = 2
     # inner looped: elements of a tile at max_warps (one program per SM: re-read rows stay in L2)
     loop_tile: int = 16384
+    # inner looped: warps where the rows in flight at the tile's warps overflow half of
+    # L2 (fewer programs resident, so the store pass re-reads from L2); 0: off
+    loop_l2_warps: int = 0
     # outer looped: bytes of the stride-1 kept group per tile row, halved to min_row_bytes
     loop_row_bytes: int = 256
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
@@ -282,6 +285,7 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
                 why = (
                     f"rows of {nr} elements exceed a {t.max_tile}-element tile: {passes + 1} passes"
                 )
+                warps = _l2_resident_warps(p, device, block_x, nr, item, t)
     else:
         why = f"rows of {nr} elements fit a {block_x}x{block_r} tile: one read"
     tile = block_x * block_r
@@ -289,6 +293,24 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
     if mode != "persistent" or template != "outer":
         span = 1  # only the persistent outer tile spans two kept groups
     return _Plan(template, mode, block_x, block_r, warps, why, span)
+
+
+def _l2_resident_warps(
+    p: Problem, device: DeviceInfo, block_x: int, nr: int, item: int, t: NormalizationTuning
+) -> int:
+    """Warps of an inner looped program (0: the tile's own), raised to ``loop_l2_warps``
+    where the rows that programs of the tile's warps keep in flight (as many as the
+    threads allow on every multiprocessor) would not fit half of L2: the pass that stores
+    re-reads its row, and that read should hit L2 (132 KB bf16 rows: four 16-warp
+    programs per multiprocessor hold 70 MB)."""
+    if not t.loop_l2_warps:
+        return 0
+    tile = block_x * min(next_pow2(nr), t.loop_tile // block_x)
+    warps = max(1, min(t.max_warps, tile * item // (THREADS_PER_WARP * t.thread_bytes)))
+    resident = device.sm_count * max(1, device.max_threads_per_sm // (THREADS_PER_WARP * warps))
+    if resident * block_x * nr * item * 2 <= device.l2_bytes:
+        return 0
+    return max(warps, t.loop_l2_warps)
 
 
 def _span_extent(p: Problem, span: int) -> int:
