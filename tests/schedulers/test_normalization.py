@@ -487,3 +487,22 @@ def test_short_stride1_kept_group_spans_two_groups(dtype):
     (params,) = schedules(fd)
     assert params.template == "outer" and params.x_span == 2 and params.block_x >= 64, params
     compile_last_run(fd.executor())
+
+
+def test_looped_rows_keep_their_second_read_in_l2():
+    """An inner looped RMS norm (bf16 rows of 40000) whose rows in flight at 16 warps would
+    overflow half of L2 takes ``loop_l2_warps`` warps (fewer programs resident): values
+    against torch, and the kernel compiles for sm_90 at 32 warps."""
+    x = torch.randn(8, 40000, device=torch.get_default_device()).to(torch.bfloat16)
+    with FusionDefinition() as fd:
+        t = fd.ops.cast(fd.from_pytorch(x), DataType.Float)
+        ss = fd.ops.sum(fd.ops.mul(t, t), dims=[1], keepdim=True)
+        fd.add_output(fd.ops.cast(fd.ops.mul(t, fd.ops.rsqrt(ss)), DataType.BFloat16))
+    configured(fd, target=small_gpu(4, l2_bytes=1 << 20))
+    (out,) = fd.execute([x])
+    ref = (x.float() * torch.rsqrt((x.float() ** 2).sum(1, keepdim=True))).bfloat16()
+    torch.testing.assert_close(out.float(), ref.float(), rtol=2e-2, atol=1e-2)
+    (params,) = schedules(fd)
+    assert params.mode == "looped" and params.num_warps == DEFAULT.normalization.loop_l2_warps
+    (art,) = compile_last_run(fd.executor())
+    assert art.num_warps == 32 and art.resources["LOCAL"] == 0

@@ -260,3 +260,14 @@ def test_short_groups_fill_the_tile_runs_and_compiles():
     assert params.gy2 is not None and params.block_x * params.block_y >= 2048, params
     (art,) = compile_last_run(fd.executor())
     assert ".target sm_90" in art.ptx
+
+
+def test_unaligned_transpose_takes_the_element_tile():
+    """A bf16 transpose whose rows are not 16-byte aligned (a column-major [1001, 512]:
+    columns 2002 bytes apart) has no vector loads: its tile is sized in elements as fp32's
+    (64 x 64, 8 warps), not in bytes (128 x 128, 16 warps, as the aligned twin keeps)."""
+    unaligned = pw.heuristics(copy_problem((1001, 512), (1, 0), (0, 1), BF16), H200)
+    aligned = pw.heuristics(copy_problem((1024, 512), (1, 0), (0, 1), BF16), H200)
+    assert unaligned.transpose and aligned.transpose
+    assert (unaligned.block_x, unaligned.block_y, unaligned.num_warps) == (64, 64, 8)
+    assert (aligned.block_x, aligned.block_y, aligned.num_warps) == (128, 128, 16)

@@ -74,11 +74,19 @@ class NormalizationTuning:
     short_column_tile: int = 4096
     # ... while the column blocks make this many programs per multiprocessor
     short_column_waves: int = 2
+    # ... for loads of at least this many bytes (measured, H200 at 6cd3542: fp32 layer
+    # norm over 61 rows 1824 -> 2964 GB/s, log_softmax over 127 rows 1950 -> 2472; an fp16
+    # softmax over 28 rows 3557 -> 1246)
+    short_column_min_item: int = 4
+    # ... and its columns span two kept groups only below this many elements (a [4, 2] tile
+    # of a log_softmax over dim 0 of [2, 3, 50257]: 69 -> 357 GB/s spanning dims 1 and 2)
+    span_below: int = 256
     # inner looped: elements of a tile at max_warps (one program per SM: re-read rows stay in L2)
     loop_tile: int = 16384
     # inner looped: warps where the rows in flight at the tile's warps overflow half of
-    # L2 (fewer programs resident, so the store pass re-reads from L2); 0: off
-    loop_l2_warps: int = 0
+    # L2 (fewer programs resident, so the store pass re-reads from L2); 0: off. Measured
+    # (H200, 6cd3542): bf16 RMS norm rows of 65954 1432 -> 1943 GB/s, of 50257 1314 -> 1742
+    loop_l2_warps: int = 32
     # outer looped: bytes of the stride-1 kept group per tile row, halved to min_row_bytes
     loop_row_bytes: int = 256
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
@@ -248,8 +256,9 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
         if block_x * block_r > t.max_tile:
             block_x = min(next_pow2(n0), max(1, t.min_row_bytes // item))
         elif block_x * block_r < t.short_column_tile:
-            span = _column_span(p, item, t)
-            block_x = _short_columns(p, device, block_x, block_r, t, span)
+            span = _column_span(p, item, block_x * block_r, t)
+            if span > 1 or item >= t.short_column_min_item:
+                block_x = _short_columns(p, device, block_x, block_r, t, span)
     # an epilogue-only outer reduction keeps one small tile: beyond it the reduction
     # scheduler's wider outer tiles (and its split) read faster, and the epilogue runs after
     limit = t.max_tile if loop or template == "inner" else t.epilogue_outer_tile
@@ -319,7 +328,7 @@ def _span_extent(p: Problem, span: int) -> int:
     return prod(xg[:span])
 
 
-def _column_span(p: Problem, item: int, t: NormalizationTuning) -> int:
+def _column_span(p: Problem, item: int, tile: int, t: NormalizationTuning) -> int:
     """Kept groups an outer persistent tile's columns span: 2 where the stride-1 kept
     group is shorter than ``row_bytes`` and another kept group follows (a log_softmax
     over dim 0 of a [2, 3, 50257] tensor whose dim 1 is innermost: 3 columns, 50257
@@ -327,7 +336,9 @@ def _column_span(p: Problem, item: int, t: NormalizationTuning) -> int:
     xg = [k for k, g in enumerate(p.groups) if not g.reduced]
     if len(xg) < 2 or p.generic or p.groups[0].size * item >= t.row_bytes:
         return 1
-    return 2
+    # only a tiny tile: spanning the groups of a [16, 128] tile (13 of 16 columns) ran a
+    # third as fast (rmsnorm over [321110, 64, 13] dim 1: 4213 -> 1373 GB/s)
+    return 2 if tile < t.span_below else 1
 
 
 def _short_columns(

@@ -85,6 +85,11 @@ class PointwiseTuning:
     # fp32); 64-byte X rows (bf16 32) lost (2951 -> 1681), and so did a short Y giving
     # its share to X (1652 -> 1356, 3307 -> 2559: never done)
     short_edge_bytes: int = 16
+    # a transpose whose row strides are no multiple of 16 bytes (no vector loads or
+    # stores) sizes its tile as for elements of this many bytes: a bf16 [119111, 6144]
+    # column-major transpose ran 1335 GB/s in the 2-byte 128 x 128 tile, 2552 in 64 x 64
+    # at 8 warps (H200, tune-tr-20261202-6cd3542)
+    unaligned_tile_item: int = 4
 
 
 DEFAULT_TUNING = PointwiseTuning()
@@ -178,7 +183,11 @@ def heuristics(
     rest_first = y_first = False
     if transpose:
         assert gy is not None  # transpose is set only with gy
-        bx, by, warps = transpose_tile(size_x, size_y, widest_itemsize(p), tuning)
+        elem = widest_itemsize(p)
+        if _unaligned(p, (gx, gx2, gy, gy2)):
+            # no 16-byte vectors along the tile: the tile of elements, not of bytes
+            elem = max(elem, tuning.unaligned_tile_item)
+        bx, by, warps = transpose_tile(size_x, size_y, elem, tuning)
         rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(p, gy, {gx, gx2, gy})
         # a flattened Y spans the stores' contiguous run across its tiles: neighbouring
         # programs along Y then write neighbouring memory
@@ -229,6 +238,22 @@ def _needs_full_blocks(p: Problem, gx: int, gx2: int | None, bx: int) -> bool:
         return False
     n = p.groups[gx].size
     return n % SPECIALIZED_MULTIPLE != 0 and n > bx >= SPECIALIZED_MULTIPLE
+
+
+def _unaligned(p: Problem, tiled: tuple[int | None, ...]) -> bool:
+    """Some affine access steps along a tiled group by a stride that is no multiple of
+    16 bytes (its rows are not vector-aligned)."""
+    for a in range(p.n_loads + p.n_stores):
+        if not p.is_affine(a):
+            continue
+        item = itemsize(p.dtypes[a])
+        for k in tiled:
+            if k is None:
+                continue
+            st = p.groups[k].strides[a]
+            if st not in (0, 1) and (st * item) % 16:
+                return True
+    return False
 
 
 def _broadcast_along(p: Problem, gx: int, gy: int) -> bool:
