@@ -198,7 +198,9 @@ KEEPS = {
 # rows of complex values only (real inputs are refused): tests/ir/test_complex.py runs them
 COMPLEX_ONLY = {"imag"}
 SCALES = {"mul": 1.0, "div": 1.0, "truediv": 1.0, "reciprocal": 1.0, "sqrt": 0.5, "rsqrt": 0.5}
-NO_CANCEL = {"add": 1, "sub": -1}  # approximate operands only where signs do not cancel
+NO_CANCEL = {"add": 1, "sub": -1}  # relative bounds where signs do not cancel, else absolute
+EXPONENTIALS = {"exp": 1.0, "exp2": math.log(2)}  # of values with an absolute bound
+LOGARITHMS = {"log": 1.0, "log2": 1 / math.log(2), "log10": 1 / math.log(10)}
 # Exact on approximate operands too: the error bound never crosses to or from nan or inf
 # (``check_finite`` refuses results that overflow).
 CLASSIFIES = {"isnan", "isinf", "isfinite"}
@@ -334,7 +336,10 @@ class Value:
     (input, dim) pairs a reduction on the way consumed; ``deps``: the tensor inputs it
     depends on; ``reshaped``: a reshape lies on the way; ``view``: (input, torch view
     functions) when it is a chain of view ops of an input; ``pinned``: its own memory
-    order (a ``stride_order`` op), outermost first.
+    order (a ``stride_order`` op), outermost first. ``verify``: a check of a result that
+    torch leaves partly unspecified (topk's indices among ties), which replaces the
+    comparison with ``ref`` (returns why it fails, or None); such a value is ``opaque``:
+    an output only, never another op's operand.
     """
 
     ref: torch.Tensor
@@ -348,6 +353,11 @@ class Value:
     reshaped: bool = False
     view: tuple | None = None
     pinned: tuple[int, ...] | None = None
+    verify: Callable[[torch.Tensor], str | None] | None = None
+
+    @property
+    def opaque(self) -> bool:
+        return self.verify is not None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -408,6 +418,33 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 def check_finite(faithful: torch.Tensor, true: torch.Tensor) -> None:
     if faithful.is_floating_point() and bool((~faithful.isfinite() & true.isfinite()).any()):
         raise Unusable("overflows its dtype")
+
+
+def magnitude(a: Operand) -> float:
+    """A bound on the true value's magnitude (a tensor's largest, a scalar's own)."""
+    if not isinstance(a, Value):
+        return abs(float(a.value))
+    m = float(a.ref.double().abs().max()) if a.ref.numel() else 0.0
+    if not math.isfinite(m):
+        raise Unusable("an absolute error bound of a value with infinities or NaN")
+    return (m + a.abs_err) * (1 + 2 * a.err)
+
+
+def absolute_bound(a: Operand) -> float:
+    """A bound on ``a``'s error against its true value, as one absolute number."""
+    return a.err * magnitude(a) + a.abs_err if isinstance(a, Value) else 0.0
+
+
+def relative_bound(a: Operand) -> float:
+    """``a``'s error as a relative bound, where its absolute part is small against its
+    smallest magnitude (a divisor, a root's operand); ``Unusable`` where it is not."""
+    if not isinstance(a, Value) or not a.abs_err:
+        return a.err if isinstance(a, Value) else 0.0
+    low = float(a.ref.double().abs().min()) if a.ref.numel() else 0.0
+    e = absolute_bound(a)
+    if low <= 100 * e:
+        raise Unusable("an absolute error bound near zero (of a divisor or a root)")
+    return e / (low - e)
 
 
 # --- pointwise ----------------------------------------------------------------------------------
@@ -478,15 +515,26 @@ def _pointwise_compute(name: str, args: Sequence[Operand], as_torch: list[torch.
         raise Unusable("where: an approximate predicate")
     if name in KEEPS:
         return faithful, max(errs), max(abs_errs)
-    if any(abs_errs):
-        raise Unusable(f"{name}: an operand with an absolute error bound")
-    if name in SCALES:
-        return faithful, SCALES[name] * sum(errs) + own, 0.0
     if name in NO_CANCEL:
         a, b = as_torch[0].double(), as_torch[1].double() * NO_CANCEL[name]
-        if bool((a * b < 0).any()):
-            raise Unusable(f"{name}: approximate operands may cancel")
+        if any(abs_errs) or bool((a * b < 0).any()):  # the operands' absolute bounds add
+            return faithful, own, sum(absolute_bound(x) for x in args)
         return faithful, max(errs) + own, 0.0
+    if name == "mul" and any(abs_errs):  # |ab - AB| <= |a - A| |b| + |A| |b - B|
+        a, b = args
+        ea, eb = absolute_bound(a), absolute_bound(b)
+        return faithful, own, ea * magnitude(b) + magnitude(a) * eb + ea * eb
+    if name in SCALES:
+        rel = [relative_bound(x) for x in args]
+        return faithful, SCALES[name] * sum(rel) + own, 0.0
+    if name in EXPONENTIALS:  # e^(x + d) = e^x e^d: an absolute error becomes a relative one
+        d = EXPONENTIALS[name] * absolute_bound(args[0])
+        if d < 0.01:
+            return faithful, math.expm1(d) + own, 0.0
+    if name in LOGARITHMS:  # log(x (1 + r)) = log x + log(1 + r): the other way round
+        r = relative_bound(args[0])
+        if r < 0.01:
+            return faithful, own, -math.log1p(-r) * LOGARITHMS[name]
     raise Unusable(f"{name}: not continuous in an approximate operand")
 
 
@@ -732,6 +780,8 @@ def mismatch(got: torch.Tensor, v: Value) -> str | None:
     if tuple(got.shape) != tuple(ref.shape):
         return f"shape {tuple(got.shape)}, expected {tuple(ref.shape)}"
     got, ref = got.cpu(), ref.cpu()  # compared on the CPU (with --device cuda too)
+    if v.verify is not None:
+        return v.verify(got)
     if not ref.is_floating_point():
         bad = got != ref
         allowed = None
