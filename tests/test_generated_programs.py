@@ -59,7 +59,8 @@ from layoutfuse.nvfuser import FusionDefinition
 from support.execution import INTERPRETER_WARNINGS
 from support.program_draws import draw_program
 from support.program_families import PATTERNS
-from support.program_steps import Program, Step, check_program
+from support.program_steps import Program, Step, check_program, nondeterminism
+from support.program_table import sorting_check, topk_indices_check
 from support.programs import COMPLEX_ONLY, EXACT, LIBRARY, Layout, Value
 
 pytestmark = [
@@ -142,6 +143,23 @@ def test_an_output_one_ulp_off_fails():
     )
     with pytest.raises(AssertionError, match="repro"):
         check_program(program)
+
+
+def test_the_property_checks_are_not_vacuous():
+    """topk indices that hold other values or repeat, an argsort that does not sort and a
+    second run one bit apart fail; the right ones pass."""
+    x = torch.tensor([[3.0, 1.0, 3.0, 2.0]])
+    values = torch.tensor([[3.0, 3.0]])
+    indices = topk_indices_check(x, values, 1, in_order=True)
+    assert indices(torch.tensor([[2, 0]])) is None
+    assert "hold" in indices(torch.tensor([[0, 3]]))
+    assert "repeats" in indices(torch.tensor([[0, 0]]))
+    sorting = sorting_check(x, torch.tensor([[1, 3, 0, 2]]), 1, 4, descending=False)
+    assert sorting(torch.tensor([[1, 3, 2, 0]])) is None  # the tie in another order
+    assert "do not sort" in sorting(torch.tensor([[3, 1, 0, 2]]))
+    a = torch.tensor([0.5, -0.0])
+    assert not nondeterminism([a], [a.clone()])
+    assert nondeterminism([a], [torch.tensor([0.5, 0.0])])  # -0.0 and 0.0 differ in a bit
 
 
 # --- regressions the generator found ----------------------------------------------------------

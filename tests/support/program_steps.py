@@ -19,6 +19,7 @@ import torch
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.errors import DefinitionError
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from support.program_reductions import reduction_compute, reduction_layout, var_mean_compute
 from support.program_table import RANDOM_OPS, TABLE_SEMANTICS
 from support.programs import (
     ARITY,
@@ -42,13 +43,10 @@ from support.programs import (
     pointwise_compute,
     pointwise_layout,
     realize,
-    reduction_compute,
-    reduction_layout,
     rounding,
     same_values,
     shaped,
     squeeze_view,
-    var_mean_compute,
 )
 
 

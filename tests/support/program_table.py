@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from layoutfuse.dtypes import from_torch, to_torch
 from layoutfuse.ir.opdef import get as op_row
+from support.program_reductions import exact_sum, frac_bits
 from support.programs import (
     BF16,
     BOOL,
@@ -44,8 +45,6 @@ from support.programs import (
     Value,
     absolute_bound,
     check_finite,
-    exact_sum,
-    frac_bits,
     joined,
     magnitude,
     make_value,
