@@ -1,27 +1,50 @@
 """Generated programs at scale: random fusions from the whole op table against torch.
 
 Program ``k`` (``support.program_draws.draw_program(k)``: its own seeded generator, so
-the same on every run) has 2-6 ops: every pointwise row (unary, binary, ternary,
-``addcmul``; tensor, constant and symbolic scalar operands, on either side), casts, the
-reductions sum/prod/max/min/var_mean (random dims, keepdim), and the shape ops
-broadcast_in_dim, broadcast, expand, permute, reshape, squeeze, set, segment_set and
-stride_order (layoutfuse has no slicing op), over tensor inputs of rank 1-4, extents 1-7,
-dtypes fp32/bf16/fp16/int32/int64/bool and random layouts: every memory order, size-1,
-expanded (stride 0) and sliced (every other element, offset 1) dims. Outputs are the last
-value and sometimes another, sometimes pinned with ``stride_order``.
+the same on every run) has 2-6 steps, drawn from every family of the op table:
+
+* pointwise math: every pointwise row (unary, binary, ternary, ``addcmul``; tensor,
+  constant and symbolic scalar operands, on either side) and casts;
+* reductions sum/prod/max/min, var and var_mean (random dims, keepdim), and the
+  normalization patterns softmax, log_softmax, layer norm (affine or not) and RMS norm;
+* shape ops broadcast_in_dim, broadcast, expand, permute, reshape, squeeze, set,
+  segment_set and stride_order;
+* data movement (``support.program_families``): slice (negative and clamped bounds,
+  steps 1-3), pad (crops; the default fill, a constant or a scalar input), cat of 2-3
+  operands, select (an int or a scalar input);
+* indexed reads index_select, gather, take_along_axis and embedding_fwd, their indices
+  new Int32/Int64 inputs in range (negative ones for take_along_axis) or computed ones
+  (argsort's);
+* random numbers uniform, normal, rand_like, randn_like with rng_seed/rng_offset
+  (constants or scalar inputs), and dropouts of them; their values are the op rows'
+  Philox reference (not torch's RNG, by design), and the program runs twice with the
+  same seeds: the bits must not change;
+* scans cumsum, argsort (stable or not), topk (sorted or not; ``k`` an int or a scalar
+  input): the order torch leaves unspecified (ties, unsorted results) is checked as a
+  property, not compared;
+* library ops matmul (1-D operands, broadcast batch dims) and linear (a bias or not)
+  on computed operands, their results feeding the steps after them.
+
+Inputs have rank 1-4, extents 1-7, dtypes fp32/bf16/fp16/int32/int64/bool and random
+layouts: every memory order, size-1, expanded (stride 0) and sliced (every other
+element, offset 1) dims. Outputs are the last value and sometimes another, sometimes
+pinned with ``stride_order``.
 
 Each program runs through ``FusionDefinition.execute`` (CPU: Triton's interpreter) and
-every output is compared with torch (``support.programs``): exact values must be equal,
-others within the error bound each op carries (so bf16 and fp16 results are allowed the
-whole ulp the interpreter's truncation costs), and strides must be the pinned order's,
-the torch view's (a chain of view ops of an input) or the dominant input's order
-(README), dense where a reshape leaves that undefined. A failure prints the program, its
-index and a repro script (``fd.repro_script_for``).
+every output is compared with torch (``support.programs``, ``support.program_table``):
+exact values must be equal, others within the error bound each op carries (so bf16 and
+fp16 results are allowed the whole ulp the interpreter's truncation costs; a bound may
+be absolute, where values cancel: layer norm's ``x - mean``), and strides must be the
+pinned order's, the torch view's (a chain of view ops of an input) or the dominant
+input's order (README), dense where a reshape leaves that undefined. Every
+``COMPILE_EVERY``-th program that runs also compiles its kernels for sm_90. A failure
+prints the program, its index and a repro script (``fd.repro_script_for``).
 
 A step torch refuses for its dtypes must be refused by layoutfuse (``DefinitionError``)
 at that step: such draws (about 8%, on purpose) are skipped and counted; at least 80% of
-the draws must run, every pointwise row must run. 1000 programs per CI run, 20000 with
-``--full`` (fewer with ``--device cuda``, where every program compiles its kernels).
+the draws must run, every pointwise row must run, and every op and pattern of the other
+families (``FAMILIES``) must run. 1000 programs per CI run, 20000 with ``--full``
+(fewer with ``--device cuda``, where every program compiles its kernels).
 """
 
 from __future__ import annotations
@@ -35,7 +58,9 @@ from layoutfuse.ir.ops.elementwise import ROWS
 from layoutfuse.nvfuser import FusionDefinition
 from support.execution import INTERPRETER_WARNINGS
 from support.program_draws import draw_program
-from support.program_steps import Program, Step, check_program
+from support.program_families import PATTERNS
+from support.program_steps import Program, Step, check_program, nondeterminism
+from support.program_table import sorting_check, topk_indices_check
 from support.programs import COMPLEX_ONLY, EXACT, LIBRARY, Layout, Value
 
 pytestmark = [
@@ -45,11 +70,23 @@ pytestmark = [
 ]
 
 # Programs per run, (CI, --full), by device: each program's kernels are interpreted on
-# the CPU (about 50 ms a program) but compiled on the GPU, so a CUDA run draws fewer.
+# the CPU (about 60 ms a program) but compiled on the GPU, so a CUDA run draws fewer.
 PROGRAMS = {"cpu": (1000, 20000), "cuda": (250, 5000)}
-COVERAGE_PROGRAMS = 1000  # a run of this many draws runs every pointwise row
+COVERAGE_PROGRAMS = 1000  # a run of this many draws runs every row, op and pattern
+COMPILE_EVERY = 10  # of the programs that run, these also compile their kernels for sm_90
 MIN_RAN = 0.8
 MAX_REPORTED = 5  # failing programs reported in full; the run goes on past them
+# The op families beyond the pointwise rows: each op (and drawing tag) must run.
+FAMILIES = {
+    "reduction": {"sum", "prod", "max", "min", "var", "var_mean"},
+    "normalization": set(PATTERNS),
+    "shape": {"broadcast_in_dim", "broadcast", "expand", "permute", "reshape", "squeeze"},
+    "movement": {"slice", "pad", "cat", "select", "slice_step", "pad_value", "cat3"},
+    "indexing": {"index_select", "gather", "take_along_axis", "embedding_fwd"},
+    "random": {"uniform", "normal", "rand_like", "randn_like", "dropout"},
+    "scan": {"cumsum", "argsort", "topk"},
+    "library": {"matmul", "linear"},
+}
 
 
 def test_generated_programs(request):
@@ -62,13 +99,14 @@ def test_generated_programs(request):
     for k in range(n_programs):
         program = draw_program(k)
         try:
-            outcome = check_program(program)
+            outcome = check_program(program, compile_sm90=outcomes["ran"] % COMPILE_EVERY == 0)
         except AssertionError as e:
             failures.append(f"program {k} (support.program_draws.draw_program({k})): {e}")
             outcome = "failed"
         outcomes[outcome] += 1
         if outcome == "ran":
             ops.update(s.op for s in program.steps)
+            ops.update(program.tags)
     if failures:
         pytest.fail(
             f"{len(failures)} of {n_programs} programs failed; the first "
@@ -80,8 +118,9 @@ def test_generated_programs(request):
     )
     assert outcomes["refused"], "no draw tested that layoutfuse refuses what torch refuses"
     missing = {r.name for r in ROWS} - set(ops) - COMPLEX_ONLY
+    missing |= {f"{f}: {op}" for f, names in FAMILIES.items() for op in names - set(ops)}
     if n_programs >= COVERAGE_PROGRAMS:  # fewer (the 250 on CUDA) may miss a row by chance
-        assert not missing, f"rows never run in {n_programs} programs: {sorted(missing)}"
+        assert not missing, f"never run in {n_programs} programs: {sorted(missing)}"
 
 
 def test_every_row_has_an_error_rule():
@@ -104,6 +143,23 @@ def test_an_output_one_ulp_off_fails():
     )
     with pytest.raises(AssertionError, match="repro"):
         check_program(program)
+
+
+def test_the_property_checks_are_not_vacuous():
+    """topk indices that hold other values or repeat, an argsort that does not sort and a
+    second run one bit apart fail; the right ones pass."""
+    x = torch.tensor([[3.0, 1.0, 3.0, 2.0]])
+    values = torch.tensor([[3.0, 3.0]])
+    indices = topk_indices_check(x, values, 1, in_order=True)
+    assert indices(torch.tensor([[2, 0]])) is None
+    assert "hold" in indices(torch.tensor([[0, 3]]))
+    assert "repeats" in indices(torch.tensor([[0, 0]]))
+    sorting = sorting_check(x, torch.tensor([[1, 3, 0, 2]]), 1, 4, descending=False)
+    assert sorting(torch.tensor([[1, 3, 2, 0]])) is None  # the tie in another order
+    assert "do not sort" in sorting(torch.tensor([[3, 1, 0, 2]]))
+    a = torch.tensor([0.5, -0.0])
+    assert not nondeterminism([a], [a.clone()])
+    assert nondeterminism([a], [torch.tensor([0.5, 0.0])])  # -0.0 and 0.0 differ in a bit
 
 
 # --- regressions the generator found ----------------------------------------------------------

@@ -187,3 +187,18 @@ def test_accesses_with_a_base_offset_add_it():
     (kernel,) = scan_code.emit(run.segment, params)
     assert "b0" in kernel.arg_names and "b1" not in kernel.arg_names
     assert "roff0 = i1 * s0_1 + b0" in kernel.source
+
+
+@pytest.mark.parametrize("op", ["cumsum", "argsort"])
+def test_a_scan_kernel_pastes_the_row_helpers_its_prologue_calls(op):
+    """gcd (a helper jit function of its row) in a scan's prologue: the scan kernel's module
+    pastes the helper as the other kernels' do (it had none: a NameError)."""
+    x = torch.tensor([[4, 6, 9, 10], [3, 12, 0, -8]], dtype=torch.int32)
+    with FusionDefinition() as fd:
+        g = fd.ops.gcd(fd.from_pytorch(x), fd.define_scalar(6))
+        fd.add_output(fd.ops.cumsum(g, 1) if op == "cumsum" else fd.ops.argsort(g, 1))
+    (out,) = fd.execute([x])
+    g = torch.gcd(x, torch.tensor(6, dtype=torch.int32))
+    want = torch.cumsum(g, 1) if op == "cumsum" else torch.argsort(g, dim=1, stable=True)
+    assert torch.equal(out, want)
+    compiled(fd)

@@ -496,3 +496,28 @@ def test_slice_and_pad_with_a_selection_compile_for_sm90(on_cpu):
     )
     arts = compile_last_run(fd.executor())
     assert arts and all(".target sm_90" in a.ptx for a in arts)
+
+
+# --- found by the generated programs ---------------------------------------------------------
+def test_gather_along_an_expanded_index_dim_has_the_index_extent():
+    """An expanded (stride 0) index dim of extent 4 against arg's static extent 6: the
+    output has the index's extent (it took arg's and the run refused the shapes)."""
+    x = torch.arange(30.0).reshape(5, 6)
+    idx = torch.tensor([[1], [0], [4]]).expand(3, 4)
+    with FusionDefinition() as fd:
+        a, i = fd.from_pytorch(x, static_sizes=True), fd.from_pytorch(idx)
+        fd.add_output(fd.ops.gather(a, i, 0))
+    (out,) = fd.execute([x, idx])
+    assert torch.equal(out, torch.gather(x, 0, idx))
+
+
+def test_take_along_axis_broadcasts_a_size_one_index_dim_to_an_expanded_arg_dim():
+    """arg's dim 1 expanded (stride 0, extent 5), the index's of extent 1: broadcast, as
+    torch does (the run refused the extents)."""
+    x = torch.arange(4.0)[:, None].expand(4, 5)
+    idx = torch.tensor([[3], [1]])
+    with FusionDefinition() as fd:
+        a, i = fd.from_pytorch(x), fd.from_pytorch(idx)
+        fd.add_output(fd.ops.take_along_axis(a, i, 0))
+    (out,) = fd.execute([x, idx])
+    assert torch.equal(out, torch.take_along_dim(x, idx, 0))

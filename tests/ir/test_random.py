@@ -234,6 +234,35 @@ def test_shape_ops_move_the_numbers_with_their_elements():
     assert torch.equal(flat, ref.t().reshape(-1))
 
 
+@pytest.mark.parametrize("kernel", ["pointwise", "sum", "cumsum"])
+def test_movement_ops_move_the_numbers_with_their_elements(kernel):
+    """A slice (with steps) and a select of a random tensor hold the reference's numbers at
+    the positions they read, in a pointwise, a reduction or a scan kernel: the random
+    op's coordinate takes the slice's start as a load does (it had none, runtime.problems'
+    ``based``: the numbers of the first positions)."""
+    a, b = 5, 6
+    ref = reference("uniform", (a, b), DataType.Float)
+    with FusionDefinition() as fd:
+        s, o = (fd.define_scalar(dtype=DataType.Int) for _ in range(2))
+        zero = fd.define_scalar(0.0, dtype=DataType.Double)
+        one = fd.define_scalar(1.0, dtype=DataType.Double)
+        r = fd.ops.uniform(zero, one, [a, b], rng_seed=s, rng_offset=o, dtype=DataType.Float)
+        parts = [fd.ops.slice(r, [1, 2], [5, 6], [2, 3]), fd.ops.select(r, 3, dim=0)]
+        for p in parts:
+            if kernel == "sum":
+                p = fd.ops.sum(p, dims=[-1])
+            elif kernel == "cumsum":
+                p = fd.ops.cumsum(p, dim=-1)
+            fd.add_output(p)
+    got = fd.execute([SEED, OFFSET])
+    for out, want in zip(got, [ref[1:5:2, 2:6:3], ref[3]], strict=True):
+        if kernel == "sum":
+            want = want.sum(-1)
+        elif kernel == "cumsum":
+            want = want.cumsum(-1)
+        torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+
+
 def _dropout_then(kind: str, x: torch.Tensor) -> FusionDefinition:
     """dropout of ``x`` (a [rows, cols] input in its own layout), then sum over dim 1, or a
     softmax over dim 1: the random op inside a reduction or a normalization kernel; or a

@@ -39,3 +39,23 @@ def test_a_fusion_inputs_reduction_over_its_size_one_dim_stays_a_reduction():
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, x.sum(1))
     assert out.data_ptr() != x.data_ptr()
+
+
+@pytest.mark.parametrize("view", ["stride_order", "set", "permute"])
+def test_a_reduction_of_a_view_of_an_input_over_its_size_one_dim_stays_a_reduction(view):
+    """Through view ops of an input too: a squeeze there would make the output a view of
+    the input (the generated programs found max(stride_order(x)) aliasing x)."""
+    x = torch.randn(6, 7, 1)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        if view == "stride_order":
+            t = fd.ops.stride_order(t, stride_order=[0, 2, 1])
+        elif view == "set":
+            t = fd.ops.set(t)
+        else:
+            t = fd.ops.permute(t, dims=[1, 0, 2])
+        fd.add_output(fd.ops.max(t, dims=[2]))
+    (out,) = fd.execute([x])
+    want = x.amax(2).t() if view == "permute" else x.amax(2)
+    torch.testing.assert_close(out, want)
+    assert out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()

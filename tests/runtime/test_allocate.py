@@ -11,6 +11,7 @@ from layoutfuse.dtypes import DataType
 from layoutfuse.errors import InputLayoutError
 from layoutfuse.ir import Fusion, FusionGuard, IterDomain, TensorView, ops
 from layoutfuse.ir.ops.shape import stride_order_to_allocation
+from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.runtime.allocate import (
     allocate_dense,
     allocate_output,
@@ -114,6 +115,21 @@ def test_make_view_gives_none_for_a_reshape_the_strides_cannot_express():
     f, x, y = _view_fusion(lambda x: ops.reshape(x, [12]))
     base = torch.zeros(6, 2).t()
     assert make_view(view_chain(f, y, x), base, validate_inputs(f, [base])) is None
+
+
+@pytest.mark.parametrize("op", ["expand", "reshape"])
+def test_a_view_output_of_a_zero_dim_shape(op):
+    """An expand of a 0-dim input to ``[]``, a reshape of a 1-element one to ``[]``: views
+    of the input of shape () (torch's ``expand(*[])`` and ``view(*[])`` take no shape)."""
+    x = torch.tensor(3.5) if op == "expand" else torch.tensor([3.5])
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(
+            fd.ops.expand(t, shape=[]) if op == "expand" else fd.ops.reshape(t, new_shape=[])
+        )
+    (out,) = fd.execute([x])
+    assert out.shape == () and out.item() == 3.5
+    assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
 
 
 # --- round trip: what allocate_dense produces, validate_inputs accepts ----------------------------

@@ -21,6 +21,7 @@ import torch
 
 from layoutfuse.dtypes import from_torch
 from layoutfuse.ir.ops.elementwise import ROWS
+from support.program_families import FamilyDraws
 from support.program_steps import Program, Step
 from support.programs import (
     ARITY,
@@ -53,6 +54,12 @@ KINDS = (
     + ["reduction"] * 3
     + ["var_mean"]
     + ["shape_op"] * 4
+    + ["movement"] * 3  # the kinds of support.program_families
+    + ["indexing"] * 2
+    + ["random"]
+    + ["scan"] * 2
+    + ["library"]
+    + ["normalization"]
 )  # repeated for weight
 SHAPE_OPS = (
     "permute",
@@ -90,7 +97,7 @@ def draw_program(k: int, seed: str = SEED) -> Program:
     return program
 
 
-class Drawing:
+class Drawing(FamilyDraws):
     """Draws one program, step by step, from ``rng``."""
 
     def __init__(self, rng: random.Random, program: Program):
@@ -122,29 +129,36 @@ class Drawing:
             return like
         return self.pick(DTYPES)
 
-    def new_input(self, shape, dtype, domain: str = "any") -> int:
+    def new_input(self, shape, dtype, domain: str = "any", values=None) -> int:
+        """A new input of ``shape`` in a random layout; ``values`` (else drawn from
+        ``domain``) are taken along each dim it expands at their first element."""
         rank = len(shape)
         alloc = tuple(self.perm(rank))
         kinds = [self.rng.randrange(8) for _ in range(rank)]  # 1 in 8 expanded, 1 in 8 sliced
         expanded = frozenset(d for d in range(rank) if kinds[d] == 0 and shape[d] > 1)
         sliced = frozenset(d for d in range(rank) if kinds[d] == 1 and shape[d] > 1)
-        values = input_values(shape, dtype, domain, expanded, self.gen)
+        if values is None:
+            values = input_values(shape, dtype, domain, expanded, self.gen)
+        else:
+            for d in expanded:
+                values = values.narrow(d, 0, 1).expand(values.shape)
+            values = values.contiguous()
         return self.p.add_input(values, Layout(alloc, expanded, sliced))
 
-    def like(self, shape) -> list[int]:
-        """A shape that broadcasts with ``shape``: dims kept, made 1 or (where ``shape`` has
-        1) widened; sometimes fewer dims (numpy's left broadcast)."""
+    def like(self, v: Value) -> list[int]:
+        """A shape that broadcasts with ``v``'s: dims kept, made 1 or (where ``v`` has a
+        broadcast) widened; sometimes fewer dims (numpy's left broadcast)."""
         out = []
-        for s in shape:
+        for s, b in zip(v.shape, v.bcast):
             k = self.rng.randrange(6)
-            out.append(1 if k == 4 else self.rng.randint(2, 5) if k == 5 and s == 1 else s)
+            out.append(1 if k == 4 else self.rng.randint(2, 5) if k == 5 and s == 1 and b else s)
         if len(out) > 1 and self.chance(1 / 6):
             out = out[1:]
         return out
 
     # --- operands ------------------------------------------------------------------------------
     def current(self) -> int:
-        recent = sorted(self.p.values)[::-1][:3]
+        recent = sorted(k for k, v in self.p.values.items() if not v.opaque)[::-1][:3]
         return self.pick(recent)
 
     def operand(self, base: Value, dtype=None, domain: str = "any", scalars: bool = True):
@@ -155,7 +169,8 @@ class Drawing:
             fits = [
                 k
                 for k, v in self.p.values.items()
-                if broadcastable(v.shape, base.shape)
+                if broadcastable(v, base)
+                and not v.opaque
                 and (dtype is None or v.dtype == dtype)
                 and in_domain(v.ref, domain)
             ]
@@ -166,7 +181,7 @@ class Drawing:
                 [c for c in FLOAT_CONSTANTS + INT_CONSTANTS if in_domain(torch.tensor(c), domain)]
             )
             return Const(value) if source == "const" else self.p.add_scalar(value)
-        return self.new_input(self.like(base.shape), dtype or self.dtype(base.dtype), domain)
+        return self.new_input(self.like(base), dtype or self.dtype(base.dtype), domain)
 
     # --- steps -----------------------------------------------------------------------------------
     def step(self, refuse: bool) -> None:
@@ -188,7 +203,9 @@ class Drawing:
             kind = self.pick(KINDS)
             x = self.current()
             try:
-                self.p.apply(getattr(self, kind)(x, self.p.values[x]), keep_refusal=refuse)
+                step = getattr(self, kind)(x, self.p.values[x])
+                if step is not None:  # else the kind applied its steps (a pattern)
+                    self.p.apply(step, keep_refusal=refuse)
                 return
             except Unusable:
                 continue
@@ -251,9 +268,8 @@ class Drawing:
     def var_mean(self, x: int, v: Value) -> Step:
         dims, keepdim = self.dims(v)
         correction = self.rng.randint(0, 1)
-        return Step(
-            "var_mean", (x,), (("dims", dims), ("correction", correction), ("keepdim", keepdim))
-        )
+        attrs = (("dims", dims), ("correction", correction), ("keepdim", keepdim))
+        return Step(self.pick(["var_mean", "var"]), (x,), attrs)
 
     def dims(self, v: Value) -> tuple[list[int], bool]:
         rank = len(v.shape)
@@ -365,10 +381,13 @@ def in_domain(x: torch.Tensor, domain: str) -> bool:
     return domain == "any"
 
 
-def broadcastable(a, b) -> bool:
-    if max(len(a), len(b)) > MAX_RANK:
+def broadcastable(a: Value, b: Value) -> bool:
+    """``a`` and ``b`` broadcast in nvFuser: aligned at the right, equal extents or a
+    broadcast (an extent-1 dim that is not one, a slice's, does not)."""
+    if max(len(a.shape), len(b.shape)) > MAX_RANK:
         return False
-    return all(x == y or x == 1 or y == 1 for x, y in zip(a[::-1], b[::-1]))
+    pairs = zip(zip(a.shape[::-1], a.bcast[::-1]), zip(b.shape[::-1], b.bcast[::-1]))
+    return all(x == y or (x == 1 and bx) or (y == 1 and by) for (x, bx), (y, by) in pairs)
 
 
 def reshaped(shape, how: int, where: int) -> list[int]:

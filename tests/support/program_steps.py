@@ -16,11 +16,16 @@ from dataclasses import dataclass, field
 
 import torch
 
+from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.errors import DefinitionError
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from support.program_reductions import reduction_compute, reduction_layout, var_mean_compute
+from support.program_table import RANDOM_OPS, TABLE_SEMANTICS
 from support.programs import (
     ARITY,
+    BF16,
     BOOL,
+    F16,
     Layout,
     Operand,
     ScalarInput,
@@ -38,13 +43,10 @@ from support.programs import (
     pointwise_compute,
     pointwise_layout,
     realize,
-    reduction_compute,
-    reduction_layout,
     rounding,
     same_values,
     shaped,
     squeeze_view,
-    var_mean_compute,
 )
 
 
@@ -85,7 +87,10 @@ def _cast(x: Value, dtype: DataType) -> list[Value]:
         if not (x.exact and same_values(ref, x.ref)):
             err += rounding(target)
     facts = dict(consumed=x.consumed, deps=x.deps, reshaped=x.reshaped)
-    return [make_value(ref, err, x.abs_err, x.bcast, x.origins, **facts)]
+    abs_err = x.abs_err
+    if x.dtype in (F16, BF16) and not x.exact:  # their subnormals' slack (``mismatch``) stays
+        abs_err += 4 * torch.finfo(x.dtype).tiny
+    return [make_value(ref, err, abs_err, x.bcast, x.origins, **facts)]
 
 
 def _reduction(name: str, x: Value, dims, keepdim=False) -> list[Value]:
@@ -104,6 +109,10 @@ def _var_mean(x: Value, dims, correction=1, keepdim=False) -> list[Value]:
         make_value(ref, err, abs_err, bcast, origins, **facts)
         for ref, err, abs_err in var_mean_compute(x, dims, correction, keepdim)
     ]
+
+
+def _var(x: Value, dims, correction=1, keepdim=False) -> list[Value]:
+    return _var_mean(x, dims, correction, keepdim)[:1]
 
 
 def _permute(x: Value, dims) -> list[Value]:
@@ -177,6 +186,7 @@ SEMANTICS = {
     **{name: functools.partial(_reduction, name) for name in ("sum", "prod", "max", "min")},
     "cast": _cast,
     "var_mean": _var_mean,
+    "var": _var,
     "permute": _permute,
     "reshape": _reshape,
     "broadcast_in_dim": _broadcast_in_dim,
@@ -186,6 +196,7 @@ SEMANTICS = {
     "set": _set,
     "segment_set": _set,
     "stride_order": _stride_order,
+    **TABLE_SEMANTICS,
 }
 _TORCH_DTYPES = {
     DataType.Float: torch.float32,
@@ -198,6 +209,9 @@ _TORCH_DTYPES = {
 
 
 # --- the program ----------------------------------------------------------------------------------
+MAX_ELEMENTS = 7**4  # a value's elements: rank 4 of extent 7 (broadcasts and cats stay below)
+
+
 @dataclass(frozen=True)
 class TensorInput:
     values: torch.Tensor  # logical values, CPU
@@ -229,6 +243,7 @@ class Program:
     outputs: list[tuple[int, list | None]] = field(default_factory=list)
     refused: tuple[int, str] | None = None
     step_outputs: list[list[int]] = field(default_factory=list)
+    tags: set[str] = field(default_factory=set)  # what a drawing made beyond its ops' names
     _next: int = 0
 
     def add_input(self, values: torch.Tensor, layout: Layout) -> int:
@@ -260,6 +275,8 @@ class Program:
             self.steps.append(step)
             self.refused = (len(self.steps) - 1, str(e))
             return []
+        if any(v.ref.numel() > MAX_ELEMENTS for v in made):
+            raise Unusable(f"more than {MAX_ELEMENTS} elements (the interpreter is slow)")
         self.steps.append(step)
         ids = [self._new() for _ in made]
         self.values.update(zip(ids, made))
@@ -282,9 +299,26 @@ class Program:
 
 
 # --- defining and running ---------------------------------------------------------------------------
-def define(program: Program, tensors: dict[int, torch.Tensor]) -> tuple[FusionDefinition, int]:
+# ``fd.ops`` calls whose arguments are not the step's operands in order, then its attrs
+FORMS = {
+    "pad": lambda ops, x, value=None, *, pad_widths: ops.pad(x, pad_widths, value),
+    "cat": lambda ops, *tensors, dim: ops.cat(list(tensors), dim=dim),
+    "uniform": lambda ops, a, b, s, o, *, shape, dtype: ops.uniform(
+        a, b, shape, rng_seed=s, rng_offset=o, dtype=dtype
+    ),
+    "normal": lambda ops, a, b, s, o, *, shape, dtype: ops.normal(
+        a, b, shape, rng_seed=s, rng_offset=o, dtype=dtype
+    ),
+    "rand_like": lambda ops, x, s, o: ops.rand_like(x, rng_seed=s, rng_offset=o),
+    "randn_like": lambda ops, x, s, o: ops.randn_like(x, rng_seed=s, rng_offset=o),
+}
+
+
+def define(
+    program: Program, tensors: dict[int, torch.Tensor]
+) -> tuple[FusionDefinition, int, str | None]:
     """The program as a FusionDefinition; the steps defined before a DefinitionError
-    (``len(steps)`` when all were)."""
+    (``len(steps)`` when all were) and its message."""
     done = 0
     fd = FusionDefinition()
     try:
@@ -307,36 +341,44 @@ def define(program: Program, tensors: dict[int, torch.Tensor]) -> tuple[FusionDe
                     else fd.define_scalar(a.value)
                     for a in step.args
                 ]
-                made = getattr(fd.ops, step.op)(*args, **dict(step.attrs))
+                form = FORMS.get(step.op)
+                attrs = dict(step.attrs)
+                made = (
+                    form(fd.ops, *args, **attrs)
+                    if form
+                    else getattr(fd.ops, step.op)(*args, **attrs)
+                )
                 handles.update(zip(ids, made if isinstance(made, tuple) else (made,)))
                 done += 1
             for k, so in program.outputs:
                 fd.add_output(handles[k], stride_order=so)
-    except DefinitionError:
-        return fd, done
-    return fd, len(program.steps)
+    except DefinitionError as e:
+        return fd, done, str(e)
+    return fd, len(program.steps), None
 
 
-def check_program(program: Program) -> str:
+def check_program(program: Program, compile_sm90: bool = False) -> str:
     """Define and run ``program``; "ran", or "refused" where torch and layoutfuse both
-    refuse its last step. Raises AssertionError on any difference."""
+    refuse its last step. Raises AssertionError on any difference. A program with random
+    ops runs twice and must give the same bits; ``compile_sm90``: the kernels of its run
+    are compiled for sm_90 too (``codegen.hopper_check``)."""
     tensors = {
         k: realize(inp.values, inp.layout)
         for k, inp in program.inputs
         if isinstance(inp, TensorInput)
     }
     args = [tensors[k] if isinstance(inp, TensorInput) else inp.value for k, inp in program.inputs]
-    fd, defined = define(program, tensors)
+    fd, defined, why_not = define(program, tensors)
     if program.refused is not None:
         step, why = program.refused
         assert defined == step, (
             f"torch refuses step {step} ({why}) but layoutfuse "
-            f"{'accepts it' if defined > step else f'refuses step {defined}'}"
+            f"{'accepts it' if defined > step else f'refuses step {defined}: {why_not}'}"
             f"\n{program!r}"
         )
         return "refused"
     assert defined == len(program.steps), (
-        f"layoutfuse refuses step {defined}, which torch accepts\n{program!r}"
+        f"layoutfuse refuses step {defined} ({why_not}), which torch accepts\n{program!r}"
     )
     try:
         outs = fd.execute(args)
@@ -345,6 +387,14 @@ def check_program(program: Program) -> str:
             for k, (v, so) in enumerate(program.outputs)
             for p in output_problems(k, outs[k], program.values[v], so, program, tensors)
         ]
+        if not problems and any(s.op in RANDOM_OPS for s in program.steps):
+            problems = nondeterminism(outs, fd.execute(args))
+        if not problems and compile_sm90:
+            problems = [
+                f"kernel {a.name}: its PTX has no sm_90 target"
+                for a in compile_last_run(fd.executor())
+                if ".target sm_90" not in a.ptx
+            ]
     except Exception as e:  # noqa: BLE001 - any failure of a run is reported with its repro
         problems = [f"execute raised {type(e).__name__}: {e}"]
     if problems:
@@ -352,6 +402,23 @@ def check_program(program: Program) -> str:
             "\n".join(problems) + f"\n{program!r}\n--- repro ---\n" + fd.repro_script_for(args)
         )
     return "ran"
+
+
+def nondeterminism(first: list, second: list) -> list[str]:
+    """Outputs of two runs with the same seeds and offsets that differ in a bit."""
+    return [
+        f"output {k}: a second run with the same seeds differs"
+        for k, (a, b) in enumerate(zip(first, second))
+        if not same_bits(a, b)
+    ]
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    a, b = a.cpu().contiguous(), b.cpu().contiguous()
+    if a.is_floating_point():
+        bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        a, b = a.view(bits), b.view(bits)
+    return torch.equal(a, b)
 
 
 def output_problems(

@@ -12,16 +12,21 @@ The error bound decides how a result is compared (``assert_close_to``):
 
 * exact values (``err == 0``) must be equal: a value is exact when its operands are and
   the op's result is representable, which the float64 computation tells (inputs are
-  small multiples of 1/4; ``exact_sum``/``exact_prod`` for reductions in any order);
+  small multiples of 1/4; ``support.program_reductions`` for reductions in any order);
 * library functions (``LIBRARY``: exp, div, ...) are never exact: a few ulps of their
   compute dtype (plus ``|x|`` ulps for exp and trig: the GPU's ``_exp``) and the
   rounding to the result's dtype (one whole ulp: the CPU interpreter truncates to bf16,
   and layoutfuse keeps Half/BFloat16 intermediates in Float within a kernel);
 * an op that is not continuous in its operands (comparisons, floor, casts to integers,
   ``where``'s predicate, ...) only takes exact operands, and an approximate operand only
-  reaches ops that do not amplify its error (``KEEPS``, ``SCALES``; ``add``/``sub`` where
-  the signs do not cancel; reductions of values of one sign). ``compute`` raises
-  ``Unusable`` for anything else, and the drawing picks another op.
+  reaches ops that do not amplify its error (``KEEPS``, ``SCALES``; ``add``/``sub``, with
+  a relative bound where the signs do not cancel; reductions of values of one sign);
+* a bound may be absolute (``abs_err``: sums that may cancel, var_mean): ``add``, ``sub``
+  and ``mul`` carry absolute bounds (``absolute_bound``, ``magnitude``), ``exp`` turns one
+  into a relative bound and ``log`` a relative one into an absolute one, and a divisor or
+  a root's operand takes one where it stays far from zero (``relative_bound``: layer
+  norm's ``rsqrt(var + eps)``). ``compute`` raises ``Unusable`` for anything else, and
+  the drawing picks another op.
 """
 
 from __future__ import annotations
@@ -198,7 +203,9 @@ KEEPS = {
 # rows of complex values only (real inputs are refused): tests/ir/test_complex.py runs them
 COMPLEX_ONLY = {"imag"}
 SCALES = {"mul": 1.0, "div": 1.0, "truediv": 1.0, "reciprocal": 1.0, "sqrt": 0.5, "rsqrt": 0.5}
-NO_CANCEL = {"add": 1, "sub": -1}  # approximate operands only where signs do not cancel
+NO_CANCEL = {"add": 1, "sub": -1}  # relative bounds where signs do not cancel, else absolute
+EXPONENTIALS = {"exp": 1.0, "exp2": math.log(2)}  # of values with an absolute bound
+LOGARITHMS = {"log": 1.0, "log2": 1 / math.log(2), "log10": 1 / math.log(10)}
 # Exact on approximate operands too: the error bound never crosses to or from nan or inf
 # (``check_finite`` refuses results that overflow).
 CLASSIFIES = {"isnan", "isinf", "isfinite"}
@@ -334,7 +341,10 @@ class Value:
     (input, dim) pairs a reduction on the way consumed; ``deps``: the tensor inputs it
     depends on; ``reshaped``: a reshape lies on the way; ``view``: (input, torch view
     functions) when it is a chain of view ops of an input; ``pinned``: its own memory
-    order (a ``stride_order`` op), outermost first.
+    order (a ``stride_order`` op), outermost first. ``verify``: a check of a result that
+    torch leaves partly unspecified (topk's indices among ties), which replaces the
+    comparison with ``ref`` (returns why it fails, or None); such a value is ``opaque``:
+    an output only, never another op's operand.
     """
 
     ref: torch.Tensor
@@ -348,6 +358,11 @@ class Value:
     reshaped: bool = False
     view: tuple | None = None
     pinned: tuple[int, ...] | None = None
+    verify: Callable[[torch.Tensor], str | None] | None = None
+
+    @property
+    def opaque(self) -> bool:
+        return self.verify is not None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -408,6 +423,33 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 def check_finite(faithful: torch.Tensor, true: torch.Tensor) -> None:
     if faithful.is_floating_point() and bool((~faithful.isfinite() & true.isfinite()).any()):
         raise Unusable("overflows its dtype")
+
+
+def magnitude(a: Operand) -> float:
+    """A bound on the true value's magnitude (a tensor's largest, a scalar's own)."""
+    if not isinstance(a, Value):
+        return abs(float(a.value))
+    m = float(a.ref.double().abs().max()) if a.ref.numel() else 0.0
+    if not math.isfinite(m):
+        raise Unusable("an absolute error bound of a value with infinities or NaN")
+    return (m + a.abs_err) * (1 + 2 * a.err)
+
+
+def absolute_bound(a: Operand) -> float:
+    """A bound on ``a``'s error against its true value, as one absolute number."""
+    return a.err * magnitude(a) + a.abs_err if isinstance(a, Value) else 0.0
+
+
+def relative_bound(a: Operand) -> float:
+    """``a``'s error as a relative bound, where its absolute part is small against its
+    smallest magnitude (a divisor, a root's operand); ``Unusable`` where it is not."""
+    if not isinstance(a, Value) or not a.abs_err:
+        return a.err if isinstance(a, Value) else 0.0
+    low = float(a.ref.double().abs().min()) if a.ref.numel() else 0.0
+    e = absolute_bound(a)
+    if low <= 100 * e:
+        raise Unusable("an absolute error bound near zero (of a divisor or a root)")
+    return e / (low - e)
 
 
 # --- pointwise ----------------------------------------------------------------------------------
@@ -478,15 +520,26 @@ def _pointwise_compute(name: str, args: Sequence[Operand], as_torch: list[torch.
         raise Unusable("where: an approximate predicate")
     if name in KEEPS:
         return faithful, max(errs), max(abs_errs)
-    if any(abs_errs):
-        raise Unusable(f"{name}: an operand with an absolute error bound")
-    if name in SCALES:
-        return faithful, SCALES[name] * sum(errs) + own, 0.0
     if name in NO_CANCEL:
         a, b = as_torch[0].double(), as_torch[1].double() * NO_CANCEL[name]
-        if bool((a * b < 0).any()):
-            raise Unusable(f"{name}: approximate operands may cancel")
+        if any(abs_errs) or bool((a * b < 0).any()):  # the operands' absolute bounds add
+            return faithful, own, sum(absolute_bound(x) for x in args)
         return faithful, max(errs) + own, 0.0
+    if name == "mul" and any(abs_errs):  # |ab - AB| <= |a - A| |b| + |A| |b - B|
+        a, b = args
+        ea, eb = absolute_bound(a), absolute_bound(b)
+        return faithful, own, ea * magnitude(b) + magnitude(a) * eb + ea * eb
+    if name in SCALES:
+        rel = [relative_bound(x) for x in args]
+        return faithful, SCALES[name] * sum(rel) + own, 0.0
+    if name in EXPONENTIALS:  # e^(x + d) = e^x e^d: an absolute error becomes a relative one
+        d = EXPONENTIALS[name] * absolute_bound(args[0])
+        if d < 0.01:
+            return faithful, math.expm1(d) + own, 0.0
+    if name in LOGARITHMS:  # log(x (1 + r)) = log x + log(1 + r): the other way round
+        r = relative_bound(args[0])
+        if r < 0.01:
+            return faithful, own, -math.log1p(-r) * LOGARITHMS[name]
     raise Unusable(f"{name}: not continuous in an approximate operand")
 
 
@@ -523,114 +576,6 @@ def joined(tensors: Sequence[Value]) -> dict:
 def make_value(ref: torch.Tensor, err: float, abs_err: float, bcast, origins, **facts) -> Value:
     expanded = tuple(b and s > 1 for b, s in zip(bcast, ref.shape))
     return Value(ref, tuple(bcast), expanded, tuple(origins), err, abs_err, **facts)
-
-
-# --- reductions ---------------------------------------------------------------------------------
-def frac_bits(x: torch.Tensor) -> int:
-    """The least k with every element of ``x`` (float64, finite) a multiple of 2**-k."""
-    for k in range(64):
-        if bool(((x * 2.0**k) == (x * 2.0**k).round()).all()):
-            return k
-    return 64
-
-
-def exact_sum(x: torch.Tensor, dims: Sequence[int]) -> bool:
-    """Every partial sum, in any order, is exact in Float: all elements are multiples of
-    2**-k and the sum of magnitudes stays below 2**24 of those units."""
-    total = x.abs().sum(dims).max() if x.numel() else torch.tensor(0.0)
-    return float(total) * 2.0 ** frac_bits(x) < 2.0**24
-
-
-def exact_prod(x: torch.Tensor, dims: Sequence[int]) -> bool:
-    """Every partial product is exact in Float: the significands' bits add up to <= 24."""
-    mant, _ = torch.frexp(x)
-    bits = torch.zeros_like(x)
-    for k in range(1, 54):
-        bits = torch.where(
-            (bits == 0) & ((mant * 2.0**k) == (mant * 2.0**k).round()), float(k), bits
-        )
-    return float(torch.where(x == 0, 0.0, bits).sum(dims).max()) <= 24
-
-
-def reduce_torch(name: str, x: torch.Tensor, dims: Sequence[int], keepdim: bool):
-    dims = list(dims)
-    if name == "sum":
-        return x.sum(dims, keepdim=keepdim)
-    if name == "max":
-        return x.amax(dims, keepdim=keepdim)
-    if name == "min":
-        return x.amin(dims, keepdim=keepdim)
-    for d in sorted(dims, reverse=True):
-        x = x.prod(d, keepdim=keepdim)
-    return x
-
-
-def reduction_compute(name: str, x: Value, dims: Sequence[int], keepdim: bool):
-    """sum / prod / max / min: Half and BF16 accumulate in Float; integers and Bool sum and
-    multiply as Int64 (modular, so exact in any order)."""
-    if name in ("max", "min") and x.dtype is BOOL:
-        raise Unusable("max/min of Bool: layoutfuse asks for a cast to Int (by design)")
-    float_in = x.dtype.is_floating_point
-    out = x.dtype if float_in or name in ("max", "min") else I64
-    acc = x.ref.float() if x.dtype in (F16, BF16) else x.ref.to(out)
-    faithful = reduce_torch(name, acc, dims, keepdim).to(out)
-    if not float_in:
-        return faithful, 0.0, 0.0
-    true = reduce_torch(name, x.ref.double(), dims, keepdim)
-    check_finite(faithful, true)
-    if name in ("max", "min"):
-        return faithful, x.err, x.abs_err
-    if x.abs_err:
-        raise Unusable(f"{name}: an operand with an absolute error bound")
-    n = math.prod(x.shape[d] for d in dims)
-    steps = (math.ceil(math.log2(n)) + 1 if n > 1 else 0) * EPS32
-    data = x.ref.double()
-    if name == "prod":
-        if x.exact and exact_prod(data, dims):
-            return faithful, 0.0 if same_values(faithful, true) else rounding(out), 0.0
-        return faithful, n * (x.err + 2 * EPS32) + rounding(out), 0.0
-    if x.exact and exact_sum(data, dims):
-        return faithful, 0.0 if same_values(faithful, true) else rounding(out), 0.0
-    if bool((data >= 0).all() or (data <= 0).all()):
-        return faithful, x.err + steps + rounding(out), 0.0
-    if not x.exact:
-        raise Unusable("sum: approximate values of both signs")
-    total = float(data.abs().sum(dims).max())
-    return faithful, rounding(out), steps * total
-
-
-def var_mean_compute(x: Value, dims: Sequence[int], correction: int, keepdim: bool):
-    """(var, mean) in the input's float dtype (Float for integers and Bool), with the bounds
-    of a Welford accumulation in Float (tests/support/reductions.py)."""
-    if x.abs_err:
-        raise Unusable("var_mean: an operand with an absolute error bound")
-    if x.dtype.is_floating_point and bool(x.ref.isinf().any()):
-        # torch's Welford mean of an inf is NaN (inf - inf), layoutfuse's inf: not drawn
-        # (lgamma's poles make infs from finite inputs)
-        raise Unusable("var_mean of an infinite value")
-    out = x.dtype if x.dtype.is_floating_point else F32
-    with warnings.catch_warnings():  # correction >= n: nan or inf, as intended
-        warnings.simplefilter("ignore")
-        var, mean = torch.var_mean(
-            x.ref.float(), list(dims), correction=correction, keepdim=keepdim
-        )
-    m = float(x.ref.double().abs().max()) if x.ref.numel() else 0.0
-    return [
-        (var.to(out), rounding(out), (256 * EPS32 + 2 * x.err) * m * m),
-        (mean.to(out), rounding(out), (256 * EPS32 + x.err) * m),
-    ]
-
-
-def reduction_layout(x: Value, dims: Sequence[int], keepdim: bool) -> dict:
-    consumed = {(i, d) for k in dims for i, d in x.origins[k].items()}
-    keep = [k for k in range(len(x.shape)) if keepdim or k not in dims]
-    return dict(
-        bcast=tuple(True if k in dims else x.bcast[k] for k in keep),
-        origins=tuple({} if k in dims else x.origins[k] for k in keep),
-        consumed=x.consumed | consumed,
-        deps=x.deps,
-        reshaped=x.reshaped,
-    )
 
 
 # --- shape ops ----------------------------------------------------------------------------------
@@ -732,6 +677,8 @@ def mismatch(got: torch.Tensor, v: Value) -> str | None:
     if tuple(got.shape) != tuple(ref.shape):
         return f"shape {tuple(got.shape)}, expected {tuple(ref.shape)}"
     got, ref = got.cpu(), ref.cpu()  # compared on the CPU (with --device cuda too)
+    if v.verify is not None:
+        return v.verify(got)
     if not ref.is_floating_point():
         bad = got != ref
         allowed = None

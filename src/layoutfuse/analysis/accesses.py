@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import Expr, OpKind, TensorView, Val
+from ..ir.ops.movement import MOVEMENT_OPS
 from . import strides as st
 
 
@@ -61,6 +62,16 @@ def is_indirect(chain: tuple[Expr, ...]) -> bool:
     values, so a store along it writes only the positions read (only an indexed write's
     own store takes one)."""
     return any(index_operands(e) or e.op.kind is OpKind.WRITE for e in chain)
+
+
+def stores_every_position(chain: tuple[Expr, ...]) -> bool:
+    """Whether a store along ``chain`` (from a kernel's coordinates back to a tensor upstream
+    of them) writes every position of that tensor: only the view-like shape ops (set,
+    permute, reshape, broadcasts, squeeze) map the coordinates onto all of it. A slice or a
+    select reaches part of its input, a pad that crops too, a cat (pads filled by one
+    another) each input's range, and an indexed read the positions its index holds: a
+    tensor upstream of those is stored by a kernel of its own."""
+    return not is_indirect(chain) and not any(e.op.name in MOVEMENT_OPS for e in chain)
 
 
 def reached(
@@ -120,6 +131,32 @@ def upstream_tensors(root: TensorView, memory: set[int]) -> dict[int, tuple[Tens
     for tv, chain in reached(root, memory):
         out.setdefault(id(tv), (tv, chain))
     return out
+
+
+def waits_on(loaded: list[TensorView], stored: list[TensorView], memory: set[int]) -> bool:
+    """Whether the segments that compute ``loaded`` (tensors a kernel reads from ``memory``)
+    read one of ``stored`` from memory, directly or through what they read in turn: a
+    kernel that stores the one and loads the other would wait on itself. A library op
+    reads its operands from memory; every other segment recomputes what it reads from
+    the tensors in ``memory`` (a scan's input, a reduction's prologue)."""
+    targets = {id(t) for t in stored}
+    seen: set[int] = set()
+    stack = list(loaded)
+    while stack:
+        t = stack.pop()
+        if id(t) in seen or t.definition is None:
+            continue
+        seen.add(id(t))
+        e = t.definition
+        for v in (x for x in e.inputs if isinstance(x, TensorView)):
+            if e.op.kind is OpKind.LIBRARY and id(v) in targets:
+                return True
+            for u, _ in upstream_tensors(v, memory).values():
+                if id(u) in memory:
+                    if id(u) in targets:
+                        return True
+                    stack.append(u)
+    return False
 
 
 def has_base(access: Access) -> bool:
@@ -187,6 +224,8 @@ __all__ = [
     "Val",
     "index_operands",
     "is_indirect",
+    "stores_every_position",
+    "waits_on",
     "load_strides",
     "reached",
     "store_strides_backward",

@@ -104,6 +104,10 @@ class _Kernel:
                 self.xoff.append(None)
                 continue
             terms = [self.stride(a, k, self.idx[k]) for k in xg if not p.zero_strides[a][k]]
+            if terms and not self.inner and p.zero_strides[a][xg[0]]:
+                # only the first x group's index is a tile (the others come from ``rest``):
+                # an access of stride 0 along it keeps the tile's shape (an expanded dim)
+                terms.append(("x * 0", 1))
             base = f" + b{a}" if a in p.based else ""  # a slice's start, a select's index
             self.xoff.append(w.assign("xo", offset_expr(terms, "x * 0") + base))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..dtypes import DataType
 from ..schedulers.scan import SORTS, ScanParams
+from .helpers import helpers_for
 from .kernel import Kernel
 from .pointwise import HEADER, kernel_header, load_line
 from .sort_network import SORT_PRELUDE
@@ -142,7 +143,8 @@ def _source(spec, params: ScanParams, name: str, body, extra: list[str], sort: b
     with w.indent():
         body(w, t)
     prelude = PRELUDE + (SORT_PRELUDE if sort else "")
-    return HEADER + prelude + "\n\n" + w.text(), args
+    body_text = w.text()
+    return HEADER + prelude + helpers_for(body_text) + "\n\n" + body_text, args
 
 
 def _acc(params: ScanParams) -> str:

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from ..errors import DefinitionError
 from ..ir import Expr, Fusion, IterDomain, OpKind, Scalar, TensorView
 from ..ir.ops.common import static_value
+from ..ir.ops.shape import VIEW_OPS
 
-VIEW_OPS = frozenset({"set", "permute", "reshape", "broadcast_in_dim", "squeeze"})
 KINDS = ("pinned", "alias", "view", "inferred", "row_major")
 
 

@@ -115,11 +115,11 @@ def make_view(chain: Sequence[Expr], base: torch.Tensor, bindings: Bindings) -> 
             for j in range(out.ndim):
                 if j not in bdims:
                     t = t.unsqueeze(j)
-            t = t.expand(*bindings.shape(out))
+            t = t.expand(tuple(bindings.shape(out)))  # a tuple: () for a 0-dim output
         elif name == "reshape":
             assert isinstance(out, TensorView)
             try:
-                t = t.view(*bindings.shape(out))
+                t = t.view(tuple(bindings.shape(out)))
             except RuntimeError:
                 return None
         else:

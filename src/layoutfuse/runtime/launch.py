@@ -24,6 +24,7 @@ from ..ir import Scalar
 from ..schedulers.launch import LaunchSpec
 from ..schedulers.problem import Problem
 from ..segmenter.segments import KernelSpec
+from .problems import real_strides
 
 
 @dataclass(frozen=True)
@@ -98,9 +99,8 @@ def argument_values(
     by_id = {id(s): v for s, v in zip(segment.scalars, scalars)}
     rank = len(segment.root.shape_domain)
     for a in getattr(params, "based", ()):
-        access = segment.accesses[a]
-        real = env[id(access.tv)].stride()
-        values[f"b{a}"] = base_offset(access, real, extents, by_id, rank)
+        real = real_strides(segment, a, env, extents)
+        values[f"b{a}"] = base_offset(segment.accesses[a], real, extents, by_id, rank)
     return values
 
 

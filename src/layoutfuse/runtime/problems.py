@@ -148,9 +148,12 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         a.tv.dtype if i < spec.n_loads + spec.n_stores else DataType.Int
         for i, a in enumerate(spec.accesses)
     )
-    # a slice's or select's load: its base offset is bound at launch (``b<a>``)
+    # a slice's or select's load, or coordinate (a random op's, an iota's read through
+    # one): its base offset is bound at launch (``b<a>``)
     based = tuple(
-        i for i, a in enumerate(spec.accesses[: spec.n_loads]) if affine[i] and has_base(a)
+        i
+        for i, a in enumerate(spec.accesses)
+        if not spec.n_loads <= i < spec.n_loads + spec.n_stores and affine[i] and has_base(a)
     )
     offs = tuple(
         max_offset(root_shape, s)

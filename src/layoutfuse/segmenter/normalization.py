@@ -250,17 +250,38 @@ def xspace_output(tv: TensorView, group: Group, memory: set[int]) -> bool:
             return False
         if e.op.kind is OpKind.SHAPE:
             if e.op.name == "broadcast_in_dim":
-                bd = e.attrs["broadcast_dims"]
-                if any(
-                    d.extent != 1 for j, d in enumerate(e.outputs[0].shape_domain) if j not in bd
-                ):
+                bd, src = e.attrs["broadcast_dims"], e.inputs[0]
+                out = e.outputs[0].shape_domain
+                assert isinstance(src, TensorView)
+                if any(d.extent != 1 for j, d in enumerate(out) if j not in bd):
                     return False  # keepdim's size-1 dims only: a per-row value
-            elif e.op.name not in (*_TRANSPARENT, "squeeze"):
+                if any(
+                    out[j].expanded and not src.shape_domain[i].expanded for i, j in enumerate(bd)
+                ):
+                    return False  # an expand of a size-1 dim: a tensor across the rows
+            elif e.op.name == "squeeze":
+                x = e.inputs[0]
+                assert isinstance(x, TensorView)
+                if any(x.shape_domain[d].expanded for d in e.attrs["dims"]):
+                    return False  # an expanded kept dim squeezed: the rows lose a dim
+            elif e.op.name not in _TRANSPARENT:
                 return False
         elif e.op.kind is not OpKind.POINTWISE:
             return False
         stack.extend(i for i in e.inputs if isinstance(i, TensorView))
-    return found
+    return found and _within_rows(tv, group)
+
+
+def _within_rows(tv: TensorView, group: Group) -> bool:
+    """Whether ``tv`` has at most as many concrete dims as the rows have kept ones: per-row
+    values that broadcast against each other out of alignment (a squeezed one against a
+    keepdim one: [N] with [N, 1]) make a tensor across rows, not a per-row value."""
+    x = group.reductions[0].inputs[0]
+    assert isinstance(x, TensorView)
+    kept = sum(
+        1 for k, d in enumerate(x.shape_domain) if k not in group.dims and not d.is_broadcast
+    )
+    return sum(not d.is_broadcast for d in tv.shape_domain) <= kept
 
 
 def group_reached(group: Group, memory: set[int]) -> list[tuple[TensorView, tuple[Expr, ...]]]:

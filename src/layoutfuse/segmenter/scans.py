@@ -12,8 +12,9 @@ scan kernel from the values it holds. The scan's results are always written to m
 
 from __future__ import annotations
 
-from ..analysis.accesses import Access, reached, upstream_accesses
+from ..analysis.accesses import Access, reached, upstream_accesses, waits_on
 from ..ir import Expr, Fusion, TensorView
+from ..ir.ops import COORDINATE_OPS
 from .specs import (
     KernelSpec,
     _distinct_tensors,
@@ -29,7 +30,8 @@ def scan_epilogues(
 ) -> dict[int, list[TensorView]]:
     """By id of a scan, the pending outputs its kernel stores as its epilogue (added to
     ``covered``): each reaches the scan's first result through pointwise ops only and no
-    other scan's results; a topk (another extent along its dim) has none."""
+    other scan's results, and reads nothing computed from the scan's results (a reduction
+    of them); a topk (another extent along its dim) has none."""
     found: dict[int, list[TensorView]] = {}
     others = {id(o) for e in scans for o in e.outputs}
     for e in scans:
@@ -45,6 +47,9 @@ def scan_epilogues(
             hits = [chain for tv, chain in walk if tv is result]
             if not hits or any(hits) or any(id(tv) in others - mine for tv, _ in walk):
                 continue
+            loaded = [tv for tv, _ in walk if id(tv) in memory_ids - mine and tv.definition]
+            if waits_on(loaded, list(e.outputs), memory_ids):
+                continue  # it reads a reduction of the scan's results, computed after it
             found.setdefault(id(e), []).append(o)
             covered.add(id(o))
     return found
@@ -73,22 +78,42 @@ def scan_specs(
 def scan_spec(e: Expr, memory_ids: set[int], epilogue: list[TensorView]) -> KernelSpec:
     """The kernel of scan ``e``: its prologue's loads, its results' stores (first), then
     the stores of its ``epilogue`` outputs, whose loads join the prologue's. With a
-    prologue, its finer plan (``fallback``: taken when the scan scheduler refuses the
-    prologue, a load through a reshape that is not a view) is a pointwise kernel that
-    stores the scan's input, then the scan reading it."""
+    prologue or an epilogue, its finer plan (``fallback``: taken when the scan scheduler
+    refuses a load, through a reshape that is not a view or an indexed read) is a
+    pointwise kernel that stores the scan's input, the scan reading it, then a pointwise
+    kernel per epilogue output reading the scan's results (in memory: outputs or
+    buffers)."""
     spec = _scan_kernel(e, memory_ids, epilogue)
     root = e.inputs[0]
     assert isinstance(root, TensorView)
-    if id(root) not in memory_ids and root.definition is not None:
-        copy = kernel_spec(
-            "pointwise",
-            root,
-            memory_ids,
-            [Access(root, (), store=True)],
-            reason=f"the input of {e.op.name}, stored for it",
+    computed = id(root) not in memory_ids and root.definition is not None
+    if not computed and not epilogue:
+        return spec
+    fallback, scanned = [], memory_ids
+    if computed:
+        fallback.append(
+            kernel_spec(
+                "pointwise",
+                root,
+                memory_ids,
+                [Access(root, (), store=True)],
+                reason=f"the input of {e.op.name}, stored for it",
+            )
         )
-        spec.fallback = [copy, _scan_kernel(e, memory_ids | {id(root)}, epilogue)]
+        scanned = memory_ids | {id(root)}
         spec.fallback_buffers = [root]
+    fallback.append(_scan_kernel(e, scanned, []))
+    fallback += [
+        kernel_spec(
+            "pointwise",
+            o,
+            memory_ids,
+            [Access(o, (), store=True)],
+            reason=f"an output of {e.op.name}'s epilogue, after it",
+        )
+        for o in epilogue
+    ]
+    spec.fallback = fallback
     return spec
 
 
@@ -108,7 +133,7 @@ def _scan_kernel(e: Expr, memory_ids: set[int], epilogue: list[TensorView]) -> K
         for a in ups
         if a.tv.definition is not None
         and id(a.tv) not in memory_ids
-        and a.tv.definition.op.name == "iota"
+        and a.tv.definition.op.name in COORDINATE_OPS  # iota, random ops
     ]
     stores = [Access(o, (), store=True) for o in e.outputs if isinstance(o, TensorView)]
     stores += [Access(o, (), store=True) for o in epilogue]

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..analysis.accesses import Access, is_indirect, upstream_tensors
+from ..analysis.accesses import Access, stores_every_position, upstream_tensors, waits_on
 from ..ir import Expr, Fusion, OpKind, TensorView
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
 from .scans import scan_epilogues, scan_specs
@@ -192,6 +192,11 @@ def _normalization_groups(seg: _Segmentation) -> None:
         group, _ = find_group(root, seg.inputs)
         if group is None or any(_per_row_dim(root.shape_domain[d]) for d in group.dims):
             continue  # a per-row value (extent 1 where the rows are reduced): not a root
+        memory = seg.memory_outside(group.reductions)
+        loaded = [tv for tv, _ in group_reached(group, memory) if _computed(tv, memory)]
+        outs = [o for e in group.reductions for o in e.outputs]
+        if waits_on(loaded, outs, seg.memory_outside([])):
+            continue  # it would read what is computed from its own reductions (a scan's)
         group.partners = tuple(p for p in _partners(seg, root) if _same_group(p, group, seg))
         stores, xstores = _group_stores(seg, group, root)
         seg.covered |= {id(a.tv) for a in stores + xstores}
@@ -205,10 +210,15 @@ def _group_stores(
     coordinates, and the outputs computed per row."""
     memory = seg.memory_outside(group.reductions)
     reached = group_reached(group, memory)
+    # what the kernel loads that another segment computes must not need what it stores
+    loaded = [tv for tv, _ in reached if _computed(tv, memory)]
+    everything = seg.memory_outside([])
     xstores = [
         Access(o, (), store=True, backward=True)
         for o in seg.outputs
-        if id(o) not in seg.covered and xspace_output(o, group, memory)
+        if id(o) not in seg.covered
+        and xspace_output(o, group, memory)
+        and not waits_on(loaded, [o], everything)
     ]
     xs_ids = {id(a.tv) for a in xstores}
     stores = [Access(root, (), store=True)]
@@ -216,7 +226,11 @@ def _group_stores(
         if id(o) in seg.covered or id(o) in xs_ids or o is root:
             continue
         chain = next((c for t, c in reached if t is o), None)
-        if chain is not None and not is_indirect(chain):
+        if (
+            chain is not None
+            and stores_every_position(chain)
+            and not waits_on(loaded, [o], everything)
+        ):
             stores.append(Access(o, chain, store=True))
     return stores, xstores
 
@@ -267,14 +281,25 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
         for p in partners:  # in the root's coordinates: stored as they are
             stores.append(Access(p, (), store=True))
             seg.covered.add(id(p))
+        loaded = _computed_loads([up] + [ups[id(p)] for p in partners], memory_ids)
         for o in seg.pending:
             up_o = next(
                 (u[id(o)] for u in [up] + [ups[id(p)] for p in partners] if id(o) in u), None
             )
-            if id(o) not in seg.covered and up_o is not None and not is_indirect(up_o[1]):
+            if (
+                id(o) not in seg.covered
+                and up_o is not None
+                and stores_every_position(up_o[1])
+                and not waits_on(loaded, [o], memory_ids)
+            ):
                 stores.append(Access(o, up_o[1], store=True))
                 seg.covered.add(id(o))
-        beside = _same_coordinates(root, seg, memory_ids)
+        beside = []
+        for o in _same_coordinates(root, seg, memory_ids):
+            with_o = loaded + _computed_loads([ups[id(o)]], memory_ids)
+            if not waits_on(with_o, [a.tv for a in stores] + beside + [o], memory_ids):
+                beside.append(o)
+                loaded = with_o
         for o in beside:
             stores.append(Access(o, (), store=True))
             seg.covered.add(id(o))
@@ -298,6 +323,17 @@ def _pointwise_specs(seg: _Segmentation, memory_ids: set[int]) -> list[KernelSpe
             )
         )
     return specs
+
+
+def _computed_loads(ups: list[dict], memory_ids: set[int]) -> list[TensorView]:
+    """The tensors a kernel reaching ``ups`` loads that another segment computes (a
+    library op's results, a reduction's, a scan's)."""
+    return [tv for u in ups for tv, _ in u.values() if _computed(tv, memory_ids)]
+
+
+def _computed(tv: TensorView, memory: set[int]) -> bool:
+    """``tv`` is read from memory and another segment computes it (not a fusion input)."""
+    return id(tv) in memory and tv.definition is not None
 
 
 def _same_coordinates(

@@ -106,12 +106,13 @@ def _gather_dim(
     negative: bool = False,
 ) -> TensorView:
     """The row's expr: ``index`` already has the output's shape. An output dim where the
-    index is broadcast (expanded to the output's shape) and ``arg`` is not is ``arg``'s."""
+    index is broadcast and ``arg`` is not is a plain dim of the index's extent (gather's
+    index may be shorter than ``arg`` there, also where it is expanded)."""
     ids = [clone_id(d) for d in index.shape_domain]
     for k, j in enumerate(arg_dims):
         a = arg.shape_domain[k]
         if k != dim and ids[j].is_broadcast and not a.is_broadcast:
-            ids[j] = IterDomain(ids[j].extent if ids[j].extent is not None else a.extent)
+            ids[j] = IterDomain(ids[j].extent)
     out = TensorView(arg.fusion, ids, arg.dtype)
     emit(
         arg.fusion,
@@ -161,9 +162,13 @@ def take_along_axis(arg: TensorView, index: TensorView, dim: int) -> TensorView:
             f"and {index.ndim}"
         )
     d = normalize_dim(dim, arg.ndim, "take_along_axis")
-    # off ``dim``, a broadcast index dim takes arg's extent (a broadcast arg dim reads index 0)
+    # off ``dim``, a broadcast index dim takes arg's extent, also an expanded one's (a
+    # broadcast arg dim of extent 1 reads index 0)
     grow = [
-        k != d and index.shape_domain[k].is_broadcast and not arg.shape_domain[k].is_broadcast
+        k != d
+        and index.shape_domain[k].is_broadcast
+        and not index.shape_domain[k].expanded
+        and (not arg.shape_domain[k].is_broadcast or arg.shape_domain[k].expanded)
         for k in range(arg.ndim)
     ]
     if any(grow):

@@ -337,11 +337,19 @@ def reduction(
 
 def _over_one_element(x: TensorView, dims: tuple[int, ...]) -> bool:
     """Whether ``dims`` are all broadcast dims of extent 1 (not expanded) of a computed
-    tensor (a fusion input's reduction stays one: its output is no view of the input)."""
+    tensor (the reduction of a fusion input, or of view ops of one, stays one: its output
+    is no view of the input)."""
+    from .shape import VIEW_OPS
+
     doms = [x.shape_domain[d] for d in dims]
+    src: TensorView = x
+    while src.definition is not None and src.definition.op.name in VIEW_OPS:
+        first = src.definition.inputs[0]
+        assert isinstance(first, TensorView)
+        src = first
     return (
         bool(dims)
-        and x.definition is not None
+        and src.definition is not None
         and all(d.is_broadcast and not d.expanded for d in doms)
     )
 

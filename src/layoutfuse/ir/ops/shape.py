@@ -46,6 +46,10 @@ def _identity_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[
 SET = register(OpDef("set", OpKind.SHAPE, reference=lambda x: x, index_map=_identity_map))
 
 
+VIEW_OPS = frozenset({"set", "permute", "reshape", "broadcast_in_dim", "squeeze"})
+"""The ops an output may be a torch view of an input through (``passes.output_layout``)."""
+
+
 def set_(x: TensorView) -> TensorView:
     x = check_tensor(x, "set")
     out = TensorView(x.fusion, [clone_id(d) for d in x.shape_domain], x.dtype)

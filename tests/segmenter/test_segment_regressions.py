@@ -1,0 +1,146 @@
+"""Cuts that the generated programs (``tests/test_generated_programs.py``) found wrong,
+each reduced to its smallest fusion and run against torch.
+
+* an output upstream of another output's slice, select, cropping pad or cat was stored
+  by that output's kernel along the movement op: only the positions the op reads were
+  written (a cat's wrote past the end); it gets a kernel of its own;
+* a library op's operand stored by the kernel that reads the library op's result (as an
+  upstream output, beside the root, in a normalization kernel): the segments waited on
+  each other;
+* per-row epilogue outputs of a normalization kernel that are not per row: an expand of
+  the rows' size-1 dims, per-row values broadcast against each other out of alignment
+  ([N] with [N, 1]), a squeeze of an expanded kept dim;
+* a scan kernel with a random op in its prologue (no coordinate for it), and with an
+  indexed read in its epilogue (refused, with no finer plan);
+* kernels that read what is computed from what they compute: a scan's epilogue reading
+  a reduction of the scan's result, a normalization kernel reading a scan of its own
+  reduction's result.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from layoutfuse.nvfuser import FusionDefinition
+from support.execution import INTERPRETER_WARNINGS
+
+pytestmark = [pytest.mark.usefixtures("kernel_cache_in_tmp"), *INTERPRETER_WARNINGS]
+
+MOVED = {
+    "slice": (
+        lambda fd, e: fd.ops.slice(e, start_indices=[1], end_indices=[6], strides=[2]),
+        lambda e: e[1::2],
+    ),
+    "select": (lambda fd, e: fd.ops.select(e, 2, dim=0), lambda e: e[2]),
+    "crop": (lambda fd, e: fd.ops.pad(e, [-1, 2]), lambda e: F.pad(e, [-1, 2])),
+    "pad": (lambda fd, e: fd.ops.pad(e, [1, 2]), lambda e: F.pad(e, [1, 2])),
+    "cat": (lambda fd, e: fd.ops.cat([e, fd.ops.neg(e)], dim=0), lambda e: torch.cat([e, -e])),
+}
+
+
+@pytest.mark.parametrize("op", MOVED)
+def test_an_output_upstream_of_a_movement_op_is_stored_whole(op):
+    build, ref = MOVED[op]
+    x = torch.arange(1.0, 7.0)
+    with FusionDefinition() as fd:
+        e = fd.ops.neg(fd.from_pytorch(x))
+        fd.add_output(build(fd, e))
+        fd.add_output(e)
+    moved, e = fd.execute([x])
+    assert torch.equal(e, -x)
+    assert torch.equal(moved, ref(-x))
+
+
+@pytest.mark.parametrize("where", ["beside", "upstream", "normalization"])
+def test_a_library_operand_is_not_stored_by_a_kernel_that_reads_its_result(where):
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(3, 4, generator=g), torch.randn(4, 4, generator=g)
+    with FusionDefinition() as fd:
+        t, tw = fd.from_pytorch(x), fd.from_pytorch(w)
+        a = fd.ops.mul(t, fd.define_scalar(-3.0))
+        y = fd.ops.add(fd.ops.matmul(a, tw), t if where == "beside" else a)
+        if where == "normalization":
+            y = fd.ops.sub(y, fd.ops.max(y, dims=[1], keepdim=True))
+        fd.add_output(y)
+    (out,) = fd.execute([x, w])
+    want = (x * -3) @ w + (x if where == "beside" else x * -3)
+    if where == "normalization":
+        want = want - want.amax(1, keepdim=True)
+    torch.testing.assert_close(out, want)
+
+
+def test_an_expand_of_a_per_row_value_is_not_stored_per_row():
+    x = torch.arange(18.0).reshape(1, 1, 6, 3) % 7 - 3
+    with FusionDefinition() as fd:
+        m = fd.ops.sum(fd.from_pytorch(x), dims=[0, 1, 3], keepdim=True)
+        fd.add_output(fd.ops.expand(m, shape=[5, -1, -1, 3]))
+    (out,) = fd.execute([x])
+    assert torch.equal(out, x.sum([0, 1, 3], keepdim=True).expand(5, 1, 6, 3))
+
+
+def test_per_row_values_broadcast_out_of_alignment_are_not_stored_per_row():
+    x = torch.arange(7 * 4 * 2.0).reshape(7, 1, 4, 2) % 5
+    with FusionDefinition() as fd:
+        var, mean = fd.ops.var_mean(fd.from_pytorch(x), dims=[2, 3], correction=1)
+        fd.add_output(fd.ops.div(fd.ops.squeeze(var, dims=[1]), mean))  # [7] / [7, 1]
+    (out,) = fd.execute([x])
+    var, mean = torch.var_mean(x, [2, 3])
+    torch.testing.assert_close(out, var.squeeze(1) / mean)
+
+
+def test_a_squeeze_of_an_expanded_kept_dim_is_not_stored_per_row():
+    x = torch.arange(3.0).expand(5, 3)
+    with FusionDefinition() as fd:
+        s = fd.ops.sum(fd.from_pytorch(x), dims=[1])
+        fd.add_output(fd.ops.squeeze(s, dims=[0], squeeze_expanded=True))
+    (out,) = fd.execute([x])
+    assert out.shape == () and out.item() == 3.0
+
+
+def test_a_random_op_in_a_scan_prologue():
+    x = torch.zeros(3, 4)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        r = fd.ops.rand_like(t, rng_seed=fd.define_scalar(7), rng_offset=fd.define_scalar(1))
+        fd.add_output(fd.ops.cumsum(r, dim=1))
+        fd.add_output(r)
+    scanned, r = fd.execute([x])
+    torch.testing.assert_close(scanned, torch.cumsum(r, 1))
+    assert bool(((r >= 0) & (r < 1)).all()) and len(set(r.flatten().tolist())) == r.numel()
+
+
+def test_an_indexed_read_in_a_scan_epilogue_runs_the_finer_plan():
+    x = torch.arange(12.0).reshape(3, 4)
+    i = torch.tensor([[1], [0], [3]])
+    with FusionDefinition() as fd:
+        t, ti = fd.from_pytorch(x), fd.from_pytorch(i)
+        scanned = fd.ops.cumsum(t, dim=1)
+        fd.add_output(fd.ops.add(scanned, fd.ops.take_along_axis(t, ti, dim=1)))
+    (out,) = fd.execute([x, i])
+    assert torch.equal(out, x.cumsum(1) + torch.take_along_dim(x, i, 1))
+    assert [s["scheduler"] for s in fd.segment([x, i])] == ["scan", "pointwise"]
+
+
+def test_a_scan_epilogue_does_not_read_a_reduction_of_the_scan():
+    x = torch.arange(16.0).reshape(4, 4) % 5
+    with FusionDefinition() as fd:
+        c = fd.ops.cumsum(fd.from_pytorch(x), dim=0)
+        low = fd.ops.min(c, dims=[1])  # computed after the scan, from its result
+        fd.add_output(fd.ops.add(low, c))  # [4] against [4, 4]: along the columns
+        fd.add_output(low)
+    out, low = fd.execute([x])
+    c = x.cumsum(0)
+    assert torch.equal(low, c.amin(1)) and torch.equal(out, c.amin(1) + c)
+
+
+def test_a_normalization_kernel_does_not_read_a_scan_of_its_own_reduction():
+    x = torch.arange(24, dtype=torch.int32).reshape(6, 4) % 3 + 1
+    with FusionDefinition() as fd:
+        p = fd.ops.prod(fd.from_pytorch(x), dims=[1], keepdim=True)
+        order = fd.ops.argsort(p, dim=1)  # a scan of the reduction's result
+        fd.add_output(fd.ops.add(order, p))
+    (out,) = fd.execute([x])
+    p = x.prod(1, keepdim=True)
+    assert torch.equal(out, torch.argsort(p, dim=1, stable=True) + p)
