@@ -18,7 +18,7 @@ import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.errors import DefinitionError
-from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.nvfuser import DataType, FusionCache, FusionDefinition
 from support.program_reductions import reduction_compute, reduction_layout, var_mean_compute
 from support.program_table import RANDOM_OPS, TABLE_SEMANTICS
 from support.programs import (
@@ -320,6 +320,9 @@ def define(
     """The program as a FusionDefinition; the steps defined before a DefinitionError
     (``len(steps)`` when all were) and its message."""
     done = 0
+    cache = FusionCache.get()
+    if cache.num_fusions() >= cache.max_fusions:  # nvFuser's limit (8192): a --full run
+        FusionCache.reset()  # draws more distinct programs; the earlier ones have run
     fd = FusionDefinition()
     try:
         with fd:
