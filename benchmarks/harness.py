@@ -262,11 +262,18 @@ def format_error(e: BaseException) -> str:
     return text[:ERROR_CHARS]
 
 
-def result(ms=None, nbytes=0, read_gbps=None, error=None, schedule=None) -> dict:
-    """One system's figures on one case."""
+def result(
+    ms=None, nbytes=0, read_gbps=None, error=None, schedule=None, first_s=None, measured=None
+) -> dict:
+    """One system's figures on one case; ``first_s``: its first call's seconds (compiling,
+    and layoutfuse's measured choices, ``measured``: what each one timed)."""
     rate = gbps(nbytes, ms) if ms else None
     pct = 100 * rate / read_gbps if rate is not None and read_gbps else None
-    return {"ms": ms, "gbps": rate, "pct": pct, "error": error, "schedule": schedule}
+    row = {"ms": ms, "gbps": rate, "pct": pct, "error": error, "schedule": schedule}
+    row["first_s"] = first_s
+    if measured:
+        row["measured"] = measured
+    return row
 
 
 def case_header(case: Case, suite: str) -> dict:
@@ -339,13 +346,17 @@ class Harness:
     def _measure(self, system: System, case: Case, input_sets, check) -> dict:
         if system.name in self.disabled:
             return result(error=f"skipped: {self.disabled[system.name]}")
-        schedule = None
+        schedule = measured = first_s = None
         try:
+            t0 = time.perf_counter()
             fn = system.prepare(case, input_sets[0])
             out = fn(*input_sets[0])
             synchronize(self.device)
+            first_s = time.perf_counter() - t0
             describe = getattr(system, "schedule", None)
             schedule = describe() if describe else None
+            choices = getattr(system, "measured", None)
+            measured = choices() if choices else None
             check(out)
             tensors = [x for x in input_sets[0] if isinstance(x, torch.Tensor)]
             if any(shares_memory(o, x) for o in as_outputs(out) for x in tensors):
@@ -358,4 +369,6 @@ class Harness:
             return result(error=f"unavailable: {e}", schedule=schedule)
         except Exception as e:
             return result(error=format_error(e), schedule=schedule)
-        return result(ms, case.bytes_moved, self.read_gbps, schedule=schedule)
+        return result(
+            ms, case.bytes_moved, self.read_gbps, None, schedule, first_s=first_s, measured=measured
+        )

@@ -206,6 +206,15 @@ class LayoutfuseRunner:
 
         return run
 
+    def measured(self) -> list[str]:
+        """The measured choices of the last run (``runtime/measure.py``), one per segment
+        whose params were timed against others."""
+        ex = getattr(self._fd, "executor", None)
+        run = getattr(ex(), "last_run", None) if ex else None
+        if run is None:
+            return []
+        return [s.measured.describe() for s in run.segments if s.measured is not None]
+
     def schedule(self) -> str | None:
         last = getattr(self._fd, "last_schedule", None)
         if last is None:

@@ -195,3 +195,29 @@ def _writable_dir(directory: Path, error: OSError) -> Path:
         if not directory.exists() and _CACHE_DIRS.get(configured) == directory:
             return _open_cache_dir(configured)
         return _fall_back(configured, directory, f"{type(error).__name__}: {error}")
+
+
+def read_record(name: str) -> bytes | None:
+    """The bytes of the data record ``name`` in the cache directory (measured choices,
+    ``runtime/measure.py``), or None when there is none or it cannot be read as a plain,
+    private file. A record is data, never code: its reader checks what it holds."""
+    path = kernel_cache_dir() / name
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or _private_problem(info) is not None:
+            return None
+        return handle.read()
+
+
+def write_record(name: str, data: bytes) -> None:
+    """Write the data record ``name`` atomically (a reader sees the old or the new bytes);
+    a directory that cannot be written falls back as kernels do."""
+    path = kernel_cache_dir() / name
+    try:
+        _write_entry(path, data)
+    except OSError as error:
+        _write_entry(_writable_dir(path.parent, error) / name, data)

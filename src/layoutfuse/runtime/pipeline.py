@@ -48,12 +48,15 @@ from ..dtypes import DataType, to_torch
 from ..errors import UnsupportedError
 from ..ir import Fusion, TensorView
 from ..ir.ops.reductions import empty_fill_values
+from ..schedulers import measure as measure_rules
 from ..schedulers.launch import Workspace
 from ..schedulers.problem import Problem
 from ..schedulers.tuning import DEFAULT, Tuning
 from ..segmenter.segments import KernelSpec, segment
+from . import measure
 from .launch import LaunchRecord, argument_values, bind
 from .library import LibraryCall, call_library
+from .measure import Choice
 from .problems import build_problem
 from .schedule import SCHEDULERS, Scheduler, choose
 
@@ -82,6 +85,7 @@ class SegmentRun:
     kernels: tuple[Kernel, ...]
     reason: str
     rejected: tuple[tuple[str, str], ...] = ()
+    measured: Choice | None = None  # the params were timed against others (measure.py)
 
 
 @dataclass
@@ -186,10 +190,15 @@ class CompiledFusion:
         assert problem is not None  # every scheduler rejects a segment without a problem
         tuning = self.tuning.of(scheduler.name)
         params = (self.heuristics or default_heuristics)(scheduler, problem, call.info, tuning)
+        measured = None
+        if self.heuristics is None and call.launch:
+            params, measured = self._measured(spec, scheduler, problem, params, tuning, call)
         kernels = self._loaded(spec, scheduler, params)
         reason = spec.reason + why_split
         if scheduler.reason is not None:
             reason = f"{reason} ({scheduler.reason(problem, call.info, tuning)})"
+        if measured is not None:
+            reason = f"{reason}; {measured.describe()}"
         call.record.segments.append(
             SegmentRun(
                 spec,
@@ -199,9 +208,47 @@ class CompiledFusion:
                 tuple(k for k, _ in kernels),
                 reason,
                 rejected,
+                measured,
             )
         )
         self._launch_all(spec, scheduler, problem, params, kernels, call)
+
+    def _measured(
+        self,
+        spec: KernelSpec,
+        scheduler: Scheduler,
+        problem: Problem,
+        params: Any,
+        tuning: Any,
+        call: _Call,
+    ) -> tuple[Any, Choice | None]:
+        """``params``, or the fastest of the problem's candidates (``schedulers/measure.py``)
+        where they are timed: the choice, from this process, a record or timed now."""
+        mt = self.tuning.measure
+        alternatives = getattr(tuning, "alternatives", ())
+        if not alternatives or not measure.enabled(mt):
+            return params, None
+        if measure_rules.why_not_measured(problem, call.device.type, call.info, mt) is not None:
+            return params, None
+        cands = measure_rules.candidates(
+            scheduler.heuristics, problem, call.info, tuning, alternatives, mt.max_candidates
+        )
+        if len(cands) < 2 or cands[0] != params or not _repeatable(spec, call.env):
+            return params, None
+        exprs = "\n".join(repr(e) for e in spec.exprs)
+        key = measure.choice_key(_device_name(call.device), scheduler.name, exprs, problem, cands)
+
+        def time_candidate(i: int) -> float:
+            kernels = self._loaded(spec, scheduler, cands[i])
+            trial = dataclasses.replace(call, record=RunRecord(), profile=False)
+            return measure.time_runs(
+                lambda: self._launch_all(spec, scheduler, problem, cands[i], kernels, trial),
+                lambda: _synchronize(call.device),
+                mt,
+            )
+
+        choice = measure.choose(key, len(cands), time_candidate, mt)
+        return cands[choice.winner], choice
 
     def _run_parts(
         self, spec: KernelSpec, call: _Call, rejected: tuple[tuple[str, str], ...]
@@ -331,6 +378,32 @@ class CompiledFusion:
     @staticmethod
     def _empty(shape: Sequence[int], dtype: DataType, device: torch.device) -> torch.Tensor:
         return torch.empty(tuple(shape), dtype=to_torch(dtype), device=device)
+
+
+def _repeatable(spec: KernelSpec, env: dict[int, torch.Tensor]) -> bool:
+    """Whether running the segment again gives the same results: no store accumulates
+    (an indexed write's atomic adds) and none writes memory a load of it reads."""
+    n, m = spec.n_loads, spec.n_loads + spec.n_stores
+    stores = spec.accesses[n:m]
+    if any(a.chain and a.chain[-1].attrs.get("accumulate", False) for a in stores):
+        return False
+    read = {
+        env[id(a.tv)].untyped_storage().data_ptr() for a in spec.accesses[:n] if id(a.tv) in env
+    }
+    return not any(
+        id(a.tv) in env and env[id(a.tv)].untyped_storage().data_ptr() in read for a in stores
+    )
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return str(torch.cuda.get_device_name(device))
+    return device.type
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _dump(kernel: Kernel) -> None:

@@ -46,6 +46,7 @@ from ..analysis.device import DeviceInfo
 from ..intmath import cdiv, next_pow2, prod
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec
+from .measure import Overrides
 from .problem import Problem, generic_fields, stride_flags
 from .warps import THREADS_PER_WARP
 
@@ -107,6 +108,12 @@ class NormalizationTuning:
     reduce_step_bytes: int = 8192
     # ... programs per SM the column blocks must make (else the split reduction kernel)
     reduce_waves: int = 2
+    # measured choice (``schedulers/measure.py``): an outer tile's columns at twice and at
+    # half the bytes per row (persistent and looped) are timed against the rule's
+    alternatives: tuple[Overrides, ...] = (
+        (("row_bytes", 128), ("loop_row_bytes", 128)),
+        (("row_bytes", 32), ("loop_row_bytes", 512)),
+    )
 
 
 DEFAULT_TUNING = NormalizationTuning()

@@ -49,6 +49,7 @@ from ..dtypes import DataType, itemsize
 from ..intmath import cdiv, next_pow2, prod
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec
+from .measure import Overrides
 from .problem import Problem, generic_fields, is_affine, stride_flags
 from .warps import THREADS_PER_WARP, WarpSteps, warps_for
 
@@ -90,6 +91,16 @@ class PointwiseTuning:
     # column-major transpose ran 1335 GB/s in the 2-byte 128 x 128 tile, 2552 in 64 x 64
     # at 8 warps (H200, tune-tr-20261202-6cd3542)
     unaligned_tile_item: int = 4
+    # measured choice (``schedulers/measure.py``): a transpose's tile at half the edge (at
+    # the warps the thread bytes give, and at twice as many) and at twice the edge are
+    # timed against the rule's; at 6cd3542 (H200) no one tile won every unaligned
+    # transpose: bf16 [119111, 6144] best at 64 x 64 / 8 warps (2552 GB/s), fp16
+    # [8 x 211, 50257] at 32 x 32 / 4 (2803, 64 x 64 / 8: 2508)
+    alternatives: tuple[Overrides, ...] = (
+        (("transpose_edge_bytes", 128),),
+        (("transpose_edge_bytes", 128), ("transpose_thread_bytes", 32)),
+        (("transpose_edge_bytes", 512),),
+    )
 
 
 DEFAULT_TUNING = PointwiseTuning()

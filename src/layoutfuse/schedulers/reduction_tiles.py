@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from ..analysis.device import DeviceInfo
 from ..intmath import next_pow2
+from .measure import Overrides
 from .warps import THREADS_PER_WARP, WarpSteps
 
 
@@ -96,6 +97,12 @@ class ReductionTuning:
     transposed_line_bytes: int = 128
     # warps of a tile its template does not fix, by its accumulator elements: (least, warps)
     warps: WarpSteps = ((4096, 8), (1024, 4), (0, 2))
+    # measured choice (``schedulers/measure.py``): outer tiles of narrower rows, and 2-byte
+    # outer tiles of half the bytes per thread, are timed against the rule's
+    alternatives: tuple[Overrides, ...] = (
+        (("outer_row_bytes", 256),),
+        (("narrow_outer_load_bytes", 64),),
+    )
 
     @property
     def tile_threads(self) -> int:

@@ -13,7 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from . import normalization, pointwise, reduction_tiles, scan
+from . import measure, normalization, pointwise, reduction_tiles, scan
+from .measure import MeasureTuning
 from .normalization import NormalizationTuning
 from .pointwise import PointwiseTuning
 from .reduction_tiles import ReductionTuning
@@ -22,12 +23,14 @@ from .scan import ScanTuning
 
 @dataclass(frozen=True)
 class Tuning:
-    """One tuning per scheduler, each field named as its scheduler (``NAME``)."""
+    """One tuning per scheduler, each field named as its scheduler (``NAME``), and the
+    measured choice's (``schedulers/measure.py``)."""
 
     pointwise: PointwiseTuning = pointwise.DEFAULT_TUNING
     reduction: ReductionTuning = reduction_tiles.DEFAULT_TUNING
     normalization: NormalizationTuning = normalization.DEFAULT_TUNING
     scan: ScanTuning = scan.DEFAULT_TUNING
+    measure: MeasureTuning = measure.DEFAULT_TUNING  # the measured choice (not a scheduler)
 
     def of(self, scheduler: str) -> Any:
         """The tuning of the scheduler named ``scheduler``."""

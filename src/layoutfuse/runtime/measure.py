@@ -1,0 +1,189 @@
+"""Measured choice, the timing half (the decision half: ``schedulers/measure.py``).
+
+On a problem's first execute, each candidate plan runs once untimed (which compiles it),
+then ``reps`` timed runs; the median decides, and the winner runs the call. The choice is
+kept per process and written to the kernel cache directory as a data record
+(``choice_<key>.json``), so another process, or a later session, takes it without timing:
+
+- the key is a digest of the device's name, the scheduler, the segment's expressions, the
+  problem (extents, strides, dtypes) and the candidates' params: a record is only ever read
+  back for the same candidates of the same problem;
+- a record that cannot be read, or that holds anything but a winner among the key's
+  candidates (empty, truncated, garbled, another key's), is measured again and rewritten,
+  with a ``KernelCacheWarning``; it is data, never code, and any winner is a correct plan;
+- two threads of one process that meet the same problem first measure it once (one
+  lock per key); two processes may both measure it, and each record write is atomic.
+
+The first call's cost is that of compiling each candidate and ``1 + reps`` runs of each
+(one more only, past ``long_ms``); it is reported on the choice (``cost_s``) and in the
+segment's reason. ``LAYOUTFUSE_MEASURE=0`` turns the measured choice off (the rule's plan
+runs), as does ``Tuning.measure.enabled``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import threading
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..codegen import kernel_cache
+from ..errors import KernelCacheWarning
+from ..schedulers.measure import MeasureTuning
+
+RECORD_FORMAT = "layoutfuse-choice-1"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A measured choice: each candidate's median time (ms; None where it failed to run),
+    the winner's index, whether it was read from a record, and the seconds the first call
+    spent measuring (compiling and timing; 0 when read)."""
+
+    times_ms: tuple[float | None, ...]
+    winner: int
+    recorded: bool
+    cost_s: float
+
+    def describe(self) -> str:
+        times = ", ".join("failed" if t is None else f"{t:.3f}" for t in self.times_ms)
+        where = "recorded" if self.recorded else f"first call +{self.cost_s:.2f} s"
+        return (
+            f"measured: candidate {self.winner + 1} of {len(self.times_ms)} (ms: {times}; {where})"
+        )
+
+
+def enabled(tuning: MeasureTuning) -> bool:
+    return tuning.enabled and os.environ.get("LAYOUTFUSE_MEASURE", "1") != "0"
+
+
+def choice_key(
+    device_name: str, scheduler: str, exprs: str, problem: Any, cands: Sequence[Any]
+) -> str:
+    text = "\n".join(
+        [RECORD_FORMAT, device_name, scheduler, exprs, repr(problem), *map(repr, cands)]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_CHOSEN: dict[str, Choice] = {}
+_LOCKS: dict[str, threading.Lock] = {}
+_GUARD = threading.Lock()
+
+
+def choose(
+    key: str,
+    n_candidates: int,
+    time_candidate: Callable[[int], float],
+    tuning: MeasureTuning,
+) -> Choice:
+    """The choice among ``n_candidates`` plans of ``key``: this process's, else the
+    record's, else measured with ``time_candidate(i)`` (ms; it raises where candidate ``i``
+    cannot run: then it is not chosen; candidate 0, the rule's plan, must run)."""
+    with _GUARD:
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        found = _CHOSEN.get(key)
+        if found is None:
+            found = _recorded(key, n_candidates)
+        if found is None:
+            found = _measure(n_candidates, time_candidate)
+            _write(key, found)
+        _CHOSEN[key] = found
+        return found
+
+
+def chosen() -> dict[str, Choice]:
+    """This process's measured choices, by key."""
+    with _GUARD:
+        return dict(_CHOSEN)
+
+
+def forget() -> None:
+    """Forget this process's choices (records on disk stay): the tests."""
+    with _GUARD:
+        _CHOSEN.clear()
+
+
+def _measure(n: int, time_candidate: Callable[[int], float]) -> Choice:
+    t0 = time.perf_counter()
+    times: list[float | None] = []
+    for i in range(n):
+        if i == 0:
+            times.append(time_candidate(0))
+            continue
+        try:
+            times.append(time_candidate(i))
+        except Exception:  # a plan that cannot run here (resources, compilation): not chosen
+            times.append(None)
+    ran = [(t, i) for i, t in enumerate(times) if t is not None]
+    winner = min(ran)[1]
+    return Choice(tuple(times), winner, False, time.perf_counter() - t0)
+
+
+def time_runs(run: Callable[[], None], sync: Callable[[], None], tuning: MeasureTuning) -> float:
+    """The median milliseconds of ``run`` after one untimed run (which compiles it): ``reps``
+    runs, or one where the untimed one took over ``long_ms``."""
+    t0 = time.perf_counter()
+    run()
+    sync()
+    reps = 1 if (time.perf_counter() - t0) * 1e3 > tuning.long_ms else max(1, tuning.reps)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        run()
+        sync()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def _record_name(key: str) -> str:
+    return f"choice_{key[:32]}.json"
+
+
+def _recorded(key: str, n: int) -> Choice | None:
+    data = kernel_cache.read_record(_record_name(key))
+    if data is None:
+        return None
+    try:
+        doc = json.loads(data)
+        times = doc["times_ms"]
+        winner = doc["winner"]
+        ok = (
+            doc["format"] == RECORD_FORMAT
+            and doc["key"] == key
+            and isinstance(winner, int)
+            and isinstance(times, list)
+            and len(times) == n
+            and 0 <= winner < n
+            and isinstance(times[winner], (int, float))
+        )
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        warnings.warn(
+            f"kernel cache: the measured choice {_record_name(key)} is damaged or another "
+            f"problem's; measured again",
+            KernelCacheWarning,
+            stacklevel=4,
+        )
+        return None
+    return Choice(tuple(times), winner, True, 0.0)
+
+
+def _write(key: str, c: Choice) -> None:
+    doc = {"format": RECORD_FORMAT, "key": key, "times_ms": list(c.times_ms), "winner": c.winner}
+    try:
+        kernel_cache.write_record(_record_name(key), json.dumps(doc).encode())
+    except OSError as error:  # no cache to write: the choice holds for this process
+        warnings.warn(
+            f"kernel cache: the measured choice could not be written ({error})",
+            KernelCacheWarning,
+            stacklevel=4,
+        )

@@ -1,0 +1,94 @@
+"""Measured choice, the decision half: which plans of a problem are timed on its first run.
+
+A scheduler's heuristics are a cost model; where it cannot tell two or three plans apart
+(a transpose tile's edge and warps, an outer normalization's columns per tile), the plans
+are timed once on the problem's first execute on the GPU and the fastest is kept
+(``runtime/measure.py``: the timing and the on-disk record).
+
+The candidates are the scheduler's own heuristics under its tuning and under each of the
+tuning's ``alternatives`` (field overrides of the scheduler's tuning dataclass), in that
+order, without repeats: a problem the alternatives do not change has one candidate and is
+not timed. Every candidate is a plan the heuristics could have chosen, so every one is
+correct; the measurement only orders them.
+
+Only problems that move at least ``min_l2`` times the device's L2 are timed: below that a
+launch's time is mostly launch latency and L2 hits, which a timing on the first call's warm
+L2 would not represent, and the first call's cost (compiling each candidate) would weigh
+more than the time saved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.device import DeviceInfo
+from ..dtypes import itemsize
+from .problem import Problem
+
+Overrides = tuple[tuple[str, Any], ...]
+"""Field overrides of a scheduler's tuning dataclass: ``(("transpose_edge_bytes", 128),)``."""
+
+
+@dataclass(frozen=True)
+class MeasureTuning:
+    """The measured choice's knobs."""
+
+    # time the candidates at all (``LAYOUTFUSE_MEASURE=0`` in the environment turns it off too)
+    enabled: bool = True
+    # device kinds measured on ("cpu" times the interpreter: the tests of the mechanism)
+    devices: tuple[str, ...] = ("cuda",)
+    # problems moving at least this many times the device's L2 (bytes loaded and stored)
+    min_l2: float = 1.0
+    # candidates timed at most (the heuristics' plan first)
+    max_candidates: int = 3
+    # timed runs of each candidate, after one untimed (which compiles it); the median counts
+    reps: int = 5
+    # a candidate whose untimed run took longer than this (ms) is timed once more only
+    long_ms: float = 50.0
+
+
+DEFAULT_TUNING = MeasureTuning()
+
+
+def candidates(
+    heuristics: Callable[[Problem, DeviceInfo, Any], Any],
+    problem: Problem,
+    device: DeviceInfo,
+    tuning: Any,
+    alternatives: tuple[Overrides, ...],
+    limit: int,
+) -> tuple[Any, ...]:
+    """The plans to time: ``heuristics`` under ``tuning``, then under each alternative,
+    without repeats, at most ``limit``."""
+    found = [heuristics(problem, device, tuning)]
+    for overrides in alternatives:
+        if len(found) >= limit:
+            break
+        params = heuristics(problem, device, dataclasses.replace(tuning, **dict(overrides)))
+        if params not in found:
+            found.append(params)
+    return tuple(found)
+
+
+def moved_bytes(problem: Problem) -> int:
+    """Bytes the problem's loads and stores span (each access's reach, in its dtype)."""
+    n = problem.n_loads + problem.n_stores
+    return sum((problem.max_offsets[a] + 1) * itemsize(problem.dtypes[a]) for a in range(n))
+
+
+def why_not_measured(
+    problem: Problem, device_kind: str, device: DeviceInfo, tuning: MeasureTuning
+) -> str | None:
+    """None when the problem's candidates are timed on a ``device_kind`` device ("cuda",
+    "cpu") that ``device`` describes, else why not."""
+    if not tuning.enabled:
+        return "measured choice is off"
+    if device_kind not in tuning.devices:
+        return f"not measured on {device_kind}"
+    moved, floor = moved_bytes(problem), tuning.min_l2 * device.l2_bytes
+    if moved < floor:
+        return f"moves {moved} bytes, under {floor:.0f}"
+    return None

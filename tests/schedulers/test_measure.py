@@ -1,0 +1,84 @@
+"""The measured choice's decision half (``schedulers/measure.py``): the candidates are the
+heuristics under the tuning and its alternatives, without repeats, the rule's plan first;
+a problem the alternatives do not change has one; which problems are timed at all."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from test_pointwise_tiles import copy_problem
+
+from layoutfuse.analysis.device import H200
+from layoutfuse.dtypes import DataType
+from layoutfuse.schedulers import measure
+from layoutfuse.schedulers import normalization as nm
+from layoutfuse.schedulers import pointwise as pw
+from layoutfuse.schedulers.problem import Problem
+
+BIG = (4096, 8192)  # 64 MiB of fp32 in, 64 MiB out: past the H200's 60 MiB L2
+
+
+def pointwise_candidates(p: Problem, tuning=pw.DEFAULT_TUNING):
+    return measure.candidates(pw.heuristics, p, H200, tuning, tuning.alternatives, 3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_transpose_has_three_distinct_tiles_the_rules_first(dtype):
+    p = copy_problem(BIG, (0, 1), (1, 0), getattr(torch, dtype))
+    cands = pointwise_candidates(p)
+    assert cands[0] == pw.heuristics(p, H200)
+    assert len(cands) == 3 and len(set(cands)) == 3
+    tiles = [(c.block_x, c.block_y, c.num_warps) for c in cands]
+    assert all(c.transpose for c in cands)
+    # half the edge, and either half the edge at twice the warps (bf16) or twice it (fp32)
+    if dtype == "bfloat16":
+        assert tiles == [(128, 128, 16), (64, 64, 4), (64, 64, 8)], tiles
+    else:
+        assert tiles == [(64, 64, 8), (32, 32, 4), (128, 128, 16)], tiles
+
+
+def test_a_copy_in_one_order_has_one_candidate():
+    p = copy_problem(BIG, (0, 1), (0, 1), torch.float32)
+    assert len(pointwise_candidates(p)) == 1
+
+
+def test_the_limit_and_no_alternatives():
+    p = copy_problem(BIG, (0, 1), (1, 0), torch.bfloat16)
+    t = pw.DEFAULT_TUNING
+    assert len(measure.candidates(pw.heuristics, p, H200, t, t.alternatives, 2)) == 2
+    assert measure.candidates(pw.heuristics, p, H200, t, (), 3) == (pw.heuristics(p, H200),)
+    # an alternative that changes nothing adds nothing
+    same = ((("transpose_edge_bytes", t.transpose_edge_bytes),),)
+    assert len(measure.candidates(pw.heuristics, p, H200, t, same, 3)) == 1
+
+
+def test_every_alternative_names_fields_of_its_tuning():
+    from layoutfuse.schedulers import reduction_tiles
+
+    for tuning in (pw.DEFAULT_TUNING, nm.DEFAULT_TUNING, reduction_tiles.DEFAULT_TUNING):
+        names = {f.name for f in dataclasses.fields(tuning)}
+        assert tuning.alternatives
+        for overrides in tuning.alternatives:
+            assert {k for k, _ in overrides} <= names, overrides
+            dataclasses.replace(tuning, **dict(overrides))  # values of the fields' kinds
+
+
+def test_moved_bytes_counts_each_access_reach():
+    p = copy_problem(BIG, (0, 1), (1, 0), torch.bfloat16)
+    assert measure.moved_bytes(p) == 2 * BIG[0] * BIG[1] * 2
+    assert p.dtypes == (DataType.BFloat16, DataType.BFloat16)
+
+
+def test_which_problems_are_timed():
+    t = measure.DEFAULT_TUNING
+    big = copy_problem(BIG, (0, 1), (1, 0), torch.float32)
+    small = copy_problem((1024, 1024), (0, 1), (1, 0), torch.float32)
+    assert measure.why_not_measured(big, "cuda", H200, t) is None
+    assert "under" in measure.why_not_measured(small, "cuda", H200, t)
+    assert "cpu" in measure.why_not_measured(big, "cpu", H200, t)
+    off = dataclasses.replace(t, enabled=False)
+    assert measure.why_not_measured(big, "cuda", H200, off) == "measured choice is off"
+    anywhere = dataclasses.replace(t, devices=("cpu",), min_l2=0.0)
+    assert measure.why_not_measured(small, "cpu", H200, anywhere) is None
