@@ -180,19 +180,26 @@ def _expanded_out_dim(case: Case) -> int | None:
     return e
 
 
+def _pinned_strides(case: Case, out: torch.Tensor) -> tuple[int, ...]:
+    """The strides of an output pinned to ``case.out_order``: dense in that order, except
+    that nvFuser keeps an expanded dim expanded in an output, pinned or not: where the
+    output has stride 0 on the expanded input's dim, that dim is not allocated (stride 0,
+    and the dims outside it step as if its extent were 1)."""
+    e = _expanded_out_dim(case)
+    if e is None or out.stride()[e] != 0:
+        return tuple(dense_strides(case.out_shape, case.out_order))
+    shape = [1 if d == e else n for d, n in enumerate(case.out_shape)]
+    return tuple(0 if d == e else s for d, s in enumerate(dense_strides(shape, case.out_order)))
+
+
 def _check_one(case: Case, out: torch.Tensor, ref: torch.Tensor) -> None:
     if tuple(out.shape) != case.out_shape:
         raise AssertionError(f"shape {tuple(out.shape)}, expected {case.out_shape}")
     if out.dtype != case.torch_dtype:
         raise AssertionError(f"dtype {out.dtype}, expected {case.torch_dtype}")
     if case.out_order is not None:
-        want = dense_strides(case.out_shape, case.out_order)
-        # nvFuser keeps an expanded dim expanded in an output, pinned or not (stride 0)
-        got = tuple(
-            w if s == 0 and d == _expanded_out_dim(case) else s
-            for d, (s, w) in enumerate(zip(out.stride(), want))
-        )
-        if got != want:
+        want = _pinned_strides(case, out)
+        if tuple(out.stride()) != want:
             raise AssertionError(f"output strides {tuple(out.stride())}, expected {want}")
     rtol, atol = tolerance(case)
     # no tighter than the output dtype's subnormal step: a softmax over 72M elements

@@ -120,3 +120,25 @@ def test_without_a_seed_the_suite_picks_one_and_prints_it(capsys):
     seed = int(text.split("seed ")[1].split(",")[0])
     names = [line.split()[0] for line in text.splitlines()[1:]]
     assert names == [c.name for c in draw_cases(seed, 3, "cpu")]
+
+
+@pytest.mark.parametrize(
+    "shape, order, expand, got, ok",
+    [
+        # r3_097: [13447, 8192] pinned column-major, dim 0 expanded: dim 1 steps by 1
+        ((13447, 8192), (1, 0), 0, (0, 1), True),
+        ((13447, 8192), (1, 0), 0, (1, 13447), True),  # allocated whole: dense
+        ((13447, 8192), (1, 0), 0, (0, 13447), False),  # an unallocated dim's gap kept
+        # r3_118: [128, 127, 472] pinned mem120, dim 2 expanded
+        ((128, 127, 472), (1, 2, 0), 2, (1, 128, 0), True),
+        ((128, 127, 472), (1, 2, 0), 2, (1, 60416, 0), False),
+        ((128, 127, 472), (1, 2, 0), None, (1, 128, 0), False),  # nothing expanded
+    ],
+)
+def test_pinned_outputs_may_keep_an_expanded_dim_unallocated(shape, order, expand, got, ok):
+    from benchmarks.cases import Case
+    from benchmarks.reference import _pinned_strides
+
+    case = Case("t", "random", "chain", shape, order, out_order=order, expand=expand)
+    out = torch.empty_strided(shape, got, device="meta")
+    assert (_pinned_strides(case, out) == got) == ok

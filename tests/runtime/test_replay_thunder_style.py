@@ -231,9 +231,11 @@ def test_cpu_scalars_move_to_the_gpu_inputs_device():
     in for a GPU here; the GPU run of ``cpu_scalar`` above checks the real thing."""
     from layoutfuse.runtime.executor import cpu_scalars_to_device
 
-    gpu, scalar, vector = torch.empty(3, device="meta"), torch.tensor(2.0), torch.ones(2)
+    cpu = torch.device("cpu")  # also under ``--device cuda``
+    gpu, scalar = torch.empty(3, device="meta"), torch.tensor(2.0, device=cpu)
+    vector = torch.ones(2, device=cpu)
     moved = cpu_scalars_to_device([gpu, scalar, vector, 1.5])
     assert moved[1].device.type == "meta" and moved[1].dim() == 0
     assert moved[0] is gpu and moved[2] is vector and moved[3] == 1.5
-    plain = [torch.ones(3), scalar]
+    plain = [torch.ones(3, device=cpu), scalar]
     assert cpu_scalars_to_device(plain) is plain
