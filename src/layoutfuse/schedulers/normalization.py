@@ -108,11 +108,24 @@ class NormalizationTuning:
     reduce_step_bytes: int = 8192
     # ... programs per SM the column blocks must make (else the split reduction kernel)
     reduce_waves: int = 2
-    # measured choice (``schedulers/measure.py``): an outer tile's columns at twice and at
-    # half the bytes per row (persistent and looped) are timed against the rule's
+    # measured choice (``schedulers/measure.py``), timed against the rule's plan: an outer
+    # tile's columns at twice and at half the bytes per row (persistent; looped: half and
+    # twice), an inner tile of twice the rows or loop step, and one of half the rows at
+    # twice the warps. H200 at 6dbc526: outer softmax/log_softmax tiles won 1.10-1.26x
+    # either way (r1_100 16 columns, r1_111 64), so neither direction is a rule
     alternatives: tuple[Overrides, ...] = (
-        (("row_bytes", 128), ("loop_row_bytes", 128)),
-        (("row_bytes", 32), ("loop_row_bytes", 512)),
+        (
+            ("row_bytes", 128),
+            ("loop_row_bytes", 128),
+            ("inner_tile_bytes", 32768),
+            ("loop_tile", 32768),
+        ),
+        (
+            ("row_bytes", 32),
+            ("loop_row_bytes", 512),
+            ("inner_tile_bytes", 8192),
+            ("thread_bytes", 32),
+        ),
     )
 
 
