@@ -103,15 +103,15 @@ SCHEDULERS = {"reduction": rd, "pointwise": pw, "normalization": nm}
 
 
 def random_case_names(names: list[str]) -> dict[str, Case]:
-    """The random suite's cases among ``names`` (``r<seed>_<index>_...``), drawn again:
-    a seed's draws do not depend on how many are drawn."""
+    """The random suite's cases among ``names`` (``r<seed>_<index>_...``, or only
+    ``r<seed>_<index>``), drawn again: a seed's draws do not depend on how many are drawn."""
     found: dict[str, Case] = {}
     for name in names:
-        m = re.match(r"r(\d+)_(\d+)_", name)
+        m = re.match(r"r(\d+)_(\d+)(_|$)", name)
         if m:
             seed, index = int(m.group(1)), int(m.group(2))
             case = draw_cases(seed, index + 1)[index]
-            found[case.name] = case
+            found[case.name] = found[name] = case
     return found
 
 

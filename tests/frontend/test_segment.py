@@ -12,8 +12,14 @@ def test_seed_thunder_fusion_segments():
     segments = fd.segment(inputs)
     kinds = [s["scheduler"] for s in segments]
     # eight sums of different shapes, each with its own prologue, and every output is
-    # a sum's result: eight reduction kernels and nothing else
-    assert kinds == ["reduction"] * 8
+    # a sum's result: eight kernels and nothing else; reduction kernels, but for the sums
+    # of inputs over their size-1 dims only (T2 [2, 1, 2] over dim 1, T1 [1, 1, 5] over
+    # dim 0), each its input copied by a pointwise kernel
+    one_element = [
+        any("every reduced extent is 1" in why for why in s["rejected"]) for s in segments
+    ]
+    assert kinds == ["pointwise" if one else "reduction" for one in one_element]
+    assert kinds.count("pointwise") == 2 and segments[0]["ops"] == ["sum"]
     assert all(s["reason"] for s in segments)
     check_seed_outputs(fd.execute(inputs), inputs)
 

@@ -131,3 +131,36 @@ def test_short_stride1_r_group_numbers():
     torch.testing.assert_close(out, x.amax())
     (params,) = schedules(fd)
     assert not params.r_nest
+
+
+@pytest.mark.parametrize(
+    "sizes, strides, kinds, dtype",
+    [
+        # sum over dims 0, 1, 3 of [763, 128, 2, 31] (the random r2_084): 2 results
+        ((31, 2, 763 * 128), (1, 31, 62), "RXR", DataType.Float),
+        # max over dims 0, 1, 3 of fp16 [18126, 96, 7, 7] (r2_035): 7 results
+        ((7, 7, 18126 * 96), (1, 7, 49), "RXR", DataType.Half),
+    ],
+)
+def test_short_stride1_r_group_under_few_results_walks_flat(sizes, strides, kinds, dtype):
+    """A short stride-1 R group under a short kept one: the nested tile was [2, 32] or
+    [8, 8] at 2 warps (64 elements a step, 10-19% of the read ceiling); R walks flat in
+    whole loop steps, and the split fills the GPU."""
+    p = _problem(sizes, strides, kinds, dtype)
+    params = rd.heuristics(p, H200)
+    assert params.template == "inner" and not params.r_nest, params
+    assert params.block_x * params.block_r * params.unroll >= 4096, params
+    programs, split = rd.grid(params, p.sizes)
+    assert programs * split >= 2 * H200.sm_count
+
+
+def test_short_stride1_r_group_under_few_results_numbers():
+    """Sum over dims 0, 1, 3 of [40, 6, 2, 31]: values against torch on the flat walk."""
+    x = torch.randn(40, 6, 2, 31, device=torch.get_default_device())
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.sum(fd.from_pytorch(x), dims=[0, 1, 3], keepdim=False))
+    configured(fd, target=SMALL)
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x.double().sum((0, 1, 3)).float(), rtol=1e-5, atol=1e-4)
+    (params,) = schedules(fd)
+    assert params.template == "inner" and not params.r_nest

@@ -17,7 +17,7 @@ import torch
 from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200, DeviceInfo
 from layoutfuse.codegen.hopper_check import compile_last_run
-from layoutfuse.dtypes import DataType
+from layoutfuse.dtypes import DataType, itemsize
 from layoutfuse.nvfuser import DataType as NvType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
@@ -113,3 +113,61 @@ def test_stacked_numbers(layout, op):
         assert params.template == "outer" and params.y_group is not None and params.block_y > 1
         (art,) = compile_last_run(fd.executor())  # and it compiles for sm_90
         assert ".target sm_90" in art.ptx
+
+
+def _sliced_problem(n0, pitch, n1, nr, dtype=DataType.BFloat16) -> Problem:
+    """X(n0, stride 1), X(n1, stride ``pitch``: a slice's gap), R(nr) outermost; the store
+    dense over X."""
+    groups = (
+        Group(n0, False, (1, 1), (0,)),
+        Group(n1, False, (pitch, n0), (1,)),
+        Group(nr, True, (pitch * n1, 0), (2,)),
+    )
+    return Problem(groups, 1, 1, (dtype, dtype), (pitch * n1 * nr, n0 * n1))
+
+
+@pytest.mark.parametrize("dtype", [DataType.BFloat16, DataType.Float], ids=str)
+def test_rows_shorter_than_a_sector_stack_the_next_kept_group(dtype):
+    """A bf16 [2, 109545] of a sliced [4, 109545, 1536] summed over its outer dim (the
+    random r3_079): the tile was [1024, 2] x 2, one 4-byte row per R step and program
+    (9% of the read ceiling); rows of the next kept group now stack along Y."""
+    p = _sliced_problem(2, 4, 109545, 1536, dtype)
+    params = rd.heuristics(p, H200)
+    assert params.template == "outer" and params.y_group == 1 and params.block_x == 2
+    assert params.block_x * params.block_y * itemsize(dtype) >= 32  # a sector per R row
+    programs, _ = rd.grid(params, p.sizes)
+    assert programs * params.block_y >= 109545
+
+
+@pytest.mark.parametrize(
+    "n0, pitch",
+    [(32, 64), (8, 16)],  # bf16 rows of 64 B; fp32 rows of 32 B below: a whole sector
+)
+def test_rows_of_a_sector_do_not_stack(n0, pitch):
+    dtype = DataType.BFloat16 if n0 == 32 else DataType.Float
+    params = rd.heuristics(_sliced_problem(n0, pitch, 109545, 1536, dtype), H200)
+    assert params.y_group is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_short_rows_numbers(dtype):
+    """Sum over dim 2 of x[2:] for x [4, 300, 37] with dim 0 innermost (rows of 2 elements
+    4 apart): values and strides against torch, planned and replayed."""
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(
+            shape=[-1, -1, -1],
+            contiguity=[False, False, True],
+            dtype=NvType.BFloat16 if dtype == torch.bfloat16 else NvType.Float,
+            stride_order=[0, 1, 2],
+        )
+        fd.add_output(fd.ops.sum(t, dims=[2], keepdim=False))
+    configured(fd, target=SMALL)
+    for seed in range(2):
+        g = torch.Generator().manual_seed(seed)
+        base = torch.randn(37, 300, 4, generator=g).to(dtype).permute(2, 1, 0)
+        x = base[2:].to(torch.get_default_device())
+        (out,) = fd.execute([x])
+        tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+        torch.testing.assert_close(out.float(), x.float().sum(2), rtol=tol, atol=tol)
+    (params,) = schedules(fd)
+    assert params.template == "outer" and params.y_group == 1, params

@@ -111,6 +111,7 @@ def _body(w, spec, params: PointwiseParams, gen, dims, mask, offsets, idx, load_
         coordinate,
         "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
         predicate=gen.predicate if gen else None,
+        one_element=bool(spec.reductions) or spec.group is not None,  # extents of 1 (can_schedule)
     )
     if gen:
         gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
 from ..ir import Expr, OpKind, Scalar, TensorView
 from ..ir.ops.random import NAMES as RANDOM_OPS
+from ..ir.ops.reductions import accumulator_dtype, one_element_parts
 from .helpers import FP8_CONVERT
 from .writer import Writer, tl_compute
 
@@ -59,7 +60,9 @@ class ValueEmitter:
     (a reduction's result in the epilogue); ``coordinate(tv, chain)`` returns the
     linear index expression of a creation op's own coordinate; ``predicate(expr, chain)``
     the condition under which a pad reached along ``chain`` reads its input (the generic
-    walk's, ``GenericIndex.predicates``), its fill elsewhere.
+    walk's, ``GenericIndex.predicates``), its fill elsewhere. ``one_element``: reductions
+    reduce extents of 1 only (a pointwise kernel's segment), so each is its row's
+    ``one_element`` of its input at the same coordinates.
     """
 
     def __init__(
@@ -71,6 +74,7 @@ class ValueEmitter:
         tile_zeros: str,
         special: dict[int, str] | None = None,
         predicate: Callable | None = None,
+        one_element: bool = False,
     ):
         self.w = writer
         self.load = load
@@ -79,6 +83,7 @@ class ValueEmitter:
         self.tile_zeros = tile_zeros
         self.special = dict(special or {})
         self.predicate = predicate
+        self.one_element = one_element
         self.cache: dict[tuple, str] = {}
 
     def scalar_expr(self, s: Scalar) -> str:
@@ -106,10 +111,23 @@ class ValueEmitter:
             name = self._pointwise(e, chain)
         elif kind is OpKind.CREATION:
             name = self._creation(e, chain)
+        elif kind in (OpKind.REDUCTION, OpKind.WELFORD) and self.one_element:
+            name = self._one_element(e, tv)
         else:
             raise ValueError(f"{e.op.name} cannot be computed inside this kernel")
         self.cache[key] = name
         return name
+
+    def _one_element(self, e: Expr, tv: TensorView) -> str:
+        """Output ``tv`` of reduction ``e`` over a single element: the input (reached as the
+        reduction kernels reach it) in the accumulator dtype, or the row's constant."""
+        form = one_element_parts(e)[[id(o) for o in e.outputs].index(id(tv))]
+        ct = tl_compute(tv.dtype)
+        if form != "x":
+            return self.w.assign("t", f"({self.tile_zeros} + {form}).to({ct})")
+        x = self.value(e.inputs[0], ())
+        acc = tl_compute(accumulator_dtype(e))
+        return self.w.assign("t", f"({x}).to({acc}).to({ct})")
 
     def _pad(self, e: Expr, chain) -> str:
         """``tl.where(inside, input, fill)``: the input's load is masked by the same condition."""

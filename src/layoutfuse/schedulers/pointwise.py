@@ -145,13 +145,15 @@ def can_schedule(
     device: DeviceInfo,
     tuning: PointwiseTuning = DEFAULT_TUNING,
 ) -> str | None:
-    """Any segment without a reduction."""
-    if segment.reductions or segment.group is not None:
-        return "the segment has a reduction"
+    """Any segment without a reduction, or whose reductions reduce extents of 1 only (each
+    then computed in place, ``codegen.values``: a copy at the bandwidth of a pointwise
+    kernel, not a reduction kernel's one-element rows)."""
     if segment.scan is not None:
         return f"the segment holds a per-row {segment.scan.op.name} (a scan kernel's)"
     if p is None:
         return "no problem could be built for the segment's extents"
+    if (segment.reductions or segment.group is not None) and p.family != "pointwise":
+        return "the segment has a reduction"
     if device.interpreted and any(
         a.value is not None
         and a.chain

@@ -95,6 +95,8 @@ def can_schedule(
         return "the segment has no reduction"
     if p is None:
         return "no problem could be built for the segment's extents"
+    if p.family == "pointwise":
+        return "every reduced extent is 1: elementwise, the pointwise scheduler's"
     return None
 
 
@@ -107,8 +109,9 @@ def heuristics(
 
     The inner template with several reduced groups nests its loops (``r_nest``: the
     stride-1 group tiled, the others looped), and its split then cuts the outer R rows
-    only. A full reduction whose stride-1 group is too short to fill ``1/nest_fill`` of a
-    loop step walks R flat. Where those rows are too few for the split the kept space needs (a long
+    only. Where the stride-1 group and the kept space are both too short for the tile
+    to fill ``1/nest_fill`` of a loop step (a full reduction; 2 or 7 results of rows of
+    31 or 7), R is walked flat. Where those rows are too few for the split the kept space needs (a long
     stride-1 group under a short, e.g. expanded, outer one: 16 programs for 58M
     elements), R is walked flat instead, and the split cuts its loop steps."""
     xg, rg, _, _ = p.kept_and_reduced()
@@ -117,9 +120,10 @@ def heuristics(
     if not nested.r_nest:
         return nested
     step = tuning.load_bytes * tuning.tile_threads // p.narrowest_load_bytes()
-    if not xg and nested.block_x * nested.block_r * nested.unroll * tuning.nest_fill < step:
-        # a short stride-1 R group (13 of a sliced [13, 1021, 158] max) cannot fill the
-        # nested tile: 16-element steps ran at 30% of torch.compile; R is walked flat
+    if nested.block_x * nested.block_r * nested.unroll * tuning.nest_fill < step:
+        # a short stride-1 R group (13 of a sliced [13, 1021, 158] max; 31 under 2 results
+        # of [763, 128, 2, 31]) cannot fill the nested tile: 16- and 64-element steps ran
+        # at 30-40% of torch.compile; R is walked flat
         return _heuristics(p, device, tuning, template, False)
     programs, split = grid(nested, p.sizes)
     units, _ = _split_units(nested, p.sizes)
@@ -184,6 +188,8 @@ def _heuristics(
     transposed = _transposed(p, params, item, nr, device, tuning)
     if transposed is None:
         transposed = _stacked(p, params, tile, item, device, tuning)
+    if transposed is None:
+        transposed = _short_rows(p, params, item, nr, device, tuning)
     if transposed is not None:
         return transposed
     sizes = p.sizes
@@ -318,6 +324,61 @@ def _stacked(
             device, warps, max(1, elements * block_y // (THREADS_PER_WARP * warps)), tuning
         )
         stacked = replace(params, block_y=block_y, y_group=y, num_warps=warps, split=1)
+        if grid(stacked, p.sizes)[0] >= tuning.waves * resident:
+            return stacked
+        block_y //= 2
+    return None
+
+
+def _short_rows(
+    p: Problem,
+    params: ReductionParams,
+    item: int,
+    nr: int,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+) -> ReductionParams | None:
+    """The outer template's tile with rows of the next group in memory stacked along Y
+    (``y_group``), where that group is kept and the stride-1 kept group holds less than
+    ``short_row_bytes`` (a sector): the groups did not merge (a slice's gap, another
+    access's order), so the plain tile read one such row per R step and program, a
+    sector per lane (a bf16 [2, 109545] of a sliced [4, 109545, 1536] summed over its
+    outer dim: 9% of the read ceiling where eager reached 47%). Y rows make
+    ``outer_row_bytes`` of tile per R row, fewer (at least a sector's worth) where the
+    grid would not fill ``waves`` waves unsplit; R fills the 4-byte template's step
+    (``outer_load_bytes`` per thread of ``tile_warps`` warps)."""
+    groups = p.groups
+    if (
+        params.template != "outer"
+        or p.generic
+        or params.y_group is not None
+        or len(groups) < 2
+        or groups[1].reduced
+        or groups[0].size * item >= tuning.short_row_bytes
+        or any(params.zero_strides[a][k] for a in p.stores() for k in (0, 1))
+    ):
+        return None
+    block_x = next_pow2(groups[0].size)
+    step = tuning.outer_load_bytes * tuning.tile_threads // item
+    block_y = min(next_pow2(groups[1].size), max(1, tuning.outer_row_bytes // (item * block_x)))
+    least = max(2, tuning.short_row_bytes // (item * block_x))
+    while block_y >= least:
+        block_r = min(next_pow2(nr), max(1, step // (block_x * block_y)))
+        elements = block_x * block_y * block_r
+        warps = warps_for(elements, tuning.warps)
+        resident = tiles.resident_programs(
+            device, warps, max(1, elements // (THREADS_PER_WARP * warps)), tuning
+        )
+        stacked = replace(
+            params,
+            block_x=block_x,
+            block_r=block_r,
+            block_y=block_y,
+            y_group=1,
+            unroll=1,
+            num_warps=warps,
+            split=1,
+        )
         if grid(stacked, p.sizes)[0] >= tuning.waves * resident:
             return stacked
         block_y //= 2

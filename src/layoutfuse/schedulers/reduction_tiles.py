@@ -91,6 +91,9 @@ class ReductionTuning:
     narrow_outer_short_row_bytes: int = 256
     # outer split step of 4-byte inputs with several accumulators: loaded as this many tiles
     multi_acc_split_unroll: int = 4
+    # outer template: a stride-1 kept group of fewer bytes (a sector) stacks the next group
+    # in memory, where kept, along Y (``reduction._short_rows``)
+    short_row_bytes: int = 32
     # transposed store: contiguous output bytes per column (one sector)
     transposed_store_bytes: int = 32
     # transposed store: contiguous input bytes per row (one cache line)

@@ -190,8 +190,13 @@ def _normalization_groups(seg: _Segmentation) -> None:
         if id(root) in seg.covered:
             continue
         group, _ = find_group(root, seg.inputs)
-        if group is None or any(_per_row_dim(root.shape_domain[d]) for d in group.dims):
-            continue  # a per-row value (extent 1 where the rows are reduced): not a root
+        if group is None or any(
+            _per_row_dim(root.shape_domain[d]) and not _per_row_dim(_row_input(group, d))
+            for d in group.dims
+        ):
+            # a per-row value (extent 1 where the rows are reduced): not a root; rows of
+            # one element (the input's dim is extent 1 too) are, computed in place
+            continue
         memory = seg.memory_outside(group.reductions)
         loaded = [tv for tv, _ in group_reached(group, memory) if _computed(tv, memory)]
         outs = [o for e in group.reductions for o in e.outputs]
@@ -540,6 +545,13 @@ def _per_row_dim(d) -> bool:
     """A dim of extent 1 (a keepdim result's), not an expanded one (an expanded input's
     rows are real rows, their values repeated)."""
     return d.is_broadcast and not d.expanded
+
+
+def _row_input(group: Group, d: int):
+    """Dim ``d`` of the group's reduced input (the rows)."""
+    x = group.reductions[0].inputs[0]
+    assert isinstance(x, TensorView)
+    return x.shape_domain[d]
 
 
 def _broadcast_dims(tv: TensorView) -> int:

@@ -75,6 +75,10 @@ class ReductionRow:
     kind: OpKind = OpKind.REDUCTION
     promote_integers: bool = False
     bool_inputs: bool = True
+    # each part over a single element ``x`` (every reduced extent 1: the pointwise
+    # scheduler computes the reduction in place): "x" (the value in the accumulator
+    # dtype), or a number
+    one_element: tuple[str, ...] = ("x",)
     doc: str = ""
 
     @property
@@ -213,6 +217,7 @@ ROWS = (
         _welford_accumulator,
         parts=("mean", "m2", "n"),
         empty_fill=(float("nan"), 0, 0),
+        one_element=("x", "0", "1"),
         kind=OpKind.WELFORD,
         doc="(mean, M2, count) over dims, combined with Chan's formula; over no "
         "element (NaN, 0, 0)",
@@ -233,6 +238,11 @@ def n_results(expr: Expr) -> int:
     """Results of reduction expr ``expr``, by its row: one, or three for a Welford (mean,
     M2, n)."""
     return reduction_row(expr).n_results
+
+
+def one_element_parts(expr: Expr) -> tuple[str, ...]:
+    """Each output of reduction ``expr`` over one element (the row's ``one_element``)."""
+    return reduction_row(expr).one_element
 
 
 def accumulator_dtype(expr: Expr) -> DataType:
