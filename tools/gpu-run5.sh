@@ -6,19 +6,20 @@ set -u
 out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
 export PYTHONPATH=$PWD/src:$PWD LAYOUTFUSE_BENCH_COMMIT=$commit LAYOUTFUSE_CACHE_DIR=$out/cache
 t0=$(date +%s)
-timeout 170 python3 -m benchmarks tune r3_107 r2_117 r3_072 r1_113 r2_024 r3_031 r1_001 r1_060 r2_062 \
+timeout 150 python3 -m benchmarks tune r3_107 r2_117 r3_072 r1_113 r2_024 r3_031 r1_001 r1_060 r2_062 \
   --variant "" --variant block_x=1024,num_warps=4 --variant block_x=2048,num_warps=4 \
   --variant block_x=2048,num_warps=8 --variant block_x=4096,num_warps=4 --variant block_x=8192,num_warps=8 \
   --out $out/tune-flat-$day-$commit-h200.json > $out/tune-flat.txt 2>&1
 echo "flat rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[" $out/tune-flat.txt | tail -70
 t0=$(date +%s)
-timeout 100 python3 -m benchmarks tune r2_035 r2_084 r2_069 r2_083 \
-  --variant "" --variant r_nest=true --variant block_x=8,block_r=512,unroll=1 --variant block_x=8,block_r=1024,unroll=1,num_warps=8 \
-  --out $out/tune-mixed-$day-$commit-h200.json > $out/tune-mixed.txt 2>&1
-echo "mixed rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[" $out/tune-mixed.txt | tail -30
-t0=$(date +%s)
-timeout 60 python3 -m benchmarks tune r3_079 \
+timeout 45 python3 -m benchmarks tune r3_079 \
   --variant "" --variant block_y=32,block_r=64 --variant block_y=128,block_r=16 --variant block_y=256,block_r=8 \
   --out $out/tune-short-rows-$day-$commit-h200.json > $out/tune-short.txt 2>&1
 echo "short rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[" $out/tune-short.txt | tail -12
+for seed in ${SEEDS:-1}; do
+  t0=$(date +%s)
+  timeout ${LIMIT:-300} python3 -m benchmarks suite random --seed $seed --cases 120 \
+    --out $out/random_seed$seed-$day-$commit-h200.json > $out/random$seed.txt 2>&1
+  echo "seed $seed rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[" $out/random$seed.txt | tail -42
+done
 rm -rf $out/cache
