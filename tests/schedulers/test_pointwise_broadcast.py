@@ -48,31 +48,35 @@ TUNING = pw.DEFAULT_TUNING
 
 
 @pytest.mark.parametrize(
-    "bias,block_y",
+    "bias,block_y,elements",
     [
-        ((0, 1), TUNING.broadcast_rows),  # a bias over the columns: broadcast along Y
-        ((1, 0), 2),  # a bias over the rows: varies along Y, broadcast along X
+        # a bias over the columns: broadcast along Y, rows of the broadcast tile
+        ((0, 1), TUNING.broadcast_rows, TUNING.broadcast_tile_elements),
+        # a bias over the rows: varies along Y, broadcast along X; 4 KB of fp32
+        ((1, 0), 1, TUNING.tile_bytes // 4),
     ],
 )
-def test_tile_rows_follow_a_broadcast_along_y(bias, block_y):
+def test_tile_rows_follow_a_broadcast_along_y(bias, block_y, elements):
     p = problem((512, 2048), [ROW_MAJOR, bias], ROW_MAJOR)
     params = pw.heuristics(p, H200)
     assert not params.transpose and params.gx == 0 and params.gy == 1
     assert params.block_y == block_y
-    assert params.block_x * params.block_y == TUNING.tile_elements
+    assert params.block_x * params.block_y == elements
 
 
 def test_without_a_broadcast_the_dense_tensor_is_one_group():
     p = problem((512, 2048), [ROW_MAJOR, ROW_MAJOR], ROW_MAJOR)
     params = pw.heuristics(p, H200)
-    assert params.gy is None and (params.block_x, params.block_y) == (TUNING.tile_elements, 1)
+    assert params.gy is None and (params.block_x, params.block_y) == (TUNING.tile_bytes // 4, 1)
+    assert params.num_warps == 4  # 32 bytes per thread
 
 
 def test_a_short_y_extent_keeps_its_size():
     """Fewer rows than ``broadcast_rows``: the tile spans them all, X takes the rest."""
     p = problem((4, 2048), [ROW_MAJOR, (0, 1)], ROW_MAJOR)
     params = pw.heuristics(p, H200)
-    assert (params.block_y, params.block_x) == (4, TUNING.tile_elements // TUNING.broadcast_rows)
+    expect = (4, TUNING.broadcast_tile_elements // TUNING.broadcast_rows)
+    assert (params.block_y, params.block_x) == expect
 
 
 def _bias_fusion(x: torch.Tensor, b: torch.Tensor) -> FusionDefinition:
@@ -108,7 +112,7 @@ def test_bias_over_columns_runs_in_tiles_of_rows(dtype, layout):
     if layout == "col":
         # the stride-1 dim is dim 0 (X): the bias varies along Y and is broadcast along X,
         # so X spans its whole extent as without a bias
-        assert (params.block_x, params.block_y) == (64, TUNING.tile_elements // 64)
+        assert (params.block_x, params.block_y) == (64, TUNING.tile_bytes // x.element_size() // 64)
         assert y.stride() == (1, rows)
     else:
         assert params.block_y == TUNING.broadcast_rows

@@ -47,7 +47,7 @@ class Layout:
 LAYOUTS = {
     "inner": Layout((2, 16384), (0, 1), (1,), "inner"),
     "outer": Layout((1024, 32), (0, 1), (0,), "outer"),
-    "nested-RXR": Layout((8, 4, 64), (0, 1, 2), (0, 2), "inner", r_nest=True),
+    "nested-RXR": Layout((8, 32, 64), (0, 1, 2), (0, 2), "inner", r_nest=True),
     "outer-XRX": Layout((2, 2048, 16), (0, 1, 2), (1,), "outer"),
 }
 OPS = ("sum", "max", "min", "prod", "welford", "var_mean")

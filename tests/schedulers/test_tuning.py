@@ -142,7 +142,7 @@ def test_a_tuning_variant_reaches_the_reduction_kernel_through_the_executor():
 
 def test_pointwise_variants_change_the_tile_and_its_warps():
     bias = pointwise_problem((512, 2048), [ROW_MAJOR, (0, 1)], ROW_MAJOR)
-    small = dataclasses.replace(pw.DEFAULT_TUNING, tile_elements=1024, broadcast_rows=4)
+    small = dataclasses.replace(pw.DEFAULT_TUNING, broadcast_tile_elements=1024, broadcast_rows=4)
     params = pw.heuristics(bias, H200, small)
     assert (params.block_y, params.block_x, params.num_warps) == (4, 256, 4)
     two = dataclasses.replace(pw.DEFAULT_TUNING, warps=((0, 2),))

@@ -28,6 +28,7 @@ from .reduction_common import (
     emit_counted_welford_step,
     emit_online_rows,
     emit_online_step,
+    epilogue_values,
     identity,
     n_results,
     prelude,
@@ -445,6 +446,37 @@ class _ReductionEmitter:
                 f"tl.store({self.ptr_of[id(out)]} + {off}, "
                 f"{storage_cast(results[k], out.dtype)}, mask={smask})"
             )
+        if spec.epilogue:
+            self._store_epilogue(results, spans)
+
+    def _store_epilogue(self, results: list[str], spans: list[int]) -> None:
+        """The per-row epilogue's outputs, from the results, through their own strides."""
+        spec, params, w = self.spec, self.params, self.w
+        first = spec.n_loads + sum(len(e.outputs) for e in self.reds)
+        values = epilogue_values(
+            w, spec, results, lambda s: self.scalar_names[id(s)], self._result_zeros
+        )
+        for j, (out, val) in enumerate(zip(spec.epilogue, values)):
+            a = first + j
+            off = self.xoff[a]
+            if any(params.zero_strides[a][g] for g in spans):
+                off = f"{off} + {self.zero_tile if self.transposed else 'x * 0'}"
+            smask = one_write_per_element(
+                w, "xmask", [self.idx[g] for g in params.x_groups if params.zero_strides[a][g]]
+            )
+            w.line(
+                f"tl.store({self.ptr_of[id(out)]} + {off} + {self._result_zeros}, "
+                f"{storage_cast(val, out.dtype)}, mask={smask})"
+            )
+
+    @property
+    def _result_zeros(self) -> str:
+        """Zeros of a result's shape (the tile with its R axis reduced to 1)."""
+        if self.params.template == "inner":
+            return "tl.zeros([BLOCK_X, 1], tl.int32)"
+        if self.transposed:
+            return "tl.zeros([BLOCK_Y, 1, BLOCK_X], tl.int32)"
+        return "tl.zeros([1, BLOCK_X], tl.int32)"
 
 
 def _emit_lane_welford_step(w: Writer, i: int, val: str, mask: str, ct: str) -> None:

@@ -101,3 +101,26 @@ def emit_counted_welford_step(
     w.line(f"mean_new = {mean} + tl.where({mask}, delta * rcp, 0.0)")
     w.line(f"{m2} = {m2} + tl.where({mask}, delta * (v - mean_new), 0.0)")
     w.line(f"{mean} = mean_new")
+
+
+def epilogue_values(w, spec, results: list[str], scalar_name, tile_zeros: str) -> list[str]:
+    """The values of ``spec.epilogue`` (per-row outputs computed from the results alone),
+    in their compute dtype: each reduction output is its result rounded to the output's
+    dtype, as the memory a separate kernel would read it from holds it."""
+    from .values import ValueEmitter
+    from .writer import storage_cast, tl_compute
+
+    outputs = [o for e in spec.reductions for o in e.outputs]
+    special = {
+        id(o): w.assign("rv", f"{storage_cast(r, o.dtype)}.to({tl_compute(o.dtype)})")
+        for o, r in zip(outputs, results)
+    }
+
+    def no_load(tv, chain):
+        return None  # the segmenter's epilogue reads no memory
+
+    def no_coordinate(tv, chain):
+        raise ValueError(f"{tv!r}: a per-row epilogue has no coordinates")
+
+    ve = ValueEmitter(w, no_load, scalar_name, no_coordinate, tile_zeros, special)
+    return [ve.value(o) for o in spec.epilogue]

@@ -24,6 +24,7 @@ from .pointwise import HEADER
 from .reduction_common import (
     COMBINE,
     accumulator_dtype,
+    epilogue_values,
     identity,
     n_results,
     prelude,
@@ -64,7 +65,7 @@ def emit_ticket_finish(w: Writer, spec, params: ReductionParams, out_ptr) -> Non
             w.line(f"fmask = fx0 < n{g0}")
             w.line(f"fx = fx0 + n{g0} * rest")
         results = _emit_combine(w, spec, params, "fx", "fmask", "SPLIT_N", "BLOCK_S", ".cg")
-        _emit_output_stores(w, spec, params, results, "fx", "fmask", out_ptr)
+        _emit_output_stores(w, spec, params, results, "fx", "fmask", out_ptr, "c")
         w.line("tl.atomic_xchg(tickets + pid, 0, sem='relaxed', scope='gpu')")  # next launch
 
 
@@ -72,7 +73,7 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
     """``finish="kernel"``: a second kernel combines the [SPLIT, NX] partial results and
     stores the outputs."""
     w = Writer()
-    outputs = [o for e in spec.reductions for o in e.outputs]
+    outputs = spec.results  # the reductions' outputs, then the epilogue's
     xg = params.x_groups
     n_out = len(outputs)
     store_acc = [spec.n_loads + k for k in range(n_out)]
@@ -85,7 +86,8 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
         for k in xg
         if not params.zero_strides[a][k] and not params.unit_strides[a][k]
     ]
-    args = ws + outs + sizes + strides + ["NX", "SPLIT"]
+    scalars = [f"c{i}" for i in range(len(spec.scalars))] if spec.epilogue else []
+    args = ws + outs + sizes + strides + scalars + ["NX", "SPLIT"]
     w.line(f"# finishing kernel of a split reduction; params: {params}")
     w.line("@triton.jit")
     w.line(
@@ -98,7 +100,9 @@ def finish_source(spec, params: ReductionParams, name: str) -> tuple[str, list[s
         w.line("xmask = x < NX")
         results = _emit_combine(w, spec, params, "x", "xmask", "SPLIT", "BLOCK_S", "")
         out_names = {id(out): f"o{k}" for k, out in enumerate(outputs)}
-        _emit_output_stores(w, spec, params, results, "x", "xmask", lambda tv: out_names[id(tv)])
+        _emit_output_stores(
+            w, spec, params, results, "x", "xmask", lambda tv: out_names[id(tv)], "c"
+        )
     body = w.text()
     return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
 
@@ -197,12 +201,26 @@ def _emit_online_combine(
 
 
 def _emit_output_stores(
-    w: Writer, spec, params: ReductionParams, results: list[str], x: str, xmask: str, out_ptr
+    w: Writer,
+    spec,
+    params: ReductionParams,
+    results: list[str],
+    x: str,
+    xmask: str,
+    out_ptr,
+    scalar_prefix: str,
 ) -> None:
-    """Store ``results`` (columns ``x``) through each output's own strides."""
+    """Store ``results`` (columns ``x``) through each output's own strides, then the per-row
+    epilogue computed from them (scalars named ``<scalar_prefix><i>``)."""
     xg = params.x_groups
     idx = dict(zip(xg, decompose(w, x, [f"n{k}" for k in xg], "fg"))) if xg else {}
-    for k, out in enumerate(o for e in spec.reductions for o in e.outputs):
+    values = list(results)
+    if spec.epilogue:
+        names = {id(sc): f"{scalar_prefix}{i}" for i, sc in enumerate(spec.scalars)}
+        values += epilogue_values(
+            w, spec, results, lambda sc: names[id(sc)], "tl.zeros([1, BLOCK_X], tl.int32)"
+        )
+    for k, out in enumerate(spec.results):
         a = spec.n_loads + k
         terms = [
             (idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
@@ -212,5 +230,5 @@ def _emit_output_stores(
         off = offset_expr(terms, f"{x} * 0")
         smask = one_write_per_element(w, xmask, [idx[g] for g in xg if params.zero_strides[a][g]])
         w.line(
-            f"tl.store({out_ptr(out)} + {off}, {storage_cast(results[k], out.dtype)}, mask={smask})"
+            f"tl.store({out_ptr(out)} + {off}, {storage_cast(values[k], out.dtype)}, mask={smask})"
         )

@@ -86,8 +86,7 @@ def argument_values(
     """Every value a kernel of ``segment`` may name, by name (launch-time integers apart)."""
     values: dict[str, Any] = {f"p{i}": env[id(tv)] for i, tv in enumerate(segment.memory)}
     values.update(workspaces)
-    outputs = [o for e in segment.reductions for o in e.outputs]
-    values.update({f"o{k}": env[id(o)] for k, o in enumerate(outputs)})
+    values.update({f"o{k}": env[id(o)] for k, o in enumerate(segment.results)})
     for k, g in enumerate(problem.groups):
         values[f"n{k}"] = g.size
         for a, s in enumerate(g.strides):

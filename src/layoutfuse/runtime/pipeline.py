@@ -294,6 +294,8 @@ class CompiledFusion:
         call.record.segments.append(
             SegmentRun(spec, "empty", None, None, (), f"{spec.reason} (an empty extent: no launch)")
         )
+        for part in spec.epilogue_kernels:  # the epilogue, from the fills
+            self._run_segment(part, call, "; the epilogue of a reduction over an empty extent")
 
     # --- kernels -------------------------------------------------------------------------------
     def _loaded(

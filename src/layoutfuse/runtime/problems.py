@@ -55,7 +55,11 @@ def access_strides(
     affine: list[bool] = []
     for i, a in enumerate(spec.accesses):
         real = real_strides(spec, i, env, extents)
-        if spec.kind == "reduction" and spec.n_loads <= i < spec.n_loads + spec.n_stores:
+        if (
+            spec.kind == "reduction"
+            and spec.n_loads <= i < spec.n_loads + spec.n_stores
+            and not a.backward  # an epilogue's output: per row, as below
+        ):
             st: tuple[int, ...] | None = _with_reduced(real, reduced_dims(spec), rank)
         elif a.backward:
             # a per-row result of a normalization kernel: its strides over the reduction

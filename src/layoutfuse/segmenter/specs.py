@@ -41,11 +41,22 @@ class KernelSpec:
     online: dict[int, Expr] = field(default_factory=dict)  # softmax's id(sum) -> its max,
     # accumulated together (online)
     scan: Expr | None = None  # a scan kernel's per-row op (cumsum, argsort, topk)
+    # a reduction kernel's per-row outputs computed from its results alone (a cast, mean =
+    # sum / n), stored after them; over an empty extent, ``epilogue_kernels`` (pointwise,
+    # from the results' fills) compute them
+    epilogue: list[TensorView] = field(default_factory=list)
+    epilogue_kernels: list[KernelSpec] = field(default_factory=list)
 
     @property
     def reductions(self) -> list[Expr]:
         """A reduction kernel's reductions: one, or siblings of the same rows."""
         return ([self.reduction] if self.reduction is not None else []) + self.siblings
+
+    @property
+    def results(self) -> list[TensorView]:
+        """What a reduction kernel stores, in store order: each reduction's outputs, then
+        the epilogue's."""
+        return [o for e in self.reductions for o in e.outputs] + self.epilogue
 
 
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
@@ -191,11 +202,16 @@ def reduction_spec(
     memory_ids: set[int],
     siblings: tuple[Expr, ...] = (),
     online: dict[int, Expr] | None = None,
+    epilogue: tuple[TensorView, ...] = (),
+    epilogue_fallback: tuple[KernelSpec, ...] = (),
 ) -> KernelSpec:
     """A reduction kernel: ``e``, with ``siblings`` (reductions of the same rows, computed
     from the same loads into their own accumulators and outputs); ``online``: softmax's
-    sum among them, with its max ``e`` (id(sum) -> max), one running pair per lane."""
+    sum among them, with its max ``e`` (id(sum) -> max), one running pair per lane.
+    ``epilogue``: per-row outputs computed from the results alone, stored after them
+    (``epilogue_fallback``: their pointwise kernels, for an empty extent)."""
     stores = [Access(o, (), store=True) for r in (e, *siblings) for o in r.outputs]
+    stores += [Access(o, (), store=True, backward=True) for o in epilogue]
     why = (
         f"{e.op.name} over dims {e.attrs['dims']}: one reduction per kernel"
         if not siblings
@@ -208,7 +224,9 @@ def reduction_spec(
             )
         )
     )
-    return kernel_spec(
+    if epilogue:
+        why += "; its per-row epilogue stored with its results"
+    spec = kernel_spec(
         "reduction",
         e.inputs[0],
         memory_ids,
@@ -218,6 +236,16 @@ def reduction_spec(
         siblings=siblings,
         online=online,
     )
+    if epilogue:
+        results = {id(o) for r in (e, *siblings) for o in r.outputs}
+        found = {id(x): x for x in spec.exprs}
+        for o in epilogue:
+            found.update((id(x), x) for x in _exprs_upstream(o, results))
+        spec.exprs = _in_fusion_order(list(found.values()), e.inputs[0].fusion)
+        spec.scalars = _scalars_of(spec.exprs)
+        spec.epilogue = list(epilogue)
+        spec.epilogue_kernels = list(epilogue_fallback)
+    return spec
 
 
 def group_spec(
@@ -290,9 +318,45 @@ def _fallback_plan(
 ) -> list[KernelSpec]:
     """The group's multi-kernel plan: each reduction its own kernel (siblings: one kernel
     for all), then pointwise kernels for the rest."""
+    epilogue = _epilogue(group, xstores, memory_ids)
+    if epilogue:
+        done = {id(o) for o in epilogue}
+        rest = [a for a in xstores if id(a.tv) not in done]
+        parts = _fallback_pointwise(group, [], [a for a in xstores if id(a.tv) in done], memory_ids)
+        first, *others = group.reductions
+        return [
+            reduction_spec(first, memory_ids, tuple(others), None, epilogue, tuple(parts))
+        ] + _fallback_pointwise(group, stores, rest, memory_ids)
     return _fallback_reductions(group, memory_ids) + _fallback_pointwise(
         group, stores, xstores, memory_ids
     )
+
+
+def _epilogue(group: Group, xstores: list[Access], memory_ids: set[int]) -> tuple:
+    """The per-row outputs of an epilogue group (sibling reductions, no use on the rows)
+    that its reduction kernel can compute at its stores: from the group's results, scalars
+    and constants alone, through pointwise ops (a dw cast to bf16, mean = sum / n). Not
+    for softmax's online pair, nor for outputs that read other memory."""
+    if group.rows or group.online:
+        return ()
+    results = group.red_outputs()
+    members = {id(e) for e in group.reductions}
+    out = []
+    for a in xstores:
+        if a.tv.definition is None or id(a.tv.definition) in members:
+            continue
+        reached = upstream_tensors(a.tv, results | memory_ids).values()
+        if all(
+            id(tv) in results
+            or (
+                id(tv) not in memory_ids
+                and tv.definition is not None
+                and tv.definition.op.kind in (OpKind.POINTWISE, OpKind.CREATION)
+            )
+            for tv, _ in reached
+        ):
+            out.append(a.tv)
+    return tuple(out)
 
 
 def _fallback_reductions(group: Group, memory_ids: set[int]) -> list[KernelSpec]:
