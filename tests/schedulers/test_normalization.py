@@ -402,9 +402,9 @@ def test_reduction_with_a_per_row_epilogue_runs_as_one_kernel(order, dims):
     ]  # the kernel lists the reductions it runs
 
 
-def test_an_epilogue_after_a_large_outer_reduction_runs_after_the_reduction_kernel():
-    """Columns too long for the small outer tile: the reduction scheduler's kernel, then the
-    epilogue (the decision names why)."""
+def test_an_epilogue_after_a_large_outer_reduction_runs_in_the_reduction_kernel():
+    """Columns too long for the small outer tile: the reduction scheduler's kernel, which
+    computes the epilogue (a mean: sum / 600) at its stores (the decision names why)."""
     x = torch.randn(600, 64)
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
@@ -412,8 +412,9 @@ def test_an_epilogue_after_a_large_outer_reduction_runs_after_the_reduction_kern
     (m,) = fd.execute([x])
     torch.testing.assert_close(m, x.mean(0))
     segs = fd.segment([x])
-    assert [s["scheduler"] for s in segs] == ["reduction", "pointwise"]
-    assert "epilogue" in segs[0]["reason"]
+    assert [s["scheduler"] for s in segs] == ["reduction"]
+    assert "per-row epilogue stored with its results" in segs[0]["reason"]
+    assert "instead of one normalization kernel" in segs[0]["reason"]
 
 
 @pytest.mark.parametrize("pinned", [False, True], ids=["inferred", "pinned-row-major"])

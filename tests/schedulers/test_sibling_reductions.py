@@ -203,7 +203,8 @@ def test_siblings_too_few_rows_run_as_one_split_reduction_kernel(finish, shape, 
     """Rows too long for a tile and too few to fill the GPU: the siblings run as one
     reduction kernel, split along R, whose partials (one workspace per result: 1 + 1 + 1
     + 3) are combined by the last program of each X block (ticket) or a finishing
-    kernel; var_mean's epilogue (M2 / (n - 1)) follows as a pointwise kernel."""
+    kernel; var_mean's epilogue (M2 / (n - 1)) is computed from the results in the same
+    kernel (a per-row epilogue: no pointwise kernel after it)."""
     fields = dict(normalization=dict(max_tile=64))
     target = small_gpu(64)
     if finish == "kernel":  # no ticket steps, and no L2 to keep the problem in
@@ -212,11 +213,13 @@ def test_siblings_too_few_rows_run_as_one_split_reduction_kernel(finish, shape, 
     x = with_order(shape, order, dtype, seed=5)
     fd = configured(four_reductions(x, dims), tuning=DEFAULT.with_fields(**fields), target=target)
     check(fd.execute([x]), expected(x, dims), dtype)
-    red, epilogue = fd.last_schedule()
-    assert (red.scheduler, epilogue.scheduler) == ("reduction", "pointwise")
+    (red,) = fd.last_schedule()
+    assert red.scheduler == "reduction"
     assert red.split > 1 and red.finish == finish, red
     segs = fd.segment([x])
+    assert len(segs) == 1
     assert "reductions of the same rows in one reduction kernel" in segs[0]["reason"]
+    assert "per-row epilogue stored with its results" in segs[0]["reason"]
     check(fd.execute([x]), expected(x, dims), dtype)  # a second launch: counters were reset
     compile_last_run(fd.executor())
 
