@@ -335,8 +335,8 @@ def _fallback_plan(
 def _epilogue(group: Group, xstores: list[Access], memory_ids: set[int]) -> tuple:
     """The per-row outputs of an epilogue group (sibling reductions, no use on the rows)
     that its reduction kernel can compute at its stores: from the group's results, scalars
-    and constants alone, through pointwise ops (a dw cast to bf16, mean = sum / n). Not
-    for softmax's online pair, nor for outputs that read other memory."""
+    and constants (``full``) alone, through pointwise ops (a dw cast to bf16, mean = sum /
+    n). Not for softmax's online pair, nor for outputs that read other memory."""
     if group.rows or group.online:
         return ()
     results = group.red_outputs()
@@ -351,7 +351,10 @@ def _epilogue(group: Group, xstores: list[Access], memory_ids: set[int]) -> tupl
             or (
                 id(tv) not in memory_ids
                 and tv.definition is not None
-                and tv.definition.op.kind in (OpKind.POINTWISE, OpKind.CREATION)
+                and (
+                    tv.definition.op.kind is OpKind.POINTWISE
+                    or tv.definition.op.name == "full"  # no coordinates (iota, random)
+                )
             )
             for tv, _ in reached
         ):
