@@ -2,7 +2,7 @@
 # GPU session 11: PART=a: the ticket finish's step limit on the cases that take a finishing
 # kernel (tune --tuning), the fixed pointwise suite on layoutfuse alone (the 4 KB tile), the
 # random suite's SEEDS; PART=b: the random suite's SEEDS; PART=c: the test suite with CUDA
-# tensors (16 shards) and the Thunder benchmark's norms and block.
+# tensors (16 shards), the random suite's SEEDS if given, the Thunder benchmark if THUNDER=1.
 set -u
 out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
 export PYTHONPATH=$PWD/src:$PWD LAYOUTFUSE_BENCH_COMMIT=$commit LAYOUTFUSE_CACHE_DIR=$out/cache
@@ -31,6 +31,8 @@ c)
   t0=$(date +%s)
   timeout 300 tools/gpu-tests $out/tests 16 > $out/tests-gpu-$day-$commit-h200.txt 2>&1
   echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -40 $out/tests-gpu-$day-$commit-h200.txt
+  [ -n "${SEEDS:-}" ] && seeds
+  [ -n "${THUNDER:-}" ] || { rm -rf $out/cache $out/tests; exit 0; }
   t0=$(date +%s)
   timeout 250 python3 -m benchmarks thunder --out $out/thunder-$day-$commit-h200.json > $out/thunder.txt 2>&1
   echo "thunder rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[\|Warn\|warn" $out/thunder.txt | tail -30 ;;
