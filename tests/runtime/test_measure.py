@@ -66,6 +66,23 @@ def segment_run(fd):
     return seg
 
 
+@pytest.mark.parametrize(
+    "times, winner",
+    [
+        ((5.0, 4.9, 4.95), 0),  # 2% faster: within min_gain (3%), the rule's plan runs
+        ((5.0, 4.8, 4.95), 1),  # 4% faster: it wins
+        ((5.0, 5.2, 5.1), 0),  # none faster
+    ],
+)
+def test_another_plan_wins_only_by_min_gain(monkeypatch, times, winner):
+    x = torch.randn(64, 96).to(torch.bfloat16)
+    fd = transpose(x)
+    scripted(monkeypatch, list(times))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x, rtol=0, atol=0)
+    assert segment_run(fd).measured.winner == winner
+
+
 def test_the_fastest_candidate_runs_and_is_recorded(monkeypatch):
     x = torch.randn(64, 96).to(torch.bfloat16)
     fd = transpose(x)
@@ -157,7 +174,11 @@ def test_real_timing_picks_one_of_the_candidates():
     torch.testing.assert_close(out, x, rtol=0, atol=0)
     seg = segment_run(fd)
     assert len(seg.measured.times_ms) == 3 and all(t > 0 for t in seg.measured.times_ms)
-    assert seg.measured.times_ms[seg.measured.winner] == min(seg.measured.times_ms)
+    times, won = seg.measured.times_ms, seg.measured.winner
+    best = min(times)
+    # the fastest, unless it beats the rule's plan by less than min_gain
+    gain = DEFAULT.measure.min_gain
+    assert times[won] == best if best < times[0] * (1 - gain) else won == 0
 
 
 def test_threads_meeting_a_problem_time_it_once(monkeypatch):

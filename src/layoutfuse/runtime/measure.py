@@ -93,7 +93,7 @@ def choose(
         if found is None:
             found = _recorded(key, n_candidates)
         if found is None:
-            found = _measure(n_candidates, time_candidate)
+            found = _measure(n_candidates, time_candidate, tuning.min_gain)
             _write(key, found)
         _CHOSEN[key] = found
         return found
@@ -111,7 +111,9 @@ def forget() -> None:
         _CHOSEN.clear()
 
 
-def _measure(n: int, time_candidate: Callable[[int], float]) -> Choice:
+def _measure(n: int, time_candidate: Callable[[int], float], min_gain: float = 0.0) -> Choice:
+    """Times every candidate; the fastest wins where it beats the rule's plan (candidate 0)
+    by ``min_gain``, else the rule's plan runs."""
     t0 = time.perf_counter()
     times: list[float | None] = []
     for i in range(n):
@@ -123,7 +125,10 @@ def _measure(n: int, time_candidate: Callable[[int], float]) -> Choice:
         except Exception:  # a plan that cannot run here (resources, compilation): not chosen
             times.append(None)
     ran = [(t, i) for i, t in enumerate(times) if t is not None]
-    winner = min(ran)[1]
+    best, winner = min(ran)
+    rule = times[0]
+    if rule is not None and best > rule * (1.0 - min_gain):
+        winner = 0
     return Choice(tuple(times), winner, False, time.perf_counter() - t0)
 
 

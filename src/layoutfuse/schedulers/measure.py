@@ -48,6 +48,10 @@ class MeasureTuning:
     reps: int = 5
     # a candidate whose untimed run took longer than this (ms) is timed once more only
     long_ms: float = 50.0
+    # another plan replaces the rule's only when at least this fraction faster: within it
+    # the medians are run-to-run noise (transposes' 3 tiles at 408ee5e: a noisy first call
+    # kept tiles 7-13% slower than at 3e35f65), and the rule's plan is the reproducible one
+    min_gain: float = 0.03
 
 
 DEFAULT_TUNING = MeasureTuning()
