@@ -25,7 +25,7 @@ from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured
 
 REAL_TIME_RUNS = measure.time_runs
-ON_CPU = DEFAULT.with_fields(measure=dict(devices=("cpu", "cuda"), min_l2=0.0))
+ON_CPU = DEFAULT.with_fields(measure=dict(devices=("cpu", "cuda"), min_l2=0.0, rounds=1))
 
 
 @pytest.fixture(autouse=True)
@@ -81,6 +81,19 @@ def test_another_plan_wins_only_by_min_gain(monkeypatch, times, winner):
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, x, rtol=0, atol=0)
     assert segment_run(fd).measured.winner == winner
+
+
+def test_rounds_alternate_the_order_and_keep_each_best(monkeypatch):
+    """Two rounds: forward (5, 4, 6), then backward (candidates 2, 1, 0: 6, 4.5, 3.5). The
+    rule's plan, slow when timed first, is 3.5 at its best: it wins."""
+    x = torch.randn(64, 96).to(torch.bfloat16)
+    fd = transpose(x, DEFAULT.with_fields(measure=dict(devices=("cpu",), min_l2=0.0, rounds=2)))
+    calls = scripted(monkeypatch, [5.0, 4.0, 6.0, 6.0, 4.5, 3.5])
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x, rtol=0, atol=0)
+    assert calls == [5.0, 4.0, 6.0, 6.0, 4.5, 3.5]
+    seg = segment_run(fd)
+    assert seg.measured.times_ms == (3.5, 4.0, 6.0) and seg.measured.winner == 0
 
 
 def test_the_fastest_candidate_runs_and_is_recorded(monkeypatch):

@@ -93,7 +93,7 @@ def choose(
         if found is None:
             found = _recorded(key, n_candidates)
         if found is None:
-            found = _measure(n_candidates, time_candidate, tuning.min_gain)
+            found = _measure(n_candidates, time_candidate, tuning.min_gain, tuning.rounds)
             _write(key, found)
         _CHOSEN[key] = found
         return found
@@ -111,19 +111,30 @@ def forget() -> None:
         _CHOSEN.clear()
 
 
-def _measure(n: int, time_candidate: Callable[[int], float], min_gain: float = 0.0) -> Choice:
-    """Times every candidate; the fastest wins where it beats the rule's plan (candidate 0)
-    by ``min_gain``, else the rule's plan runs."""
+def _measure(
+    n: int, time_candidate: Callable[[int], float], min_gain: float = 0.0, rounds: int = 1
+) -> Choice:
+    """Times every candidate in ``rounds`` rounds of alternating order (each candidate's
+    best median counts: no candidate pays for being timed first); the fastest wins where
+    it beats the rule's plan (candidate 0) by ``min_gain``, else the rule's plan runs. A
+    candidate that raises is not timed again nor chosen; the rule's plan must run."""
     t0 = time.perf_counter()
-    times: list[float | None] = []
-    for i in range(n):
-        if i == 0:
-            times.append(time_candidate(0))
-            continue
-        try:
-            times.append(time_candidate(i))
-        except Exception:  # a plan that cannot run here (resources, compilation): not chosen
-            times.append(None)
+    times: list[float | None] = [None] * n
+    failed: set[int] = set()
+    for r in range(max(1, rounds)):
+        for i in range(n) if r % 2 == 0 else reversed(range(n)):
+            if i in failed:
+                continue
+            try:
+                t = time_candidate(i)
+            except Exception:  # a plan that cannot run here (resources, compilation)
+                if i == 0:
+                    raise
+                failed.add(i)
+                times[i] = None
+                continue
+            prev = times[i]
+            times[i] = t if prev is None else min(prev, t)
     ran = [(t, i) for i, t in enumerate(times) if t is not None]
     best, winner = min(ran)
     rule = times[0]
