@@ -31,6 +31,12 @@ c)
   t0=$(date +%s)
   timeout 300 tools/gpu-tests $out/tests 16 > $out/tests-gpu-$day-$commit-h200.txt 2>&1
   echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -40 $out/tests-gpu-$day-$commit-h200.txt
+  if [ -n "${PW:-}" ]; then
+    t0=$(date +%s)
+    timeout 120 python3 -m benchmarks suite pointwise --systems layoutfuse \
+      --out $out/pointwise_layoutfuse-$day-$commit-h200.json > $out/pointwise.txt 2>&1
+    echo "pointwise rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[" $out/pointwise.txt | tail -10
+  fi
   [ -n "${SEEDS:-}" ] && seeds
   [ -n "${THUNDER:-}" ] || { rm -rf $out/cache $out/tests; exit 0; }
   t0=$(date +%s)
