@@ -87,7 +87,8 @@ def test_rounds_alternate_the_order_and_keep_each_best(monkeypatch):
     """Two rounds: forward (5, 4, 6), then backward (candidates 2, 1, 0: 6, 4.5, 3.5). The
     rule's plan, slow when timed first, is 3.5 at its best: it wins."""
     x = torch.randn(64, 96).to(torch.bfloat16)
-    fd = transpose(x, DEFAULT.with_fields(measure=dict(devices=("cpu",), min_l2=0.0, rounds=2)))
+    on_both = dict(devices=("cpu", "cuda"), min_l2=0.0, rounds=2)  # --device cuda too
+    fd = transpose(x, DEFAULT.with_fields(measure=on_both))
     calls = scripted(monkeypatch, [5.0, 4.0, 6.0, 6.0, 4.5, 3.5])
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, x, rtol=0, atol=0)

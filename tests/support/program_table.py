@@ -125,6 +125,14 @@ def _read(
     return make_value(ref, arg.err, arg.abs_err, bcast, origins, **joined([arg, index]))
 
 
+def _on(index: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
+    """An index reference on its data's device. Under ``--device cuda`` (0882a85) torch's
+    reference call refused "index is on cuda:0, different from other tensors on cpu": a
+    drawn program's data reference was on the CPU (which draw makes it so is not yet
+    known; not re-run on the GPU)."""
+    return index.to(data.device)
+
+
 def check_index(index: Value, n: int, negative: bool = False) -> None:
     """An index operand: integers in range (``negative``: -n..n-1) read exactly."""
     if index.dtype.is_floating_point or index.dtype is BOOL or index.opaque:
@@ -137,7 +145,7 @@ def check_index(index: Value, n: int, negative: bool = False) -> None:
 def index_select_values(arg: Value, index: Value, dim: int) -> list[Value]:
     dim %= arg.ref.dim()
     check_index(index, arg.shape[dim])
-    ref = torch.index_select(arg.ref, dim, index.ref.long())
+    ref = torch.index_select(arg.ref, dim, _on(index.ref.long(), arg.ref))
     r = ref.dim()
     ib = [index.bcast[0] if j == dim else True for j in range(r)]
     io = [index.origins[0] if j == dim else {} for j in range(r)]
@@ -149,20 +157,20 @@ def gather_values(arg: Value, index: Value, dim: int) -> list[Value]:
     check_index(index, arg.shape[dim])
     if any(i > a for k, (i, a) in enumerate(zip(index.shape, arg.shape)) if k != dim):
         raise Unusable("gather: an index extent past arg's")
-    ref = torch.gather(arg.ref, dim, index.ref.long())
+    ref = torch.gather(arg.ref, dim, _on(index.ref.long(), arg.ref))
     return [_read(arg, index, ref, dim, range(ref.dim()), index.bcast, index.origins)]
 
 
 def take_along_axis_values(arg: Value, index: Value, dim: int) -> list[Value]:
     dim %= arg.ref.dim()
     check_index(index, arg.shape[dim], negative=True)
-    ref = torch.take_along_dim(arg.ref, index.ref.long(), dim)
+    ref = torch.take_along_dim(arg.ref, _on(index.ref.long(), arg.ref), dim)
     return [_read(arg, index, ref, dim, range(ref.dim()), index.bcast, index.origins)]
 
 
 def embedding_values(input: Value, weight: Value) -> list[Value]:
     check_index(input, weight.shape[0])
-    ref = F.embedding(input.ref.long(), weight.ref)
+    ref = F.embedding(_on(input.ref.long(), weight.ref), weight.ref)
     ib, io = (*input.bcast, True), (*input.origins, {})
     return [_read(weight, input, ref, 0, (0, input.ref.dim()), ib, io)]
 
