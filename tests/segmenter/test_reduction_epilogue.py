@@ -133,3 +133,27 @@ def test_an_epilogue_reading_memory_stays_a_pointwise_kernel():
     torch.testing.assert_close(dw, (g * x).sum(0).bfloat16(), rtol=1e-2, atol=1e-2)
     kinds = [r.scheduler for r in fd.executor().last_run.segments]
     assert kinds == ["reduction", "pointwise"], kinds
+
+
+def test_epilogue_of_a_stacked_tile():
+    """The epilogue through the outer tile with Y rows stacked (sums over H of [40, 6, 5,
+    7] images, as tests/schedulers/test_reduction_stacked.py)."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn((40, 6, 5, 7), generator=gen)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        s = fd.ops.sum(t, dims=[2])
+        s2 = fd.ops.sum(fd.ops.mul(t, t), dims=[2])
+        fd.add_output(fd.ops.cast(s, DataType.BFloat16))
+        fd.add_output(fd.ops.mul(s2, fd.define_scalar(0.5)))
+    fields = dict(normalization=dict(max_tile=4))
+    configured(fd, tuning=DEFAULT.with_fields(**fields), target=DeviceInfo("cpu", 2, 256, 1 << 20))
+    for _ in range(2):
+        a, b = fd.execute([x])
+        torch.testing.assert_close(a, x.double().sum(2).bfloat16(), rtol=1e-2, atol=1e-2)
+        torch.testing.assert_close(b, 0.5 * (x.double() ** 2).sum(2).float(), rtol=1e-5, atol=1e-4)
+        assert a.stride() == (42, 7, 1)
+    params = _check_one_reduction_kernel(fd)
+    assert params.template == "outer" and params.y_group is not None, params
+    (art, *_) = compile_last_run(fd.executor())
+    assert ".target sm_90" in art.ptx

@@ -423,8 +423,8 @@ class _ReductionEmitter:
             emit_ticket_finish(self.w, self.spec, self.params, lambda tv: self.ptr_of[id(tv)])
 
     def store_outputs(self, results: list[str]) -> None:
-        """Each result into its output, one write per element where the output broadcasts
-        a kept group."""
+        """Each result into its output, then the per-row epilogue's outputs, one write per
+        element where the output broadcasts a kept group."""
         spec, params, w = self.spec, self.params, self.w
         xg = params.x_groups
         spans = (
@@ -434,7 +434,12 @@ class _ReductionEmitter:
             if params.template == "inner"
             else [xg[0]]
         )
-        for k, out in enumerate(o for red in self.reds for o in red.outputs):
+        values = list(results)
+        if spec.epilogue:  # the per-row epilogue, from the results
+            values += epilogue_values(
+                w, spec, results, lambda s: self.scalar_names[id(s)], self._result_zeros
+            )
+        for k, out in enumerate(spec.results):
             a = spec.n_loads + k
             off = self.xoff[a]
             if any(params.zero_strides[a][g] for g in spans):  # the pointer spans the tile
@@ -444,29 +449,7 @@ class _ReductionEmitter:
             )
             w.line(
                 f"tl.store({self.ptr_of[id(out)]} + {off}, "
-                f"{storage_cast(results[k], out.dtype)}, mask={smask})"
-            )
-        if spec.epilogue:
-            self._store_epilogue(results, spans)
-
-    def _store_epilogue(self, results: list[str], spans: list[int]) -> None:
-        """The per-row epilogue's outputs, from the results, through their own strides."""
-        spec, params, w = self.spec, self.params, self.w
-        first = spec.n_loads + sum(len(e.outputs) for e in self.reds)
-        values = epilogue_values(
-            w, spec, results, lambda s: self.scalar_names[id(s)], self._result_zeros
-        )
-        for j, (out, val) in enumerate(zip(spec.epilogue, values)):
-            a = first + j
-            off = self.xoff[a]
-            if any(params.zero_strides[a][g] for g in spans):
-                off = f"{off} + {self.zero_tile if self.transposed else 'x * 0'}"
-            smask = one_write_per_element(
-                w, "xmask", [self.idx[g] for g in params.x_groups if params.zero_strides[a][g]]
-            )
-            w.line(
-                f"tl.store({self.ptr_of[id(out)]} + {off} + {self._result_zeros}, "
-                f"{storage_cast(val, out.dtype)}, mask={smask})"
+                f"{storage_cast(values[k], out.dtype)}, mask={smask})"
             )
 
     @property

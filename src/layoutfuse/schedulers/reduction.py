@@ -114,7 +114,7 @@ def heuristics(
     31 or 7), R is walked flat. Where those rows are too few for the split the kept space needs (a long
     stride-1 group under a short, e.g. expanded, outer one: 16 programs for 58M
     elements), R is walked flat instead, and the split cuts its loop steps."""
-    xg, rg, _, _ = p.kept_and_reduced()
+    _, rg, _, _ = p.kept_and_reduced()
     template = "inner" if (p.groups and p.groups[0].reduced) or not rg else "outer"
     nested = _heuristics(p, device, tuning, template, template == "inner" and len(rg) >= 2)
     if not nested.r_nest:
@@ -319,15 +319,31 @@ def _stacked(
         return None
     block_y = min(next_pow2(p.groups[y].size), step // elements)
     while block_y >= 2:  # the most rows whose grid still fills the waves
-        warps = warps_for(elements * block_y, tuning.warps)
-        resident = tiles.resident_programs(
-            device, warps, max(1, elements * block_y // (THREADS_PER_WARP * warps)), tuning
+        stacked = _filling(
+            p, params, elements * block_y, device, tuning, block_y=block_y, y_group=y
         )
-        stacked = replace(params, block_y=block_y, y_group=y, num_warps=warps, split=1)
-        if grid(stacked, p.sizes)[0] >= tuning.waves * resident:
+        if stacked is not None:
             return stacked
         block_y //= 2
     return None
+
+
+def _filling(
+    p: Problem,
+    params: ReductionParams,
+    elements: int,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+    **tile: Any,
+) -> ReductionParams | None:
+    """``params`` with a Y-stacked ``tile`` of ``elements`` (its warps by them, unsplit),
+    where its grid fills ``waves`` waves of resident programs; else None."""
+    warps = warps_for(elements, tuning.warps)
+    resident = tiles.resident_programs(
+        device, warps, max(1, elements // (THREADS_PER_WARP * warps)), tuning
+    )
+    stacked = replace(params, **tile, num_warps=warps, split=1)
+    return stacked if grid(stacked, p.sizes)[0] >= tuning.waves * resident else None
 
 
 def _short_rows(
@@ -364,22 +380,19 @@ def _short_rows(
     least = max(2, tuning.short_row_bytes // (item * block_x))
     while block_y >= least:
         block_r = min(next_pow2(nr), max(1, step // (block_x * block_y)))
-        elements = block_x * block_y * block_r
-        warps = warps_for(elements, tuning.warps)
-        resident = tiles.resident_programs(
-            device, warps, max(1, elements // (THREADS_PER_WARP * warps)), tuning
-        )
-        stacked = replace(
+        stacked = _filling(
+            p,
             params,
+            block_x * block_y * block_r,
+            device,
+            tuning,
             block_x=block_x,
             block_r=block_r,
             block_y=block_y,
             y_group=1,
             unroll=1,
-            num_warps=warps,
-            split=1,
         )
-        if grid(stacked, p.sizes)[0] >= tuning.waves * resident:
+        if stacked is not None:
             return stacked
         block_y //= 2
     return None
