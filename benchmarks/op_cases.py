@@ -32,6 +32,7 @@ from benchmarks.op_rows import (
     Dropout,
     Embedding,
     IndexSelect,
+    NormBackward,
     Pad,
     SlicePointwise,
     TakeAlongAxis,
@@ -209,10 +210,22 @@ def scan_cases(s: Sizes) -> list[tuple[str, Any, list, str]]:
     ]
 
 
+def backward_cases(s: Sizes) -> list[tuple[str, Any, list, str]]:
+    """Norm backwards as Thunder's regions hold them: rows of the issue's H (2048), of
+    GPT-2's n_embd (768, four times the rows) and a wider RMS norm (4096)."""
+    r = s.rows
+    return [
+        ("layer_norm_bwd", NormBackward("layer_norm"), [(r, s.width)], ""),
+        ("layer_norm_bwd_768", NormBackward("layer_norm"), [(4 * r, s.hidden)], ""),
+        ("rms_norm_bwd", NormBackward("rms_norm"), [(r, s.wide)], ""),
+        ("softmax_bwd", NormBackward("softmax"), [(r, s.width)], ""),
+    ]
+
+
 def op_cases(s: Sizes = FULL) -> list[OpCase]:
     plain = [(*c, "") for c in cat_cases(s) + movement_cases(s)]
     square = [("dropout_p0.1", Dropout(0.1), [(s.square, s.square)], "")]
-    specs = plain + indexing_cases(s) + scan_cases(s) + square
+    specs = plain + indexing_cases(s) + scan_cases(s) + square + backward_cases(s)
     return [
         OpCase(f"{name}_{dtype}", op, tuple(map(tuple, shapes)), dtype, not why, why)
         for dtype in DTYPES

@@ -459,3 +459,114 @@ class Dropout:
             0.0, 1.0, self.SEED, self.OFFSET, *x.shape, dtype=DataType.Float, device=x.device
         )
         return u > self.p
+
+
+@dataclass(frozen=True)
+class NormBackward:
+    """The backward of a norm over the last dim of ``[N, H]``, as Thunder's nvFuser
+    regions compute it: ``layer_norm`` (dx, dw, db from dy, x, the saved fp32 mean and
+    rstd, and w), ``rms_norm`` (dx, dw from dy, x, the saved rstd, w), ``softmax`` (dx
+    from dy and the saved output y). The peers run torch's own backward kernels on the
+    same saved tensors (``native_layer_norm_backward``, ``_softmax_backward_data``; RMS
+    norm as its formula), eager and under torch.compile (which generates its own)."""
+
+    kind: str  # "layer_norm", "rms_norm" or "softmax"
+    family: ClassVar[str] = "backward"
+    EPS: ClassVar[float] = 1e-5
+
+    def inputs(self, shapes, dtype, draw: Draw) -> list:
+        (n, h) = shapes[0]
+        dy, x = draw.normal((n, h), dtype), draw.normal((n, h), dtype)
+        if self.kind == "softmax":
+            return [dy, torch.softmax(x.float(), -1).to(dtype)]
+        w = draw.normal((h,), dtype)
+        xf = x.float()
+        if self.kind == "rms_norm":
+            return [dy, x, (xf.pow(2).mean(-1, keepdim=True) + self.EPS).rsqrt(), w]
+        mean = xf.mean(-1, keepdim=True)
+        return [dy, x, mean, (xf.var(-1, unbiased=False, keepdim=True) + self.EPS).rsqrt(), w]
+
+    def define(self, fd, ts) -> list:
+        from layoutfuse.nvfuser import DataType
+
+        f32 = DataType.Float
+        dy = fd.ops.cast(ts[0], f32)
+        n, h = fd.ops.size(ts[0], 0), fd.ops.size(ts[0], 1)
+
+        def rows(t):  # [N, 1] -> [N, H]
+            return fd.ops.broadcast_in_dim(t, shape=[n, h], broadcast_dims=[0, 1])
+
+        def row_sum(t):
+            return rows(fd.ops.sum(t, dims=[1], keepdim=True))
+
+        if self.kind == "softmax":
+            y = fd.ops.cast(ts[1], f32)
+            dx = fd.ops.mul(y, fd.ops.sub(dy, row_sum(fd.ops.mul(dy, y))))
+            return [fd.ops.cast(dx, ts[0].dtype)]
+        x, w = fd.ops.cast(ts[1], f32), fd.ops.cast(ts[-1], f32)
+        rstd = rows(ts[-2])
+        xhat = fd.ops.mul(x if self.kind == "rms_norm" else fd.ops.sub(x, rows(ts[2])), rstd)
+        g = fd.ops.mul(dy, fd.ops.broadcast_in_dim(w, shape=[n, h], broadcast_dims=[1]))
+        hf = fd.ops.cast(h, f32)
+        t = fd.ops.sub(fd.ops.mul(g, hf), fd.ops.mul(xhat, row_sum(fd.ops.mul(g, xhat))))
+        if self.kind == "layer_norm":
+            t = fd.ops.sub(t, row_sum(g))
+        dx = fd.ops.mul(fd.ops.div(rstd, hf), t)
+        dw = fd.ops.sum(fd.ops.mul(dy, xhat), dims=[0])
+        outs = [dx, dw] + ([fd.ops.sum(dy, dims=[0])] if self.kind == "layer_norm" else [])
+        return [fd.ops.cast(o, ts[0].dtype) for o in outs]
+
+    def function(self) -> Callable:
+        if self.kind == "softmax":
+            return lambda dy, y: torch.ops.aten._softmax_backward_data(dy, y, -1, dy.dtype)
+        if self.kind == "layer_norm":
+
+            def layer_norm(dy, x, mean, rstd, w):
+                h = x.shape[-1]
+                if not x.is_cuda:  # the CPU kernel takes the statistics in x's dtype
+                    mean, rstd = mean.to(x.dtype), rstd.to(x.dtype)
+                return torch.ops.aten.native_layer_norm_backward(
+                    dy, x, [h], mean, rstd, w, w, [True, True, True]
+                )
+
+            return layer_norm
+
+        def rms_norm(dy, x, rstd, w):
+            xhat = x.float() * rstd
+            g = dy.float() * w.float()
+            dx = rstd * (g - xhat * (g * xhat).mean(-1, keepdim=True))
+            dw = (dy.float() * xhat).sum(0)
+            return dx.to(dy.dtype), dw.to(dy.dtype)
+
+        return rms_norm
+
+    def read_bytes(self, xs) -> int:
+        return sum(nbytes(t) for t in xs)
+
+    def checker(self, xs) -> Check:
+        dy, *rest = (t.double() for t in xs)
+        dtype = xs[0].dtype
+        if self.kind == "softmax":
+            (y,) = rest
+            refs = [y * (dy - (dy * y).sum(-1, keepdim=True))]
+            scales = [float(refs[0].abs().max())]
+        else:
+            x, *stats, w = rest
+            h = x.shape[-1]
+            xhat = (x if self.kind == "rms_norm" else x - stats[0]) * stats[-1]
+            g = dy * w
+            t = g * h - xhat * (g * xhat).sum(-1, keepdim=True)
+            if self.kind == "layer_norm":
+                t = t - g.sum(-1, keepdim=True)
+            refs = [stats[-1] / h * t, (dy * xhat).sum(0)]
+            refs += [dy.sum(0)] if self.kind == "layer_norm" else []
+            scales = [1.0] + [math.sqrt(x.shape[0])] * (len(refs) - 1)
+
+        def check(out) -> None:
+            outs = as_outputs(out)
+            if len(outs) != len(refs):
+                raise AssertionError(f"{len(outs)} outputs, expected {len(refs)}")
+            for o, r, s in zip(outs, refs, scales):
+                assert_close(o, r.float(), dtype, s)
+
+        return check

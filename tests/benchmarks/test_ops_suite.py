@@ -31,7 +31,7 @@ def by_name(cases: list[OpCase]) -> dict[str, OpCase]:
 
 def test_the_full_suite_has_the_issues_cases():
     cases = by_name(op_cases(FULL))
-    assert len(cases) == len(op_cases(FULL)) == 56  # 28 per dtype, names unique
+    assert len(cases) == len(op_cases(FULL)) == 64  # 32 per dtype, names unique
     for dtype in ("float32", "bfloat16"):
         for n in (2, 3, 4):
             for side in ("inner", "outer"):
@@ -47,6 +47,11 @@ def test_the_full_suite_has_the_issues_cases():
     assert not_bound == {"take_along_axis_k", "topk50_vocab_rows", "argsort_rows",
                          "argsort_short_rows"}  # fmt: skip
     assert all(c.why for c in cases.values() if not c.memory_bound)
+    assert {c.op.kind for c in cases.values() if c.group == "backward"} == {
+        "layer_norm",
+        "rms_norm",
+        "softmax",
+    }
 
 
 def test_bytes_count_what_must_move():
@@ -159,3 +164,10 @@ def test_the_quick_suite_runs_on_the_cpu(tmp_path, capsys):
     assert {"cat", "slice", "pad", "gather", "cumsum", "topk", "dropout"} <= set(summary)
     assert all("memory_bound" in b for b in doc["behind"])
     assert doc["target"]["checked"] is False and "target not checked" in printed
+
+
+def test_norm_backward_bytes_count_its_inputs_and_outputs():
+    """A layer norm backward of [N, H] moves dy and x, the fp32 mean and rstd, w; dx, dw, db."""
+    case = by_name(op_cases(FULL))["layer_norm_bwd_bfloat16"]
+    n, h = case.shapes[0]
+    assert case.bytes_moved == 3 * n * h * 2 + 2 * n * 4 + 3 * h * 2

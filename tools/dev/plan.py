@@ -1,4 +1,5 @@
 """Plan random-suite cases on meta tensors; print schedule and kernel source (optional)."""
+
 import sys, torch
 import layoutfuse.nvfuser as nvf
 from benchmarks.random_cases import draw_cases
@@ -6,18 +7,24 @@ from benchmarks.reference import _inputs
 from benchmarks.layoutfuse_runner import define_fusion
 from benchmarks.cases import SUITES
 
+
 def plan(case, show_src=False):
     nvf.FusionCache.reset()
     fd = define_fusion(nvf, case)
     ex = fd._entry.executor() if fd._entry is not None else fd.executor()
-    ins = _inputs(case, lambda physical: torch.empty(physical, dtype=case.torch_dtype, device="meta"))
+    ins = _inputs(
+        case, lambda physical: torch.empty(physical, dtype=case.torch_dtype, device="meta")
+    )
     rec = ex.plan(ins)
-    print(case.name, [ (tuple(i.shape), i.stride()) for i in ins])
-    for p in rec.params: print("  ", p)
+    print(case.name, [(tuple(i.shape), i.stride()) for i in ins])
+    for p in rec.params:
+        print("  ", p)
     for l in rec.launches:
-        print("   grid", getattr(l, 'grid', None), "meta", l.meta)
-        if show_src: print(l.kernel.source)
+        print("   grid", getattr(l, "grid", None), "meta", l.meta)
+        if show_src:
+            print(l.kernel.source)
     return rec
+
 
 if __name__ == "__main__":
     names = sys.argv[1].split(",")

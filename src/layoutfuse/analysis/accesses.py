@@ -37,6 +37,8 @@ class Access:
     backward: bool = False
     value: TensorView | None = None  # what a store writes, when not ``tv``'s own value
     #   (an indexed write stores its src into its output; the copy before it, its arg)
+    cross: bool = False  # a column result of a normalization kernel (``Group.cross``),
+    #   stored by its finishing kernel: strides over the reduced coordinates alone
 
     def key(self):
         return (id(self.tv), tuple(id(e) for e in self.chain), self.store)

@@ -1,19 +1,20 @@
 """Canonical form of a kernel's iteration space, decided by the dominant input's layout.
 
-Input: the extents of the iteration coordinates, which of them are reduced, and
-for every memory access (loads first, ordered by bytes read, then stores) its
-strides over those coordinates. Output: a short list of groups, innermost first,
-each reduced (R) or kept (X), with every access's stride for the group.
+Input: the extents of the iteration coordinates, which of them are reduced, and for
+every memory access (loads first, then stores) its strides over those coordinates.
+Output: a short list of groups, innermost first, each reduced (R) or kept (X), with
+every access's stride for the group.
 
-The order is the dominant load's memory order (stride descending, ties broken by
-the next accesses, then by position). Size-1 coordinates are dropped. Adjacent
-coordinates of the same kind merge when they are dense with each other for every
-access. Stores do not decide the order while the loads move the data: the output
-layout only changes the store. Where they do not (*store-led*: every load reads at most
-1/``STORE_LED_RATIO`` of the elements a store writes, as a softmax of an expanded
-input, which reads one row and writes it along 169287 columns; a fill), the stores
-decide, then the loads: the bytes are the stores'. A kept coordinate along which every access has
-stride 0 is dropped (the same values would be computed into the same places).
+The order is the dominant load's memory order (the load that moves the most elements;
+stride descending, ties broken by the next accesses, then by position). Size-1
+coordinates are dropped. Adjacent coordinates of the same kind merge when they are
+dense with each other for every access. Stores do not decide the order while the loads
+move the data: the output layout only changes the store. Where they do not
+(*store-led*: every load reads at most 1/``STORE_LED_RATIO`` of the elements a store
+writes, as a softmax of an expanded input, which reads one row and writes it along
+169287 columns; a fill), the stores decide, then the loads: the bytes are the stores'.
+A kept coordinate along which every access has stride 0 is dropped (the same values
+would be computed into the same places).
 
 A kernel with an access that is not affine (see ``index_walk``) runs in generic
 mode: ``merge=False`` keeps every coordinate its own group, and ``order_by``
@@ -49,14 +50,17 @@ def store_led(
     if not n_stores:
         return False
 
-    def moved(a: int) -> int:
-        n = 1
-        for d, e in enumerate(extents):
-            n *= e if strides[a][d] != 0 else 1
-        return n
+    stored = max(moved(extents, strides[a]) for a in range(n_loads, n_loads + n_stores))
+    reads = max((moved(extents, strides[a]) for a in range(n_loads)), default=0)
+    return reads * STORE_LED_RATIO <= stored
 
-    stored = max(moved(a) for a in range(n_loads, n_loads + n_stores))
-    return max((moved(a) for a in range(n_loads)), default=0) * STORE_LED_RATIO <= stored
+
+def moved(extents: Sequence[int], strides: Sequence[int]) -> int:
+    """Elements an access moves: the extents of the coordinates its strides move along."""
+    n = 1
+    for e, s in zip(extents, strides):
+        n *= e if s != 0 else 1
+    return n
 
 
 def dim_order(
@@ -70,15 +74,12 @@ def dim_order(
     the accesses ``order_by`` lists; store-led (``store_led``), by the stores' strides
     first."""
     dims = [d for d in range(len(extents)) if extents[d] != 1]
-    keys_from = (
-        list(order_by)
-        if order_by
-        else list(range(n_loads))
-        if n_loads
-        else list(range(len(strides)))
-    )
+    # the load that moves the most elements first (a broadcast mean or bias never
+    # decides over the rows it is broadcast along), in position order among equals
+    loads = sorted(range(n_loads), key=lambda a: -moved(extents, strides[a]))
+    keys_from = list(order_by) if order_by else loads if n_loads else list(range(len(strides)))
     if not order_by and store_led(extents, strides, n_loads, n_stores):
-        keys_from = list(range(n_loads, n_loads + n_stores)) + list(range(n_loads))
+        keys_from = list(range(n_loads, n_loads + n_stores)) + loads
 
     def key(d):
         return tuple(abs(strides[a][d]) if strides[a][d] != 0 else float("inf") for a in keys_from)

@@ -17,6 +17,8 @@ row of -inf alone gives a NaN sum, as torch's ``exp(-inf - -inf)`` terms do.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from ..dtypes import is_floating
 from ..schedulers.normalization import NormalizationParams
 from ..schedulers.problem import is_affine
@@ -31,6 +33,7 @@ from .reduction_common import (
     emit_counted_welford_step,
     emit_online_rows,
     emit_online_step,
+    epilogue_values,
     identity,
     n_results,
     prelude,
@@ -75,7 +78,8 @@ class _Kernel:
     def rows(self) -> None:
         """Row indices, their mask and every access's row offset."""
         w, p, xg = self.w, self.p, self.p.x_groups
-        w.line("pid = tl.program_id(0).to(tl.int64)" if p.index64 else "pid = tl.program_id(0)")
+        first = "blk" if p.row_programs else "tl.program_id(0)"  # blk: the row loop's block
+        w.line(f"pid = {first}.to(tl.int64)" if p.index64 else f"pid = {first}")
         if self.inner:
             w.line("x = pid * BLOCK_X + tl.arange(0, BLOCK_X)[:, None]")
             w.line("xmask = x < NX")
@@ -117,7 +121,7 @@ class _Kernel:
         out: list[str | None] = []
         for a, acc in enumerate(self.spec.accesses):
             xoff = self.xoff[a]
-            if acc.backward or xoff is None:
+            if acc.backward or acc.cross or xoff is None:
                 out.append(None)
                 continue
             terms = [(xoff, 1)] + [
@@ -173,7 +177,7 @@ class _Kernel:
         spec = self.spec
         for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
             a = spec.accesses[i]
-            if a.backward:
+            if a.backward or a.cross:
                 continue
             val = ve.value(a.tv, a.chain)
             self.w.line(
@@ -313,6 +317,144 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
             k.special[id(e.outputs[0])] = res
 
 
+def _cross_init(k: _Kernel) -> list[str]:
+    """Each cross reduction's partial column results of this program, before its row loop:
+    one value per column of the tile (``[1, BLOCK_R]`` inner, ``[BLOCK_R, 1]`` outer)."""
+    shape = "[1, BLOCK_R]" if k.inner else "[BLOCK_R, 1]"
+    names = []
+    for e in k.spec.group.cross:
+        at = accumulator_dtype(e)
+        names.append(k.w.fresh("cross"))
+        k.w.line(f"{names[-1]} = tl.full({shape}, {identity(e.op.name, at)}, {tl_compute(at)})")
+    return names
+
+
+def _cross_step(k: _Kernel, ve: ValueEmitter, accs: list[str], mask: str) -> None:
+    """The tile's rows added into the partial column results (the kept axis reduced)."""
+    w = k.w
+    for e, acc in zip(k.spec.group.cross, accs):
+        op, at = e.op.name, accumulator_dtype(e)
+        val = ve.value(e.inputs[0], ())
+        v = w.assign("v", f"tl.where({mask}, ({val}).to({tl_compute(at)}), {identity(op, at)})")
+        part = w.fresh("part")
+        w.line(reduce_line(part, v, op, 1 - k.axis, is_floating(at)))
+        w.line(f"{acc} = {COMBINE[op]}({acc}, {part})")
+
+
+def _cross_store(k: _Kernel, accs: list[str]) -> None:
+    """This program's partials into row ``program_id`` of the ``[NP, NR]`` workspaces."""
+    w = k.w
+    w.line(f"cr = {k.r_arange}")
+    prog = "tl.program_id(0).to(tl.int64)" if k.p.index64 else "tl.program_id(0)"
+    for j, acc in enumerate(accs):
+        w.line(f"tl.store(cw{j} + {prog} * NR + cr, {acc}, mask=cr < NR)")
+
+
+def _body(k: _Kernel, params: NormalizationParams, cross: list[str]) -> None:
+    """One row block: its rows, reductions and stores (and its cross contributions)."""
+    spec, w, group = k.spec, k.w, k.spec.group
+    k.rows()
+    if params.mode == "persistent":
+        ridx, mask = k.r_tile("")
+        offsets = k.tile_offsets(ridx)
+        ve = k.emitter(offsets, mask, ridx)
+        for e in group.reductions:
+            _reduce_whole(k, e, ve.value(e.inputs[0], ()))
+        k.store_rows(ve, offsets, mask)
+        _cross_step(k, ve, cross, mask)
+    else:
+        assert not cross, "cross reductions need a persistent tile"
+        for level in sorted(set(group.levels.values())):
+            _looped_pass(
+                k, [e for e in group.reductions if group.levels[id(e)] == level], group.online
+            )
+        if any(
+            not (a.backward or a.cross)
+            for a in spec.accesses[spec.n_loads : spec.n_loads + spec.n_stores]
+        ):
+            w.line("for r0 in range(0, NR, BLOCK_R):")  # the store pass
+            with w.indent():
+                ridx, mask = k.r_tile("r0 + ")
+                offsets = k.tile_offsets(ridx)
+                k.store_rows(k.emitter(offsets, mask, ridx), offsets, mask)
+    k.store_per_row()
+
+
+def cross_finish_source(spec, params: NormalizationParams, name: str) -> tuple[str, list[str]]:
+    """The finishing kernel of a group's cross reductions: each column's ``NP`` partials
+    combined in program order (the result does not depend on which program finished
+    first), then the results and the outputs computed from them (``Group.cross_epilogue``)
+    stored through their strides over the reduced groups."""
+    group, rg, w = spec.group, params.r_groups, Writer()
+    cross = [(i, a) for i, a in enumerate(spec.accesses) if a.cross]
+    ptr = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
+    ws = [f"cw{j}" for j in range(len(group.cross))]
+    sizes = [f"n{g}" for g in rg]
+    strides = [
+        f"s{a}_{g}"
+        for a, _ in cross
+        for g in rg
+        if not params.zero_strides[a][g] and not params.unit_strides[a][g]
+    ]
+    scalars = [f"c{i}" for i in range(len(spec.scalars))]
+    ptrs = list(dict.fromkeys(ptr[id(a.tv)] for _, a in cross))
+    args = ws + ptrs + sizes + strides + scalars + ["NR", "NP"]
+    w.line(f"# finishing kernel of a normalization's cross reductions; params: {params}")
+    w.line("@triton.jit")
+    w.line(
+        f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
+        "BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr):"
+    )
+    with w.indent():
+        pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
+        w.line(f"r = {pid} * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]")
+        w.line("rmask = r < NR")
+        results = []
+        for j, e in enumerate(group.cross):
+            at = accumulator_dtype(e)
+            results.append(f"f{j}")
+            w.line(f"f{j} = tl.full([1, BLOCK_C], {identity(e.op.name, at)}, {tl_compute(at)})")
+        w.line("for s0 in range(0, NP, BLOCK_S):")
+        with w.indent():
+            w.line("s = s0 + tl.arange(0, BLOCK_S)[:, None]")
+            w.line("pmask = rmask & (s < NP)")
+            for j, e in enumerate(group.cross):
+                op, at = e.op.name, accumulator_dtype(e)
+                w.line(f"part = tl.load(cw{j} + s * NR + r, mask=pmask, other={identity(op, at)})")
+                w.line(reduce_line("chunk", "part", op, 0, is_floating(at)))
+                w.line(f"f{j} = {COMBINE[op]}(f{j}, chunk)")
+        columns = SimpleNamespace(reductions=group.cross, epilogue=list(group.cross_epilogue))
+        values = dict(zip((id(e.outputs[0]) for e in group.cross), results))
+        values.update(
+            zip(
+                (id(o) for o in group.cross_epilogue),
+                epilogue_values(
+                    w,
+                    columns,
+                    results,
+                    lambda sc: f"c{spec.scalars.index(sc)}",
+                    "tl.zeros([1, BLOCK_C], tl.int32)",
+                ),
+            )
+        )
+        idx = dict(zip(rg, decompose(w, "r", sizes, "rg")))
+        for a, acc in cross:
+            terms = [
+                (idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
+                for g in rg
+                if not params.zero_strides[a][g]
+            ]
+            smask = one_write_per_element(
+                w, "rmask", [idx[g] for g in rg if params.zero_strides[a][g]]
+            )
+            val = storage_cast(values[id(acc.tv)], acc.tv.dtype)
+            w.line(
+                f"tl.store({ptr[id(acc.tv)]} + {offset_expr(terms, 'r * 0')}, {val}, mask={smask})"
+            )
+    body = w.text()
+    return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
+
+
 def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[str, list[str]]:
     w = Writer()
     n_acc = len(spec.accesses)
@@ -328,7 +470,9 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
     bases = [f"b{a}" for a in params.based]
     walk = generic_index(spec, params).arg_names() if params.generic else []
-    args = ptrs + sizes + strides + walk + bases + scalars + ["NX", "NR", "NPX"]
+    cross = [f"cw{j}" for j in range(len(spec.group.cross))]
+    loop = ["NBLK"] if params.row_programs else []
+    args = ptrs + cross + sizes + strides + walk + bases + scalars + ["NX", "NR", "NPX"] + loop
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
@@ -336,31 +480,16 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
         f"def {name}({', '.join(typed_params(args, spec.scalars))}, "
         "BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr):"
     )
-    group = spec.group
     with w.indent():
         k = _Kernel(spec, params, w)
-        k.rows()
-        if params.mode == "persistent":
-            ridx, mask = k.r_tile("")
-            offsets = k.tile_offsets(ridx)
-            ve = k.emitter(offsets, mask, ridx)
-            for e in group.reductions:
-                _reduce_whole(k, e, ve.value(e.inputs[0], ()))
-            k.store_rows(ve, offsets, mask)
-        else:
-            for level in sorted(set(group.levels.values())):
-                _looped_pass(
-                    k, [e for e in group.reductions if group.levels[id(e)] == level], group.online
-                )
-            if any(
-                not a.backward for a in spec.accesses[spec.n_loads : spec.n_loads + spec.n_stores]
-            ):
-                w.line("for r0 in range(0, NR, BLOCK_R):")  # the store pass
-                with w.indent():
-                    ridx, mask = k.r_tile("r0 + ")
-                    offsets = k.tile_offsets(ridx)
-                    k.store_rows(k.emitter(offsets, mask, ridx), offsets, mask)
-        k.store_per_row()
+        if not params.row_programs:
+            _body(k, params, [])
+        else:  # cross reductions: the programs walk the row blocks, then store partials
+            accs = _cross_init(k)
+            w.line("for blk in range(tl.program_id(0), NBLK, tl.num_programs(0)):")
+            with w.indent():
+                _body(k, params, accs)
+            _cross_store(k, accs)
     body = w.text()
     return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
 
@@ -369,13 +498,17 @@ def emit(spec, params: NormalizationParams) -> tuple[Kernel, ...]:
     """The normalization kernel of ``spec`` under ``params``."""
     name = "normalization_kernel"
     src, args = normalization_source(spec, params, name)
-    return (
-        Kernel(
-            name,
-            src,
-            tuple(args),
-            (("BLOCK_X", params.block_x), ("BLOCK_R", params.block_r)),
-            params.num_warps,
-            params,
-        ),
+    main = Kernel(
+        name,
+        src,
+        tuple(args),
+        (("BLOCK_X", params.block_x), ("BLOCK_R", params.block_r)),
+        params.num_warps,
+        params,
     )
+    if not params.row_programs:
+        return (main,)
+    name = "cross_finish_kernel"
+    src, args = cross_finish_source(spec, params, name)
+    blocks = (("BLOCK_C", params.finish_columns), ("BLOCK_S", params.finish_rows))
+    return main, Kernel(name, src, tuple(args), blocks, params.finish_warps, params)

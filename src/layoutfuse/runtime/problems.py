@@ -61,6 +61,14 @@ def access_strides(
             and not a.backward  # an epilogue's output: per row, as below
         ):
             st: tuple[int, ...] | None = _with_reduced(real, reduced_dims(spec), rank)
+        elif a.cross:
+            # a cross reduction's result (or its epilogue's): its strides over the group's
+            # reduced coordinates, 0 along the kept ones it reduced
+            back = store_strides_backward(a.chain, real, extents)
+            assert spec.group is not None and back is not None
+            st = _per_row(
+                back, shape_of(a.tv, extents), shape_of(spec.root, extents), kept_dims(spec)
+            )
         elif a.backward:
             # a per-row result of a normalization kernel: its strides over the reduction
             # result's coordinates, with 0 along the reduced dims
@@ -92,6 +100,12 @@ def reduced_dims(spec: KernelSpec) -> tuple[int, ...]:
     return tuple(spec.reduction.attrs["dims"])
 
 
+def kept_dims(spec: KernelSpec) -> tuple[int, ...]:
+    """The iteration coordinates a normalization segment keeps (its cross reductions')."""
+    assert spec.group is not None
+    return spec.group.kept_dims()
+
+
 def _with_reduced(strides: tuple[int, ...], dims: tuple[int, ...], rank: int) -> tuple[int, ...]:
     it = iter(strides)
     return tuple(0 if d in dims else next(it) for d in range(rank))
@@ -113,12 +127,15 @@ def _per_row(
 
 def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | None:
     """The segment's problem; None for a normalization group over an empty extent or whose
-    reductions' inputs do not all have the root's extents."""
+    reductions' inputs (its cross reductions' too) do not all have the root's extents."""
     root_shape = shape_of(spec.root, extents)
     group = spec.group
     if group is not None and (
         0 in root_shape
-        or any(shape_of(_tensor(e.inputs[0]), extents) != root_shape for e in group.reductions)
+        or any(
+            shape_of(_tensor(e.inputs[0]), extents) != root_shape
+            for e in group.reductions + group.cross
+        )
     ):
         return None
     strides, affine = access_strides(spec, env, extents)
@@ -210,4 +227,5 @@ def _reduction_fields(spec: KernelSpec) -> dict[str, Any]:
         "passes": 1 + max(group.levels.values()),
         "loop": group.rows or len(group.reductions) > 1,
         "rows": group.rows,
+        "cross": len(group.cross),
     }

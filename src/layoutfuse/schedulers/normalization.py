@@ -32,6 +32,14 @@ Modes, chosen from the reduced extent and the device:
   and sum share one reduction kernel (a running max and a rescaled running sum per lane,
   ``KernelSpec.online``), so its input is read twice, not three times.
 
+Cross reductions (``Group.cross``: reductions over the kept dims beside the rows, a layer
+norm backward's dw and db) run in the persistent mode only: ``row_programs`` programs
+(``cross_warps_per_sm`` warps per multiprocessor) walk the row blocks, each adding its
+rows into one fp32 partial per column held in registers, stored once at its end into a
+``[row_programs, NR]`` workspace; a finishing kernel combines each column's partials in
+program order (``cross_finish_*``). Rows that do not fit a tile reject the segment, whose
+finer plan is the group's kernel without them, then one reduction kernel for all of them.
+
 The knobs are the fields of ``NormalizationTuning``; the measurements behind them: see
 benchmarks/NOTES.md, "Measurements behind the heuristics".
 """
@@ -39,13 +47,14 @@ benchmarks/NOTES.md, "Measurements behind the heuristics".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..analysis.accesses import is_indirect
 from ..analysis.device import DeviceInfo
 from ..intmath import cdiv, next_pow2, prod
+from ..ir.ops.reductions import accumulator_dtype
 from ..segmenter.segments import KernelSpec
-from .launch import LaunchSpec
+from .launch import LaunchSpec, Workspace
 from .measure import Overrides
 from .problem import Problem, generic_fields, stride_flags
 from .warps import THREADS_PER_WARP
@@ -108,6 +117,14 @@ class NormalizationTuning:
     reduce_step_bytes: int = 8192
     # ... programs per SM the column blocks must make (else the split reduction kernel)
     reduce_waves: int = 2
+    # cross reductions (column sums beside the rows: ``Group.cross``): the programs that
+    # walk the row blocks, each adding its rows into one partial per column, make this
+    # many warps per multiprocessor (the partials are [programs, NR] in fp32)
+    cross_warps_per_sm: int = 32
+    # ... their finishing kernel: columns per program, partials per step, warps
+    cross_finish_columns: int = 64
+    cross_finish_rows: int = 32
+    cross_finish_warps: int = 4
     # measured choice (``schedulers/measure.py``), timed against the rule's plan: an outer
     # tile's columns at twice and at half the bytes per row (persistent; looped: half and
     # twice), an inner tile of twice the rows or loop step, and one of half the rows at
@@ -155,6 +172,12 @@ class NormalizationParams:
     # outer template: the kept groups the tile's columns span (2: a short stride-1 group
     # and the next kept one, index % and // the first's extent)
     x_span: int = 1
+    # cross reductions: the programs that walk the row blocks (0: one program per block),
+    # and the finishing kernel's columns per program and partials per step
+    row_programs: int = 0
+    finish_columns: int = 0
+    finish_rows: int = 0
+    finish_warps: int = 0
 
     @property
     def pattern(self) -> str:
@@ -193,7 +216,13 @@ def can_schedule(
     if not any(g.reduced for g in p.groups):
         return "nothing is reduced (size-1 reduced dims)"
     plan = _plan(p, device, tuning)
-    return plan.why if plan.mode == "segmented" else None
+    if plan.mode == "segmented":
+        return plan.why
+    if p.cross and p.generic:
+        return "cross reductions beside an access that walks its chain"
+    if p.cross and plan.mode != "persistent":
+        return f"cross reductions need whole rows in one tile ({plan.why})"
+    return None
 
 
 def _walked_loads_only(segment: KernelSpec, p: Problem) -> bool:
@@ -229,9 +258,11 @@ def heuristics(
     scheduler's wide outer steps when there are enough column blocks (``_reduce_only``),
     else the fallback's split reduction kernel for all of them (``_outer_loop``)."""
     plan = _plan(p, device, tuning)
+    if p.cross and plan.mode != "persistent":
+        plan = _plan(p, device, DEFAULT_TUNING)  # an alternative's tile that does not hold the rows
     xg, rg, _, _ = p.kept_and_reduced()
     zero, unit = stride_flags(p)
-    return NormalizationParams(
+    params = NormalizationParams(
         NAME,
         p.family,
         plan.template,
@@ -248,6 +279,17 @@ def heuristics(
         len(p.groups),
         **generic_fields(p),
         x_span=plan.x_span,
+    )
+    if not p.cross:
+        return params
+    blocks = grid(params, p.sizes)
+    per_sm = max(1, tuning.cross_warps_per_sm // plan.warps)
+    return replace(
+        params,
+        row_programs=max(1, min(blocks, device.sm_count * per_sm)),
+        finish_columns=tuning.cross_finish_columns,
+        finish_rows=tuning.cross_finish_rows,
+        finish_warps=tuning.cross_finish_warps,
     )
 
 
@@ -496,7 +538,8 @@ def _outer_loop(
 
 
 def grid(params: NormalizationParams, sizes: Sequence[int]) -> int:
-    """Programs: row blocks (inner), or column blocks times the other kept groups (outer)."""
+    """Row blocks (inner), or column blocks times the other kept groups (outer): one
+    program each, unless ``row_programs`` walk them (cross reductions)."""
     nx = prod(sizes[k] for k in params.x_groups)
     if params.template == "inner":
         return cdiv(nx, params.block_x)
@@ -507,9 +550,35 @@ def grid(params: NormalizationParams, sizes: Sequence[int]) -> int:
 def launches(
     segment: KernelSpec, p: Problem, params: NormalizationParams
 ) -> tuple[LaunchSpec, ...]:
-    """One launch: the grid, the kept and reduced extents and the column blocks."""
+    """The kernel: the grid, the kept and reduced extents and the column blocks; with cross
+    reductions, ``row_programs`` walk the row blocks (``NBLK``), then the finishing kernel
+    combines their partials, ``finish_columns`` columns per program."""
     sizes = p.sizes
     _, _, nx, nr = p.kept_and_reduced()
     n0 = prod(sizes[k] for k in params.x_groups[: params.x_span])
     npx = cdiv(n0, params.block_x) if params.template == "outer" else 1
-    return (LaunchSpec(0, (grid(params, sizes),), (("NX", nx), ("NR", nr), ("NPX", npx))),)
+    blocks = grid(params, sizes)
+    values = (("NX", nx), ("NR", nr), ("NPX", npx))
+    if not params.row_programs:
+        return (LaunchSpec(0, (blocks,), values),)
+    return (
+        LaunchSpec(0, (params.row_programs,), values + (("NBLK", blocks),)),
+        LaunchSpec(
+            1, (cdiv(nr, params.finish_columns),), (("NR", nr), ("NP", params.row_programs))
+        ),
+    )
+
+
+def workspaces(
+    segment: KernelSpec, p: Problem, params: NormalizationParams
+) -> tuple[Workspace, ...]:
+    """Cross reductions: one ``[row_programs, NR]`` buffer of partial column results each,
+    in its accumulator dtype."""
+    if not params.row_programs:
+        return ()
+    assert segment.group is not None
+    _, _, _, nr = p.kept_and_reduced()
+    return tuple(
+        Workspace(f"cw{k}", (params.row_programs, nr), accumulator_dtype(e))
+        for k, e in enumerate(segment.group.cross)
+    )

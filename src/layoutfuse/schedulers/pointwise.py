@@ -159,6 +159,8 @@ def can_schedule(
         return "no problem could be built for the segment's extents"
     if (segment.reductions or segment.group is not None) and p.family != "pointwise":
         return "the segment has a reduction"
+    if p.cross:
+        return "the segment has reductions over its kept dims (cross reductions)"
     if device.interpreted and any(
         a.value is not None
         and a.chain

@@ -33,6 +33,7 @@ class Problem:
     passes: int = 1  # normalization: levels of dependent reductions, plus one
     loop: bool = True  # normalization: may walk rows too long for a tile twice
     rows: bool = True  # normalization: results are used again on the rows
+    cross: int = 0  # normalization: reductions over the kept dims (partial column results)
     based: tuple[int, ...] = ()  # affine accesses with a base offset ``b<a>`` (a slice's
     #   start, a select's index on their chain), bound at launch
     scan_op: str = ""  # scan: the per-row op (cumsum, argsort, topk)

@@ -62,9 +62,20 @@ class Group:
     # outputs in the root's coordinates that reach the same reductions and are stored with
     # it (``Fusion.kernel_partners``: the other part of a complex output)
     partners: tuple[TensorView, ...] = ()
+    # reductions over the kept dims of tensors in the root's coordinates (a layer norm
+    # backward's column sums): the kernel adds each program's rows into partial column
+    # results that a finishing kernel combines (``segments._cross_reductions``); and the
+    # outputs computed from their results alone (a cast), stored by the finishing kernel
+    cross: list[Expr] = field(default_factory=list)
+    cross_epilogue: tuple[TensorView, ...] = ()
 
     def red_outputs(self) -> set[int]:
         return {id(o) for e in self.reductions for o in e.outputs}
+
+    def kept_dims(self) -> tuple[int, ...]:
+        """The root's coordinates the group's reductions keep: what its cross reductions
+        reduce."""
+        return tuple(d for d in range(len(self.root.shape_domain)) if d not in self.dims)
 
 
 def _walk(root: TensorView, memory: set[int], excluded: set[int]):
@@ -289,7 +300,7 @@ def group_reached(group: Group, memory: set[int]) -> list[tuple[TensorView, tupl
     passes through the group's reductions, whose inputs are in the root's coordinates."""
     through = frozenset(id(e) for e in group.reductions)
     if group.rows or len(group.reductions) == 1:
-        starts = [group.root, *group.partners]
+        starts = [group.root, *group.partners, *(e.inputs[0] for e in group.cross)]
     else:
         # sibling reductions (``segments.siblings``): their inputs share the root's coordinates
         starts = [e.inputs[0] for e in group.reductions]

@@ -3,7 +3,9 @@
 A reduction whose result is used again, broadcast, in its input's coordinates
 (softmax, layer norm) joins a *normalization* kernel with the other reductions of
 the same dims there (``segmenter.normalization``); that kernel also stores the
-per-row results the fusion returns (mean, rstd). Every other reduction
+per-row results the fusion returns (mean, rstd), and computes the reductions over its
+kept dims of tensors in its coordinates as partial column results that a finishing kernel
+combines (``_cross_reductions``: a layer norm backward's dw and db). Every other reduction
 (sum/max/min/prod/welford) gets its own kernel, unless it has siblings: reductions of
 the same dims over the same coordinates that do not feed each other run as one
 normalization kernel that reads their inputs once (``siblings``). A plain reduction has
@@ -29,8 +31,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..analysis.accesses import Access, stores_every_position, upstream_tensors, waits_on
+from ..analysis.accesses import (
+    Access,
+    reached,
+    stores_every_position,
+    upstream_tensors,
+    waits_on,
+)
 from ..ir import Expr, Fusion, OpKind, TensorView
+from ..ir.ops.reductions import n_results
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
 from .scans import scan_epilogues, scan_specs
 from .specs import KernelSpec, group_spec, kernel_spec, library_spec, reduction_spec
@@ -103,6 +112,10 @@ class _Segmentation:
             | {id(e.outputs[0]) for e in self.writes}
         )
 
+    def grouped(self) -> set[int]:
+        """Ids of the reductions a normalization kernel computes (its cross ones too)."""
+        return {id(e) for g in self.groups for e in g.group.reductions + g.group.cross}
+
     def needed(self, e: Expr) -> bool:
         """Whether reduction ``e``'s results are an output or used again."""
         return any(id(o) in self.output_ids for o in e.outputs) or _used(self.fusion, e)
@@ -148,6 +161,7 @@ def _kernel_segments(
     """The segments of ``segment``: ``results`` (library results) live in memory."""
     seg = _Segmentation.of(fusion, computed_outputs, results)
     _normalization_groups(seg)
+    _cross_reductions(seg)
     _sibling_groups(seg)
     memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
     memory_ids |= {id(e.outputs[0]) for e in seg.writes}
@@ -240,11 +254,104 @@ def _group_stores(
     return stores, xstores
 
 
+def _cross_reductions(seg: _Segmentation) -> None:
+    """Reductions over a normalization group's kept dims of tensors in its root's
+    coordinates join its kernel (``Group.cross``: a layer norm backward's column sums, dw
+    and db, beside its row sums): each program adds its rows into partial column results,
+    a finishing kernel combines them and stores the outputs computed from them alone
+    (``Group.cross_epilogue``: dw cast to bf16). nvFuser's inner-outer persistent
+    kernels do the same; the inputs are read once for both. Only single-result
+    reductions of tensors that share a leaf with the root or its rows (their extents),
+    and none whose result the group's kernel reads, or another cross reduction's input
+    reads; nor one whose input waits on what the kernel stores."""
+    taken = seg.grouped()
+    everything = seg.memory_outside([])
+    for gk in seg.groups:
+        group = gk.group
+        if not group.rows:
+            continue
+        kept = group.kept_dims()
+        memory = seg.memory_outside(group.reductions)
+        # the root's extents: tensors without broadcast dims it or the rows reach through
+        # pointwise ops alone (a cross reduction's input must reach one of them)
+        leaves = set().union(
+            *(_pointwise_leaves(t, seg.inputs) for t in [group.root, *_inputs(group.reductions)])
+        )
+        reads = {id(tv) for tv, _ in group_reached(group, memory)}
+        stored = [a.tv for a in gk.stores + gk.xstores]
+        stored += [o for e in group.reductions for o in e.outputs]
+        for e in seg.reductions:
+            if (
+                id(e) in taken
+                or not seg.needed(e)
+                or not _crosses(e, group, kept)
+                or not leaves & _pointwise_leaves(e.inputs[0], seg.inputs)
+            ):
+                continue
+            ups = _reached_in_group(e.inputs[0], memory, group)
+            others = list(group.cross)
+            if (
+                id(e.outputs[0]) in reads
+                or any(id(c.outputs[0]) in ups for c in others)
+                or any(
+                    id(e.outputs[0]) in _reached_in_group(c.inputs[0], memory, group)
+                    for c in others
+                )
+                or waits_on(
+                    [tv for tv in ups.values() if _computed(tv, memory)],
+                    stored + list(e.outputs),
+                    everything,
+                )
+            ):
+                continue
+            group.cross.append(e)
+            taken.add(id(e))
+        if group.cross:
+            columns = Group(group.cross[0].inputs[0], kept, list(group.cross), rows=False)
+            group.cross_epilogue = tuple(
+                o
+                for o in seg.outputs
+                if id(o) not in seg.covered
+                and o.definition is not None
+                and all(o.definition is not c for c in group.cross)
+                and xspace_output(o, columns, memory)
+            )
+            seg.covered |= {id(o) for o in group.cross_epilogue}
+
+
+def _reached_in_group(tv: TensorView, memory: set[int], group: Group) -> dict[int, TensorView]:
+    """The tensors the group's kernel reaches from ``tv`` (through its own reductions)."""
+    through = frozenset(id(e) for e in group.reductions)
+    return {id(t): t for t, _ in reached(tv, memory, through)}
+
+
+def _inputs(reductions: list[Expr]) -> list[TensorView]:
+    return [e.inputs[0] for e in reductions if isinstance(e.inputs[0], TensorView)]
+
+
+def _crosses(e: Expr, group: Group, kept: tuple[int, ...]) -> bool:
+    """Whether ``e`` reduces exactly the group's kept dims of a tensor of its root's
+    coordinates (size-1 dims where the root has them, nowhere else), one result."""
+    x, root = e.inputs[0], group.root
+    if (
+        e.op.kind is not OpKind.REDUCTION
+        or n_results(e) != 1
+        or not kept
+        or tuple(sorted(e.attrs["dims"])) != kept
+        or not isinstance(x, TensorView)
+        or len(x.shape_domain) != len(root.shape_domain)
+    ):
+        return False
+    return all(
+        _per_row_dim(a) == _per_row_dim(b) for a, b in zip(x.shape_domain, root.shape_domain)
+    )
+
+
 def _sibling_groups(seg: _Segmentation) -> None:
     """Reductions of the same rows (same dims, same coordinates) that do not feed each
     other read their input once, in one kernel; so does a reduction whose results feed
     only per-row outputs (mean = sum / n, var_mean's var): the epilogue joins it."""
-    in_groups = {id(e) for g in seg.groups for e in g.group.reductions}
+    in_groups = seg.grouped()
     rest = [e for e in seg.reductions if id(e) not in in_groups and seg.needed(e)]
     for cluster in siblings(rest, seg.inputs, seg.fusion.kernel_partners):
         group = Group(
@@ -390,7 +497,7 @@ def _reduction_specs(
 ) -> tuple[list[KernelSpec], list[TensorView]]:
     """A reduction kernel for each needed reduction outside the normalization kernels,
     and its results that are not outputs (they need buffers)."""
-    grouped = {id(e) for g in seg.groups for e in g.group.reductions}
+    grouped = seg.grouped()
     specs: list[KernelSpec] = []
     intermediates: list[TensorView] = []
     for e in seg.reductions:
@@ -444,8 +551,17 @@ def _group_specs(
             and id(o) not in stored_by_group
             and all(a.tv is not o for a in xstores)
         ]
+        # its cross reductions' results that are outputs or read elsewhere, then the
+        # outputs computed from them, all stored by its finishing kernel
+        cross = [
+            Access(o, (), store=True, cross=True)
+            for e in group.cross
+            for o in e.outputs
+            if id(o) in seg.output_ids or id(o) in loaded
+        ] + [Access(o, (), store=True, cross=True) for o in group.cross_epilogue]
         extras += [a.tv for a in extra]
-        xstores = xstores + extra
+        extras += [a.tv for a in cross if id(a.tv) not in seg.output_ids]
+        xstores = xstores + extra + cross
         stored_by_group |= {id(a.tv) for a in xstores}
         memory = seg.memory_outside(group.reductions)
         specs.append(group_spec(group, memory, stores, xstores, memory_ids))

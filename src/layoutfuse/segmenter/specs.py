@@ -9,6 +9,7 @@ pointwise kernels.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..analysis.accesses import Access, is_indirect, upstream_accesses, upstream_tensors
@@ -268,6 +269,10 @@ def group_spec(
         and tv.definition.op.name in COORDINATE_OPS
     ]
     exprs = _group_exprs(group, reached, memory, xstores)
+    if group.cross:
+        fallback = _without_cross(group, memory, stores, xstores, memory_ids)
+    else:
+        fallback = _fallback_plan(group, stores, xstores, memory_ids)
     return KernelSpec(
         "normalization",
         group.root,
@@ -280,11 +285,43 @@ def group_spec(
         reason=_group_reason(group),
         outputs=[a.tv for a in stores + xstores],
         group=group,
-        fallback=_fallback_plan(group, stores, xstores, memory_ids),
+        fallback=fallback,
         fallback_buffers=[
-            o for e in group.reductions for o in e.outputs if all(a.tv is not o for a in xstores)
+            o
+            for e in group.reductions + group.cross
+            for o in e.outputs
+            if all(a.tv is not o for a in xstores)
         ],
     )
+
+
+def _without_cross(
+    group: Group,
+    memory: set[int],
+    stores: list[Access],
+    xstores: list[Access],
+    memory_ids: set[int],
+) -> list[KernelSpec]:
+    """The plan of a group with cross reductions when one kernel cannot hold them (its
+    rows do not fit a tile): the group's kernel without them (with its own finer plan),
+    then one reduction kernel for all of them, storing their epilogue."""
+    plain = dataclasses.replace(group, cross=[], cross_epilogue=())
+    first, *others = group.cross
+    epilogue = group.cross_epilogue
+    parts = tuple(
+        kernel_spec(
+            "pointwise",
+            o,
+            memory_ids,
+            [Access(o, (), store=True)],
+            reason="per-column values after the reductions",
+        )
+        for o in epilogue
+    )
+    return [
+        group_spec(plain, memory, stores, [a for a in xstores if not a.cross], memory_ids),
+        reduction_spec(first, memory_ids, tuple(others), None, epilogue, parts),
+    ]
 
 
 def _group_exprs(group: Group, reached, memory: set[int], xstores: list[Access]) -> list[Expr]:
@@ -297,15 +334,30 @@ def _group_exprs(group: Group, reached, memory: set[int], xstores: list[Access])
         for e in [tv.definition]
     }
     for a in xstores:
+        if a.cross:
+            continue
         # the per-row epilogue: everything between the group's results and the output
         for tv, _ in upstream_tensors(a.tv, group.red_outputs()).values():
             if tv.definition is not None:  # the group's reductions included
+                exprs.setdefault(id(tv.definition), tv.definition)
+    columns = {id(o) for e in group.cross for o in e.outputs}
+    for e in group.cross:
+        exprs.setdefault(id(e), e)
+    for o in group.cross_epilogue:
+        for tv, _ in upstream_tensors(o, columns).values():
+            if tv.definition is not None and id(tv) not in columns:
                 exprs.setdefault(id(tv.definition), tv.definition)
     return _in_fusion_order(list(exprs.values()), group.root.fusion)
 
 
 def _group_reason(group: Group) -> str:
     names = ", ".join(f"{e.op.name}{list(e.attrs['dims'])}" for e in group.reductions)
+    if group.rows and group.cross:
+        columns = ", ".join(f"{e.op.name}{list(e.attrs['dims'])}" for e in group.cross)
+        return (
+            f"{names} used again after reducing, {columns} over the kept dims: one "
+            "normalization kernel (partial column results, combined by a finishing kernel)"
+        )
     if group.rows:
         return f"{names} used again after reducing: one normalization kernel"
     if len(group.reductions) == 1:

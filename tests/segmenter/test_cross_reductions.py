@@ -1,0 +1,258 @@
+"""Cross reductions (issue 15 item 4): a normalization kernel also reduces over its kept
+dims (a layer norm backward's dw and db beside its row sums): each program adds its rows
+into partial column results, a finishing kernel combines them in program order and
+stores them with their epilogue (a cast to bf16). One read of dy and x for all of dx,
+dw and db: two kernels where there were three or four.
+
+Checked: the plan (one normalization segment, two kernels, the reason), numbers and
+output strides against torch for layer norm and RMS norm backwards in fp32, bf16 and
+fp16, inputs in every memory order of a 3-D tensor, sliced and expanded; a max over the
+kept dims; a cross result another kernel reads (stored, then loaded); rows too long for
+one tile (the group's kernel without them, then one reduction kernel for all of them);
+one-element rows; an empty kept extent; the dominant load is the one that moves the most
+elements (a broadcast mean first does not decide the order); sm_90 compiles both kernels.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from layoutfuse.analysis.canonical import dim_order
+from layoutfuse.analysis.device import DeviceInfo
+from layoutfuse.codegen.hopper_check import compile_last_run
+from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import INTERPRETER_WARNINGS, configured
+
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
+
+NVF = {
+    torch.float32: DataType.Float,
+    torch.bfloat16: DataType.BFloat16,
+    torch.float16: DataType.Half,
+}
+TOL = {torch.float32: 2e-5, torch.bfloat16: 3e-2, torch.float16: 5e-3}
+
+
+def _layer_norm_backward(inputs, dt, rms=False):
+    """dx, dw, db of a layer norm over the last dim of [B, S, H] (RMS norm: dx, dw), as
+    Thunder writes them: mean [B, S] and rstd [B, S, 1] saved in fp32, every output cast
+    back to ``dt``; each input defined from its tensor (its layout)."""
+    fd = FusionDefinition()
+    with fd:
+        mean, w, dy, x, rstd = (fd.from_pytorch(t) for t in inputs)
+        B, S, H = fd.ops.size(x, 0), fd.ops.size(x, 1), fd.ops.size(x, 2)
+        shape = [B, S, H]
+        dyf, xf, wf = (fd.ops.cast(t, DataType.Float) for t in (dy, x, w))
+        rb = fd.ops.broadcast_in_dim(rstd, shape=shape, broadcast_dims=[0, 1, 2])
+        if rms:
+            xhat = fd.ops.mul(xf, rb)
+        else:
+            mb = fd.ops.broadcast_in_dim(mean, shape=[B, S, 1], broadcast_dims=[0, 1])
+            mb = fd.ops.broadcast_in_dim(mb, shape=shape, broadcast_dims=[0, 1, 2])
+            xhat = fd.ops.mul(fd.ops.sub(xf, mb), rb)
+        g = fd.ops.mul(dyf, fd.ops.broadcast_in_dim(wf, shape=shape, broadcast_dims=[2]))
+        b = fd.ops.sum(fd.ops.mul(g, xhat), dims=[2], keepdim=True)
+        hf = fd.ops.cast(H, DataType.Float)
+        t = fd.ops.mul(g, hf)
+        if not rms:
+            a = fd.ops.sum(g, dims=[2], keepdim=True)
+            t = fd.ops.sub(t, fd.ops.broadcast_in_dim(a, shape=shape, broadcast_dims=[0, 1, 2]))
+        bb = fd.ops.broadcast_in_dim(b, shape=shape, broadcast_dims=[0, 1, 2])
+        dx = fd.ops.mul(fd.ops.div(rb, hf), fd.ops.sub(t, fd.ops.mul(xhat, bb)))
+        fd.add_output(fd.ops.cast(dx, NVF[dt]))
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(dyf, xhat), dims=[0, 1]), NVF[dt]))
+        if not rms:
+            fd.add_output(fd.ops.cast(fd.ops.sum(dyf, dims=[0, 1]), NVF[dt]))
+    return fd
+
+
+def _inputs(dt, shape, order=(0, 1, 2), layout="dense", gen=None, rms=False):
+    gen = gen or torch.Generator().manual_seed(0)
+    B, S, H = shape
+
+    def tensor():
+        if layout == "sliced":  # every other element of the innermost physical dim
+            phys = [shape[d] for d in order]
+            phys[-1] *= 2
+            t = torch.randn(phys, generator=gen)[..., ::2]
+        else:
+            t = torch.randn([shape[d] for d in order], generator=gen)
+        return t.permute(*[order.index(d) for d in range(3)]).to(dt)
+
+    x, dy = tensor(), tensor()
+    if layout == "expanded":  # dy repeated along S
+        dy = torch.randn(B, 1, H, generator=gen).to(dt).expand(B, S, H)
+    w = torch.randn(H, generator=gen).to(dt)
+    xf = x.float()
+    mean = xf.mean(-1)
+    var = (xf * xf).mean(-1) if rms else xf.var(-1, unbiased=False)
+    rstd = (var + 1e-5).rsqrt().unsqueeze(-1)
+    return [mean, w, dy, x, rstd]
+
+
+def _reference(inputs, rms=False):
+    mean, w, dy, x, rstd = (t.double() for t in inputs)
+    H = x.shape[-1]
+    xhat = x * rstd if rms else (x - mean[..., None]) * rstd
+    g = dy * w
+    t = g * H - (0 if rms else g.sum(-1, keepdim=True)) - xhat * (g * xhat).sum(-1, keepdim=True)
+    out = [rstd / H * t, (dy * xhat).sum((0, 1))]
+    return out if rms else out + [dy.sum((0, 1))]
+
+
+def _check(fd, inputs, dt, rms=False):
+    outs = fd.execute(inputs)
+    for o, r in zip(outs, _reference(inputs, rms)):
+        assert o.dtype == dt and o.shape == r.shape
+        scale = max(1.0, r.abs().max().item())
+        torch.testing.assert_close(o.double() / scale, r / scale, rtol=TOL[dt], atol=TOL[dt])
+    for o in outs[1:]:
+        assert o.stride() == (1,)  # dw, db: dense 1-D
+    return outs
+
+
+def _runs(fd):
+    return fd.executor().last_run.segments
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=str)
+def test_layer_norm_backward_is_one_segment_of_two_kernels(dt, order):
+    inputs = _inputs(dt, (3, 5, 48), order)
+    fd = _layer_norm_backward(inputs, dt)
+    for _ in range(2):  # planned, then replayed
+        _check(fd, inputs, dt)
+    (run,) = _runs(fd)
+    assert run.scheduler == "normalization" and len(run.kernels) == 2, run.reason
+    assert "over the kept dims" in run.reason and run.params.row_programs >= 1
+    assert [k.name for k in run.kernels] == ["normalization_kernel", "cross_finish_kernel"]
+
+
+@pytest.mark.parametrize("layout", ["sliced", "expanded"])
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=str)
+def test_sliced_and_expanded_inputs(dt, layout):
+    """An expanded dy (repeated along S) has no leaf that proves its extents the rows':
+    dw (dy * xhat reaches x) joins the kernel, db = sum(dy) gets a reduction kernel."""
+    inputs = _inputs(dt, (2, 7, 40), layout=layout)
+    fd = _layer_norm_backward(inputs, dt)
+    _check(fd, inputs, dt)
+    runs = _runs(fd)
+    assert len(runs) == (1 if layout == "sliced" else 2), [r.reason for r in runs]
+    (cross,) = [r for r in runs if "over the kept dims" in r.reason]
+    assert cross.scheduler == "normalization" and len(cross.kernels) == 2
+    assert sum(len(r.kernels) for r in runs) == len(runs) + 1
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=str)
+def test_rms_norm_backward(dt):
+    inputs = _inputs(dt, (4, 9, 72), rms=True)
+    fd = _layer_norm_backward(inputs, dt, rms=True)
+    _check(fd, inputs, dt, rms=True)
+    (run,) = _runs(fd)
+    assert run.scheduler == "normalization" and len(run.kernels) == 2
+
+
+def test_many_row_blocks_per_program():
+    """Fewer programs than row blocks (one SM's worth): each walks several blocks and
+    adds them into its partials; the finish combines more partials than one step holds."""
+    inputs = _inputs(torch.float32, (5, 13, 24))
+    fd = _layer_norm_backward(inputs, torch.float32)
+    tuning = DEFAULT.with_fields(
+        normalization=dict(inner_tile_bytes=128, cross_finish_rows=2, cross_warps_per_sm=2)
+    )
+    configured(fd, tuning=tuning, target=DeviceInfo("cpu", 3, 2048, 1 << 20, 65536))
+    _check(fd, inputs, torch.float32)
+    (run,) = _runs(fd)
+    blocks = -(-65 // run.params.block_x)
+    assert run.params.row_programs < blocks, run.params
+
+
+def test_cross_max_and_a_result_another_kernel_reads():
+    """amax over the kept dims beside a softmax; its result also feeds an output with
+    another input, whose pointwise kernel reads it from memory after the finish."""
+    x, z = torch.randn(6, 33), torch.randn(33)
+    with FusionDefinition() as fd:
+        t, tz = fd.from_pytorch(x), fd.from_pytorch(z)
+        m = fd.ops.max(t, dims=[1], keepdim=True)
+        full = dict(shape=[6, 33], broadcast_dims=[0, 1])
+        e = fd.ops.exp(fd.ops.sub(t, fd.ops.broadcast_in_dim(m, **full)))
+        s = fd.ops.sum(e, dims=[1], keepdim=True)
+        fd.add_output(fd.ops.div(e, fd.ops.broadcast_in_dim(s, **full)))
+        col = fd.ops.max(fd.ops.mul(t, t), dims=[0])
+        fd.add_output(fd.ops.add(col, tz))
+    sm, y = fd.execute([x, z])
+    torch.testing.assert_close(sm, torch.softmax(x, 1))
+    torch.testing.assert_close(y, (x * x).amax(0) + z)
+    runs = _runs(fd)
+    assert [r.scheduler for r in runs] == ["normalization", "pointwise"], [r.reason for r in runs]
+    assert len(runs[0].kernels) == 2 and "max[0] over the kept dims" in runs[0].reason
+
+
+def test_a_reduction_of_other_extents_is_not_a_cross_one():
+    """A sum over the kept dims of a tensor wider along the rows (Thunder's bias grads
+    beside a layer norm backward: [2, 8, 96] next to rows of 32) runs in its own kernel."""
+    x, g, b = torch.randn(2, 8, 32), torch.randn(2, 8, 32), torch.randn(2, 8, 96)
+    with FusionDefinition() as fd:
+        tx, tg, tb = (fd.from_pytorch(t) for t in (x, g, b))
+        s = fd.ops.sum(tx, dims=[2], keepdim=True)
+        fd.add_output(
+            fd.ops.sub(tg, fd.ops.broadcast_in_dim(s, shape=[2, 8, 32], broadcast_dims=[0, 1, 2]))
+        )
+        fd.add_output(fd.ops.sum(tg, dims=[0, 1]))
+        fd.add_output(fd.ops.sum(tb, dims=[0, 1]))
+    out, dg, db = fd.execute([x, g, b])
+    torch.testing.assert_close(out, g - x.sum(2, keepdim=True))
+    torch.testing.assert_close(dg, g.sum((0, 1)))
+    torch.testing.assert_close(db, b.sum((0, 1)))
+    runs = _runs(fd)
+    assert sorted(r.scheduler for r in runs) == ["normalization", "reduction"]
+    (norm,) = [r for r in runs if r.scheduler == "normalization"]
+    assert "sum[0, 1] over the kept dims" in norm.reason
+
+
+def test_rows_too_long_for_a_tile_run_the_cross_reductions_apart():
+    inputs = _inputs(torch.float32, (2, 3, 100))
+    fd = configured(  # rows of 100 past a 32-element tile, and 6 rows fill 2 SMs: looped
+        _layer_norm_backward(inputs, torch.float32),
+        tuning=DEFAULT.with_fields(normalization=dict(max_tile=32)),
+        target=DeviceInfo("cpu", 2, 2048, 1 << 20, 65536),
+    )
+    _check(fd, inputs, torch.float32)
+    runs = _runs(fd)
+    assert "cross reductions need whole rows" in runs[0].reason, runs[0].reason
+    assert runs[-1].scheduler == "reduction" and "epilogue" in runs[-1].reason
+    assert all(len(r.kernels) <= 2 for r in runs)
+
+
+def test_one_element_rows_and_an_empty_kept_extent():
+    inputs = _inputs(torch.float32, (3, 2, 1))
+    _check(_layer_norm_backward(inputs, torch.float32), inputs, torch.float32)
+    empty = _inputs(torch.float32, (0, 2, 8))
+    outs = _layer_norm_backward(empty, torch.float32).execute(empty)
+    assert outs[0].shape == (0, 2, 8)
+    assert torch.equal(outs[1], torch.zeros(8)) and torch.equal(outs[2], torch.zeros(8))
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=str)
+def test_both_kernels_compile_for_sm90(dt):
+    inputs = _inputs(dt, (2, 4, 256))
+    fd = _layer_norm_backward(inputs, dt)
+    fd.execute(inputs)
+    arts = compile_last_run(fd.executor())
+    assert len(arts) == 2 and all(".target sm_90" in a.ptx for a in arts)
+    # the row tile's dy and x are read 16 bytes per thread
+    assert "ld.global.v4" in arts[0].ptx or "ld.global.nc.v4" in arts[0].ptx
+
+
+def test_the_load_that_moves_most_elements_decides_the_order():
+    """A mean broadcast along the rows' dim (stride 0 there) listed first does not make the
+    kept dims innermost: dy of [8, 16, 64] row-major is the dominant load."""
+    extents = (8, 16, 64)
+    mean = (16, 1, 0)  # [8, 16] broadcast along dim 2
+    dy = (1024, 64, 1)
+    assert dim_order(extents, [mean, dy], 2) == [2, 1, 0]
+    assert dim_order(extents, [mean], 1) == [1, 0, 2]

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# GPU session 12. PART=a: the norm backwards of the ops suite against eager and
+# torch.compile, the cross reductions' tuning A/B (tools/dev/tune_cross.py), the Thunder
+# benchmark; PART=b: the test suite with CUDA tensors (16 shards, Thunder's tests too).
+# Carry .wheels (Thunder and its dependencies, installed to /tmp/tsite).
+set -u
+out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
+pip install -q --no-deps --target /tmp/tsite .wheels/*.whl > /dev/null 2>&1
+export PYTHONPATH=$PWD/src:$PWD:/tmp/tsite LAYOUTFUSE_BENCH_COMMIT=$commit LAYOUTFUSE_CACHE_DIR=$out/cache
+case ${PART:?} in
+a)
+  t0=$(date +%s)
+  timeout 120 python3 -m benchmarks ops --filter _bwd --out $out/ops_backward-$day-$commit-h200.json > $out/ops.txt 2>&1
+  echo "ops rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[" $out/ops.txt | tail -30 | cut -c1-240
+  t0=$(date +%s)
+  timeout 120 python3 tools/dev/tune_cross.py $out/tune-cross-$day-$commit-h200.json > $out/tune-cross.txt 2>&1
+  echo "tune-cross rc=$? $(( $(date +%s) - t0 )) s"; cat $out/tune-cross.txt | grep -v Warn | tail -30
+  t0=$(date +%s)
+  timeout 260 python3 -m benchmarks thunder --out $out/thunder-$day-$commit-h200.json > $out/thunder.txt 2>&1
+  echo "thunder rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[\|Warn\|warn" $out/thunder.txt | tail -30 ;;
+b)
+  t0=$(date +%s)
+  timeout 420 tools/gpu-tests $out/tests 16 > $out/tests-summary.txt 2>&1
+  echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -40 $out/tests-summary.txt
+  cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-$day-$commit-h200.txt
+  rm -rf $out/tests ;;
+esac
+rm -rf $out/cache
