@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU session 12. PART=a: the norm backwards of the ops suite against eager and
 # torch.compile, the cross reductions' tuning A/B (tools/dev/tune_cross.py), the Thunder
-# benchmark; PART=b: the test suite with CUDA tensors (16 shards, Thunder's tests too).
+# benchmark; PART=b: the test suite with CUDA tensors (16 shards, Thunder's tests too);
+# PART=c: tune_cross.py over VARIANTS, then PART=b.
 # Carry .wheels (Thunder and its dependencies, installed to /tmp/tsite).
 set -u
 out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
@@ -18,7 +19,12 @@ a)
   t0=$(date +%s)
   timeout 260 python3 -m benchmarks thunder --out $out/thunder-$day-$commit-h200.json > $out/thunder.txt 2>&1
   echo "thunder rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[\|Warn\|warn" $out/thunder.txt | tail -30 ;;
-b)
+b|c)
+  if [ "$PART" = c ]; then
+    t0=$(date +%s)
+    timeout 150 python3 tools/dev/tune_cross.py $out/tune-cross2-$day-$commit-h200.json $VARIANTS > $out/tune-cross2.txt 2>&1
+    echo "tune-cross rc=$? $(( $(date +%s) - t0 )) s"; grep -v Warn $out/tune-cross2.txt | tail -40 | cut -c1-200
+  fi
   t0=$(date +%s)
   timeout 420 tools/gpu-tests $out/tests 16 > $out/tests-summary.txt 2>&1
   echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -40 $out/tests-summary.txt

@@ -156,19 +156,23 @@ def test_rms_norm_backward(dt):
     assert run.scheduler == "normalization" and len(run.kernels) == 2
 
 
-def test_many_row_blocks_per_program():
+@pytest.mark.parametrize("cross_tile", [0, 1], ids=["rows-per-block", "tile"])
+def test_many_row_blocks_per_program(cross_tile):
     """Fewer programs than row blocks (one SM's worth): each walks several blocks and
     adds them into its partials; the finish combines more partials than one step holds."""
     inputs = _inputs(torch.float32, (5, 13, 24))
     fd = _layer_norm_backward(inputs, torch.float32)
     tuning = DEFAULT.with_fields(
-        normalization=dict(inner_tile_bytes=128, cross_finish_rows=2, cross_warps_per_sm=2)
+        normalization=dict(
+            inner_tile_bytes=128, cross_finish_tile=8, cross_warps_per_sm=2, cross_tile=cross_tile
+        )
     )
     configured(fd, tuning=tuning, target=DeviceInfo("cpu", 3, 2048, 1 << 20, 65536))
     _check(fd, inputs, torch.float32)
     (run,) = _runs(fd)
     blocks = -(-65 // run.params.block_x)
     assert run.params.row_programs < blocks, run.params
+    assert run.params.cross_tile is bool(cross_tile) and run.params.finish_rows == 1
 
 
 def test_cross_max_and_a_result_another_kernel_reads():

@@ -22,6 +22,7 @@ from layoutfuse.schedulers.tuning import DEFAULT
 def main(argv: list[str]) -> int:
     out = argv[0] if argv and argv[0].endswith(".json") else None
     fields = [a for a in argv if "=" in a] or [f"cross_warps_per_sm={n}" for n in (16, 32, 64)]
+    # each a tuning: FIELD=V[,FIELD=V...]
     device = "cuda" if torch.cuda.is_available() else "cpu"
     ceil = measure_ceilings(device)
     rows = []
@@ -32,17 +33,19 @@ def main(argv: list[str]) -> int:
             outs = as_outputs(op.function()(*xs))
             nbytes = op.read_bytes(xs) + sum(o.numel() * o.element_size() for o in outs)
             for f in fields:
-                key, value = f.split("=")
+                fields_of = {k: int(v) for k, v in (kv.split("=") for kv in f.split(","))}
                 FusionCache.reset()
                 fd = FusionDefinition()
                 with fd:
                     for o in op.define(fd, declare(fd, xs)):
                         fd.add_output(o)
-                fd.executor().configure(tuning=DEFAULT.with_fields(normalization={key: int(value)}))
+                fd.executor().configure(tuning=DEFAULT.with_fields(normalization=fields_of))
                 outs = fd.execute(xs)
                 op.checker(xs)(tuple(outs))
                 ms = time_kernel(lambda fd=fd, xs=xs: fd.execute(xs), device)
+                fd.execute(xs, profile=True)
                 rec = fd.executor().last_run
+                each = [r.time_ms for r in rec.launches]
                 row = dict(
                     case=f"{name}_{dtype}",
                     tuning=f,
@@ -50,12 +53,13 @@ def main(argv: list[str]) -> int:
                     gbps=gbps(nbytes, ms),
                     pct_read=100 * gbps(nbytes, ms) / ceil["read_gbps"],
                     kernels=len(rec.launches),
+                    kernel_ms=each,
                     params=[repr(s.params) for s in rec.segments],
                 )
                 rows.append(row)
                 print(
                     f"{row['case']:<36} {f:<24} {ms:8.4f} ms {row['gbps']:8.1f} GB/s "
-                    f"{row['pct_read']:5.1f}% read  {row['kernels']} kernels",
+                    f"{row['pct_read']:5.1f}% read  kernels (ms) {each}",
                     flush=True,
                 )
     if out:

@@ -319,8 +319,9 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
 
 def _cross_init(k: _Kernel) -> list[str]:
     """Each cross reduction's partial column results of this program, before its row loop:
-    one value per column of the tile (``[1, BLOCK_R]`` inner, ``[BLOCK_R, 1]`` outer)."""
-    shape = "[1, BLOCK_R]" if k.inner else "[BLOCK_R, 1]"
+    one value per column of the tile (``[1, BLOCK_R]`` inner, ``[BLOCK_R, 1]`` outer), or
+    (``cross_tile``) one per tile element, its rows reduced after the loop."""
+    shape = k.tile if k.p.cross_tile else "[1, BLOCK_R]" if k.inner else "[BLOCK_R, 1]"
     names = []
     for e in k.spec.group.cross:
         at = accumulator_dtype(e)
@@ -336,6 +337,9 @@ def _cross_step(k: _Kernel, ve: ValueEmitter, accs: list[str], mask: str) -> Non
         op, at = e.op.name, accumulator_dtype(e)
         val = ve.value(e.inputs[0], ())
         v = w.assign("v", f"tl.where({mask}, ({val}).to({tl_compute(at)}), {identity(op, at)})")
+        if k.p.cross_tile:
+            w.line(f"{acc} = {COMBINE[op]}({acc}, {v})")
+            continue
         part = w.fresh("part")
         w.line(reduce_line(part, v, op, 1 - k.axis, is_floating(at)))
         w.line(f"{acc} = {COMBINE[op]}({acc}, {part})")
@@ -346,7 +350,11 @@ def _cross_store(k: _Kernel, accs: list[str]) -> None:
     w = k.w
     w.line(f"cr = {k.r_arange}")
     prog = "tl.program_id(0).to(tl.int64)" if k.p.index64 else "tl.program_id(0)"
-    for j, acc in enumerate(accs):
+    for j, (e, acc) in enumerate(zip(k.spec.group.cross, accs)):
+        if k.p.cross_tile:  # the tile's rows, reduced once
+            part = w.fresh("part")
+            w.line(reduce_line(part, acc, e.op.name, 1 - k.axis, is_floating(accumulator_dtype(e))))
+            acc = part
         w.line(f"tl.store(cw{j} + {prog} * NR + cr, {acc}, mask=cr < NR)")
 
 

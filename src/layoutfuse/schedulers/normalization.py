@@ -121,9 +121,14 @@ class NormalizationTuning:
     # walk the row blocks, each adding its rows into one partial per column, make this
     # many warps per multiprocessor (the partials are [programs, NR] in fp32)
     cross_warps_per_sm: int = 32
-    # ... their finishing kernel: columns per program, partials per step, warps
+    # ... 1: each program adds whole tiles into a tile of partials and reduces its rows
+    # once, after the loop (0: each block's rows reduced as they come)
+    cross_tile: int = 1
+    # ... their finishing kernel: at most this many columns per program (fewer, down to
+    # 4, while the programs do not fill the multiprocessors), the partials of a step
+    # filling ``cross_finish_tile`` elements, at these warps
     cross_finish_columns: int = 64
-    cross_finish_rows: int = 32
+    cross_finish_tile: int = 4096
     cross_finish_warps: int = 4
     # measured choice (``schedulers/measure.py``), timed against the rule's plan: an outer
     # tile's columns at twice and at half the bytes per row (persistent; looped: half and
@@ -175,6 +180,7 @@ class NormalizationParams:
     # cross reductions: the programs that walk the row blocks (0: one program per block),
     # and the finishing kernel's columns per program and partials per step
     row_programs: int = 0
+    cross_tile: bool = False  # partials kept as a whole tile, its rows reduced once at the end
     finish_columns: int = 0
     finish_rows: int = 0
     finish_warps: int = 0
@@ -282,14 +288,35 @@ def heuristics(
     )
     if not p.cross:
         return params
-    blocks = grid(params, p.sizes)
-    per_sm = max(1, tuning.cross_warps_per_sm // plan.warps)
+    return _with_cross(params, p, device, tuning, plan.warps)
+
+
+def _with_cross(
+    params: NormalizationParams,
+    p: Problem,
+    device: DeviceInfo,
+    t: NormalizationTuning,
+    warps: int,
+) -> NormalizationParams:
+    """The cross reductions' programs and finishing tile: ``cross_warps_per_sm`` warps per
+    multiprocessor walk the row blocks; the finish takes ``cross_finish_columns`` columns
+    per program, halved (to 4: 16-byte rows of partials) until its programs fill the
+    multiprocessors, and as many partials per step as fill ``cross_finish_tile``."""
+    _, _, _, nr = p.kept_and_reduced()
+    programs = max(
+        1, min(grid(params, p.sizes), device.sm_count * max(1, t.cross_warps_per_sm // warps))
+    )
+    columns = max(4, min(t.cross_finish_columns, next_pow2(nr)))
+    while columns > 4 and cdiv(nr, columns) < device.sm_count:
+        columns //= 2
+    rows = max(1, min(next_pow2(programs), t.cross_finish_tile // columns))
     return replace(
         params,
-        row_programs=max(1, min(blocks, device.sm_count * per_sm)),
-        finish_columns=tuning.cross_finish_columns,
-        finish_rows=tuning.cross_finish_rows,
-        finish_warps=tuning.cross_finish_warps,
+        row_programs=programs,
+        cross_tile=bool(t.cross_tile),
+        finish_columns=columns,
+        finish_rows=rows,
+        finish_warps=t.cross_finish_warps,
     )
 
 
