@@ -29,6 +29,14 @@ b|c)
   timeout 420 tools/gpu-tests $out/tests 16 > $out/tests-summary.txt 2>&1
   echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -40 $out/tests-summary.txt
   cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-$day-$commit-h200.txt
+  for f in $(grep -l "^FAILED\|^ERROR" $out/tests/tests-shard-*.log); do cp $f $out/; done
   rm -rf $out/tests ;;
+d)
+  t0=$(date +%s)
+  timeout 150 python3 tools/dev/tune_cross.py $out/tune-cross3-$day-$commit-h200.json $VARIANTS > $out/tune-cross3.txt 2>&1
+  echo "tune-cross rc=$? $(( $(date +%s) - t0 )) s"; grep -v Warn $out/tune-cross3.txt | tail -48 | cut -c1-130
+  t0=$(date +%s)
+  timeout 300 python3 -m pytest -q -p no:cacheprovider --device cuda -x tests/test_generated_programs.py > $out/generated.txt 2>&1
+  echo "generated rc=$? $(( $(date +%s) - t0 )) s"; grep -a -B2 -A30 "Error\|error" $out/generated.txt | head -80; tail -3 $out/generated.txt ;;
 esac
 rm -rf $out/cache

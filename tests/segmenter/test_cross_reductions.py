@@ -260,3 +260,17 @@ def test_the_load_that_moves_most_elements_decides_the_order():
     dy = (1024, 64, 1)
     assert dim_order(extents, [mean, dy], 2) == [2, 1, 0]
     assert dim_order(extents, [mean], 1) == [1, 0, 2]
+
+
+def test_cross_reductions_off_run_them_apart():
+    """``NormalizationTuning.cross=0``: the group's kernel without them, then one reduction
+    kernel for dw and db (the plan before cross reductions)."""
+    inputs = _inputs(torch.float32, (2, 3, 40))
+    fd = configured(
+        _layer_norm_backward(inputs, torch.float32),
+        tuning=DEFAULT.with_fields(normalization=dict(cross=0)),
+    )
+    _check(fd, inputs, torch.float32)
+    runs = _runs(fd)
+    assert "cross reductions are off" in runs[0].reason
+    assert [r.scheduler for r in runs] == ["normalization", "reduction"]

@@ -120,6 +120,7 @@ class NormalizationTuning:
     # cross reductions (column sums beside the rows: ``Group.cross``): the programs that
     # walk the row blocks, each adding its rows into one partial per column, make this
     # many warps per multiprocessor (the partials are [programs, NR] in fp32)
+    cross: int = 1  # 0: cross reductions run apart (the group's kernel, then theirs)
     cross_warps_per_sm: int = 32
     # ... 1: each program adds whole tiles into a tile of partials and reduces its rows
     # once, after the loop (0: each block's rows reduced as they come)
@@ -224,6 +225,8 @@ def can_schedule(
     plan = _plan(p, device, tuning)
     if plan.mode == "segmented":
         return plan.why
+    if p.cross and not tuning.cross:
+        return "cross reductions are off (NormalizationTuning.cross)"
     if p.cross and p.generic:
         return "cross reductions beside an access that walks its chain"
     if p.cross and plan.mode != "persistent":
