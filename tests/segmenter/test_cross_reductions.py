@@ -241,15 +241,23 @@ def test_one_element_rows_and_an_empty_kept_extent():
     assert torch.equal(outs[1], torch.zeros(8)) and torch.equal(outs[2], torch.zeros(8))
 
 
+@pytest.mark.parametrize("stages", [1, 2])
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16], ids=str)
-def test_both_kernels_compile_for_sm90(dt):
+def test_both_kernels_compile_for_sm90(dt, stages):
+    """The row loop plain (16-byte vector loads) or pipelined (``cross_stages``: Triton's
+    asynchronous copies, no plain global loads left in the loop's kernel)."""
     inputs = _inputs(dt, (2, 4, 256))
-    fd = _layer_norm_backward(inputs, dt)
-    fd.execute(inputs)
+    fd = configured(
+        _layer_norm_backward(inputs, dt),
+        tuning=DEFAULT.with_fields(normalization=dict(cross_stages=stages)),
+    )
+    _check(fd, inputs, dt)
     arts = compile_last_run(fd.executor())
     assert len(arts) == 2 and all(".target sm_90" in a.ptx for a in arts)
-    # the row tile's dy and x are read 16 bytes per thread
-    assert "ld.global.v4" in arts[0].ptx or "ld.global.nc.v4" in arts[0].ptx
+    if stages == 1:  # the row tile's dy and x are read 16 bytes per thread
+        assert "ld.global.v4" in arts[0].ptx or "ld.global.nc.v4" in arts[0].ptx
+    else:
+        assert "cp.async" in arts[0].ptx and "ld.global" not in arts[0].ptx
 
 
 def test_the_load_that_moves_most_elements_decides_the_order():

@@ -126,10 +126,10 @@ def _read(
 
 
 def _on(index: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
-    """An index reference on its data's device. Under ``--device cuda`` (0882a85) torch's
-    reference call refused "index is on cuda:0, different from other tensors on cpu": a
-    drawn program's data reference was on the CPU (which draw makes it so is not yet
-    known; not re-run on the GPU)."""
+    """An index reference on its data's device. References live on the CPU (the drawn
+    values are); under ``--device cuda`` topk's placeholder index reference was made on
+    the default device (CUDA) and met CPU data in a later index op or cat (0882a85,
+    74c08a0): it is made on its values' device now; this move stays as a guard."""
     return index.to(data.device)
 
 
@@ -270,7 +270,12 @@ def topk_values(x: Value, k, dim: int, largest=True, sorted=False) -> list[Value
     indices = topk_indices_check(x.ref, values, dim, sorted)
     return [
         _row_value(x, values, dim, verify=as_set),
-        _row_value(x, torch.zeros(values.shape, dtype=torch.int64), dim, verify=indices),
+        _row_value(
+            x,
+            torch.zeros(values.shape, dtype=torch.int64, device=values.device),
+            dim,
+            verify=indices,
+        ),
     ]
 
 

@@ -494,7 +494,8 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
             _body(k, params, [])
         else:  # cross reductions: the programs walk the row blocks, then store partials
             accs = _cross_init(k)
-            w.line("for blk in range(tl.program_id(0), NBLK, tl.num_programs(0)):")
+            stages = f", num_stages={params.loop_stages}" if params.loop_stages > 1 else ""
+            w.line(f"for blk in tl.range(tl.program_id(0), NBLK, tl.num_programs(0){stages}):")
             with w.indent():
                 _body(k, params, accs)
             _cross_store(k, accs)

@@ -121,10 +121,12 @@ class NormalizationTuning:
     # walk the row blocks, each adding its rows into one partial per column, make this
     # many warps per multiprocessor (the partials are [programs, NR] in fp32)
     cross: int = 1  # 0: cross reductions run apart (the group's kernel, then theirs)
-    cross_warps_per_sm: int = 32
+    cross_warps_per_sm: int = 16
     # ... 1: each program adds whole tiles into a tile of partials and reduces its rows
     # once, after the loop (0: each block's rows reduced as they come)
     cross_tile: int = 1
+    # ... the row loop's software pipelining stages (``tl.range(num_stages=...)``; 1: none)
+    cross_stages: int = 1
     # ... their finishing kernel: at most this many columns per program (fewer, down to
     # 4, while the programs do not fill the multiprocessors), the partials of a step
     # filling ``cross_finish_tile`` elements, at these warps
@@ -182,6 +184,7 @@ class NormalizationParams:
     # and the finishing kernel's columns per program and partials per step
     row_programs: int = 0
     cross_tile: bool = False  # partials kept as a whole tile, its rows reduced once at the end
+    loop_stages: int = 1  # the row loop's pipelining stages (1: a plain loop)
     finish_columns: int = 0
     finish_rows: int = 0
     finish_warps: int = 0
@@ -317,6 +320,7 @@ def _with_cross(
         params,
         row_programs=programs,
         cross_tile=bool(t.cross_tile),
+        loop_stages=max(1, t.cross_stages),
         finish_columns=columns,
         finish_rows=rows,
         finish_warps=t.cross_finish_warps,
