@@ -90,7 +90,10 @@ def pad_values(x: Value, value=None, *, pad_widths) -> list[Value]:
 
 
 def cat_values(*tensors: Value, dim: int) -> list[Value]:
-    ref = torch.cat([t.ref for t in tensors], dim)
+    # references are CPU tensors, but under ``--device cuda`` one operand's came out on
+    # the GPU (fa1768f: a normal-looking operand beside drawn quarter values; which step
+    # makes it is not yet known): the operands meet on the first one's device
+    ref = torch.cat([_on(t.ref, tensors[0].ref) for t in tensors], dim)
     r = ref.dim()
     bcast = [j != dim % r and all(t.bcast[j] for t in tensors) for j in range(r)]
     origins = [merge_origins([t.origins[j] for t in tensors]) for j in range(r)]
