@@ -90,9 +90,8 @@ def pad_values(x: Value, value=None, *, pad_widths) -> list[Value]:
 
 
 def cat_values(*tensors: Value, dim: int) -> list[Value]:
-    # references are CPU tensors, but under ``--device cuda`` one operand's came out on
-    # the GPU (fa1768f: a normal-looking operand beside drawn quarter values; which step
-    # makes it is not yet known): the operands meet on the first one's device
+    # references are CPU tensors but topk's index placeholder (the default device, see
+    # ``_on``): under ``--device cuda`` the operands meet on the first one's device
     ref = torch.cat([_on(t.ref, tensors[0].ref) for t in tensors], dim)
     r = ref.dim()
     bcast = [j != dim % r and all(t.bcast[j] for t in tensors) for j in range(r)]
@@ -130,9 +129,9 @@ def _read(
 
 def _on(index: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
     """An index reference on its data's device. References live on the CPU (the drawn
-    values are); under ``--device cuda`` topk's placeholder index reference was made on
-    the default device (CUDA) and met CPU data in a later index op or cat (0882a85,
-    74c08a0): it is made on its values' device now; this move stays as a guard."""
+    values are), but topk's index placeholder is made on the default device (its check
+    gathers the kernel's output): under ``--device cuda`` (0882a85) it met CPU data in a
+    later index op."""
     return index.to(data.device)
 
 
@@ -273,12 +272,8 @@ def topk_values(x: Value, k, dim: int, largest=True, sorted=False) -> list[Value
     indices = topk_indices_check(x.ref, values, dim, sorted)
     return [
         _row_value(x, values, dim, verify=as_set),
-        _row_value(
-            x,
-            torch.zeros(values.shape, dtype=torch.int64, device=values.device),
-            dim,
-            verify=indices,
-        ),
+        # a placeholder on the default device: its check gathers the kernel's output
+        _row_value(x, torch.zeros(values.shape, dtype=torch.int64), dim, verify=indices),
     ]
 
 

@@ -125,6 +125,8 @@ class NormalizationTuning:
     # ... 1: each program adds whole tiles into a tile of partials and reduces its rows
     # once, after the loop (0: each block's rows reduced as they come)
     cross_tile: int = 1
+    # ... bytes of input a thread holds per tile (``thread_bytes`` of their kernels)
+    cross_thread_bytes: int = 64
     # ... the row loop's software pipelining stages (``tl.range(num_stages=...)``; 1: none)
     cross_stages: int = 1
     # ... their finishing kernel: at most this many columns per program (fewer, down to
@@ -394,7 +396,8 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
     else:
         why = f"rows of {nr} elements fit a {block_x}x{block_r} tile: one read"
     tile = block_x * block_r
-    warps = warps or max(1, min(t.max_warps, tile * item // (THREADS_PER_WARP * t.thread_bytes)))
+    per_thread = t.cross_thread_bytes if p.cross else t.thread_bytes
+    warps = warps or max(1, min(t.max_warps, tile * item // (THREADS_PER_WARP * per_thread)))
     if mode != "persistent" or template != "outer":
         span = 1  # only the persistent outer tile spans two kept groups
     return _Plan(template, mode, block_x, block_r, warps, why, span)
