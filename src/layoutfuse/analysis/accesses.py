@@ -76,6 +76,13 @@ def stores_every_position(chain: tuple[Expr, ...]) -> bool:
     return not is_indirect(chain) and not any(e.op.name in MOVEMENT_OPS for e in chain)
 
 
+def chain_step(chain: tuple[Expr, ...], e: Expr) -> tuple[Expr, ...]:
+    """``chain`` extended by shape op ``e`` on the way to its input; a copy (``set``) keeps
+    every coordinate and address, so it is no step: two paths to one tensor, one of them
+    through a copy (an fp32 cast to fp32 is one), are one load."""
+    return chain if e.op.name == "set" else chain + (e,)
+
+
 def reached(
     root: TensorView, memory: set[int], through: frozenset[int] = frozenset()
 ) -> list[tuple[TensorView, tuple[Expr, ...]]]:
@@ -100,7 +107,7 @@ def reached(
         if e.op.kind is OpKind.SHAPE:
             for i in index_operands(e):  # first: their loads precede the read they address
                 walk(i, chain)
-            walk(e.inputs[0], chain + (e,))
+            walk(e.inputs[0], chain_step(chain, e))
             for k in e.op.same_coordinate_inputs:  # a pad's tensor fill (cat)
                 if isinstance(e.inputs[k], TensorView):
                     walk(e.inputs[k], chain)
@@ -223,6 +230,7 @@ def vals_of(exprs: list[Expr]) -> set[int]:
 
 __all__ = [
     "Access",
+    "chain_step",
     "Val",
     "index_operands",
     "is_indirect",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ..analysis.accesses import chain_step
 from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
 from ..ir import Expr, OpKind, Scalar, TensorView
 from ..ir.ops.random import NAMES as RANDOM_OPS
@@ -106,7 +107,7 @@ class ValueEmitter:
         if kind is OpKind.SHAPE and e.op.name == "pad":
             name = self._pad(e, chain)
         elif kind is OpKind.SHAPE:
-            name = self.value(e.inputs[0], chain + (e,))
+            name = self.value(e.inputs[0], chain_step(chain, e))
         elif kind is OpKind.POINTWISE:
             name = self._pointwise(e, chain)
         elif kind is OpKind.CREATION:
