@@ -282,3 +282,26 @@ def test_cross_reductions_off_run_them_apart():
     runs = _runs(fd)
     assert "cross reductions are off" in runs[0].reason
     assert [r.scheduler for r in runs] == ["normalization", "reduction"]
+
+
+def test_the_measured_choice_times_other_warps_for_cross_kernels():
+    """The alternatives of ``NormalizationTuning`` hold a thread's bytes of the cross
+    kernels at 128 and at 32 (with 32 warps per SM): a fp32 [32768, 768] layer norm
+    backward's candidates are three persistent cross plans, 64, 128 and 32 bytes a thread."""
+    from layoutfuse.analysis.device import H200
+    from layoutfuse.schedulers import measure
+    from layoutfuse.schedulers import normalization as nm
+
+    meta = dict(device="meta")
+    dy, x = (torch.empty(4, 8192, 768, **meta) for _ in range(2))
+    inputs = [torch.empty(4, 8192, **meta), torch.empty(768, **meta), dy, x]
+    inputs.append(torch.empty(4, 8192, 1, **meta))
+    fd = configured(_layer_norm_backward(inputs, torch.float32), target=H200)
+    (run,) = fd.executor().plan(inputs).segments
+    t = nm.DEFAULT_TUNING
+    cands = measure.candidates(nm.heuristics, run.problem, H200, t, t.alternatives, 3)
+    assert cands[0] == run.params and len(cands) == 3
+    assert all(c.mode == "persistent" and c.row_programs > 0 for c in cands)
+    per_thread = [c.block_x * c.block_r * 4 // (32 * c.num_warps) for c in cands]
+    assert per_thread == [64, 128, 32], [(c.block_x, c.num_warps) for c in cands]
+    assert cands[2].row_programs == 2 * cands[0].row_programs  # 32 warps per SM

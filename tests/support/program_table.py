@@ -297,7 +297,7 @@ def topk_indices_check(x: torch.Tensor, values: torch.Tensor, dim: int, in_order
         why = permutation_problem(got, n, dim)
         if why:
             return why
-        at = x.gather(dim, got)
+        at = x.gather(dim, _on(got, x))  # under --device cuda one of them is a CUDA tensor
         ok = (
             same_values(at, values) if in_order else same_values(_sort(at, dim), _sort(values, dim))
         )
@@ -313,7 +313,7 @@ def sorting_check(x: torch.Tensor, want: torch.Tensor, dim: int, n: int, descend
         why = permutation_problem(got, n, dim)
         if why:
             return why
-        at, expected = x.gather(dim, got), x.gather(dim, want)
+        at, expected = x.gather(dim, _on(got, x)), x.gather(dim, _on(want, x))
         return None if same_values(at, expected) else f"indices {got.tolist()} do not sort"
 
     return verify
