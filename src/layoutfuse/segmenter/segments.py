@@ -265,58 +265,63 @@ def _cross_reductions(seg: _Segmentation) -> None:
     and none whose result the group's kernel reads, or another cross reduction's input
     reads; nor one whose input waits on what the kernel stores."""
     taken = seg.grouped()
-    everything = seg.memory_outside([])
     for gk in seg.groups:
-        group = gk.group
-        if not group.rows:
+        if not gk.group.rows:
             continue
-        kept = group.kept_dims()
-        memory = seg.memory_outside(group.reductions)
-        # the root's extents: tensors without broadcast dims it or the rows reach through
-        # pointwise ops alone (a cross reduction's input must reach one of them)
-        leaves = set().union(
-            *(_pointwise_leaves(t, seg.inputs) for t in [group.root, *_inputs(group.reductions)])
-        )
-        reads = {id(tv) for tv, _ in group_reached(group, memory)}
-        stored = [a.tv for a in gk.stores + gk.xstores]
-        stored += [o for e in group.reductions for o in e.outputs]
         for e in seg.reductions:
-            if (
-                id(e) in taken
-                or not seg.needed(e)
-                or not _crosses(e, group, kept)
-                or not leaves & _pointwise_leaves(e.inputs[0], seg.inputs)
-            ):
-                continue
-            ups = _reached_in_group(e.inputs[0], memory, group)
-            others = list(group.cross)
-            if (
-                id(e.outputs[0]) in reads
-                or any(id(c.outputs[0]) in ups for c in others)
-                or any(
-                    id(e.outputs[0]) in _reached_in_group(c.inputs[0], memory, group)
-                    for c in others
-                )
-                or waits_on(
-                    [tv for tv in ups.values() if _computed(tv, memory)],
-                    stored + list(e.outputs),
-                    everything,
-                )
-            ):
-                continue
-            group.cross.append(e)
-            taken.add(id(e))
-        if group.cross:
-            columns = Group(group.cross[0].inputs[0], kept, list(group.cross), rows=False)
-            group.cross_epilogue = tuple(
-                o
-                for o in seg.outputs
-                if id(o) not in seg.covered
-                and o.definition is not None
-                and all(o.definition is not c for c in group.cross)
-                and xspace_output(o, columns, memory)
-            )
-            seg.covered |= {id(o) for o in group.cross_epilogue}
+            if id(e) not in taken and seg.needed(e) and _joins(seg, gk, e):
+                gk.group.cross.append(e)
+                taken.add(id(e))
+        if gk.group.cross:
+            gk.group.cross_epilogue = _cross_epilogue(seg, gk.group)
+            seg.covered |= {id(o) for o in gk.group.cross_epilogue}
+
+
+def _joins(seg: _Segmentation, gk: _GroupKernel, e: Expr) -> bool:
+    """Whether reduction ``e`` can be a cross reduction of ``gk``'s group (beside those it
+    has): over its kept dims, of a tensor that reaches a leaf of the root or its rows (so
+    of their extents), not read by the kernel or another cross input, not reading one, and
+    not waiting on what the kernel stores."""
+    group = gk.group
+    memory = seg.memory_outside(group.reductions)
+    leaves = set().union(
+        *(_pointwise_leaves(t, seg.inputs) for t in [group.root, *_inputs(group.reductions)])
+    )
+    if not _crosses(e, group, group.kept_dims()) or not leaves & _pointwise_leaves(
+        e.inputs[0], seg.inputs
+    ):
+        return False
+    reads = {id(tv) for tv, _ in group_reached(group, memory)}
+    ups = _reached_in_group(e.inputs[0], memory, group)
+    stored = [a.tv for a in gk.stores + gk.xstores]
+    stored += [o for r in group.reductions for o in r.outputs] + list(e.outputs)
+    return not (
+        id(e.outputs[0]) in reads
+        or any(id(c.outputs[0]) in ups for c in group.cross)
+        or any(
+            id(e.outputs[0]) in _reached_in_group(c.inputs[0], memory, group) for c in group.cross
+        )
+        or waits_on(
+            [tv for tv in ups.values() if _computed(tv, memory)],
+            stored,
+            seg.memory_outside([]),
+        )
+    )
+
+
+def _cross_epilogue(seg: _Segmentation, group: Group) -> tuple[TensorView, ...]:
+    """The outputs no kernel stores yet computed from the cross reductions' results alone
+    (a cast, a scale): the finishing kernel stores them."""
+    columns = Group(group.cross[0].inputs[0], group.kept_dims(), list(group.cross), rows=False)
+    memory = seg.memory_outside(group.reductions)
+    return tuple(
+        o
+        for o in seg.outputs
+        if id(o) not in seg.covered
+        and o.definition is not None
+        and all(o.definition is not c for c in group.cross)
+        and xspace_output(o, columns, memory)
+    )
 
 
 def _reached_in_group(tv: TensorView, memory: set[int], group: Group) -> dict[int, TensorView]:
