@@ -305,3 +305,22 @@ def test_the_measured_choice_times_other_warps_for_cross_kernels():
     per_thread = [c.block_x * c.block_r * 4 // (32 * c.num_warps) for c in cands]
     assert per_thread == [64, 128, 32], [(c.block_x, c.num_warps) for c in cands]
     assert cands[2].row_programs == 2 * cands[0].row_programs  # 32 warps per SM
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_the_measured_alternatives_compile_for_sm90(k):
+    """Each alternative of the measured choice, applied to a cross kernel of rows of 768
+    (the tiles of the full size: [64, 768] holds the widest), runs and compiles for sm_90."""
+    from layoutfuse.schedulers import normalization as nm
+
+    inputs = _inputs(torch.float32, (4, 16, 768))
+    overrides = dict(nm.DEFAULT_TUNING.alternatives[k])
+    fd = configured(
+        _layer_norm_backward(inputs, torch.float32),
+        tuning=DEFAULT.with_fields(normalization=overrides),
+    )
+    _check(fd, inputs, torch.float32)
+    (run,) = _runs(fd)
+    assert run.params.row_programs > 0
+    arts = compile_last_run(fd.executor())
+    assert len(arts) == 2 and all(".target sm_90" in a.ptx for a in arts)
