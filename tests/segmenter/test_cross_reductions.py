@@ -324,3 +324,16 @@ def test_the_measured_alternatives_compile_for_sm90(k):
     assert run.params.row_programs > 0
     arts = compile_last_run(fd.executor())
     assert len(arts) == 2 and all(".target sm_90" in a.ptx for a in arts)
+
+
+def test_one_load_per_tensor_through_copies():
+    """fp32 -> fp32 casts are copies (``set``): the fp32 backward's kernel reaches dy, x,
+    w, mean and rstd along paths with and without the root's copy; each is one load."""
+    inputs = _inputs(torch.float32, (2, 3, 40))
+    fd = _layer_norm_backward(inputs, torch.float32)
+    _check(fd, inputs, torch.float32)
+    (run,) = _runs(fd)
+    spec = run.segment
+    loads = spec.accesses[: spec.n_loads]
+    assert len(loads) == 5 and len({id(a.tv) for a in loads}) == 5
+    assert not any(e.op.name == "set" for a in spec.accesses for e in a.chain)
