@@ -19,7 +19,15 @@ if importlib.util.find_spec("layoutfuse") is None:  # run from a checkout withou
 
 from benchmarks.__main__ import main  # noqa: E402
 from benchmarks.op_cases import FULL, OpCase, op_cases  # noqa: E402
-from benchmarks.op_rows import Argsort, Cat, Dropout, IndexSelect, SlicePointwise, TopK  # noqa: E402
+from benchmarks.op_rows import (  # noqa: E402
+    Argsort,
+    Cat,
+    Dropout,
+    IndexSelect,
+    NormBackward,
+    SlicePointwise,
+    TopK,
+)
 from benchmarks.ops import OpsLayoutfuse, missed_targets, select_cases  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
@@ -79,6 +87,11 @@ def _swapped_indices(out):
     return values, indices.flip(-1)
 
 
+def _spoil_dw(out):
+    dx, dw, *rest = out
+    return (dx, dw * 1.1, *rest)
+
+
 def _keep_all(out):
     return out.where(out != 0, 1.0)
 
@@ -91,8 +104,11 @@ def _keep_all(out):
         (TopK(4), ((6, 40),), _swapped_indices),
         (Argsort(1), ((6, 40),), lambda idx: idx.flip(-1)),
         (Dropout(0.1), ((64, 64),), _keep_all),
+        (NormBackward("layer_norm"), ((16, 48),), _spoil_dw),
+        (NormBackward("rms_norm"), ((16, 48),), _spoil_dw),
+        (NormBackward("softmax"), ((16, 48),), _off_by_one),
     ],
-    ids=["cat", "slice", "topk", "argsort", "dropout-rate"],
+    ids=["cat", "slice", "topk", "argsort", "dropout-rate", "ln-bwd", "rms-bwd", "softmax-bwd"],
 )
 def test_checks_pass_eager_and_fail_a_spoiled_result(op, shape, spoil):
     case = OpCase("c", op, shape)
