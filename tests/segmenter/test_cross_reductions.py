@@ -9,8 +9,11 @@ output strides against torch for layer norm and RMS norm backwards in fp32, bf16
 fp16, inputs in every memory order of a 3-D tensor, sliced and expanded; a max over the
 kept dims; a cross result another kernel reads (stored, then loaded); rows too long for
 one tile (the group's kernel without them, then one reduction kernel for all of them);
-one-element rows; an empty kept extent; the dominant load is the one that moves the most
-elements (a broadcast mean first does not decide the order); sm_90 compiles both kernels.
+one-element rows; an empty kept extent; integer sums, mins and products; two reduced dims
+with a cross result pinned column-major; a NaN through a cross max; the dominant load is
+the one that moves the most elements (a broadcast mean first does not decide the order);
+one load per tensor through copies; the measured choice's alternatives; sm_90 compiles
+both kernels, plain and with a pipelined row loop.
 """
 
 from __future__ import annotations
@@ -337,3 +340,58 @@ def test_one_load_per_tensor_through_copies():
     loads = spec.accesses[: spec.n_loads]
     assert len(loads) == 5 and len({id(a.tv) for a in loads}) == 5
     assert not any(e.op.name == "set" for a in spec.accesses for e in a.chain)
+
+
+def test_integer_cross_reductions_sum_min_prod():
+    """Integer rows (x - max over the row) beside a sum, a min and a product over the
+    rows: exact, in torch's result dtypes (int64 for the sum and the product)."""
+    x = torch.randint(-3, 4, (9, 13), dtype=torch.int32, generator=torch.Generator().manual_seed(3))
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        m = fd.ops.max(t, dims=[1], keepdim=True)
+        fd.add_output(
+            fd.ops.sub(t, fd.ops.broadcast_in_dim(m, shape=[9, 13], broadcast_dims=[0, 1]))
+        )
+        fd.add_output(fd.ops.sum(t, dims=[0]))
+        fd.add_output(fd.ops.min(t, dims=[0]))
+        fd.add_output(fd.ops.prod(fd.ops.abs(t), dims=[0]))
+    a, s, mn, p = fd.execute([x])
+    assert torch.equal(a, x - x.amax(1, keepdim=True))
+    assert torch.equal(s, x.sum(0)) and torch.equal(mn, x.amin(0))
+    assert torch.equal(p, x.abs().prod(0))
+    (run,) = _runs(fd)
+    assert "sum[0], min[0], prod[0] over the kept dims" in run.reason
+
+
+def test_two_reduced_dims_and_a_cross_result_pinned_column_major():
+    """Rows over dims (2, 3) of [3, 5, 6, 7]; the column sum over (0, 1) is a [6, 7]
+    pinned column-major: the finish stores through its strides over both reduced groups."""
+    x = torch.randn(3, 5, 6, 7, generator=torch.Generator().manual_seed(4))
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        s = fd.ops.sum(t, dims=[2, 3], keepdim=True)
+        full = dict(shape=[3, 5, 6, 7], broadcast_dims=[0, 1, 2, 3])
+        fd.add_output(fd.ops.sub(t, fd.ops.broadcast_in_dim(s, **full)))
+        fd.add_output(fd.ops.stride_order(fd.ops.sum(fd.ops.mul(t, t), dims=[0, 1]), [0, 1]))
+    y, c = fd.execute([x])
+    torch.testing.assert_close(y, x - x.sum((2, 3), keepdim=True))
+    torch.testing.assert_close(c, (x * x).sum((0, 1)))
+    assert c.stride() == (1, 6)
+    (run,) = _runs(fd)
+    assert len(run.kernels) == 2
+
+
+def test_a_nan_propagates_through_a_cross_max():
+    x = torch.randn(6, 10, generator=torch.Generator().manual_seed(5))
+    x[2, 3] = float("nan")
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        s = fd.ops.sum(t, dims=[1], keepdim=True)
+        fd.add_output(
+            fd.ops.mul(t, fd.ops.broadcast_in_dim(s, shape=[6, 10], broadcast_dims=[0, 1]))
+        )
+        fd.add_output(fd.ops.max(t, dims=[0]))
+    y, mx = fd.execute([x])
+    torch.testing.assert_close(y, x * x.sum(1, keepdim=True), equal_nan=True)
+    torch.testing.assert_close(mx, x.amax(0), equal_nan=True)
+    assert torch.isnan(mx[3]) and len(_runs(fd)[0].kernels) == 2
