@@ -417,50 +417,62 @@ def cross_finish_source(spec, params: NormalizationParams, name: str) -> tuple[s
         pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
         w.line(f"r = {pid} * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]")
         w.line("rmask = r < NR")
-        results = []
-        for j, e in enumerate(group.cross):
-            at = accumulator_dtype(e)
-            results.append(f"f{j}")
-            w.line(f"f{j} = tl.full([1, BLOCK_C], {identity(e.op.name, at)}, {tl_compute(at)})")
-        w.line("for s0 in range(0, NP, BLOCK_S):")
-        with w.indent():
-            w.line("s = s0 + tl.arange(0, BLOCK_S)[:, None]")
-            w.line("pmask = rmask & (s < NP)")
-            for j, e in enumerate(group.cross):
-                op, at = e.op.name, accumulator_dtype(e)
-                w.line(f"part = tl.load(cw{j} + s * NR + r, mask=pmask, other={identity(op, at)})")
-                w.line(reduce_line("chunk", "part", op, 0, is_floating(at)))
-                w.line(f"f{j} = {COMBINE[op]}(f{j}, chunk)")
-        columns = SimpleNamespace(reductions=group.cross, epilogue=list(group.cross_epilogue))
-        values = dict(zip((id(e.outputs[0]) for e in group.cross), results))
-        values.update(
-            zip(
-                (id(o) for o in group.cross_epilogue),
-                epilogue_values(
-                    w,
-                    columns,
-                    results,
-                    lambda sc: f"c{spec.scalars.index(sc)}",
-                    "tl.zeros([1, BLOCK_C], tl.int32)",
-                ),
-            )
-        )
-        idx = dict(zip(rg, decompose(w, "r", sizes, "rg")))
-        for a, acc in cross:
-            terms = [
-                (idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
-                for g in rg
-                if not params.zero_strides[a][g]
-            ]
-            smask = one_write_per_element(
-                w, "rmask", [idx[g] for g in rg if params.zero_strides[a][g]]
-            )
-            val = storage_cast(values[id(acc.tv)], acc.tv.dtype)
-            w.line(
-                f"tl.store({ptr[id(acc.tv)]} + {offset_expr(terms, 'r * 0')}, {val}, mask={smask})"
-            )
+        results = _finish_combine(w, group.cross)
+        _finish_stores(w, spec, params, _finish_values(w, spec, results), ptr)
     body = w.text()
     return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
+
+
+def _finish_combine(w: Writer, cross) -> list[str]:
+    """Each cross reduction's ``NP`` partials of columns ``r``, ``BLOCK_S`` at a time, in
+    program order: the names of the results."""
+    results = []
+    for j, e in enumerate(cross):
+        at = accumulator_dtype(e)
+        results.append(f"f{j}")
+        w.line(f"f{j} = tl.full([1, BLOCK_C], {identity(e.op.name, at)}, {tl_compute(at)})")
+    w.line("for s0 in range(0, NP, BLOCK_S):")
+    with w.indent():
+        w.line("s = s0 + tl.arange(0, BLOCK_S)[:, None]")
+        w.line("pmask = rmask & (s < NP)")
+        for j, e in enumerate(cross):
+            op, at = e.op.name, accumulator_dtype(e)
+            w.line(f"part = tl.load(cw{j} + s * NR + r, mask=pmask, other={identity(op, at)})")
+            w.line(reduce_line("chunk", "part", op, 0, is_floating(at)))
+            w.line(f"f{j} = {COMBINE[op]}(f{j}, chunk)")
+    return results
+
+
+def _finish_values(w: Writer, spec, results: list[str]) -> dict[int, str]:
+    """The value of every tensor the finish stores, by id: the cross results, then the
+    outputs computed from them (``epilogue_values``, scalars ``c<i>``)."""
+    group = spec.group
+    names = {id(sc): f"c{i}" for i, sc in enumerate(spec.scalars)}
+    columns = SimpleNamespace(reductions=group.cross, epilogue=list(group.cross_epilogue))
+    epilogue = epilogue_values(
+        w, columns, results, lambda sc: names[id(sc)], "tl.zeros([1, BLOCK_C], tl.int32)"
+    )
+    values = dict(zip((id(e.outputs[0]) for e in group.cross), results))
+    values.update(zip((id(o) for o in group.cross_epilogue), epilogue))
+    return values
+
+
+def _finish_stores(w: Writer, spec, params, values: dict[int, str], ptr) -> None:
+    """Each cross store through its strides over the reduced groups (an expanded dim's
+    once)."""
+    rg = params.r_groups
+    idx = dict(zip(rg, decompose(w, "r", [f"n{g}" for g in rg], "rg")))
+    for a, acc in enumerate(spec.accesses):
+        if not acc.cross:
+            continue
+        terms = [
+            (idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
+            for g in rg
+            if not params.zero_strides[a][g]
+        ]
+        smask = one_write_per_element(w, "rmask", [idx[g] for g in rg if params.zero_strides[a][g]])
+        val = storage_cast(values[id(acc.tv)], acc.tv.dtype)
+        w.line(f"tl.store({ptr[id(acc.tv)]} + {offset_expr(terms, 'r * 0')}, {val}, mask={smask})")
 
 
 def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[str, list[str]]:
