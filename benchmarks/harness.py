@@ -152,6 +152,37 @@ def time_kernel(fn: Callable[[], object], device: str, flush: str | None = None)
     return float(statistics.median(s.elapsed_time(e) for s, e in events))
 
 
+def kernel_times(fn: Callable[[], object], device: str, reps: int = 20) -> dict[str, float]:
+    """Device milliseconds per call of each kernel ``fn`` launches, by kernel name (CUDA
+    only), from the profiler's kernel records over ``reps`` calls, L2 emptied before each
+    (``flush_read``; the flush's own kernels are measured alone and taken out)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    def per_name(body: Callable[[], None]) -> dict[str, float]:
+        body()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(reps):
+                body()
+            torch.cuda.synchronize()
+        out: dict[str, float] = {}
+        for ev in prof.events():
+            if ev.device_type == torch.autograd.DeviceType.CUDA:
+                us = ev.time_range.elapsed_us()
+                out[ev.name] = out.get(ev.name, 0.0) + us / 1e3 / reps
+        return out
+
+    flush = per_name(lambda: flush_read(device))
+
+    def timed() -> None:
+        flush_read(device)
+        fn()
+
+    every = per_name(timed)
+    times = {k: v - flush.get(k, 0.0) for k, v in every.items()}
+    return {k: v for k, v in times.items() if v > 1e-4}
+
+
 def default_timer(device: str) -> Timer:
     def timer(fn: Callable[[], object], case: Case) -> float:
         if case.timing == "host":

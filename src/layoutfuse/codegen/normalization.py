@@ -26,7 +26,7 @@ from .generic_index import generic_index
 from .helpers import helpers_for
 from .indexing import decompose, offset_expr, one_write_per_element
 from .kernel import Kernel
-from .pointwise import HEADER, kernel_header, load_line
+from .pointwise import HEADER, kernel_header, load_line, raw_load
 from .reduction_common import (
     COMBINE,
     accumulator_dtype,
@@ -75,10 +75,13 @@ class _Kernel:
             index = f"{index}.to(tl.int64)"
         return self.stride(a, k, index)
 
-    def rows(self) -> None:
-        """Row indices, their mask and every access's row offset."""
+    def rows(self, first: str | None = None, guard: bool = False) -> None:
+        """Row indices, their mask and every access's row offset, of block ``first`` (by
+        default the program's, or ``blk``, the row loop's block); ``guard``: the block may
+        lie past the last (``NBLK``), its rows masked."""
         w, p, xg = self.w, self.p, self.p.x_groups
-        first = "blk" if p.row_programs else "tl.program_id(0)"  # blk: the row loop's block
+        if first is None:
+            first = "blk" if p.row_programs else "tl.program_id(0)"
         w.line(f"pid = {first}.to(tl.int64)" if p.index64 else f"pid = {first}")
         if self.inner:
             w.line("x = pid * BLOCK_X + tl.arange(0, BLOCK_X)[:, None]")
@@ -103,6 +106,9 @@ class _Kernel:
                 more = xg[span:]
                 self.idx.update(zip(more, decompose(w, "rest", [f"n{k}" for k in more], "xg")))
             w.line(f"x = {cols} + {n_cols} * rest")
+        if guard:
+            w.line("xmask = xmask & (pid < NBLK)")
+        self.xoff = []
         for a in range(len(self.spec.accesses)):
             if not is_affine(p, a):  # walks its chain per element (``emitter``)
                 self.xoff.append(None)
@@ -132,11 +138,22 @@ class _Kernel:
             out.append(w.assign("off", offset_expr(terms)))
         return out
 
+    def invariant(self, a: int) -> bool:
+        """Access ``a`` reads the same addresses for every row block (inner template,
+        stride 0 along every kept group: a layer norm's weight)."""
+        xg = self.p.x_groups
+        return self.inner and bool(xg) and all(self.p.zero_strides[a][k] for k in xg)
+
     def emitter(
-        self, offsets: list[str | None], mask: str, ridx: dict[int, str] | None = None
+        self,
+        offsets: list[str | None],
+        mask: str,
+        ridx: dict[int, str] | None = None,
+        preloaded: dict[int, str] | None = None,
     ) -> ValueEmitter:
         """Values over the tile at ``offsets``; in generic mode, the walk at the R tile
-        ``ridx`` is written first and its offsets join ``offsets``."""
+        ``ridx`` is written first and its offsets join ``offsets``. ``preloaded``: loads
+        already made (by index), in their storage dtype."""
         w = self.w
 
         def load(tv, chain):
@@ -144,6 +161,8 @@ class _Kernel:
             if k not in self.load_index:
                 return None
             i = self.load_index[k]
+            if preloaded and i in preloaded:
+                return w.assign("v", f"{preloaded[i]}.to({tl_compute(tv.dtype)})")
             valid = self.gen.valid.get(i) if self.gen else None  # a pad's input
             lmask = mask if valid is None else w.assign("lmask", f"{mask} & {valid}")
             return w.assign("v", load_line(self.ptr[id(tv)], offsets[i], lmask, tv.dtype))
@@ -358,18 +377,88 @@ def _cross_store(k: _Kernel, accs: list[str]) -> None:
         w.line(f"tl.store(cw{j} + {prog} * NR + cr, {acc}, mask=cr < NR)")
 
 
-def _body(k: _Kernel, params: NormalizationParams, cross: list[str]) -> None:
-    """One row block: its rows, reductions and stores (and its cross contributions)."""
+def _needs_rows(group) -> bool:
+    """Some cross reduction's input depends on a result of the group's row reductions."""
+    rows, seen = group.red_outputs(), set()
+
+    def reaches(v) -> bool:
+        if id(v) in rows:
+            return True
+        e = getattr(v, "definition", None)
+        if e is None or id(v) in seen:
+            return False
+        seen.add(id(v))
+        return any(reaches(i) for i in e.inputs)
+
+    return any(reaches(e.inputs[0]) for e in group.cross)
+
+
+def _preload(k: _Kernel, first: str, guard: bool, loads: list[int]) -> dict[int, str]:
+    """The rows of block ``first`` and the loads ``loads`` (indices) over its tile, in
+    their storage dtype, each in the shape it varies over: an invariant load
+    (``_Kernel.invariant``) over the reduced coordinates alone (the same values serve
+    every row block), a load of stride 0 along every reduced group over the rows alone (a
+    norm's saved mean and rstd), the others over the tile."""
+    p = k.p
+    k.rows(first, guard)
+    ridx, mask = k.r_tile("")
+    offsets = k.tile_offsets(ridx)
+    out = {}
+    for i in loads:
+        off, tv = offsets[i], k.spec.accesses[i].tv
+        if off is None:
+            continue
+        if k.invariant(i):
+            terms = [k.r_term(i, g, ridx[g]) for g in p.r_groups if not p.zero_strides[i][g]]
+            base = f" + b{i}" if i in p.based else ""
+            off, m = offset_expr(terms, "r * 0") + base, "r < NR"
+        elif all(p.zero_strides[i][g] for g in p.r_groups):
+            off, m = k.xoff[i], "xmask"
+        else:
+            m = mask
+        out[i] = k.w.assign("pf", raw_load(k.ptr[id(tv)], off, m, tv.dtype))
+    return out
+
+
+def _row_loop(k: _Kernel, params: NormalizationParams, accs: list[str]) -> None:
+    """The cross reductions' loop over row blocks; with ``prefetch``, the invariant loads
+    made once before it and each block's other loads issued one iteration ahead (held in
+    registers, carried by the loop)."""
+    w = k.w
+    stages = f", num_stages={params.loop_stages}" if params.loop_stages > 1 else ""
+    carried: dict[int, str] = {}
+    ready: dict[int, str] = {}
+    if params.prefetch:
+        loads = range(k.spec.n_loads)
+        ready = _preload(k, "tl.program_id(0)", False, [i for i in loads if k.invariant(i)])
+        carried = _preload(k, "tl.program_id(0)", False, [i for i in loads if not k.invariant(i)])
+    w.line(f"for blk in tl.range(tl.program_id(0), NBLK, tl.num_programs(0){stages}):")
+    with w.indent():
+        ahead = _preload(k, "blk + tl.num_programs(0)", True, list(carried)) if carried else {}
+        _body(k, params, accs, {**ready, **carried})
+        for i, name in carried.items():
+            w.line(f"{name} = {ahead[i]}")
+
+
+def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=None) -> None:
+    """One row block: its rows, reductions and stores (and its cross contributions);
+    ``preloaded``: its loads already made (``_row_loop``)."""
     spec, w, group = k.spec, k.w, k.spec.group
     k.rows()
     if params.mode == "persistent":
         ridx, mask = k.r_tile("")
         offsets = k.tile_offsets(ridx)
-        ve = k.emitter(offsets, mask, ridx)
+        ve = k.emitter(offsets, mask, ridx, preloaded)
+        # cross contributions that need no row result go first: what only they use (dy of
+        # a layer norm backward) is then dead before the row reductions' barriers
+        early = not _needs_rows(group)
+        if early:
+            _cross_step(k, ve, cross, mask)
         for e in group.reductions:
             _reduce_whole(k, e, ve.value(e.inputs[0], ()))
         k.store_rows(ve, offsets, mask)
-        _cross_step(k, ve, cross, mask)
+        if not early:
+            _cross_step(k, ve, cross, mask)
     else:
         assert not cross, "cross reductions need a persistent tile"
         for level in sorted(set(group.levels.values())):
@@ -506,10 +595,7 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
             _body(k, params, [])
         else:  # cross reductions: the programs walk the row blocks, then store partials
             accs = _cross_init(k)
-            stages = f", num_stages={params.loop_stages}" if params.loop_stages > 1 else ""
-            w.line(f"for blk in tl.range(tl.program_id(0), NBLK, tl.num_programs(0){stages}):")
-            with w.indent():
-                _body(k, params, accs)
+            _row_loop(k, params, accs)
             _cross_store(k, accs)
     body = w.text()
     return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args

@@ -24,9 +24,14 @@ def kernel_header(spec, params) -> list[str]:
     return lines
 
 
-def load_line(ptr: str, off: str, mask: str, dtype: DataType) -> str:
+def raw_load(ptr: str, off: str, mask: str, dtype: DataType) -> str:
+    """A load in the storage dtype (``load_line`` without its cast to the compute dtype)."""
     other = "0.0" if dtype in FP8_CONVERT else "0"  # Triton casts no integer to fp8
-    return f"tl.load({ptr} + {off}, mask={mask}, other={other}).to({tl_compute(dtype)})"
+    return f"tl.load({ptr} + {off}, mask={mask}, other={other})"
+
+
+def load_line(ptr: str, off: str, mask: str, dtype: DataType) -> str:
+    return f"{raw_load(ptr, off, mask, dtype)}.to({tl_compute(dtype)})"
 
 
 def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, list[str]]:

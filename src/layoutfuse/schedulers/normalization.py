@@ -129,6 +129,11 @@ class NormalizationTuning:
     cross_thread_bytes: int = 64
     # ... the row loop's software pipelining stages (``tl.range(num_stages=...)``; 1: none)
     cross_stages: int = 1
+    # ... 1: each iteration issues the next row block's loads before it reduces and stores
+    # its own (a prefetch held in registers), and loads the same for every row block (w of
+    # a layer norm backward) are made once before the loop; 0: every load where it is used.
+    # Not with ``cross_stages`` (Triton's pipelining overlaps the loads its own way)
+    cross_prefetch: int = 0
     # ... their finishing kernel: at most this many columns per program (fewer, down to
     # 4, while the programs do not fill the multiprocessors), the partials of a step
     # filling ``cross_finish_tile`` elements, at these warps
@@ -194,6 +199,7 @@ class NormalizationParams:
     row_programs: int = 0
     cross_tile: bool = False  # partials kept as a whole tile, its rows reduced once at the end
     loop_stages: int = 1  # the row loop's pipelining stages (1: a plain loop)
+    prefetch: bool = False  # the row loop loads the next row block ahead (``cross_prefetch``)
     finish_columns: int = 0
     finish_rows: int = 0
     finish_warps: int = 0
@@ -330,6 +336,7 @@ def _with_cross(
         row_programs=programs,
         cross_tile=bool(t.cross_tile),
         loop_stages=max(1, t.cross_stages),
+        prefetch=bool(t.cross_prefetch) and t.cross_stages <= 1 and not params.generic,
         finish_columns=columns,
         finish_rows=rows,
         finish_warps=t.cross_finish_warps,
