@@ -6,6 +6,7 @@
 # Carry .wheels (Thunder and its dependencies, installed to /tmp/tsite).
 set -u
 out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
 pip install -q --no-deps --target /tmp/tsite .wheels/*.whl > /dev/null 2>&1
 export PYTHONPATH=$PWD/src:$PWD:/tmp/tsite LAYOUTFUSE_BENCH_COMMIT=$commit LAYOUTFUSE_CACHE_DIR=$out/cache
 export PYTHONUNBUFFERED=1
@@ -13,23 +14,23 @@ case ${PART:?} in
 a)
   nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv
   t0=$(date +%s)
-  LAYOUTFUSE_MEASURE=0 timeout ${LIMIT:-420} python3 tools/dev/tune_cross.py $out/tune-cross-$day-$commit-h200.json --peers $VARIANTS > $out/tune-cross.txt 2>&1
+  LAYOUTFUSE_MEASURE=0 timeout ${LIMIT:-420} python3 tools/dev/tune_cross.py $out/tune-cross-$day-$commit-$gpu.json --peers $VARIANTS > $out/tune-cross.txt 2>&1
   echo "tune-cross rc=$? $(( $(date +%s) - t0 )) s"; grep -v Warn $out/tune-cross.txt | cut -c1-250 ;;
 b)
   t0=$(date +%s)
-  timeout 200 python3 -m benchmarks ops --filter "${OPS_FILTER:-}" --out $out/ops-$day-$commit-h200.json > $out/ops.txt 2>&1
+  timeout 200 python3 -m benchmarks ops --filter "${OPS_FILTER:-}" --out $out/ops-$day-$commit-$gpu.json > $out/ops.txt 2>&1
   echo "ops rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[" $out/ops.txt | tail -40 | cut -c1-240
   t0=$(date +%s)
-  timeout 240 python3 -m benchmarks thunder --out $out/thunder-$day-$commit-h200.json > $out/thunder.txt 2>&1
+  timeout 240 python3 -m benchmarks thunder --out $out/thunder-$day-$commit-$gpu.json > $out/thunder.txt 2>&1
   echo "thunder rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[\|Warn\|warn" $out/thunder.txt | tail -30
   t0=$(date +%s)
-  timeout 90 python3 -m benchmarks overhead --out $out/overhead-$day-$commit-h200.json > $out/overhead.txt 2>&1
+  timeout 90 python3 -m benchmarks overhead --out $out/overhead-$day-$commit-$gpu.json > $out/overhead.txt 2>&1
   echo "overhead rc=$? $(( $(date +%s) - t0 )) s"; tail -25 $out/overhead.txt ;;
 c)
   t0=$(date +%s)
   timeout ${LIMIT:-480} tools/gpu-tests $out/tests 16 > $out/tests-summary.txt 2>&1
   echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -40 $out/tests-summary.txt
-  cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-$day-$commit-h200.txt
+  cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-$day-$commit-$gpu.txt
   for f in $(grep -l "^FAILED\|^ERROR" $out/tests/tests-shard-*.log); do cp $f $out/; done
   rm -rf $out/tests ;;
 esac

@@ -13,7 +13,9 @@ one-element rows; an empty kept extent; integer sums, mins and products; two red
 with a cross result pinned column-major; a NaN through a cross max; the dominant load is
 the one that moves the most elements (a broadcast mean first does not decide the order);
 one load per tensor through copies; the measured choice's alternatives; sm_90 compiles
-both kernels, plain and with a pipelined row loop.
+both kernels, plain and with a pipelined row loop; the prefetching row loop (the weight
+loaded once, each block's loads one iteration ahead, masked past the last block, inner
+and outer templates); the rule's programs fit the register file with no spills.
 """
 
 from __future__ import annotations
@@ -159,23 +161,82 @@ def test_rms_norm_backward(dt):
     assert run.scheduler == "normalization" and len(run.kernels) == 2
 
 
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 0, 1)], ids=["rows", "columns"])
+@pytest.mark.parametrize("prefetch", [0, 1], ids=["plain", "prefetch"])
 @pytest.mark.parametrize("cross_tile", [0, 1], ids=["rows-per-block", "tile"])
-def test_many_row_blocks_per_program(cross_tile):
+def test_many_row_blocks_per_program(cross_tile, prefetch, order):
     """Fewer programs than row blocks (one SM's worth): each walks several blocks and
-    adds them into its partials; the finish combines more partials than one step holds."""
-    inputs = _inputs(torch.float32, (5, 13, 24))
+    adds them into its partials, the last program's walk ragged (65 rows); the finish
+    combines more partials than one step holds. With the prefetch, each program's last
+    iteration loads a block past the last, masked (inner and outer templates)."""
+    inputs = _inputs(torch.float32, (5, 13, 24), order)
     fd = _layer_norm_backward(inputs, torch.float32)
-    tuning = DEFAULT.with_fields(
-        normalization=dict(
-            inner_tile_bytes=128, cross_finish_tile=8, cross_warps_per_sm=2, cross_tile=cross_tile
-        )
-    )
+    fields = dict(cross_finish_tile=8, cross_warps_per_sm=2, cross_tile=cross_tile)
+    fields.update(cross_prefetch=prefetch, cross_tile_bytes=128, row_bytes=8)
+    tuning = DEFAULT.with_fields(normalization=fields)
     configured(fd, tuning=tuning, target=DeviceInfo("cpu", 3, 2048, 1 << 20, 65536))
     _check(fd, inputs, torch.float32)
     (run,) = _runs(fd)
-    blocks = -(-65 // run.params.block_x)
-    assert run.params.row_programs < blocks, run.params
+    assert run.params.template == ("inner" if order[-1] == 2 else "outer"), run.params
+    blocks = -(-65 // run.params.block_x) if order[-1] == 2 else None
+    assert blocks is None or run.params.row_programs < blocks, run.params
     assert run.params.cross_tile is bool(cross_tile) and run.params.finish_rows == 1
+    assert run.params.prefetch is bool(prefetch)
+
+
+def test_the_prefetch_loads_the_weight_once_and_each_block_one_iteration_ahead():
+    """The row loop's loads: the weight (the same for every row block) once before the
+    loop; dy and x of the program's first block before it, then of the next block
+    inside it (masked past the last); the saved mean and rstd over the rows alone."""
+    inputs = _inputs(torch.float32, (3, 5, 48))
+    fd = _layer_norm_backward(inputs, torch.float32)
+    _check(fd, inputs, torch.float32)
+    (run,) = _runs(fd)
+    assert run.params.prefetch
+    src = run.kernels[0].source
+    before, inside = src.split("for blk in")[0], src.split("for blk in")[1].split("cr = ")[0]
+    loads_before = [ln for ln in before.splitlines() if "tl.load(" in ln]
+    loads_inside = [ln for ln in inside.splitlines() if "tl.load(" in ln]
+    assert len(loads_before) == 5 and len(loads_inside) == 4, src  # mean, w, dy, x, rstd
+    assert "xmask = xmask & (pid < NBLK)" in inside
+    assert sum("mask=r < NR" in ln for ln in loads_before) == 1  # w: the reduced dim alone
+    assert sum("mask=xmask" in ln for ln in loads_inside) == 2  # mean and rstd: rows alone
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "dt"),
+    [
+        ("layer_norm", (8192, 2048), torch.float32),
+        ("layer_norm", (32768, 768), torch.bfloat16),
+        ("rms_norm", (8192, 4096), torch.float32),
+    ],
+    ids=str,
+)
+def test_the_programs_of_a_cross_kernel_fit_the_register_file(kind, shape, dt):
+    """The rule's programs per multiprocessor (``cross_warps_per_sm`` over the kernel's
+    warps) must all be resident at once, with the prefetched block in registers and no
+    spills: a persistent grid larger than the resident programs runs in two waves (as the
+    187-register fp32 layer norm backward kernel did at 8 warps, two programs an SM)."""
+    n, h = shape
+    rms = kind == "rms_norm"
+    meta = [t.to("meta") for t in _inputs(dt, (2, 4, h), rms=rms)]
+    b, s = 2, n // 2
+    big = [
+        torch.empty(b, s, device="meta"),
+        meta[1],
+        torch.empty(b, s, h, dtype=dt, device="meta"),
+        torch.empty(b, s, h, dtype=dt, device="meta"),
+        torch.empty(b, s, 1, device="meta"),
+    ]
+    fd = _layer_norm_backward(meta, dt, rms=rms)
+    record = fd.executor().plan(big)
+    params = record.params[0]
+    assert params.row_programs and params.prefetch, params
+    art = compile_last_run(fd.executor())[0]
+    regs = art.resources["REG"]
+    per_sm = DEFAULT.normalization.cross_warps_per_sm // params.num_warps
+    assert art.local_bytes == 0, art.resources
+    assert regs * params.num_warps * 32 * per_sm <= 65536, (regs, params)
 
 
 def test_cross_max_and_a_result_another_kernel_reads():
@@ -288,9 +349,10 @@ def test_cross_reductions_off_run_them_apart():
 
 
 def test_the_measured_choice_times_other_warps_for_cross_kernels():
-    """The alternatives of ``NormalizationTuning`` hold a thread's bytes of the cross
-    kernels at 128 and at 32 (with 32 warps per SM): a fp32 [32768, 768] layer norm
-    backward's candidates are three persistent cross plans, 64, 128 and 32 bytes a thread."""
+    """The alternatives of ``NormalizationTuning`` run the cross kernels at 24 warps per SM,
+    and at half the tile and a thread's bytes with 32 warps per SM: a fp32 [32768, 768]
+    layer norm backward's candidates are three persistent cross plans (2 rows of 32 bytes
+    a thread at 16 warps per SM; the same at 24; 1 row of 16 bytes at 32)."""
     from layoutfuse.analysis.device import H200
     from layoutfuse.schedulers import measure
     from layoutfuse.schedulers import normalization as nm
@@ -304,10 +366,12 @@ def test_the_measured_choice_times_other_warps_for_cross_kernels():
     t = nm.DEFAULT_TUNING
     cands = measure.candidates(nm.heuristics, run.problem, H200, t, t.alternatives, 3)
     assert cands[0] == run.params and len(cands) == 3
-    assert all(c.mode == "persistent" and c.row_programs > 0 for c in cands)
+    assert all(c.mode == "persistent" and c.row_programs > 0 and c.prefetch for c in cands)
     per_thread = [c.block_x * c.block_r * 4 // (32 * c.num_warps) for c in cands]
-    assert per_thread == [64, 128, 32], [(c.block_x, c.num_warps) for c in cands]
-    assert cands[2].row_programs == 2 * cands[0].row_programs  # 32 warps per SM
+    assert per_thread == [32, 32, 16], [(c.block_x, c.num_warps) for c in cands]
+    assert [c.block_x for c in cands] == [2, 2, 1]
+    per_sm = [c.row_programs * c.num_warps // H200.sm_count for c in cands]
+    assert per_sm == [16, 24, 32], cands
 
 
 @pytest.mark.parametrize("k", [0, 1])

@@ -37,7 +37,12 @@ norm backward's dw and db) run in the persistent mode only: ``row_programs`` pro
 (``cross_warps_per_sm`` warps per multiprocessor) walk the row blocks, each adding its
 rows into one fp32 partial per column held in registers, stored once at its end into a
 ``[row_programs, NR]`` workspace; a finishing kernel combines each column's partials in
-program order (``cross_finish_*``). Rows that do not fit a tile reject the segment, whose
+program order (``cross_finish_*``). The row loop prefetches (``cross_prefetch``): each
+iteration issues the next block's loads before its own reductions and stores, so a
+program's loads are in flight while it computes (1.7-2.1x on the H100 against the plain
+loop, ``tune-cross-20261205-aeb0365-h100``); its tiles are sized (``cross_tile_bytes``,
+``cross_thread_bytes``) so that two programs per multiprocessor and their prefetched
+blocks fit the register file. Rows that do not fit a tile reject the segment, whose
 finer plan is the group's kernel without them, then one reduction kernel for all of them.
 
 The knobs are the fields of ``NormalizationTuning``; the measurements behind them: see
@@ -125,15 +130,18 @@ class NormalizationTuning:
     # ... 1: each program adds whole tiles into a tile of partials and reduces its rows
     # once, after the loop (0: each block's rows reduced as they come)
     cross_tile: int = 1
-    # ... bytes of input a thread holds per tile (``thread_bytes`` of their kernels)
-    cross_thread_bytes: int = 64
+    # ... rows per tile up to this many bytes (``inner_tile_bytes`` of their kernels) and
+    # bytes of input a thread holds per tile (``thread_bytes`` of their kernels): a tile
+    # and a prefetched one stay in registers at two programs per multiprocessor
+    cross_tile_bytes: int = 8192
+    cross_thread_bytes: int = 32
     # ... the row loop's software pipelining stages (``tl.range(num_stages=...)``; 1: none)
     cross_stages: int = 1
     # ... 1: each iteration issues the next row block's loads before it reduces and stores
     # its own (a prefetch held in registers), and loads the same for every row block (w of
     # a layer norm backward) are made once before the loop; 0: every load where it is used.
     # Not with ``cross_stages`` (Triton's pipelining overlaps the loads its own way)
-    cross_prefetch: int = 0
+    cross_prefetch: int = 1
     # ... their finishing kernel: at most this many columns per program (fewer, down to
     # 4, while the programs do not fill the multiprocessors), the partials of a step
     # filling ``cross_finish_tile`` elements, at these warps
@@ -145,24 +153,25 @@ class NormalizationTuning:
     # twice), an inner tile of twice the rows or loop step, and one of half the rows at
     # twice the warps. H200 at 6dbc526: outer softmax/log_softmax tiles won 1.10-1.26x
     # either way (r1_100 16 columns, r1_111 64), so neither direction is a rule. Cross
-    # reductions' programs hold twice or half the bytes a thread: H200 at 7acdfb5, fp32
-    # layer norm backward [32768, 768] 0.200 -> 0.161 ms at 128 bytes, bf16 RMS norm
-    # backward [8192, 4096] 0.133 -> 0.109 at 32 (and 32 warps per SM), the others best
-    # at 64 (``tune-cross-threads-20261202-7acdfb5-h200``)
+    # reductions (prefetching, ``tune-cross-20261205-aeb0365-h100``): 24 warps per SM won
+    # on fp32 layer norm backwards (by up to 4.5%) and lost up to 15% on bf16; half the
+    # tile and thread bytes at 32 warps per SM won on the bf16 RMS norm backward and
+    # the fp32 layer norm ones by 1-2%, lost 20% on bf16 layer norms
     alternatives: tuple[Overrides, ...] = (
         (
             ("row_bytes", 128),
             ("loop_row_bytes", 128),
             ("inner_tile_bytes", 32768),
             ("loop_tile", 32768),
-            ("cross_thread_bytes", 128),
+            ("cross_warps_per_sm", 24),
         ),
         (
             ("row_bytes", 32),
             ("loop_row_bytes", 512),
             ("inner_tile_bytes", 8192),
             ("thread_bytes", 32),
-            ("cross_thread_bytes", 32),
+            ("cross_tile_bytes", 4096),
+            ("cross_thread_bytes", 16),
             ("cross_warps_per_sm", 32),
         ),
     )
@@ -358,7 +367,8 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
     mode = "persistent"
     if template == "inner":
         block_r = next_pow2(nr)
-        block_x = max(1, min(next_pow2(nx), t.inner_tile_bytes // (block_r * item)))
+        tile_bytes = t.cross_tile_bytes if p.cross else t.inner_tile_bytes
+        block_x = max(1, min(next_pow2(nx), tile_bytes // (block_r * item)))
     else:
         # columns: ``row_bytes`` of the stride-1 kept group per row (a whole DRAM burst);
         # ``min_row_bytes`` rows when only they let the whole reduced extent fit the tile
