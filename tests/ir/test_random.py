@@ -4,8 +4,10 @@ The rows' torch reference computes the same Philox words with int64 arithmetic, 
 kernel's uniform numbers must equal it bit for bit, and any schedule (layouts of the
 inputs and outputs, tile sizes, a reduction or normalization kernel recomputing them)
 must give the same numbers. Distributions are checked by mean, variance, a
-Kolmogorov-Smirnov statistic and the correlation of neighbours; seeds drawn per call
-(no rng_seed) by their differences and ``torch.manual_seed``.
+Kolmogorov-Smirnov statistic and the correlation of neighbours (1 to 8 apart: one call
+serves up to 4 of them); seeds drawn per call (no rng_seed) by their differences and
+``torch.manual_seed``. One call per run of elements (the grouped form) and its
+numbering: ``test_random_grouped.py``.
 """
 
 from __future__ import annotations
@@ -20,63 +22,26 @@ import torch
 from layoutfuse.codegen.backend import ptx_vector_widths
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.errors import DefinitionError, UnsupportedError
-from layoutfuse.ir.ops.random import UNIFORM_BITS, _normal_ref, _uniform_ref
+from layoutfuse.ir.ops.random import UNIFORM_BITS
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.runtime.executor import FusionExecutor
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
+from support.random_ops import (
+    DTYPES,
+    NORMAL_TOL,
+    OFFSET,
+    SEED,
+    dropout,
+    random_fd,
+    reference,
+)
 
 # masked lanes of a partial tile compute 0/0 in the interpreter (never stored)
 pytestmark = [
     pytest.mark.usefixtures("kernel_cache_in_tmp"),
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),
 ]
-
-DTYPES = {
-    DataType.Float: torch.float32,
-    DataType.Half: torch.float16,
-    DataType.BFloat16: torch.bfloat16,
-    DataType.Double: torch.float64,
-}
-NORMAL_TOL = {  # the backend's log and cos against torch's
-    DataType.Float: dict(atol=1e-5, rtol=1e-5),
-    DataType.Half: dict(atol=2e-3, rtol=2e-3),
-    DataType.BFloat16: dict(atol=2e-2, rtol=2e-2),
-    DataType.Double: dict(atol=1e-12, rtol=1e-12),
-}
-SEED, OFFSET = 0x5EED_1234_ABCD, 7
-
-
-def device() -> torch.device:
-    return torch.get_default_device()
-
-
-def reference(op: str, shape, dtype: DataType, seed=SEED, offset=OFFSET, a=0.0, b=1.0):
-    ref = _uniform_ref if op == "uniform" else _normal_ref
-    return ref(a, b, seed, offset, *shape, dtype=dtype, device=device())
-
-
-def random_fd(op: str, shape, dtype: DataType, a=0.0, b=1.0, stride_order=None):
-    """``op(a, b, shape)`` with rng_seed and rng_offset as the fusion's two Int inputs."""
-    with FusionDefinition() as fd:
-        seed = fd.define_scalar(dtype=DataType.Int)
-        offset = fd.define_scalar(dtype=DataType.Int)
-        lo = fd.define_scalar(a, dtype=DataType.Double)
-        hi = fd.define_scalar(b, dtype=DataType.Double)
-        build = fd.ops.uniform if op == "uniform" else fd.ops.normal
-        r = build(lo, hi, list(shape), rng_seed=seed, rng_offset=offset, dtype=dtype)
-        fd.add_output(r, stride_order=stride_order)
-    return fd
-
-
-def dropout(fd, x, seed, offset, p: float):
-    """nvFuser's dropout: ``rand_like(x) < 1 - p`` -> where -> scale by 1 / (1 - p)."""
-    keep = fd.ops.lt(
-        fd.ops.rand_like(x, rng_seed=seed, rng_offset=offset),
-        fd.define_scalar(1.0 - p, dtype=DataType.Double),
-    )
-    scaled = fd.ops.mul(x, fd.define_scalar(1.0 / (1.0 - p), dtype=DataType.Double))
-    return fd.ops.where(keep, scaled, fd.define_scalar(0.0, dtype=DataType.Double))
 
 
 # --- the numbers: Philox at the linear index ---------------------------------------------------
@@ -93,11 +58,14 @@ def test_the_kernel_computes_the_reference_numbers(op, dtype):
         torch.testing.assert_close(out, ref, **NORMAL_TOL[dtype])
 
 
-@pytest.mark.parametrize("shape", [(0, 3), (), (1, 1, 5)], ids=str)
-def test_empty_scalar_and_unit_shapes(shape):
-    (out,) = random_fd("uniform", shape, DataType.Float).execute([SEED, OFFSET])
-    assert out.shape == shape
-    assert torch.equal(out, reference("uniform", shape, DataType.Float))
+@pytest.mark.parametrize("op", ["uniform", "normal"])
+@pytest.mark.parametrize("dtype", [DataType.Float, DataType.Double], ids=str)
+@pytest.mark.parametrize("shape", [(0, 3), (), (1, 1, 5), (1, 0)], ids=str)
+def test_empty_scalar_and_unit_shapes(op, dtype, shape):
+    (out,) = random_fd(op, shape, dtype).execute([SEED, OFFSET])
+    assert out.shape == shape and out.dtype == DTYPES[dtype]
+    tol = dict(rtol=0, atol=0) if op == "uniform" else NORMAL_TOL[dtype]
+    torch.testing.assert_close(out, reference(op, shape, dtype), **tol)
 
 
 def test_rand_like_of_a_broadcast_input():
@@ -290,6 +258,10 @@ def _dropout_then(kind: str, x: torch.Tensor) -> FusionDefinition:
 @pytest.mark.parametrize("kind", ["pointwise", "sum", "softmax", "layer_norm"])
 @pytest.mark.parametrize("layout", ["row", "column"])
 def test_dropout_is_one_kernel_with_its_neighbours(kind, layout):
+    """One kernel, the reference's values, compiled for sm_90; one Philox call per run of 4
+    (``tl.join``) in the pointwise kernel of the row-major input only: the column-major
+    one's tile runs across the random op's rows, and the reduction and normalization
+    kernels call Philox per element."""
     g = torch.Generator().manual_seed(2)
     x = torch.randn(48, 40, generator=g) if layout == "row" else torch.randn(40, 48).t()
     fd = _dropout_then(kind, x)
@@ -300,6 +272,7 @@ def test_dropout_is_one_kernel_with_its_neighbours(kind, layout):
     assert run.segments[0].scheduler == scheduler
     ref = FusionExecutor(fd.executor().fusion, compute="reference").run([x, SEED, OFFSET])[0]
     torch.testing.assert_close(y, ref)
+    assert ("tl.join(" in fd.last_triton_code()) is (kind == "pointwise" and layout == "row")
     arts = compile_last_run(fd.executor())
     assert all(".target sm_90" in a.ptx for a in arts)
 
@@ -481,23 +454,36 @@ def test_distribution(op, dtype):
     assert abs(x.mean().item() - mean) < 5 * math.sqrt(var / n)
     assert abs(x.var().item() - var) < 5 * var_se + var * 2.0 ** -UNIFORM_BITS[dtype]
     assert ks_statistic(x, cdf) < 1.95 / math.sqrt(n) + 2.0 ** -UNIFORM_BITS[dtype]
+    assert_uncorrelated(x)
+
+
+def assert_uncorrelated(x: torch.Tensor, lags=range(1, 9)) -> None:
+    """Neighbours ``lag`` apart uncorrelated (5 standard errors): a Philox call's words
+    are 1-3 elements apart, consecutive calls' 4."""
     centred = x - x.mean()
-    corr = (centred[1:] * centred[:-1]).mean() / centred.var()
-    assert abs(corr.item()) < 5 / math.sqrt(n)
+    for lag in lags:
+        corr = (centred[lag:] * centred[:-lag]).mean() / centred.var()
+        assert abs(corr.item()) < 5 / math.sqrt(x.numel()), lag
 
 
-def test_randn_like_is_standard_normal_in_the_input_dtype():
+@pytest.mark.parametrize("op", ["rand_like", "randn_like"])
+def test_like_ops_are_standard_in_the_input_dtype(op):
     x = torch.zeros(96, 96, dtype=torch.bfloat16)
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
         s, o = (fd.define_scalar(dtype=DataType.Int) for _ in range(2))
-        fd.add_output(fd.ops.randn_like(t, rng_seed=s, rng_offset=o))
+        fd.add_output(getattr(fd.ops, op)(t, rng_seed=s, rng_offset=o))
     (out,) = fd.execute([x, SEED, OFFSET])
     assert out.dtype == torch.bfloat16
-    torch.testing.assert_close(
-        out, reference("normal", x.shape, DataType.BFloat16), **NORMAL_TOL[DataType.BFloat16]
-    )
-    assert ks_statistic(out, _normal_cdf(0.0, 1.0)) < 1.95 / 96 + 2.0**-8
+    kind = "uniform" if op == "rand_like" else "normal"
+    ref = reference(kind, x.shape, DataType.BFloat16)
+    if kind == "uniform":
+        assert torch.equal(out, ref)
+    else:
+        torch.testing.assert_close(out, ref, **NORMAL_TOL[DataType.BFloat16])
+    cdf = _uniform_cdf(0.0, 1.0) if kind == "uniform" else _normal_cdf(0.0, 1.0)
+    assert ks_statistic(out, cdf) < 1.95 / 96 + 2.0**-8
+    assert_uncorrelated(out.double().reshape(-1))
 
 
 # --- compiled for Hopper -----------------------------------------------------------------------

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from ..dtypes import DataType
+import math
+from typing import TYPE_CHECKING
+
+from ..dtypes import DataType, itemsize
+from ..ir import Expr, TensorView
 from ..schedulers.pointwise import PointwiseParams, stride_args
 from .generic_index import generic_index
 from .helpers import FP8_CONVERT, helpers_for
@@ -10,6 +14,11 @@ from .kernel import Kernel
 from .tile_index import TILE_ZEROS, emit_indexing, store_mask
 from .values import ValueEmitter
 from .writer import Writer, storage_cast, tl_compute, typed_params
+
+if TYPE_CHECKING:
+    from ..segmenter.specs import KernelSpec
+
+VECTOR_BYTES = 16  # a thread's widest global access, which Triton's coalescing gives it
 
 HEADER = """import triton
 import triton.language as tl
@@ -108,6 +117,12 @@ def _body(w, spec, params: PointwiseParams, gen, dims, mask, offsets, idx, load_
     def coordinate(tv, chain):
         return offsets[coord_index[(id(tv), tuple(id(e) for e in chain))]]
 
+    def coordinate_run(tv: TensorView, chain: tuple[Expr, ...]) -> int:
+        # whole runs within BLOCK_X (a run of 4 aligned is one of 2, 1 too)
+        runs = params.coordinate_runs
+        run = runs[coord_index[(id(tv), tuple(id(e) for e in chain))]] if runs else 1
+        return math.gcd(run, params.block_x)
+
     scalar_names = {id(s): f"c{i}" for i, s in enumerate(spec.scalars)}
     ve = ValueEmitter(
         w,
@@ -117,6 +132,9 @@ def _body(w, spec, params: PointwiseParams, gen, dims, mask, offsets, idx, load_
         "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)",
         predicate=gen.predicate if gen else None,
         one_element=bool(spec.reductions) or spec.group is not None,  # extents of 1 (can_schedule)
+        coordinate_run=coordinate_run,
+        tile=("BLOCK_Y", "BLOCK_X"),
+        vector=thread_vector(spec, params),
     )
     if gen:
         gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks)
@@ -132,6 +150,13 @@ def _body(w, spec, params: PointwiseParams, gen, dims, mask, offsets, idx, load_
             f"{store}({ptr_of[id(acc.tv)]} + {offsets[i]}, "
             f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
         )
+
+
+def thread_vector(spec: KernelSpec, params: PointwiseParams) -> int:
+    """Elements of a thread's vector along X: 16 bytes of the narrowest dtype the kernel
+    loads or stores (Triton's coalescing), at most BLOCK_X."""
+    moved = [itemsize(a.tv.dtype) for a in spec.accesses[: spec.n_loads + spec.n_stores]]
+    return max(1, min(params.block_x, VECTOR_BYTES // min(moved, default=VECTOR_BYTES)))
 
 
 def emit(spec, params: PointwiseParams) -> tuple[Kernel, ...]:

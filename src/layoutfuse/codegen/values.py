@@ -63,7 +63,11 @@ class ValueEmitter:
     the condition under which a pad reached along ``chain`` reads its input (the generic
     walk's, ``GenericIndex.predicates``), its fill elsewhere. ``one_element``: reductions
     reduce extents of 1 only (a pointwise kernel's segment), so each is its row's
-    ``one_element`` of its input at the same coordinates.
+    ``one_element`` of its input at the same coordinates. ``coordinate_run(tv, chain)``:
+    the elements of the aligned, unit-stride runs that coordinate walks along the last
+    axis of the tile, whose shape is ``tile`` (constexpr names) and whose threads hold
+    ``vector`` elements along that axis: a random op computes one Philox call per run
+    where they hold its elements per call (``ir.ops.random``); None: runs of 1.
     """
 
     def __init__(
@@ -76,6 +80,9 @@ class ValueEmitter:
         special: dict[int, str] | None = None,
         predicate: Callable | None = None,
         one_element: bool = False,
+        coordinate_run: Callable[..., int] | None = None,
+        tile: tuple[str, ...] = (),
+        vector: int = 1,
     ):
         self.w = writer
         self.load = load
@@ -85,6 +92,9 @@ class ValueEmitter:
         self.special = dict(special or {})
         self.predicate = predicate
         self.one_element = one_element
+        self.coordinate_run = coordinate_run
+        self.tile = tile
+        self.vector = vector
         self.cache: dict[tuple, str] = {}
 
     def scalar_expr(self, s: Scalar) -> str:
@@ -222,8 +232,10 @@ class ValueEmitter:
         if e.op.name in RANDOM_OPS:
             a, b, seed, offset = (self.scalar_expr(v) for v in e.inputs[:4])
             idx = self.coordinate(out, chain)
+            run = self.coordinate_run(out, chain) if self.coordinate_run else 1
             args = {"idx": idx, "zeros": self.tile_zeros, "seed": seed, "offset": offset}
-            name = e.op.triton(self.w, e.op.name, out.dtype, {**args, "a": a, "b": b})
+            args |= {"a": a, "b": b, "run": run, "tile": self.tile, "vector": self.vector}
+            name = e.op.triton(self.w, e.op.name, out.dtype, args)
             return self.w.assign("t", f"({name}).to({tl_compute(out.dtype)})")
         raise ValueError(e.op.name)
 

@@ -25,6 +25,7 @@ from ..analysis.canonical import canonicalize
 from ..analysis.index_walk import local_strides
 from ..dtypes import DataType
 from ..ir import TensorView, Val
+from ..ir.ops.random import NAMES as RANDOM_OPS
 from ..ir.ops.reductions import n_results
 from ..ir.ops.scans import scan_dim
 from ..schedulers.problem import Problem, max_offset
@@ -176,6 +177,13 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         for i, a in enumerate(spec.accesses)
         if not spec.n_loads <= i < spec.n_loads + spec.n_stores and affine[i] and has_base(a)
     )
+    random = tuple(
+        i
+        for i, a in enumerate(spec.accesses)
+        if i >= spec.n_loads + spec.n_stores
+        and a.tv.definition is not None
+        and a.tv.definition.op.name in RANDOM_OPS
+    )
     offs = tuple(
         max_offset(root_shape, s)
         if affine[i] and i not in based
@@ -191,6 +199,7 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         tuple(affine),
         **_reduction_fields(spec),
         based=based,
+        random=random,
         **_scan_fields(spec, extents),
     )
 

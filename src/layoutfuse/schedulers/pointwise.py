@@ -96,6 +96,15 @@ class PointwiseTuning:
     # column-major transpose ran 1335 GB/s in the 2-byte 128 x 128 tile, 2552 in 64 x 64
     # at 8 warps (H200, tune-tr-20261202-6cd3542)
     unaligned_tile_item: int = 4
+    # elements of an aligned run along X that one Philox call serves, where a random op's
+    # linear index walks X with unit stride (``coordinate_runs``): a call's 4 uniform
+    # Float, Half or BFloat16 numbers, 2 normal or Double ones (``ir.ops.random``); 0 or 1:
+    # each element makes its run's call and selects its words (the same numbers), which
+    # the compiler shares only where it proves the runs aligned (a flat contiguous kernel,
+    # not rows of a runtime stride: 19 ``mul.hi`` per element in sm_90 PTX against 4.9).
+    # A call at each element's own index (before runs) made a dropout compute-bound: bf16
+    # [8192, 8192] 1263 GB/s against eager's 2329, fp32 2599 against 2869 (H200)
+    philox_run: int = 4
     # measured choice (``schedulers/measure.py``): a transpose's tile at half the edge (at
     # the warps the thread bytes give, and at twice as many) and at twice the edge are
     # timed against the rule's; at 6cd3542 (H200) no one tile won every unaligned
@@ -137,6 +146,9 @@ class PointwiseParams:
     # programs whose tile lies inside every unflattened tile axis run an unmasked copy of
     # the body (``full_blocks``: see the module's docstring)
     full_blocks: bool = False
+    # per access: the elements of the aligned runs a coordinate walks along X, each one
+    # Philox call of a random op (``coordinate_runs``); () when none is longer than 1
+    coordinate_runs: tuple[int, ...] = ()
 
     @property
     def pattern(self) -> str:
@@ -244,6 +256,7 @@ def heuristics(
         y_first,
         **generic_fields(p),
         full_blocks=full,
+        coordinate_runs=coordinate_runs(p, gx, gx2, bx, tuning),
     )
 
 
@@ -264,6 +277,34 @@ def _needs_full_blocks(p: Problem, gx: int, gx2: int | None, bx: int) -> bool:
         return False
     n = p.groups[gx].size
     return n % SPECIALIZED_MULTIPLE != 0 and n > bx >= SPECIALIZED_MULTIPLE
+
+
+def coordinate_runs(
+    p: Problem, gx: int, gx2: int | None, bx: int, tuning: PointwiseTuning
+) -> tuple[int, ...]:
+    """Per access, the elements of the runs that one Philox call may serve along X: a
+    random op's coordinate (its linear index, ``Problem.random``) that walks an
+    unflattened X with stride 1, every other group by a multiple of the run and has no
+    base offset starts each run of BLOCK_X at a multiple of the run (BLOCK_X too is one).
+    Runs are powers of two up to ``philox_run``; other accesses have runs of 1. () when
+    no run is longer than 1."""
+    most = min(bx, tuning.philox_run)
+    if not p.groups or gx2 is not None or most < 2:
+        return ()
+    runs = [_aligned_run(p, a, gx, most) if a in p.random else 1 for a in range(len(p.dtypes))]
+    return tuple(runs) if max(runs, default=1) > 1 else ()
+
+
+def _aligned_run(p: Problem, access: int, gx: int, most: int) -> int:
+    """The largest power of two up to ``most`` that divides ``access``'s strides along
+    every group but ``gx``, where its stride is 1 (else 1)."""
+    if not p.is_affine(access) or access in p.based or p.groups[gx].strides[access] != 1:
+        return 1
+    run = 1 << (most.bit_length() - 1)
+    others = [g.strides[access] for k, g in enumerate(p.groups) if k != gx]
+    while run > 1 and any(s % run for s in others):
+        run //= 2
+    return run
 
 
 def _unaligned(p: Problem, tiled: tuple[int | None, ...]) -> bool:

@@ -39,6 +39,8 @@ class Problem:
     scan_op: str = ""  # scan: the per-row op (cumsum, argsort, topk)
     descending: bool = False  # scan: argsort's descending, topk's largest
     scan_keep: int = 0  # scan: elements each row stores along the dim (a topk's k)
+    random: tuple[int, ...] = ()  # coordinates of random ops (Philox at their linear
+    #   index, ``ir.ops.random``)
 
     @property
     def sizes(self) -> tuple[int, ...]:
