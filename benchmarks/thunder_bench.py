@@ -19,7 +19,9 @@ Timing: ``warmup`` calls (compilation), then ``harness.time_loop``: the median o
 CUDA every sample is taken; off CUDA fewer, 3 at least, where a budget would be passed:
 Triton's interpreter). Each system's first call is checked against eager (the output
 and every gradient: max abs difference within the dtype's tolerance, relative to the
-reference's largest magnitude). For Thunder it also records the nvFuser regions of the
+reference's largest magnitude). On CUDA each system's call is also profiled
+(``device_times``): its device milliseconds, those of layoutfuse's kernels, and the
+longest kernels by name. For Thunder it also records the nvFuser regions of the
 forward and backward traces, the kernels and schedulers each took on layoutfuse,
 whether every region ran on layoutfuse, the ops outside regions (and any not expected
 there), and whether the timed calls replayed recorded plans.
@@ -41,7 +43,14 @@ from pathlib import Path
 import torch
 
 from benchmarks import report, thunder_census, thunder_setup
-from benchmarks.harness import environment, format_error, repo_root, synchronize, time_loop
+from benchmarks.harness import (
+    environment,
+    format_error,
+    kernel_times,
+    repo_root,
+    synchronize,
+    time_loop,
+)
 from benchmarks.thunder_programs import (
     DTYPES,
     FULL,
@@ -222,9 +231,30 @@ def measure(systems: Systems, system: str, row: Row, built: Built, grad_out, wan
         if system == "thunder":
             after = thunder_census.planned_runs_now(systems.thunder, fn, row.mode == "fwd_bwd")
             res["thunder"]["timed_calls_replayed"] = after == before
+        if device.startswith("cuda"):
+            res.update(device_times(call, device))
     except Exception as e:
         res["error"] = format_error(e)
     return res
+
+
+def ours(kernel: str) -> bool:
+    """A kernel layoutfuse generated (``pointwise_kernel``, ``normalization_kernel``, ...;
+    Inductor's are ``triton_*``, torch's and the libraries' C++ names)."""
+    return kernel.endswith("_kernel") and kernel.isidentifier() and not kernel.startswith("triton_")
+
+
+def device_times(call: Callable[[], object], device: str) -> dict:
+    """Device milliseconds of one call, L2 emptied first (``harness.kernel_times``): in all
+    (``device_ms``), in layoutfuse's kernels (``layoutfuse_device_ms``), and the 25 longest
+    kernels by name (``kernels_ms``)."""
+    times = kernel_times(call, device, reps=5)
+    longest = sorted(times.items(), key=lambda kv: -kv[1])[:25]
+    return dict(
+        device_ms=sum(times.values()),
+        layoutfuse_device_ms=sum(v for k, v in times.items() if ours(k)),
+        kernels_ms={k[:100]: v for k, v in longest},
+    )
 
 
 def run_row(systems: Systems, row: Row, sizes: Sizes, device: str, timing: Timing) -> dict:
@@ -261,6 +291,9 @@ def progress_line(i: int, n: int, row: dict, names: list[str]) -> str:
             cells.append(f"{s} ERR {r['error'][:60]}")
             continue
         cell = f"{s} {r['ms']:8.3f} ms"
+        if "device_ms" in r:
+            cell += f" (device {r['device_ms']:.3f}"
+            cell += f", ours {r['layoutfuse_device_ms']:.3f})" if s == "thunder" else ")"
         if "check" in r and not r["check"]["close"]:
             cell += f" (DIFF {r['check']['max_abs_diff']:.2e} in {r['check']['worst_tensor']})"
         if "thunder" in r:
