@@ -154,9 +154,9 @@ class NormalizationTuning:
     # twice the warps. H200 at 6dbc526: outer softmax/log_softmax tiles won 1.10-1.26x
     # either way (r1_100 16 columns, r1_111 64), so neither direction is a rule. Cross
     # reductions (prefetching, ``tune-cross-20261205-aeb0365-h100``): 24 warps per SM won
-    # on fp32 layer norm backwards (by up to 4.5%) and lost up to 15% on bf16; half the
-    # tile and thread bytes at 32 warps per SM won on the bf16 RMS norm backward and
-    # the fp32 layer norm ones by 1-2%, lost 20% on bf16 layer norms
+    # 0.7-4.5% on fp32 layer norm backwards and lost 13-17% on bf16 ones; half the tile
+    # and thread bytes at 32 warps per SM won 1-2% on the fp32 layer norm and bf16 RMS norm
+    # backwards and lost 5-32% on the others
     alternatives: tuple[Overrides, ...] = (
         (
             ("row_bytes", 128),
