@@ -1,14 +1,17 @@
 """Triton source for argsort and topk kernels (modes block, rank, select; see
-``schedulers.scan``), on the tile ``scan_tile`` addresses."""
+``schedulers.scan``) over (key, index) pairs, on the tile ``scan_tile`` addresses: keys of
+more than 32 bits (fp64, int64), or any key with the scan tuning's ``packed_keys`` off.
+Keys of at most 32 bits are packed with their index in one int64 (``scan_packed``)."""
 
 from __future__ import annotations
 
 from ..dtypes import DataType
 from ..schedulers.scan import ScanParams
+from . import scan_packed
 from .kernel import Kernel
 from .scan_tile import ScanTile, scan_kernel
 from .sort_network import SORT_PRELUDE
-from .writer import Writer, storage_cast, tl_compute
+from .writer import Writer, tl_compute
 
 
 def _sort(w: Writer, t: ScanTile) -> None:
@@ -73,18 +76,6 @@ def _select_names(t: ScanTile) -> tuple[str, str, str]:
     return combine, key, "tl.int64" if t.p.index64 else "tl.int32"
 
 
-def _store_pick(w: Writer, t: ScanTile, key: str, idx: str) -> None:
-    """Store pass ``j``'s pick (``key``, ``idx``: [BLOCK_R]) at position ``pos`` of the rows."""
-    g = t.p.scan_group
-    for k, value in enumerate((key, idx)):
-        a = t.spec.n_loads + k
-        tv = t.spec.accesses[a].tv
-        col = "pos * 0" if g is None else f"pos * s{a}_{g}"
-        w.line(f"pick_off = roff{a} + {col}")  # not off<a>: the loop carries those
-        stored = storage_cast(value, tv.dtype)
-        w.line(f"tl.store({t.ptr_of[id(tv)]} + pick_off, {stored}, mask=rmask)")
-
-
 def _select_tile(w: Writer, t: ScanTile) -> None:
     """topk of a row that fits a tile: K passes over the tile in registers, each reducing it
     to its first (key, index) pair and taking that pair out of the tile."""
@@ -99,7 +90,8 @@ def _select_tile(w: Writer, t: ScanTile) -> None:
         w.line(f"pk, pi = tl.reduce((key, idx), 1, {combine})")
         w.line("idx = tl.where(idx == pi[:, None], SKIP, idx)")
         w.line(f"pos = tl.full([BLOCK_R], j, {idx_dtype})")
-        _store_pick(w, t, "pk", "pi")
+        t.store_at(w, 0, "pk", "pos")
+        t.store_at(w, 1, "pi", "pos")
 
 
 def _select_loop(w: Writer, t: ScanTile) -> None:
@@ -129,7 +121,8 @@ def _select_loop(w: Writer, t: ScanTile) -> None:
             w.line(f"bk, bi = {combine}(bk, bi, ck, ci)")
         w.line("pk, pi = bk, bi")
         w.line(f"pos = tl.full([BLOCK_R], j, {idx_dtype})")
-        _store_pick(w, t, "pk", "pi")
+        t.store_at(w, 0, "pk", "pos")
+        t.store_at(w, 1, "pi", "pos")
 
 
 def _key(w: Writer, t: ScanTile, v: str) -> str:
@@ -140,7 +133,10 @@ def _key(w: Writer, t: ScanTile, v: str) -> str:
 
 
 def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
-    """The kernel of an argsort or topk segment."""
+    """The kernel of an argsort or topk segment: over packed keys (``scan_packed``) where
+    they pack, else over (key, index) pairs."""
+    if params.packed:
+        return scan_packed.emit(spec, params)
     if params.mode == "select":
         body = _select_tile if params.in_tile else _select_loop
         return (scan_kernel(spec, params, "topk_select_kernel", body, prelude=SORT_PRELUDE),)

@@ -127,6 +127,17 @@ class ScanTile:
         stored = storage_cast(f"({value})", tv.dtype)
         w.line(f"tl.store({self.ptr_of[id(tv)]} + off{a}, {stored}, mask={mask})")
 
+    def store_at(self, w: Writer, k: int, value: str, pos: str) -> None:
+        """Store ``value`` (one per row: [BLOCK_R]) into the scan's output ``k`` at position
+        ``pos`` of the tile's rows (a topk's pick)."""
+        a = self.spec.n_loads + k
+        tv = self.spec.accesses[a].tv
+        g = self.p.scan_group
+        col = f"{pos} * 0" if g is None else f"{pos} * s{a}_{g}"
+        w.line(f"pick_off = roff{a} + {col}")  # not off<a>: a loop may carry those
+        stored = storage_cast(value, tv.dtype)
+        w.line(f"tl.store({self.ptr_of[id(tv)]} + pick_off, {stored}, mask=rmask)")
+
 
 Body = Callable[[Writer, ScanTile], None]
 

@@ -39,6 +39,7 @@ class Problem:
     scan_op: str = ""  # scan: the per-row op (cumsum, argsort, topk)
     descending: bool = False  # scan: argsort's descending, topk's largest
     scan_keep: int = 0  # scan: elements each row stores along the dim (a topk's k)
+    scan_dtype: DataType | None = None  # scan: the dtype of the scanned values
 
     @property
     def sizes(self) -> tuple[int, ...]:

@@ -18,16 +18,22 @@ cumsum has three modes:
   running sums (in place), and the last pass scans each chunk again, starting from the
   running sum of the chunks before it. Every chunk runs in its own program.
 
-argsort and topk sort a row in one tile (mode ``block``: a bitonic network over (key,
-index) pairs, ``codegen.sort_network``) when ``next_pow2(N) <= max_sort_block``. A longer
+argsort and topk order (value, index) pairs: NaN the largest, -0.0 equal to 0.0, ties
+by the lower index, as torch's stable sort. A value of at most 32 bits (Float, Half,
+BFloat16, fp8, Int32, Bool) is packed with its index in one int64 whose ascending order
+is the result's (``packed``, ``codegen.packed_keys``: the order transform of the value,
+complemented when descending, in the high half; the index in the low half), so every
+compare below is one int64 compare; fp64 and int64 keep the pairs
+(``codegen.sort_network``). They sort a row in one tile (mode ``block``: a bitonic
+network) when ``next_pow2(N) <= max_sort_block``. A longer
 row is ranked (mode ``rank``): a program per ``rank_block`` elements of a row counts, for
 each, the elements of the whole row that sort before it, walking the row in blocks, and
 stores the element at that position. That is O(N**2) compares per row (a fallback that
 is correct for any length, not fast: a merge of sorted tiles would be O(N log N)).
 
 topk of a small k selects instead (mode ``select``): k passes, each a reduction over the
-row that picks the first (value, index) pair in topk's order (NaN the largest, ties by
-the lower index) after the pass before's pick, stored at the pass's position (so the
+row that picks the first pair in that order (packed: the least key, ``tl.min``) after the
+pass before's pick, stored at the pass's position (so the
 result is sorted, also for ``sorted=False``). A row that fits a sort tile stays in
 registers (each pick is taken out of the tile for the next pass) when ``k <=
 select_max_k``: k reductions over the tile cost less than the bitonic network's
@@ -86,6 +92,11 @@ class ScanTuning:
     select_chunk: int = 1024
     # warps by tile elements, (least elements, warps) steps
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
+    # sort keys of at most 32 bits packed with their index in one int64 (argsort, topk):
+    # a compare-exchange is one int64 min and max instead of a NaN-aware (key, index)
+    # compare carrying two tensors (about half the sm_90 instructions of a 2048-element
+    # sort); False keeps the pairs, for an A/B on the GPU
+    packed_keys: bool = True
 
 
 DEFAULT_TUNING = ScanTuning()
@@ -108,6 +119,7 @@ class ScanParams:
     based: tuple[int, ...] = ()  # accesses with a base offset ``b<a>`` bound at launch (a
     #   slice's start, where the problem has them)
     in_tile: bool = True  # select: the row is one tile (else walked in chunks per pass)
+    packed: bool = False  # argsort, topk: keys packed with their index in one int64
 
     @property
     def pattern(self) -> str:
@@ -184,6 +196,32 @@ def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNI
         acc,
         tuple(getattr(p, "based", ())),
         mode != "select" or fits,
+        packed=packs(p, tuning),
+    )
+
+
+# keys of at most 32 bits: their order fits the high half of a packed key
+PACKED_DTYPES = frozenset(
+    {
+        DataType.Float,
+        DataType.Half,
+        DataType.BFloat16,
+        DataType.Float8_e4m3fn,
+        DataType.Float8_e5m2,
+        DataType.Int32,
+        DataType.Bool,
+    }
+)
+
+
+def packs(p: Problem, tuning: ScanTuning) -> bool:
+    """Whether an argsort's or topk's keys pack with their index in one int64
+    (``codegen.packed_keys``): at most 32 bits, a row's index below 2**31."""
+    return (
+        tuning.packed_keys
+        and p.scan_op in SORTS
+        and p.scan_dtype in PACKED_DTYPES
+        and _scan_extent(p) < 2**31
     )
 
 
