@@ -4,7 +4,7 @@ Keys of at most 32 bits (Float, Half, BFloat16, Int32, Bool) are packed with the
 in one int64. Rows of the values a transform of the bits could get wrong (NaNs of both
 signs, infinities, -0.0 beside 0.0, the smallest subnormal, the largest finite values,
 int32's extremes, ties among all of them), through every mode (block, rank, select in a
-tile and in chunks), both directions, against torch's stable sort: the indices exactly,
+tile, in chunks, split across programs), both directions, against torch's stable sort: the indices exactly,
 the values bit for bit (-0.0 stays -0.0) but a NaN's payload. Keys of 64 bits keep the
 (key, index) pairs, as does the tuning's ``packed_keys=False``.
 """
@@ -36,7 +36,24 @@ MODES = {
     "rank": dict(max_sort_block=16, rank_block=16, select_max_k_long=0),
     "select": {},
     "chunks": dict(max_sort_block=16, select_chunk=16),
+    # three chunks of 16 a row across programs, their candidates merged in one tile ...
+    "split": dict(max_sort_block=16, split_min_chunk=16, split_max_chunk=16, split_chunk_per_k=1),
+    # ... or walked in blocks of 16 a pass
+    "split-walk": dict(
+        max_sort_block=16,
+        split_min_chunk=16,
+        split_max_chunk=16,
+        split_chunk_per_k=1,
+        split_merge_block=16,
+    ),
 }
+
+
+def _mode_of(p) -> str:
+    """The key of ``MODES`` that gave params ``p``."""
+    if p.mode == "select" and not p.in_tile:
+        return "chunks"
+    return p.mode if p.in_tile else "split-walk"
 
 
 def special_rows(dtype: torch.dtype, n: int = 45, seed: int = 0) -> torch.Tensor:
@@ -98,7 +115,9 @@ def test_topk_of_special_values(dtype, mode, largest, k):
     assert v.dtype == x.dtype
     assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want_i)))
     (p,) = schedules(fd)
-    assert (p.mode if p.in_tile else "chunks", p.packed) == (mode, True)
+    # (k=1 of split-walk: the three candidates fit the merge's tile)
+    want = "split" if (mode, k) == ("split-walk", 1) else mode
+    assert (_mode_of(p), p.packed) == (want, True)
 
 
 def test_the_zeros_of_a_topk_keep_their_signs():

@@ -60,9 +60,9 @@ def _running_sums(w: Writer, t: ScanTile) -> None:
         w.line("rows = rows.to(tl.int64)")
     w.line("rmask = rows < ROWS")
     w.line(f"carry = tl.zeros([BLOCK_R], {_acc(t.p)})")
-    w.line("for start in range(0, NUM_CHUNKS, SUMS_BLOCK):")
+    w.line("for start in range(0, NUM_CHUNKS, RESULTS_BLOCK):")
     with w.indent():
-        w.line("c = start + tl.arange(0, SUMS_BLOCK)")
+        w.line("c = start + tl.arange(0, RESULTS_BLOCK)")
         w.line("m = rmask[:, None] & (c < NUM_CHUNKS)[None, :]")
         w.line("ptr = ws0 + rows[:, None] * NUM_CHUNKS + c[None, :]")
         # masked lanes are zeroed by a where, not only by the load's other=0: Triton 3.6's

@@ -99,41 +99,104 @@ def _store_pick(w: Writer, t: ScanTile, pick: str) -> None:
     t.store_at(w, 1, f"_index_of({pick})", "pos")
 
 
-def _select_tile(w: Writer, t: ScanTile) -> None:
-    """topk of a row that fits a tile: K passes over its keys in registers, each taking the
-    least key (``tl.min``) and then out of the tile."""
-    w.line("pid = tl.program_id(0)")
-    t.rows(w, "pid")
-    t.columns(w, "0")
-    key = packed_key(w, t, t.value(w), "cols[None, :]", "mask")
+def _passes(w: Writer, key: str, store) -> None:
+    """K passes over the keys ``key`` held in registers: each takes the least key of each
+    row (``pick``), ``store``s it, and takes it out of the tile."""
     w.line(f"key = {key}")
     w.line("for j in range(0, K):")
     with w.indent():
         w.line("pick = tl.min(key, 1)")
         w.line("key = tl.where(key == pick[:, None], PACKED_LAST, key)")
-        _store_pick(w, t, "pick")
+        store(w)
 
 
-def _select_loop(w: Writer, t: ScanTile) -> None:
-    """topk of a longer row: K passes, each walking the row in chunks for the least key
-    above the pass before's pick."""
-    n = t.length()
+def _select_tile(w: Writer, t: ScanTile) -> None:
+    """topk of a row that fits a tile: K passes over its keys in registers."""
     w.line("pid = tl.program_id(0)")
     t.rows(w, "pid")
+    t.columns(w, "0")
+    key = packed_key(w, t, t.value(w), "cols[None, :]", "mask")
+    _passes(w, key, lambda w: _store_pick(w, t, "pick"))
+
+
+def _walk(w: Writer, length: str, block: str, keys, store) -> None:
+    """K passes, each walking ``length`` elements of each row in blocks of ``block`` (whose
+    keys ``keys`` writes, given the block's start) for the least key above the pass
+    before's pick (``pick``), which ``store`` stores."""
     w.line("pick = tl.full([BLOCK_R], PACKED_LAST, tl.int64)")
     w.line("for j in range(0, K):")
     with w.indent():
         w.line("best = tl.full([BLOCK_R], PACKED_LAST, tl.int64)")
-        w.line(f"for start in range(0, {n}, BLOCK_N):")
+        w.line(f"for start in range(0, {length}, {block}):")
         with w.indent():
-            t.columns(w, "start")
-            key = packed_key(w, t, t.value(w), "cols[None, :]", "mask")
+            key = keys(w, "start")
             # the first pass takes every key (none is below the least int64, but one may
             # be it: a NaN at index 0 of a largest topk)
             w.line(f"after = tl.where(({key} > pick[:, None]) | (j == 0), {key}, PACKED_LAST)")
             w.line("best = tl.minimum(best, tl.min(after, 1))")
         w.line("pick = best")
-        _store_pick(w, t, "pick")
+        store(w)
+
+
+def _select_loop(w: Writer, t: ScanTile) -> None:
+    """topk of a longer row, a program a row: K passes, each walking the row in chunks."""
+
+    def keys(w: Writer, start: str) -> str:
+        t.columns(w, start)
+        return packed_key(w, t, t.value(w), "cols[None, :]", "mask")
+
+    w.line("pid = tl.program_id(0)")
+    t.rows(w, "pid")
+    _walk(w, t.length(), "BLOCK_N", keys, lambda w: _store_pick(w, t, "pick"))
+
+
+def _least(key: str) -> str:
+    """The K_BLOCK least of each row's keys ``key``, in ascending order: Triton's bitonic
+    top-k (``tl.topk``, the largest first) of the keys complemented (``~`` reverses an
+    int64's order), complemented back."""
+    return f"~tl.topk(~{key}, K_BLOCK, dim=1)"
+
+
+def _candidates(w: Writer, t: ScanTile) -> None:
+    """A split topk's first launch: a program a chunk of a row (one tile in registers)
+    stores its K least keys, in order, into the workspace at [row, chunk, j]
+    (``PACKED_LAST`` where the chunk has fewer than K elements)."""
+    w.line("pid = tl.program_id(0)")
+    w.line("chunk = pid % NUM_CHUNKS")
+    t.rows(w, "pid // NUM_CHUNKS")
+    t.columns(w, "chunk * BLOCK_N")
+    key = packed_key(w, t, t.value(w), "cols[None, :]", "mask")
+    w.line(f"top = {_least(key)}")
+    w.line("j = tl.arange(0, K_BLOCK)[None, :]")
+    w.line("out = ws0 + ((rows.to(tl.int64) * NUM_CHUNKS + chunk) * K)[:, None] + j")
+    w.line("tl.store(out, top, mask=rmask[:, None] & (j < K))")
+
+
+def _merge(w: Writer, t: ScanTile) -> None:
+    """A split topk's second launch: a program a row tile takes each row's K least of its
+    chunks' candidates (NUM_CHUNKS * K keys of the workspace): a bitonic top-k of one
+    tile of RESULTS_BLOCK where they fit (``in_tile``), else K passes walking them in
+    blocks of it."""
+
+    def keys(w: Writer, start: str) -> str:
+        w.line(f"c = {start} + tl.arange(0, RESULTS_BLOCK)")
+        w.line("m = rmask[:, None] & (c < NUM_CHUNKS * K)[None, :]")
+        w.line("at = ws0 + rows[:, None].to(tl.int64) * (NUM_CHUNKS * K) + c[None, :]")
+        return w.assign("key", "tl.load(at, mask=m, other=PACKED_LAST)")
+
+    w.line("pid = tl.program_id(0)")
+    t.rows(w, "pid")
+    if not t.p.in_tile:
+        _walk(w, "NUM_CHUNKS * K", "RESULTS_BLOCK", keys, lambda w: _store_pick(w, t, "pick"))
+        return
+    w.line(f"top = {_least(keys(w, '0'))}")
+    w.line("j = tl.arange(0, K_BLOCK)")
+    if t.p.index64:
+        w.line("j = j.to(tl.int64)")
+    w.line("kmask = rmask[:, None] & (j < K)[None, :]")
+    t.offsets(w, "j[None, :]")
+    t.store(w, 0, value_of(t, "top"), "kmask")
+    t.store(w, 1, "_index_of(top)", "kmask")
 
 
 def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
@@ -141,6 +204,12 @@ def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
     if params.mode == "select":
         body = _select_tile if params.in_tile else _select_loop
         return (scan_kernel(spec, params, "topk_select_kernel", body, prelude=PACKED_PRELUDE),)
+    if params.mode == "split":
+        ws = ("ws0",)
+        return (
+            scan_kernel(spec, params, "topk_candidates_kernel", _candidates, ws, PACKED_PRELUDE),
+            scan_kernel(spec, params, "topk_merge_kernel", _merge, ws, PACKED_PRELUDE),
+        )
     if params.mode == "rank":
         name = f"{params.op}_rank_kernel"
         return (scan_kernel(spec, params, name, _rank_sort, prelude=PACKED_PRELUDE),)

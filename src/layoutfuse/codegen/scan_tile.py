@@ -142,18 +142,26 @@ class ScanTile:
 Body = Callable[[Writer, ScanTile], None]
 
 
-def _source(spec, params: ScanParams, name: str, body: Body, extra: list[str], prelude: str):
+def _constexprs(params: ScanParams, extra: tuple[str, ...]) -> list[tuple[str, int]]:
+    """The kernel's constexprs: its tile; with workspaces (``extra``), the block of the
+    chunks' results; a split topk's block of k."""
+    consts = [("BLOCK_R", params.block_r), ("BLOCK_N", params.block_n)]
+    if extra:
+        consts.append(("RESULTS_BLOCK", params.results_block))
+    if params.k_block:
+        consts.append(("K_BLOCK", params.k_block))
+    return consts
+
+
+def _source(spec, params: ScanParams, name: str, body: Body, extra: tuple[str, ...], prelude: str):
     from .backend import PRELUDE
 
     t = ScanTile(spec, params)
     w = Writer()
     for line in kernel_header(spec, params):
         w.line(line)
-    args = t.args(extra)
-    consts = ["BLOCK_R: tl.constexpr", "BLOCK_N: tl.constexpr"]
-    if extra:
-        args = args + ["NUM_CHUNKS"]
-        consts.append("SUMS_BLOCK: tl.constexpr")
+    args = t.args(list(extra)) + (["NUM_CHUNKS"] if extra else [])
+    consts = [f"{const}: tl.constexpr" for const, _ in _constexprs(params, extra)]
     w.line("@triton.jit")
     w.line(f"def {name}({', '.join(typed_params(args, spec.scalars) + consts)}):")
     with w.indent():
@@ -166,10 +174,8 @@ def scan_kernel(
     spec, params: ScanParams, name: str, body: Body, extra: tuple[str, ...] = (), prelude: str = ""
 ) -> Kernel:
     """Kernel ``name`` of a scan segment: ``body`` written inside its function, after the
-    arguments (``extra``: workspaces, which add ``NUM_CHUNKS`` and ``SUMS_BLOCK``) and
+    arguments (``extra``: workspaces, which add ``NUM_CHUNKS`` and ``RESULTS_BLOCK``) and
     ``prelude`` (jit helpers it calls) pasted after the imports."""
-    src, args = _source(spec, params, name, body, list(extra), prelude)
-    consts = [("BLOCK_R", params.block_r), ("BLOCK_N", params.block_n)]
-    if extra:
-        consts.append(("SUMS_BLOCK", params.sums_block))
-    return Kernel(name, src, tuple(args), tuple(consts), params.num_warps, params)
+    src, args = _source(spec, params, name, body, extra, prelude)
+    consts = tuple(_constexprs(params, extra))
+    return Kernel(name, src, tuple(args), consts, params.num_warps, params)

@@ -18,28 +18,39 @@ cumsum has three modes:
   running sums (in place), and the last pass scans each chunk again, starting from the
   running sum of the chunks before it. Every chunk runs in its own program.
 
-argsort and topk order (value, index) pairs: NaN the largest, -0.0 equal to 0.0, ties
-by the lower index, as torch's stable sort. A value of at most 32 bits (Float, Half,
+argsort and topk order (value, index) pairs: NaN the largest, -0.0 equal to 0.0, ties by
+the lower index, as torch's stable sort. A value of at most 32 bits (Float, Half,
 BFloat16, fp8, Int32, Bool) is packed with its index in one int64 whose ascending order
-is the result's (``packed``, ``codegen.packed_keys``: the order transform of the value,
-complemented when descending, in the high half; the index in the low half), so every
+is the result's (``packed``, ``codegen.packed_keys``: the value's order transform,
+complemented when descending, in the high half, the index in the low half), so every
 compare below is one int64 compare; fp64 and int64 keep the pairs
-(``codegen.sort_network``). They sort a row in one tile (mode ``block``: a bitonic
-network) when ``next_pow2(N) <= max_sort_block``. A longer
-row is ranked (mode ``rank``): a program per ``rank_block`` elements of a row counts, for
-each, the elements of the whole row that sort before it, walking the row in blocks, and
-stores the element at that position. That is O(N**2) compares per row (a fallback that
-is correct for any length, not fast: a merge of sorted tiles would be O(N log N)).
+(``codegen.sort_network``). Their modes:
 
-topk of a small k selects instead (mode ``select``): k passes, each a reduction over the
-row that picks the first pair in that order (packed: the least key, ``tl.min``) after the
-pass before's pick, stored at the pass's position (so the
-result is sorted, also for ``sorted=False``). A row that fits a sort tile stays in
-registers (each pick is taken out of the tile for the next pass) when ``k <=
-select_max_k``: k reductions over the tile cost less than the bitonic network's
-``log2(N)**2 / 2`` steps. A longer row is walked in chunks of ``select_chunk`` per pass
-(re-read from L2), a row per program, when ``k <= select_max_k_long``: ``k * N``
-compares against the rank's ``N**2``.
+* ``block``: the row fits one tile (``next_pow2(N) <= max_sort_block``): a bitonic
+  network sorts it in registers;
+* ``rank``: a longer row: a program per ``rank_block`` elements of a row counts, for
+  each, the elements of the whole row that sort before it, walking the row in blocks,
+  and stores the element at that position. O(N**2) compares per row (a fallback that is
+  correct for any length, not fast: a merge of sorted tiles would be O(N log N));
+* ``select`` (topk of a small k): k passes, each a reduction over the row that picks the
+  first pair in that order (packed: the least key, ``tl.min``) after the pass before's
+  pick, stored at the pass's position (so the result is sorted, also for
+  ``sorted=False``). A row that fits a sort tile stays in registers (each pick is taken
+  out of the tile for the next pass) when ``k <= select_max_k``: k reductions over the
+  tile cost less than the bitonic network's ``log2(N)**2 / 2`` steps. A longer row is
+  walked in chunks of ``select_chunk`` per pass (re-read from L2), a row per program,
+  when ``k <= select_max_k_long``: ``k * N`` compares against the rank's ``N**2``;
+* ``split`` (topk, such a longer row with packed keys, while the rows alone do not fill
+  the device: ``split_rows_per_sm``): two launches. The first splits each row into
+  chunks of ``block_n`` (enough for ``split_programs_per_sm`` programs a multiprocessor,
+  from ``split_min_chunk`` and ``split_chunk_per_k`` times k up to ``split_max_chunk``,
+  ``split_chunk``), a program a chunk: its keys in registers, Triton's bitonic top-k
+  (``tl.topk``, ``k_block`` wide) keeps its k least, stored in a workspace of
+  [rows, chunks, k] keys. The second takes each row's k least of its chunks' candidates:
+  a bitonic top-k of one tile of ``results_block`` where they fit
+  ``split_merge_block``, else k passes walking them. 64 vocabulary rows of 50257 with
+  k=50: 832 programs of 4096 elements, then 64 merges of 650 candidates, where a program
+  a row made 50 passes over its 50257 elements.
 
 Integers accumulate in Int (int64), Half/BFloat16 in Float.
 """
@@ -47,6 +58,7 @@ Integers accumulate in Int (int64), Half/BFloat16 in Float.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..analysis.device import DeviceInfo
 from ..dtypes import DataType
@@ -97,6 +109,23 @@ class ScanTuning:
     # compare carrying two tensors (about half the sm_90 instructions of a 2048-element
     # sort); False keeps the pairs, for an A/B on the GPU
     packed_keys: bool = True
+    # topk rows beyond a sort tile (k <= select_max_k_long, packed keys) are split across
+    # programs (mode ``split``) while there are fewer rows than this many per
+    # multiprocessor: a program a row leaves most of them idle (64 vocabulary rows on
+    # 132), and walks its row once a pass. From there a program walks each row
+    split_rows_per_sm: int = 4
+    # ... into chunks enough for this many programs per multiprocessor (rows * chunks)
+    split_programs_per_sm: int = 4
+    # ... each chunk at least this many times k (its k candidates a fraction of it) ...
+    split_chunk_per_k: int = 4
+    # ... at least this many elements (a program's work beside its launch) ...
+    split_min_chunk: int = 1024
+    # ... and at most this many: a chunk is one tile of packed keys in registers (4096:
+    # 16 int64 a thread at 8 warps)
+    split_max_chunk: int = 4096
+    # a row's candidates (chunks * k) up to this many are merged in one tile, more are
+    # walked in blocks of it a pass
+    split_merge_block: int = 4096
 
 
 DEFAULT_TUNING = ScanTuning()
@@ -114,12 +143,15 @@ class ScanParams:
     num_warps: int
     index64: bool
     descending: bool = False  # argsort descending, topk largest
-    sums_block: int = 0  # split: the middle pass's block of chunk sums
+    results_block: int = 0  # split: the block of the chunks' results (cumsum: chunk sums;
+    #   topk: candidates) a program of the next launch takes
     accumulator: DataType = DataType.Float  # cumsum's
     based: tuple[int, ...] = ()  # accesses with a base offset ``b<a>`` bound at launch (a
     #   slice's start, where the problem has them)
-    in_tile: bool = True  # select: the row is one tile (else walked in chunks per pass)
+    in_tile: bool = True  # select: the row is one tile (else walked in chunks per pass);
+    #   topk split: the row's candidates are one tile of results_block (else walked)
     packed: bool = False  # argsort, topk: keys packed with their index in one int64
+    k_block: int = 0  # topk split: the bitonic top-k's width, next_pow2(k) (at least 2)
 
     @property
     def pattern(self) -> str:
@@ -153,32 +185,15 @@ def can_schedule(
 
 
 def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) -> ScanParams:
-    n, nrows = _scan_extent(p), rows(p)
-    acc = accumulates_in(p.dtypes[p.n_loads]) if p.scan_op == "cumsum" else DataType.Float
-    fits = next_pow2(n) <= tuning.max_sort_block
-    if p.scan_op == "topk" and _selects(p, tuning):
-        mode = "select"
-        block_n = next_pow2(n) if fits else min(tuning.select_chunk, next_pow2(n))
-        block_r = min(next_pow2(nrows), max(1, tuning.sort_tile_elements // block_n)) if fits else 1
-    elif p.scan_op in SORTS and not fits:
-        mode, block_n, block_r = "rank", tuning.rank_block, 1
-    elif p.scan_op in SORTS:
-        mode, block_n = "block", next_pow2(n)
-        block_r = min(next_pow2(nrows), max(1, tuning.sort_tile_elements // block_n))
-    else:
-        if p.groups and not p.groups[0].reduced:
-            # the stride-1 side is a row coordinate: a tile spans outer_rows of it, so
-            # every load and store moves whole segments, and walks the dim in blocks
-            block_r = min(next_pow2(nrows), tuning.outer_rows)
-            block_n = min(next_pow2(n), max(1, tuning.tile_elements // block_r))
-        else:
-            block_n = next_pow2(n) if next_pow2(n) <= tuning.max_block else tuning.chunk
-            block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // block_n))
-        tiles = cdiv(nrows, block_r)
-        if block_n >= n:
-            mode = "block"
-        else:
-            mode = "loop" if tiles >= tuning.loop_tiles_per_sm * device.sm_count else "split"
+    if p.scan_op in SORTS:
+        return _sort_params(p, device, tuning)
+    return _cumsum_params(p, device, tuning)
+
+
+def _params(
+    p: Problem, mode: str, block_r: int, block_n: int, warps: int, **rest: Any
+) -> ScanParams:
+    """The params of ``p``'s kernels: its mode and tile, the fields of ``rest``."""
     return ScanParams(
         NAME,
         p.scan_op,
@@ -187,17 +202,106 @@ def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNI
         _scan_group(p),
         block_r,
         block_n,
-        # a rank program compares a [block_n, block_n] tile
-        warps_for(block_n * block_n if mode == "rank" else block_r * block_n, tuning.warps),
+        warps,
         p.needs_int64,
         p.descending,
-        # the middle pass's tile has the others' elements
-        min(tuning.sums_block, max(1, tuning.tile_elements // block_r)) if mode == "split" else 0,
-        acc,
-        tuple(getattr(p, "based", ())),
-        mode != "select" or fits,
-        packed=packs(p, tuning),
+        based=tuple(getattr(p, "based", ())),
+        **rest,
     )
+
+
+def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanParams:
+    n, nrows = _scan_extent(p), rows(p)
+    if p.groups and not p.groups[0].reduced:
+        # the stride-1 side is a row coordinate: a tile spans outer_rows of it, so
+        # every load and store moves whole segments, and walks the dim in blocks
+        block_r = min(next_pow2(nrows), tuning.outer_rows)
+        block_n = min(next_pow2(n), max(1, tuning.tile_elements // block_r))
+    else:
+        block_n = next_pow2(n) if next_pow2(n) <= tuning.max_block else tuning.chunk
+        block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // block_n))
+    tiles = cdiv(nrows, block_r)
+    if block_n >= n:
+        mode = "block"
+    else:
+        mode = "loop" if tiles >= tuning.loop_tiles_per_sm * device.sm_count else "split"
+    # the middle pass's tile has the others' elements
+    results = min(tuning.sums_block, max(1, tuning.tile_elements // block_r))
+    return _params(
+        p,
+        mode,
+        block_r,
+        block_n,
+        warps_for(block_r * block_n, tuning.warps),
+        results_block=results if mode == "split" else 0,
+        accumulator=accumulates_in(p.dtypes[p.n_loads]),
+    )
+
+
+def _sort_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanParams:
+    n, nrows = _scan_extent(p), rows(p)
+    packed = packs(p, tuning)
+    fits = next_pow2(n) <= tuning.max_sort_block
+    rows_of_tile = min(next_pow2(nrows), max(1, tuning.sort_tile_elements // next_pow2(n)))
+    if p.scan_op == "topk" and _selects(p, tuning):
+        if fits:
+            warps = warps_for(rows_of_tile * next_pow2(n), tuning.warps)
+            return _params(p, "select", rows_of_tile, next_pow2(n), warps, packed=packed)
+        chunk = split_chunk(n, p.scan_keep, nrows, device, tuning) if packed else 0
+        if chunk:
+            return _split_select(p, chunk, tuning)
+        block_n = min(tuning.select_chunk, next_pow2(n))
+        warps = warps_for(block_n, tuning.warps)
+        return _params(p, "select", 1, block_n, warps, in_tile=False, packed=packed)
+    if not fits:
+        # a rank program compares a [block_n, block_n] tile
+        warps = warps_for(tuning.rank_block**2, tuning.warps)
+        return _params(p, "rank", 1, tuning.rank_block, warps, packed=packed)
+    warps = warps_for(rows_of_tile * next_pow2(n), tuning.warps)
+    return _params(p, "block", rows_of_tile, next_pow2(n), warps, packed=packed)
+
+
+def split_chunk(n: int, k: int, nrows: int, device: DeviceInfo, tuning: ScanTuning) -> int:
+    """The chunk (a power of two) of a topk row split across programs (mode ``split``),
+    0 where it is not split: the rows alone fill the device, or the row is one chunk.
+    Chunks enough that rows * chunks reach ``split_programs_per_sm`` per multiprocessor,
+    each at least ``split_chunk_per_k`` times k (so the candidates are a fraction of the
+    row) and ``split_min_chunk``, and at most ``split_max_chunk`` (held in registers)."""
+    if nrows >= tuning.split_rows_per_sm * device.sm_count:
+        return 0
+    wanted = cdiv(tuning.split_programs_per_sm * device.sm_count, nrows)
+    chunk = next_pow2(cdiv(n, wanted))
+    chunk = max(chunk, k_block(k) * tuning.split_chunk_per_k, tuning.split_min_chunk)
+    chunk = min(chunk, tuning.split_max_chunk)
+    return chunk if chunk < n else 0
+
+
+def _split_select(p: Problem, chunk: int, tuning: ScanTuning) -> ScanParams:
+    """A topk split in chunks of ``chunk``: a program takes each chunk's k least packed
+    keys (its candidates, by a bitonic top-k in registers) into a workspace, then a
+    program a row takes its k of its chunks' candidates: a bitonic top-k of one tile
+    where they fit ``split_merge_block``, else k passes walking them in blocks of it."""
+    candidates = cdiv(_scan_extent(p), chunk) * p.scan_keep
+    kb = k_block(p.scan_keep)
+    merge = min(max(next_pow2(candidates), kb), tuning.split_merge_block)
+    warps = warps_for(chunk, tuning.warps)
+    return _params(
+        p,
+        "split",
+        1,
+        chunk,
+        warps,
+        results_block=merge,
+        in_tile=candidates <= merge and kb <= merge,
+        packed=True,
+        k_block=kb,
+    )
+
+
+def k_block(k: int) -> int:
+    """The width of a bitonic top-k of ``k``: a power of two, at least 2 (Triton 3.6's
+    ``tl.topk`` of 1 reduces a row to a scalar it cannot reshape)."""
+    return max(2, next_pow2(k))
 
 
 # keys of at most 32 bits: their order fits the high half of a packed key
@@ -257,6 +361,13 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
             "device: chunk sums, their running sums, then each chunk"
         ),
     }[params.mode]
+    if params.mode == "split" and params.op == "topk":
+        nc = cdiv(n, params.block_n)
+        why = (
+            f"k={p.scan_keep} of {rows(p)} rows of {n}, too few rows to fill the device: "
+            f"each row in {nc} chunks of {params.block_n}, a program selecting a chunk's k "
+            f"candidates, then a program a row selecting its k of the {nc * p.scan_keep}"
+        )
     return f"mode {params.mode}: {why}"
 
 
@@ -265,8 +376,10 @@ def chunks(p: Problem, params: ScanParams) -> int:
 
 
 def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[LaunchSpec, ...]:
-    """One launch per row tile (``block``, ``loop``); ``split``: chunk sums, their running
-    sums, the scan (kernels 0, 1, 2)."""
+    """One launch per row tile (``block``, ``loop``, ``select``); a rank program per block
+    of a row (``rank``); cumsum's ``split``: chunk sums, their running sums, the scan
+    (kernels 0, 1, 2); topk's ``split``: each chunk's candidates, each row's merge
+    (kernels 0, 1)."""
     nrows = rows(p)
     tiles = cdiv(nrows, params.block_r)
     if params.mode == "rank":
@@ -276,6 +389,8 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
         return (LaunchSpec(0, (tiles,), values),)
     nc = chunks(p, params)
     values += (("NUM_CHUNKS", nc),)
+    if params.op == "topk":
+        return (LaunchSpec(0, (tiles * nc,), values), LaunchSpec(1, (tiles,), values))
     return (
         LaunchSpec(0, (tiles * nc,), values),
         LaunchSpec(1, (cdiv(nrows, params.block_r),), values),
@@ -284,7 +399,11 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
 
 
 def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Workspace, ...]:
-    """``split``: every chunk's sum, then its running sum, [rows x chunks]."""
+    """``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
+    candidates, each chunk's k packed keys, [rows x chunks x k]."""
     if params.mode != "split":
         return ()
+    if params.op == "topk":
+        size = rows(p) * chunks(p, params) * p.scan_keep
+        return (Workspace("ws0", (max(1, size),), DataType.Int),)
     return (Workspace("ws0", (rows(p) * chunks(p, params),), params.accumulator),)

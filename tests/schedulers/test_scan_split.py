@@ -1,0 +1,72 @@
+"""The scan scheduler's split of a topk's long rows across programs (mode ``split``), at
+real sizes: planned on meta tensors (nothing runs) for the device tables of an H200 and
+of smaller GPUs. A row longer than a sort tile is split while the rows alone do not fill
+the device (``split_rows_per_sm``), in chunks enough for ``split_programs_per_sm``
+programs a multiprocessor, each a power of two between ``split_min_chunk`` (and
+``split_chunk_per_k`` times k) and ``split_max_chunk``; the merge takes each row's
+candidates in one tile up to ``split_merge_block``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from layoutfuse.analysis.device import H200
+from layoutfuse.nvfuser import FusionDefinition
+from layoutfuse.schedulers.scan import ScanParams, ScanTuning, split_chunk
+from support.execution import configured, small_gpu
+
+
+def _plan(shape, k, dtype=torch.float32, sms=132) -> tuple[ScanParams, list[tuple[int, ...]]]:
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    with FusionDefinition() as fd:
+        values, indices = fd.ops.topk(fd.from_pytorch(x), k, 1, largest=True, sorted=True)
+        fd.add_output(values)
+        fd.add_output(indices)
+    fd = configured(fd, target=small_gpu(sms))
+    record = fd.executor().plan([x])
+    (params,) = [p for p in record.params if isinstance(p, ScanParams)]
+    return params, [launch.grid for launch in record.launches]
+
+
+@pytest.mark.parametrize(
+    "shape, k, chunk, grids, merge, in_tile",
+    [
+        # 64 vocabulary rows: 9 chunks would fill 4 programs a multiprocessor, but a
+        # chunk is at most 4096 elements: 13 chunks, 650 candidates a row
+        ((64, 50257), 50, 4096, [(832,), (64,)], 1024, True),
+        ((64, 50257), 256, 4096, [(832,), (64,)], 4096, True),
+        ((4, 1 << 20), 256, 4096, [(1024,), (4,)], 4096, False),  # 65536 candidates
+        ((16, 8192), 8, 1024, [(128,), (16,)], 64, True),  # 33 chunks fill; at least 1024
+    ],
+)
+def test_long_rows_split_into_chunks(shape, k, chunk, grids, merge, in_tile):
+    params, launched = _plan(shape, k)
+    assert (params.mode, params.block_n, params.results_block) == ("split", chunk, merge)
+    assert params.in_tile is in_tile and params.packed
+    assert launched == grids
+
+
+@pytest.mark.parametrize(
+    "shape, k, dtype, sms",
+    [
+        ((1024, 50257), 50, torch.float32, 132),  # rows fill the device
+        ((64, 50257), 50, torch.float32, 8),  # 64 rows are 8 a multiprocessor of 8
+        ((64, 50257), 50, torch.float64, 132),  # keys that do not pack
+        ((64, 3000), 300, torch.float32, 132),  # k above select_max_k_long: ranked
+    ],
+)
+def test_rows_that_are_not_split(shape, k, dtype, sms):
+    params, launched = _plan(shape, k, dtype, sms)
+    assert params.mode in ("select", "rank") and len(launched) == 1
+
+
+def test_the_chunk_rule():
+    tuning = ScanTuning()
+    assert split_chunk(50257, 50, 64, H200, tuning) == 4096
+    assert split_chunk(50257, 50, 600, H200, tuning) == 0  # 600 rows >= 4 * 132
+    assert split_chunk(3000, 1, 1, H200, tuning) == 1024  # split_min_chunk
+    assert split_chunk(3000, 1024, 1, H200, tuning) == 0  # 1024 * 4: the whole row
+    assert split_chunk(1 << 16, 8, 100, H200, tuning) == 4096  # 6 chunks: 16384, capped
+    assert split_chunk(50257, 50, 64, H200, ScanTuning(split_max_chunk=2048)) == 2048
