@@ -209,3 +209,32 @@ def test_a_scan_kernel_pastes_the_row_helpers_its_prologue_calls(op):
     want = torch.cumsum(g, 1) if op == "cumsum" else torch.argsort(g, dim=1, stable=True)
     assert torch.equal(out, want)
     compiled(fd)
+
+
+@pytest.mark.parametrize(
+    "op, shape, k, kernels",
+    [
+        ("argsort", (8192, 2048), None, ["argsort_kernel"]),
+        ("argsort", (65536, 256), None, ["argsort_kernel"]),
+        ("topk", (8192, 1024), 8, ["topk_select_kernel"]),
+        ("topk", (64, 50257), 50, ["topk_candidates_kernel", "topk_merge_kernel"]),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_benchmark_sizes_compile_for_sm90_without_spills(op, shape, k, kernels, dtype):
+    """The sort cases of ``benchmarks.op_cases`` at their sizes, planned on meta tensors
+    (nothing runs): each kernel fits its registers (a row of 2048 packed keys spilled at
+    4 warps)."""
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        if op == "argsort":
+            fd.add_output(fd.ops.argsort(t, 1))
+        else:
+            values, indices = fd.ops.topk(t, k, 1, largest=True, sorted=True)
+            fd.add_output(values)
+            fd.add_output(indices)
+    fd.executor().plan([x])
+    arts = compiled(fd)
+    assert [a.name for a in arts] == kernels
+    assert all(a.local_bytes == 0 for a in arts), [a.resources for a in arts]

@@ -61,13 +61,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.device import DeviceInfo
-from ..dtypes import DataType
+from ..dtypes import DataType, compute_dtype, itemsize
 from ..intmath import cdiv, next_pow2
 from ..ir.ops.scans import accumulates_in
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec, Workspace
 from .problem import Problem
-from .warps import WarpSteps, warps_for
+from .warps import THREADS_PER_WARP, WarpSteps, warps_for
 
 NAME = "scan"
 SORTS = ("argsort", "topk")
@@ -104,6 +104,14 @@ class ScanTuning:
     select_chunk: int = 1024
     # warps by tile elements, (least elements, warps) steps
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
+    # a bitonic sort tile (mode block) takes warps enough that a thread holds at most this
+    # many bytes of its keys (a packed key: 8; a pair: the key's and the index's), more
+    # than ``warps`` gives where the tile is wide: on sm_90 a row of 2048 packed keys at 4
+    # warps (128 bytes a thread) left ptxas 16 bytes of stack for spills, at 8 warps
+    # (64) none, in about the same warp-instructions a row (36k, 38k)
+    sort_bytes_per_thread: int = 64
+    # ... at most this many warps
+    sort_max_warps: int = 16
     # sort keys of at most 32 bits packed with their index in one int64 (argsort, topk):
     # a compare-exchange is one int64 min and max instead of a NaN-aware (key, index)
     # compare carrying two tensors (about half the sm_90 instructions of a 2048-element
@@ -257,8 +265,25 @@ def _sort_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPara
         # a rank program compares a [block_n, block_n] tile
         warps = warps_for(tuning.rank_block**2, tuning.warps)
         return _params(p, "rank", 1, tuning.rank_block, warps, packed=packed)
-    warps = warps_for(rows_of_tile * next_pow2(n), tuning.warps)
+    warps = sort_warps(rows_of_tile * next_pow2(n), _sort_bytes(p, packed), tuning)
     return _params(p, "block", rows_of_tile, next_pow2(n), warps, packed=packed)
+
+
+def sort_warps(elements: int, element_bytes: int, tuning: ScanTuning) -> int:
+    """Warps of a bitonic sort tile of ``elements`` of ``element_bytes`` each: those of
+    ``warps`` for its elements, or more (up to ``sort_max_warps``) until a thread holds at
+    most ``sort_bytes_per_thread`` bytes of it."""
+    threads = cdiv(elements * element_bytes, tuning.sort_bytes_per_thread)
+    wanted = min(tuning.sort_max_warps, next_pow2(cdiv(threads, THREADS_PER_WARP)))
+    return max(warps_for(elements, tuning.warps), wanted)
+
+
+def _sort_bytes(p: Problem, packed: bool) -> int:
+    """Bytes a sort carries an element: its packed key, or its key and index."""
+    if packed:
+        return 8
+    key = itemsize(compute_dtype(p.scan_dtype)) if p.scan_dtype is not None else 4
+    return key + (8 if p.needs_int64 else 4)
 
 
 def split_chunk(n: int, k: int, nrows: int, device: DeviceInfo, tuning: ScanTuning) -> int:
