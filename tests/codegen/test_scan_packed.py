@@ -1,12 +1,14 @@
 """argsort and topk over packed keys (``codegen.packed_keys``, ``codegen.scan_packed``).
 
-Keys of at most 32 bits (Float, Half, BFloat16, Int32, Bool) are packed with their index
-in one int64. Rows of the values a transform of the bits could get wrong (NaNs of both
-signs, infinities, -0.0 beside 0.0, the smallest subnormal, the largest finite values,
-int32's extremes, ties among all of them), through every mode (block, rank, select in a
-tile, in chunks, split across programs), both directions, against torch's stable sort: the indices exactly,
-the values bit for bit (-0.0 stays -0.0) but a NaN's payload. Keys of 64 bits keep the
-(key, index) pairs, as does the tuning's ``packed_keys=False``.
+Keys of at most 32 bits (Float, Int32) are packed with their index in one int64, keys of
+at most 16 bits (Half, BFloat16, fp8, Bool) in one int32 (in one int64 with the tuning's
+``narrow_keys=False``). Rows of the values a transform of the bits could get wrong
+(NaNs of both signs, infinities, -0.0 beside 0.0, the smallest subnormal, the largest
+finite values, int32's extremes, ties among all of them), through every mode (block,
+rank, select in a tile, in chunks, split across programs), both directions, against
+torch's stable sort: the indices exactly, the values bit for bit (-0.0 stays -0.0) but a
+NaN's payload. Keys of 64 bits keep the (key, index) pairs, as does the tuning's
+``packed_keys=False``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ F32, BF16, F16, I32, I64, F64 = (
     torch.float64,
 )
 PACKED = (F32, BF16, F16, I32)
+WIDTH = {F32: 64, I32: 64, BF16: 32, F16: 32, torch.bool: 32}  # of the packed key
 
 # the scan tuning that makes rows of 45 take each mode (topk's k at most 16)
 MODES = {
@@ -100,7 +103,7 @@ def test_argsort_of_special_values(dtype, mode, descending):
     fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1, descending=descending), x, MODES[mode])
     assert torch.equal(out, torch.argsort(x, dim=1, descending=descending, stable=True))
     (p,) = schedules(fd)
-    assert (p.mode, p.packed) == (mode, True)
+    assert (p.mode, p.packed) == (mode, WIDTH[dtype])
 
 
 @pytest.mark.parametrize("k", [1, 13])
@@ -117,7 +120,7 @@ def test_topk_of_special_values(dtype, mode, largest, k):
     (p,) = schedules(fd)
     # (k=1 of split-walk: the three candidates fit the merge's tile)
     want = "split" if (mode, k) == ("split-walk", 1) else mode
-    assert (_mode_of(p), p.packed) == (want, True)
+    assert (_mode_of(p), p.packed) == (want, WIDTH[dtype])
 
 
 def test_the_zeros_of_a_topk_keep_their_signs():
@@ -130,13 +133,42 @@ def test_the_zeros_of_a_topk_keep_their_signs():
 
 
 @pytest.mark.parametrize(
-    "dtype, packed", [(F32, True), (BF16, True), (I32, True), (F64, False), (I64, False)]
+    "dtype, packed",
+    [(F32, 64), (BF16, 32), (F16, 32), (I32, 64), (torch.bool, 32), (F64, 0), (I64, 0)],
 )
 def test_keys_pack_up_to_32_bits(dtype, packed):
-    x = special_rows(dtype, seed=3)
+    x = special_rows(F32, seed=3) > 0 if dtype is torch.bool else special_rows(dtype, seed=3)
     fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1), x, {})
     assert torch.equal(out, torch.argsort(x, dim=1, stable=True))
-    assert schedules(fd)[0].packed is packed
+    assert schedules(fd)[0].packed == packed
+
+
+@pytest.mark.parametrize("mode", ["block", "select", "split"])
+@pytest.mark.parametrize("dtype", [BF16, F16])
+def test_narrow_keys_in_an_int64_give_the_same(dtype, mode):
+    """``narrow_keys=False``: 16-bit keys packed in an int64, as an fp32's."""
+    x = special_rows(dtype, seed=6)
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, {**MODES[mode], "narrow_keys": False})
+    want = torch.argsort(x, dim=1, descending=True, stable=True)[:, :5]
+    assert torch.equal(i, want)
+    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want)))
+    assert (schedules(fd)[0].mode, schedules(fd)[0].packed) == (mode, 64)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_fp8_keys(dtype, descending):
+    """fp8 keys (ordered through Half's bits; torch sorts none: its reference is the
+    fp32 sort of the same values), argsort and topk."""
+    x = special_rows(F32, seed=7).to(dtype)
+    want = torch.argsort(x.float(), dim=1, descending=descending, stable=True)
+    fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1, descending=descending), x, {})
+    assert torch.equal(out, want)
+    assert schedules(fd)[0].packed == 32
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 6, 1, largest=descending), x, {})
+    assert torch.equal(i, want[:, :6])
+    picked = torch.gather(x.view(torch.uint8), 1, want[:, :6]).view(dtype)  # (no fp8 gather)
+    assert torch.equal(_bits(v.float()), _bits(picked.float()))
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -146,5 +178,5 @@ def test_pairs_when_packing_is_off(mode):
     tuning = {**MODES[mode], "packed_keys": False}
     fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, tuning)
     assert torch.equal(i, torch.argsort(x, dim=1, descending=True, stable=True)[:, :5])
-    assert schedules(fd)[0].packed is False
+    assert schedules(fd)[0].packed == 0
     assert "_first" in fd.last_triton_code() or "_sorts_before" in fd.last_triton_code()

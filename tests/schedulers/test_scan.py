@@ -52,7 +52,7 @@ def _plan(shape, k, dtype=torch.float32, sms=132) -> tuple[ScanParams, list[tupl
 def test_long_rows_split_into_chunks(shape, k, chunk, grids, merge, in_tile):
     params, launched = _plan(shape, k)
     assert (params.mode, params.block_n, params.results_block) == ("split", chunk, merge)
-    assert params.in_tile is in_tile and params.packed
+    assert params.in_tile is in_tile and params.packed == 64
     assert launched == grids
 
 
@@ -84,7 +84,7 @@ def test_the_chunk_rule():
     "shape, dtype, tile, warps",
     [
         ((8192, 2048), torch.float32, (1, 2048), 8),  # 16 KiB of packed keys: 64 B a thread
-        ((8192, 2048), torch.bfloat16, (1, 2048), 8),
+        ((8192, 2048), torch.bfloat16, (1, 2048), 4),  # keys packed in 32 bits
         ((65536, 256), torch.float32, (8, 256), 8),
         ((8192, 2048), torch.float64, (1, 2048), 16),  # pairs of 12 bytes
         ((4096, 64), torch.float32, (32, 64), 8),
@@ -104,3 +104,19 @@ def test_sort_warps():
     assert sort_warps(2048, 8, ScanTuning(sort_bytes_per_thread=128)) == 4
     assert sort_warps(64, 8, tuning) == 2  # warps' last step
     assert sort_warps(1 << 14, 16, tuning) == 16  # sort_max_warps
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, packed",
+    [
+        ((4, 1 << 15), torch.bfloat16, 32),  # an index of 15 bits beside a 16-bit key
+        ((4, (1 << 15) + 1), torch.bfloat16, 64),
+        ((4, 1 << 15), torch.float16, 32),
+        ((4, 1 << 15), torch.float32, 64),
+        ((4, 1 << 15), torch.int32, 64),
+        ((4, 1 << 15), torch.int64, 0),
+    ],
+)
+def test_the_width_keys_pack_in(shape, dtype, packed):
+    assert _plan(shape, None, dtype)[0].packed == packed
+    assert _plan(shape, 8, dtype)[0].packed == packed

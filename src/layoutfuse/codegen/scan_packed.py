@@ -1,11 +1,12 @@
 """Triton source for argsort and topk kernels over packed keys (``ScanParams.packed``: the
 key has at most 32 bits; ``codegen.packed_keys`` says how a (value, index) pair becomes
-one int64 whose ascending order is the result's order).
+one int64, or int32, whose ascending order is the result's order).
 
 The modes are those of ``scan_sort`` (block, rank, select), each simpler: the bitonic
 network sorts one tensor, a rank counts the keys below each, a topk pass is a ``tl.min``
-and the pass after it takes the keys above its pick. The index is the key's low half;
-the value, its high half's inverse (exact) where the kernel no longer holds it.
+and the pass after it takes the keys above its pick; and topk's ``split``. The index is
+the key's low half; the value, its high half's inverse (exact) where the kernel no
+longer holds it.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from __future__ import annotations
 from ..dtypes import DataType, is_integral
 from ..schedulers.scan import ScanParams
 from .kernel import Kernel
-from .packed_keys import PACKED_PRELUDE
+from .packed_keys import packed_prelude
 from .scan_tile import ScanTile, scan_kernel
 from .writer import Writer
+
+# the 16-bit float whose bits order a key packed in 32 bits (fp8 through Half: exact)
+_HALF = {DataType.BFloat16: "tl.bfloat16"}
 
 
 def _is_float(t: ScanTile) -> bool:
@@ -23,14 +27,22 @@ def _is_float(t: ScanTile) -> bool:
     return not (is_integral(dtype) or dtype is DataType.Bool)
 
 
+def key_dtype(t: ScanTile) -> str:
+    return "tl.int64" if t.p.packed == 64 else "tl.int32"
+
+
+def _half(t: ScanTile) -> str:
+    return _HALF.get(t.spec.scan.inputs[0].dtype, "tl.float16")
+
+
 def packed_key(w: Writer, t: ScanTile, v: str, cols: str, real: str) -> str:
     """The packed keys of the scan input's values ``v`` at positions ``cols`` (a tile of
     the row's indices), ``PACKED_LAST`` where not ``real``."""
-    low = f"{cols}.to(tl.int64) * 2"
+    low = f"{cols}.to({key_dtype(t)}) * 2"
     if _is_float(t):
         x = w.assign("x", f"({v}).to(tl.float32)")
-        s = f"_float_order({x})"
-        low += f" + _negative_zero({x}).to(tl.int64)"
+        s = f"_float_order({x})" if t.p.packed == 64 else f"_half_order({x}, {_half(t)})"
+        low += f" + _negative_zero({x}).to({key_dtype(t)})"
     else:
         s = f"({v}).to(tl.int32)"
     return w.assign("key", f"_pack({s}, {low}, {real}, {t.p.descending})")
@@ -39,7 +51,11 @@ def packed_key(w: Writer, t: ScanTile, v: str, cols: str, real: str) -> str:
 def value_of(t: ScanTile, key: str) -> str:
     """The value packed in ``key`` (fp32 for floats, int32 for ints and bools)."""
     s = f"_order_of({key}, {t.p.descending})"
-    return f"_float_of({s}, ({key} & 1) != 0)" if _is_float(t) else s
+    if not _is_float(t):
+        return s
+    if t.p.packed == 64:
+        return f"_float_of({s}, ({key} & 1) != 0)"
+    return f"_half_of({s}, ({key} & 1) != 0, {_half(t)})"
 
 
 def _sort(w: Writer, t: ScanTile) -> None:
@@ -119,14 +135,14 @@ def _select_tile(w: Writer, t: ScanTile) -> None:
     _passes(w, key, lambda w: _store_pick(w, t, "pick"))
 
 
-def _walk(w: Writer, length: str, block: str, keys, store) -> None:
+def _walk(w: Writer, dtype: str, length: str, block: str, keys, store) -> None:
     """K passes, each walking ``length`` elements of each row in blocks of ``block`` (whose
-    keys ``keys`` writes, given the block's start) for the least key above the pass
-    before's pick (``pick``), which ``store`` stores."""
-    w.line("pick = tl.full([BLOCK_R], PACKED_LAST, tl.int64)")
+    keys, of ``dtype``, ``keys`` writes, given the block's start) for the least key above
+    the pass before's pick (``pick``), which ``store`` stores."""
+    w.line(f"pick = tl.full([BLOCK_R], PACKED_LAST, {dtype})")
     w.line("for j in range(0, K):")
     with w.indent():
-        w.line("best = tl.full([BLOCK_R], PACKED_LAST, tl.int64)")
+        w.line(f"best = tl.full([BLOCK_R], PACKED_LAST, {dtype})")
         w.line(f"for start in range(0, {length}, {block}):")
         with w.indent():
             key = keys(w, "start")
@@ -147,7 +163,7 @@ def _select_loop(w: Writer, t: ScanTile) -> None:
 
     w.line("pid = tl.program_id(0)")
     t.rows(w, "pid")
-    _walk(w, t.length(), "BLOCK_N", keys, lambda w: _store_pick(w, t, "pick"))
+    _walk(w, key_dtype(t), t.length(), "BLOCK_N", keys, lambda w: _store_pick(w, t, "pick"))
 
 
 def _least(key: str) -> str:
@@ -187,7 +203,14 @@ def _merge(w: Writer, t: ScanTile) -> None:
     w.line("pid = tl.program_id(0)")
     t.rows(w, "pid")
     if not t.p.in_tile:
-        _walk(w, "NUM_CHUNKS * K", "RESULTS_BLOCK", keys, lambda w: _store_pick(w, t, "pick"))
+        _walk(
+            w,
+            key_dtype(t),
+            "NUM_CHUNKS * K",
+            "RESULTS_BLOCK",
+            keys,
+            lambda w: _store_pick(w, t, "pick"),
+        )
         return
     w.line(f"top = {_least(keys(w, '0'))}")
     w.line("j = tl.arange(0, K_BLOCK)")
@@ -201,16 +224,17 @@ def _merge(w: Writer, t: ScanTile) -> None:
 
 def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
     """The kernel of an argsort or topk segment whose keys pack."""
+    prelude = packed_prelude(params.packed)
     if params.mode == "select":
         body = _select_tile if params.in_tile else _select_loop
-        return (scan_kernel(spec, params, "topk_select_kernel", body, prelude=PACKED_PRELUDE),)
+        return (scan_kernel(spec, params, "topk_select_kernel", body, prelude=prelude),)
     if params.mode == "split":
         ws = ("ws0",)
         return (
-            scan_kernel(spec, params, "topk_candidates_kernel", _candidates, ws, PACKED_PRELUDE),
-            scan_kernel(spec, params, "topk_merge_kernel", _merge, ws, PACKED_PRELUDE),
+            scan_kernel(spec, params, "topk_candidates_kernel", _candidates, ws, prelude),
+            scan_kernel(spec, params, "topk_merge_kernel", _merge, ws, prelude),
         )
     if params.mode == "rank":
         name = f"{params.op}_rank_kernel"
-        return (scan_kernel(spec, params, name, _rank_sort, prelude=PACKED_PRELUDE),)
-    return (scan_kernel(spec, params, f"{params.op}_kernel", _sort, prelude=PACKED_PRELUDE),)
+        return (scan_kernel(spec, params, name, _rank_sort, prelude=prelude),)
+    return (scan_kernel(spec, params, f"{params.op}_kernel", _sort, prelude=prelude),)

@@ -19,15 +19,17 @@ cumsum has three modes:
   running sum of the chunks before it. Every chunk runs in its own program.
 
 argsort and topk order (value, index) pairs: NaN the largest, -0.0 equal to 0.0, ties by
-the lower index, as torch's stable sort. A value of at most 32 bits (Float, Half,
-BFloat16, fp8, Int32, Bool) is packed with its index in one int64 whose ascending order
-is the result's (``packed``, ``codegen.packed_keys``: the value's order transform,
-complemented when descending, in the high half, the index in the low half), so every
-compare below is one int64 compare; fp64 and int64 keep the pairs
+the lower index, as torch's stable sort. A value of at most 32 bits (Float, Int32) is
+packed with its index in one int64 whose ascending order is the result's (``packed``,
+``codegen.packed_keys``: the value's order transform, complemented when descending, in
+the high half, the index in the low half), so every compare below is one integer
+compare; a value of at most 16 bits (Half, BFloat16, fp8, Bool) in a row of at most
+2**15 in one int32 (``narrow_keys``); fp64 and int64 keep the pairs
 (``codegen.sort_network``). Their modes:
 
-* ``block``: the row fits one tile (``next_pow2(N) <= max_sort_block``): a bitonic
-  network sorts it in registers;
+* ``block``: the row fits one tile (``next_pow2(N) <= max_sort_block``; rows of
+  ``sort_tile_elements`` together): a bitonic network sorts it in registers, with warps
+  enough that a thread holds at most ``sort_bytes_per_thread`` of its keys;
 * ``rank``: a longer row: a program per ``rank_block`` elements of a row counts, for
   each, the elements of the whole row that sort before it, walking the row in blocks,
   and stores the element at that position. O(N**2) compares per row (a fallback that is
@@ -105,7 +107,7 @@ class ScanTuning:
     # warps by tile elements, (least elements, warps) steps
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
     # a bitonic sort tile (mode block) takes warps enough that a thread holds at most this
-    # many bytes of its keys (a packed key: 8; a pair: the key's and the index's), more
+    # many bytes of its keys (a packed key: 8 or 4; a pair: the key's and the index's), more
     # than ``warps`` gives where the tile is wide: on sm_90 a row of 2048 packed keys at 4
     # warps (128 bytes a thread) left ptxas 16 bytes of stack for spills, at 8 warps
     # (64) none, in about the same warp-instructions a row (36k, 38k)
@@ -117,6 +119,11 @@ class ScanTuning:
     # compare carrying two tensors (about half the sm_90 instructions of a 2048-element
     # sort); False keeps the pairs, for an A/B on the GPU
     packed_keys: bool = True
+    # ... in one int32 where the key has at most 16 bits (Half, BFloat16, fp8, Bool) and
+    # the row at most 2**15 elements: half the registers and shuffles, and a native
+    # 32-bit min and max (the argsort of bf16 rows of 2048 on sm_90: 4 warps of 3304
+    # instructions a program, against 8 warps of 4648 with int64 keys)
+    narrow_keys: bool = True
     # topk rows beyond a sort tile (k <= select_max_k_long, packed keys) are split across
     # programs (mode ``split``) while there are fewer rows than this many per
     # multiprocessor: a program a row leaves most of them idle (64 vocabulary rows on
@@ -158,7 +165,8 @@ class ScanParams:
     #   slice's start, where the problem has them)
     in_tile: bool = True  # select: the row is one tile (else walked in chunks per pass);
     #   topk split: the row's candidates are one tile of results_block (else walked)
-    packed: bool = False  # argsort, topk: keys packed with their index in one int64
+    packed: int = 0  # argsort, topk: the width of the integer each key is packed in with
+    #   its index (64 or 32; 0: (key, index) pairs)
     k_block: int = 0  # topk split: the bitonic top-k's width, next_pow2(k) (at least 2)
 
     @property
@@ -278,10 +286,10 @@ def sort_warps(elements: int, element_bytes: int, tuning: ScanTuning) -> int:
     return max(warps_for(elements, tuning.warps), wanted)
 
 
-def _sort_bytes(p: Problem, packed: bool) -> int:
+def _sort_bytes(p: Problem, packed: int) -> int:
     """Bytes a sort carries an element: its packed key, or its key and index."""
     if packed:
-        return 8
+        return packed // 8
     key = itemsize(compute_dtype(p.scan_dtype)) if p.scan_dtype is not None else 4
     return key + (8 if p.needs_int64 else 4)
 
@@ -318,7 +326,7 @@ def _split_select(p: Problem, chunk: int, tuning: ScanTuning) -> ScanParams:
         warps,
         results_block=merge,
         in_tile=candidates <= merge and kb <= merge,
-        packed=True,
+        packed=packs(p, tuning),
         k_block=kb,
     )
 
@@ -329,29 +337,25 @@ def k_block(k: int) -> int:
     return max(2, next_pow2(k))
 
 
-# keys of at most 32 bits: their order fits the high half of a packed key
-PACKED_DTYPES = frozenset(
-    {
-        DataType.Float,
-        DataType.Half,
-        DataType.BFloat16,
-        DataType.Float8_e4m3fn,
-        DataType.Float8_e5m2,
-        DataType.Int32,
-        DataType.Bool,
-    }
+# keys of at most 16 bits: their order fits the high half of an int32 ...
+NARROW_DTYPES = frozenset(
+    {DataType.Half, DataType.BFloat16, DataType.Float8_e4m3fn, DataType.Float8_e5m2, DataType.Bool}
 )
+# ... of at most 32 bits: of an int64
+PACKED_DTYPES = NARROW_DTYPES | {DataType.Float, DataType.Int32}
 
 
-def packs(p: Problem, tuning: ScanTuning) -> bool:
-    """Whether an argsort's or topk's keys pack with their index in one int64
-    (``codegen.packed_keys``): at most 32 bits, a row's index below 2**31."""
-    return (
-        tuning.packed_keys
-        and p.scan_op in SORTS
-        and p.scan_dtype in PACKED_DTYPES
-        and _scan_extent(p) < 2**31
-    )
+def packs(p: Problem, tuning: ScanTuning) -> int:
+    """The width of the integer an argsort's or topk's keys pack in with their index
+    (``codegen.packed_keys``): 32 for keys of at most 16 bits and an index below 2**15
+    (``narrow_keys``), 64 for keys of at most 32 bits and an index below 2**31; 0 (pairs)
+    for wider keys or with ``packed_keys`` off."""
+    n = _scan_extent(p)
+    if not tuning.packed_keys or p.scan_op not in SORTS or p.scan_dtype not in PACKED_DTYPES:
+        return 0
+    if tuning.narrow_keys and p.scan_dtype in NARROW_DTYPES and n <= 2**15:
+        return 32
+    return 64 if n <= 2**31 else 0
 
 
 def _selects(p: Problem, tuning: ScanTuning) -> bool:
@@ -430,5 +434,6 @@ def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Wor
         return ()
     if params.op == "topk":
         size = rows(p) * chunks(p, params) * p.scan_keep
-        return (Workspace("ws0", (max(1, size),), DataType.Int),)
+        key = DataType.Int if params.packed == 64 else DataType.Int32
+        return (Workspace("ws0", (max(1, size),), key),)
     return (Workspace("ws0", (rows(p) * chunks(p, params),), params.accumulator),)
