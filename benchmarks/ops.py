@@ -1,5 +1,5 @@
-"""``python -m benchmarks ops [--quick] [--out PATH] [--filter S] [--list]``: the ops
-suite (issue 14, item 8) on layoutfuse, eager PyTorch and torch.compile in one run.
+"""``python -m benchmarks ops [--quick] [--out PATH] [--filter S] [--tuning T] [--list]``:
+the ops suite (issue 14, item 8) on layoutfuse, eager PyTorch and torch.compile in one run.
 
 cat of 2-4 inputs along the inner and the outer dim, slice + pointwise, pad,
 index_select and embedding gathers of vocabulary rows, take_along_axis, cumsum over the
@@ -13,7 +13,9 @@ bandwidth); ``summary`` has a ``memory_bound`` group, and ``target`` lists the
 memory-bound cases where layoutfuse is under 85% of the copy bandwidth or more than 2%
 behind the faster peer.
 
-On the CPU (no CUDA, or ``--device cpu``) the sizes are tiny and the kernels run in
+``--tuning scan.split_max_chunk=2048`` runs layoutfuse's heuristics with those fields of
+``schedulers.tuning.Tuning`` replaced (``benchmarks.tune``'s syntax): an A/B of a knob is
+two runs, one without it. On the CPU (no CUDA, or ``--device cpu``) the sizes are tiny and the kernels run in
 Triton's interpreter: a numerics run, each call timed once, torch.compile left out unless
 ``--systems`` names it. ``--quick`` on a GPU is a smoke run at smaller sizes.
 ``python -m benchmarks chart RESULT.json`` draws the result.
@@ -37,13 +39,19 @@ from benchmarks.op_cases import FULL, OP_CASES, QUICK, OpCase, op_cases
 from benchmarks.op_rows import declare
 from benchmarks.peers import CompilePeer
 from benchmarks.suite import measure, pick_systems
+from benchmarks.tune import parse_tuning
+from layoutfuse.schedulers.tuning import Tuning
 
 COPY_TARGET_PCT = 85.0
 
 
 class OpsLayoutfuse(LayoutfuseRunner):
-    """The case's fusion through ``layoutfuse.nvfuser``; ``schedule()`` is
-    ``str(fd.last_schedule())``."""
+    """The case's fusion through ``layoutfuse.nvfuser`` (planned under ``tuning``, None:
+    the defaults); ``schedule()`` is ``str(fd.last_schedule())``."""
+
+    def __init__(self, tuning: Tuning | None = None) -> None:
+        super().__init__()
+        self.tuning = tuning
 
     def prepare(self, case: OpCase, inputs: list) -> Callable:
         self._fd = None
@@ -52,6 +60,9 @@ class OpsLayoutfuse(LayoutfuseRunner):
             outs = case.op.define(fd, declare(fd, inputs))
             for out in outs:
                 fd.add_output(out)
+        if self.tuning is not None:
+            fd.executor().configure(tuning=self.tuning)
+            nvf.FusionCache.reset()  # a later case's fusion gets an executor of its own
         self._fd = fd
         single = len(outs) == 1
 
@@ -104,6 +115,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "CUDA, layoutfuse,eager on the CPU)",
     )
     p.add_argument("--device", help="default: cuda when available, else cpu")
+    p.add_argument(
+        "--tuning",
+        default="",
+        help="scheduler.field=int,...: layoutfuse's heuristics under these tuning fields",
+    )
     p.add_argument("--list", action="store_true", help="print the cases and stop")
     return p.parse_args(argv)
 
@@ -205,7 +221,13 @@ def run(args: argparse.Namespace, command: str) -> int:
         print(f"no case of the ops suite matches --filter {args.filter!r}")
         return 2
     default = "layoutfuse,eager,compile" if on_cuda else "layoutfuse,eager"
-    systems = pick_systems(args.systems or default, SYSTEMS)
+    try:
+        tuning = parse_tuning(args.tuning) if args.tuning else None
+    except ValueError as e:
+        print(f"--tuning: {e}")
+        return 2
+    table = dict(SYSTEMS, layoutfuse=lambda: OpsLayoutfuse(tuning))
+    systems = pick_systems(args.systems or default, table)
     if isinstance(systems, str):
         print(systems)
         return 2

@@ -182,6 +182,21 @@ def test_the_quick_suite_runs_on_the_cpu(tmp_path, capsys):
     assert doc["target"]["checked"] is False and "target not checked" in printed
 
 
+def test_a_tuning_plans_layoutfuse_under_it(tmp_path, capsys):
+    """``--tuning scan.packed_keys=0``: the sorts keep (key, index) pairs; a field that is
+    not the tuning's is refused."""
+    out = tmp_path / "ops.json"
+    argv = ["ops", "--device", "cpu", "--filter", "argsort_rows", "--out", str(out)]
+    assert main([*argv, "--tuning", "scan.packed_keys=0"]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert rows and all("packed=0" in r["layoutfuse"]["schedule"] for r in rows)
+    assert main([*argv]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert rows and all("packed=0" not in r["layoutfuse"]["schedule"] for r in rows)
+    assert main([*argv, "--tuning", "scan.no_such_field=1"]) == 2
+    assert "no tuning field" in capsys.readouterr().out
+
+
 def test_norm_backward_bytes_count_its_inputs_and_outputs():
     """A layer norm backward of [N, H] moves dy and x, the fp32 mean and rstd, w; dx, dw, db."""
     case = by_name(op_cases(FULL))["layer_norm_bwd_bfloat16"]

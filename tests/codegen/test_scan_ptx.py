@@ -99,16 +99,23 @@ def test_select_in_a_tile_compiles_for_sm90_without_spills(shape, k, dim, dtype,
     assert art.local_bytes == 0, art.resources
 
 
+@pytest.mark.parametrize("split", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
-def test_select_of_long_rows_compiles_for_sm90(dtype):
-    """A vocabulary-like row (5000 > max_sort_block), walked in chunks of 1024 a pass."""
+def test_select_of_long_rows_compiles_for_sm90(dtype, split):
+    """A vocabulary-like row (5000 > max_sort_block): split across programs (chunks of
+    1024, each's candidates in registers, then the merge), or where rows fill the device
+    walked in chunks of 1024 a pass. Neither spills."""
     x = torch.randn(1, 5000, generator=torch.Generator().manual_seed(8)).mul(100).to(dtype)
-    fd = _topk(x, 2, 1, True)
+    tuning = DEFAULT if split else DEFAULT.with_fields(scan=dict(split_rows_per_sm=0))
+    fd = configured(_topk(x, 2, 1, True), tuning=tuning)
     v, i = fd.execute([x])
     assert torch.equal(v, torch.topk(x, 2, 1).values)
     (params,) = schedules(fd)
-    assert (params.mode, params.in_tile, params.block_n) == ("select", False, 1024)
-    compiled(fd)  # (int32's kernel has 8 bytes of local memory at 4 warps)
+    want = ("split", True, 1024) if split else ("select", False, 1024)
+    assert (params.mode, params.in_tile, params.block_n) == want
+    arts = compiled(fd)
+    assert len(arts) == (2 if split else 1)
+    assert all(a.local_bytes == 0 for a in arts), [a.resources for a in arts]
 
 
 @pytest.mark.parametrize("mode, sms, kernels", [("loop", 1, 1), ("split", 64, 3)])
@@ -202,3 +209,32 @@ def test_a_scan_kernel_pastes_the_row_helpers_its_prologue_calls(op):
     want = torch.cumsum(g, 1) if op == "cumsum" else torch.argsort(g, dim=1, stable=True)
     assert torch.equal(out, want)
     compiled(fd)
+
+
+@pytest.mark.parametrize(
+    "op, shape, k, kernels",
+    [
+        ("argsort", (8192, 2048), None, ["argsort_kernel"]),
+        ("argsort", (65536, 256), None, ["argsort_kernel"]),
+        ("topk", (8192, 1024), 8, ["topk_select_kernel"]),
+        ("topk", (64, 50257), 50, ["topk_candidates_kernel", "topk_merge_kernel"]),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_benchmark_sizes_compile_for_sm90_without_spills(op, shape, k, kernels, dtype):
+    """The sort cases of ``benchmarks.op_cases`` at their sizes, planned on meta tensors
+    (nothing runs): each kernel fits its registers (a row of 2048 packed keys spilled at
+    4 warps)."""
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        if op == "argsort":
+            fd.add_output(fd.ops.argsort(t, 1))
+        else:
+            values, indices = fd.ops.topk(t, k, 1, largest=True, sorted=True)
+            fd.add_output(values)
+            fd.add_output(indices)
+    fd.executor().plan([x])
+    arts = compiled(fd)
+    assert [a.name for a in arts] == kernels
+    assert all(a.local_bytes == 0 for a in arts), [a.resources for a in arts]

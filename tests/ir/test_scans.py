@@ -386,11 +386,22 @@ def test_topk_select_in_a_tile(dtype, k, largest):
     assert "mode select" in fd.segment([x])[0]["reason"]
 
 
+ROW_A_PROGRAM = DEFAULT.with_fields(scan=dict(split_rows_per_sm=0))
+
+
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_select_of_rows_longer_than_a_tile(largest):
-    """A row of 3000 (> max_sort_block) walked in 1024-element chunks a pass."""
+    """A row of 3000 (> max_sort_block): split in chunks of 1024 across programs (a row
+    cannot fill the device), each selecting its candidates, then merged; or, where the
+    rows fill it, walked by a program in 1024-element chunks a pass."""
     x = select_input((1, 3000), (0, 1), F32, seed=1)
     fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 2, 1, largest=largest), [x])
+    check_topk(v, i, x, 2, 1, largest)
+    (p,) = scan_params(fd)
+    assert (p.mode, p.block_r, p.block_n, p.in_tile) == ("split", 1, 1024, True)
+    assert [launch.grid for launch in fd.executor().last_run.launches] == [(3,), (1,)]
+    assert "3 chunks of 1024" in fd.segment([x])[0]["reason"]
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 2, 1, largest=largest), [x], tuning=ROW_A_PROGRAM)
     check_topk(v, i, x, 2, 1, largest)
     (p,) = scan_params(fd)
     assert (p.mode, p.in_tile, p.block_r, p.block_n) == ("select", False, 1, 1024)
@@ -424,14 +435,36 @@ def test_topk_select_in_chunks(dtype, k, largest):
     ],
 )
 def test_topk_select_layouts_with_the_dim_not_innermost(shape, order, dim, dtype, largest):
-    """Memory orders where the topk dim is not stride-1, in a tile and in chunks of 16."""
+    """Memory orders where the topk dim is not stride-1: in a tile, in chunks of 16 a
+    pass, and (keys that pack) split in chunks of 16 across programs."""
     x = select_input(shape, order, dtype, seed=3)
-    for tuning, in_tile in ((DEFAULT, True), (SMALL_CHUNKS, False)):
+    modes = [(DEFAULT, "select", True), (SMALL_CHUNKS, "select", False)]
+    modes += [(SPLIT, "split", True)] if dtype != I64 else []
+    for tuning, mode, in_tile in modes:
         fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 3, dim, largest=largest), [x], tuning=tuning)
         check_topk(v, i, x, 3, dim, largest)
         assert v.stride() == i.stride() == dense_strides_like(x, v.shape)
         (p,) = scan_params(fd)
-        assert (p.mode, p.in_tile) == ("select", in_tile)
+        assert (p.mode, p.in_tile) == (mode, in_tile)
+        if mode == "split":
+            rows = x.numel() // x.shape[dim]
+            assert [r.grid for r in fd.executor().last_run.launches] == [(rows * 3,), (rows,)]
+
+
+SPLIT = DEFAULT.with_fields(
+    scan=dict(max_sort_block=16, split_min_chunk=16, split_max_chunk=16, split_chunk_per_k=1)
+)
+
+
+@pytest.mark.parametrize("sms, mode", [(1, "select"), (64, "split")])
+def test_topk_splits_rows_while_they_do_not_fill_the_device(sms, mode):
+    """Six rows of 70 (k=4, a sort tile of 16): split across programs on 64
+    multiprocessors, a program a row on one (six rows reach split_rows_per_sm 4 a
+    multiprocessor)."""
+    x = select_input((6, 70), (0, 1), F32, seed=5)
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 4, 1), [x], target=small_gpu(sms), tuning=SPLIT)
+    check_topk(v, i, x, 4, 1, True)
+    assert scan_params(fd)[0].mode == mode
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))))

@@ -1,5 +1,6 @@
 """The bitonic sort of (key, index) pairs that argsort and topk kernels paste after their
-imports.
+imports, where the keys do not pack in one int64 with their index (fp64, int64; see
+``packed_keys`` for the keys that do).
 
 Triton 3.6's ``tl.sort`` and ``tl.topk`` sort values alone (no indices, ascending or
 descending only, NaN placed by plain comparison): argsort needs the index that goes with

@@ -220,6 +220,7 @@ def _scan_fields(spec: KernelSpec, extents: Extents) -> dict[str, Any]:
         "scan_op": e.op.name,
         "descending": bool(e.attrs.get("descending", e.attrs.get("largest", False))),
         "scan_keep": shape_of(out, extents)[scan_dim(e)],
+        "scan_dtype": e.inputs[0].dtype,
     }
 
 

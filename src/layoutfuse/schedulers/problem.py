@@ -41,6 +41,7 @@ class Problem:
     scan_keep: int = 0  # scan: elements each row stores along the dim (a topk's k)
     random: tuple[int, ...] = ()  # coordinates of random ops (Philox at their linear
     #   index, ``ir.ops.random``)
+    scan_dtype: DataType | None = None  # scan: the dtype of the scanned values
 
     @property
     def sizes(self) -> tuple[int, ...]:

@@ -18,22 +18,41 @@ cumsum has three modes:
   running sums (in place), and the last pass scans each chunk again, starting from the
   running sum of the chunks before it. Every chunk runs in its own program.
 
-argsort and topk sort a row in one tile (mode ``block``: a bitonic network over (key,
-index) pairs, ``codegen.sort_network``) when ``next_pow2(N) <= max_sort_block``. A longer
-row is ranked (mode ``rank``): a program per ``rank_block`` elements of a row counts, for
-each, the elements of the whole row that sort before it, walking the row in blocks, and
-stores the element at that position. That is O(N**2) compares per row (a fallback that
-is correct for any length, not fast: a merge of sorted tiles would be O(N log N)).
+argsort and topk order (value, index) pairs: NaN the largest, -0.0 equal to 0.0, ties by
+the lower index, as torch's stable sort. A value of at most 32 bits (Float, Int32) is
+packed with its index in one int64 whose ascending order is the result's (``packed``,
+``codegen.packed_keys``: the value's order transform, complemented when descending, in
+the high half, the index in the low half), so every compare below is one integer
+compare; a value of at most 16 bits (Half, BFloat16, fp8, Bool) in a row of at most
+2**15 in one int32 (``narrow_keys``); fp64 and int64 keep the pairs
+(``codegen.sort_network``). Their modes:
 
-topk of a small k selects instead (mode ``select``): k passes, each a reduction over the
-row that picks the first (value, index) pair in topk's order (NaN the largest, ties by
-the lower index) after the pass before's pick, stored at the pass's position (so the
-result is sorted, also for ``sorted=False``). A row that fits a sort tile stays in
-registers (each pick is taken out of the tile for the next pass) when ``k <=
-select_max_k``: k reductions over the tile cost less than the bitonic network's
-``log2(N)**2 / 2`` steps. A longer row is walked in chunks of ``select_chunk`` per pass
-(re-read from L2), a row per program, when ``k <= select_max_k_long``: ``k * N``
-compares against the rank's ``N**2``.
+* ``block``: the row fits one tile (``next_pow2(N) <= max_sort_block``; rows of
+  ``sort_tile_elements`` together): a bitonic network sorts it in registers, with warps
+  enough that a thread holds at most ``sort_bytes_per_thread`` of its keys;
+* ``rank``: a longer row: a program per ``rank_block`` elements of a row counts, for
+  each, the elements of the whole row that sort before it, walking the row in blocks,
+  and stores the element at that position. O(N**2) compares per row (a fallback that is
+  correct for any length, not fast: a merge of sorted tiles would be O(N log N));
+* ``select`` (topk of a small k): k passes, each a reduction over the row that picks the
+  first pair in that order (packed: the least key, ``tl.min``) after the pass before's
+  pick, stored at the pass's position (so the result is sorted, also for
+  ``sorted=False``). A row that fits a sort tile stays in registers (each pick is taken
+  out of the tile for the next pass) when ``k <= select_max_k``: k reductions over the
+  tile cost less than the bitonic network's ``log2(N)**2 / 2`` steps. A longer row is
+  walked in chunks of ``select_chunk`` per pass (re-read from L2), a row per program,
+  when ``k <= select_max_k_long``: ``k * N`` compares against the rank's ``N**2``;
+* ``split`` (topk, such a longer row with packed keys, while the rows alone do not fill
+  the device: ``split_rows_per_sm``): two launches. The first splits each row into
+  chunks of ``block_n`` (enough for ``split_programs_per_sm`` programs a multiprocessor,
+  from ``split_min_chunk`` and ``split_chunk_per_k`` times k up to ``split_max_chunk``,
+  ``split_chunk``), a program a chunk: its keys in registers, Triton's bitonic top-k
+  (``tl.topk``, ``k_block`` wide) keeps its k least, stored in a workspace of
+  [rows, chunks, k] keys. The second takes each row's k least of its chunks' candidates:
+  a bitonic top-k of one tile of ``results_block`` where they fit
+  ``split_merge_block``, else k passes walking them. 64 vocabulary rows of 50257 with
+  k=50: 832 programs of 4096 elements, then 64 merges of 650 candidates, where a program
+  a row made 50 passes over its 50257 elements.
 
 Integers accumulate in Int (int64), Half/BFloat16 in Float.
 """
@@ -41,15 +60,16 @@ Integers accumulate in Int (int64), Half/BFloat16 in Float.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..analysis.device import DeviceInfo
-from ..dtypes import DataType
+from ..dtypes import DataType, compute_dtype, itemsize
 from ..intmath import cdiv, next_pow2
 from ..ir.ops.scans import accumulates_in
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec, Workspace
 from .problem import Problem
-from .warps import WarpSteps, warps_for
+from .warps import THREADS_PER_WARP, WarpSteps, warps_for
 
 NAME = "scan"
 SORTS = ("argsort", "topk")
@@ -86,6 +106,41 @@ class ScanTuning:
     select_chunk: int = 1024
     # warps by tile elements, (least elements, warps) steps
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
+    # a bitonic sort tile (mode block) takes warps enough that a thread holds at most this
+    # many bytes of its keys (a packed key: 8 or 4; a pair: the key's and the index's), more
+    # than ``warps`` gives where the tile is wide: on sm_90 a row of 2048 packed keys at 4
+    # warps (128 bytes a thread) left ptxas 16 bytes of stack for spills, at 8 warps
+    # (64) none, in about the same warp-instructions a row (36k, 38k)
+    sort_bytes_per_thread: int = 64
+    # ... at most this many warps
+    sort_max_warps: int = 16
+    # sort keys of at most 32 bits packed with their index in one int64 (argsort, topk):
+    # a compare-exchange is one int64 min and max instead of a NaN-aware (key, index)
+    # compare carrying two tensors (about half the sm_90 instructions of a 2048-element
+    # sort); False keeps the pairs, for an A/B on the GPU
+    packed_keys: bool = True
+    # ... in one int32 where the key has at most 16 bits (Half, BFloat16, fp8, Bool) and
+    # the row at most 2**15 elements: half the registers and shuffles, and a native
+    # 32-bit min and max (the argsort of bf16 rows of 2048 on sm_90: 4 warps of 3304
+    # instructions a program, against 8 warps of 4648 with int64 keys)
+    narrow_keys: bool = True
+    # topk rows beyond a sort tile (k <= select_max_k_long, packed keys) are split across
+    # programs (mode ``split``) while there are fewer rows than this many per
+    # multiprocessor: a program a row leaves most of them idle (64 vocabulary rows on
+    # 132), and walks its row once a pass. From there a program walks each row
+    split_rows_per_sm: int = 4
+    # ... into chunks enough for this many programs per multiprocessor (rows * chunks)
+    split_programs_per_sm: int = 4
+    # ... each chunk at least this many times k (its k candidates a fraction of it) ...
+    split_chunk_per_k: int = 4
+    # ... at least this many elements (a program's work beside its launch) ...
+    split_min_chunk: int = 1024
+    # ... and at most this many: a chunk is one tile of packed keys in registers (4096:
+    # 16 int64 a thread at 8 warps)
+    split_max_chunk: int = 4096
+    # a row's candidates (chunks * k) up to this many are merged in one tile, more are
+    # walked in blocks of it a pass
+    split_merge_block: int = 4096
 
 
 DEFAULT_TUNING = ScanTuning()
@@ -103,11 +158,16 @@ class ScanParams:
     num_warps: int
     index64: bool
     descending: bool = False  # argsort descending, topk largest
-    sums_block: int = 0  # split: the middle pass's block of chunk sums
+    results_block: int = 0  # split: the block of the chunks' results (cumsum: chunk sums;
+    #   topk: candidates) a program of the next launch takes
     accumulator: DataType = DataType.Float  # cumsum's
     based: tuple[int, ...] = ()  # accesses with a base offset ``b<a>`` bound at launch (a
     #   slice's start, where the problem has them)
-    in_tile: bool = True  # select: the row is one tile (else walked in chunks per pass)
+    in_tile: bool = True  # select: the row is one tile (else walked in chunks per pass);
+    #   topk split: the row's candidates are one tile of results_block (else walked)
+    packed: int = 0  # argsort, topk: the width of the integer each key is packed in with
+    #   its index (64 or 32; 0: (key, index) pairs)
+    k_block: int = 0  # topk split: the bitonic top-k's width, next_pow2(k) (at least 2)
 
     @property
     def pattern(self) -> str:
@@ -141,32 +201,15 @@ def can_schedule(
 
 
 def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) -> ScanParams:
-    n, nrows = _scan_extent(p), rows(p)
-    acc = accumulates_in(p.dtypes[p.n_loads]) if p.scan_op == "cumsum" else DataType.Float
-    fits = next_pow2(n) <= tuning.max_sort_block
-    if p.scan_op == "topk" and _selects(p, tuning):
-        mode = "select"
-        block_n = next_pow2(n) if fits else min(tuning.select_chunk, next_pow2(n))
-        block_r = min(next_pow2(nrows), max(1, tuning.sort_tile_elements // block_n)) if fits else 1
-    elif p.scan_op in SORTS and not fits:
-        mode, block_n, block_r = "rank", tuning.rank_block, 1
-    elif p.scan_op in SORTS:
-        mode, block_n = "block", next_pow2(n)
-        block_r = min(next_pow2(nrows), max(1, tuning.sort_tile_elements // block_n))
-    else:
-        if p.groups and not p.groups[0].reduced:
-            # the stride-1 side is a row coordinate: a tile spans outer_rows of it, so
-            # every load and store moves whole segments, and walks the dim in blocks
-            block_r = min(next_pow2(nrows), tuning.outer_rows)
-            block_n = min(next_pow2(n), max(1, tuning.tile_elements // block_r))
-        else:
-            block_n = next_pow2(n) if next_pow2(n) <= tuning.max_block else tuning.chunk
-            block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // block_n))
-        tiles = cdiv(nrows, block_r)
-        if block_n >= n:
-            mode = "block"
-        else:
-            mode = "loop" if tiles >= tuning.loop_tiles_per_sm * device.sm_count else "split"
+    if p.scan_op in SORTS:
+        return _sort_params(p, device, tuning)
+    return _cumsum_params(p, device, tuning)
+
+
+def _params(
+    p: Problem, mode: str, block_r: int, block_n: int, warps: int, **rest: Any
+) -> ScanParams:
+    """The params of ``p``'s kernels: its mode and tile, the fields of ``rest``."""
     return ScanParams(
         NAME,
         p.scan_op,
@@ -175,16 +218,144 @@ def heuristics(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNI
         _scan_group(p),
         block_r,
         block_n,
-        # a rank program compares a [block_n, block_n] tile
-        warps_for(block_n * block_n if mode == "rank" else block_r * block_n, tuning.warps),
+        warps,
         p.needs_int64,
         p.descending,
-        # the middle pass's tile has the others' elements
-        min(tuning.sums_block, max(1, tuning.tile_elements // block_r)) if mode == "split" else 0,
-        acc,
-        tuple(getattr(p, "based", ())),
-        mode != "select" or fits,
+        based=tuple(getattr(p, "based", ())),
+        **rest,
     )
+
+
+def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanParams:
+    n, nrows = _scan_extent(p), rows(p)
+    if p.groups and not p.groups[0].reduced:
+        # the stride-1 side is a row coordinate: a tile spans outer_rows of it, so
+        # every load and store moves whole segments, and walks the dim in blocks
+        block_r = min(next_pow2(nrows), tuning.outer_rows)
+        block_n = min(next_pow2(n), max(1, tuning.tile_elements // block_r))
+    else:
+        block_n = next_pow2(n) if next_pow2(n) <= tuning.max_block else tuning.chunk
+        block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // block_n))
+    tiles = cdiv(nrows, block_r)
+    if block_n >= n:
+        mode = "block"
+    else:
+        mode = "loop" if tiles >= tuning.loop_tiles_per_sm * device.sm_count else "split"
+    # the middle pass's tile has the others' elements
+    results = min(tuning.sums_block, max(1, tuning.tile_elements // block_r))
+    return _params(
+        p,
+        mode,
+        block_r,
+        block_n,
+        warps_for(block_r * block_n, tuning.warps),
+        results_block=results if mode == "split" else 0,
+        accumulator=accumulates_in(p.dtypes[p.n_loads]),
+    )
+
+
+def _sort_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanParams:
+    n, nrows = _scan_extent(p), rows(p)
+    packed = packs(p, tuning)
+    fits = next_pow2(n) <= tuning.max_sort_block
+    rows_of_tile = min(next_pow2(nrows), max(1, tuning.sort_tile_elements // next_pow2(n)))
+    if p.scan_op == "topk" and _selects(p, tuning):
+        if fits:
+            warps = warps_for(rows_of_tile * next_pow2(n), tuning.warps)
+            return _params(p, "select", rows_of_tile, next_pow2(n), warps, packed=packed)
+        chunk = split_chunk(n, p.scan_keep, nrows, device, tuning) if packed else 0
+        if chunk:
+            return _split_select(p, chunk, tuning)
+        block_n = min(tuning.select_chunk, next_pow2(n))
+        warps = warps_for(block_n, tuning.warps)
+        return _params(p, "select", 1, block_n, warps, in_tile=False, packed=packed)
+    if not fits:
+        # a rank program compares a [block_n, block_n] tile
+        warps = warps_for(tuning.rank_block**2, tuning.warps)
+        return _params(p, "rank", 1, tuning.rank_block, warps, packed=packed)
+    warps = sort_warps(rows_of_tile * next_pow2(n), _sort_bytes(p, packed), tuning)
+    return _params(p, "block", rows_of_tile, next_pow2(n), warps, packed=packed)
+
+
+def sort_warps(elements: int, element_bytes: int, tuning: ScanTuning) -> int:
+    """Warps of a bitonic sort tile of ``elements`` of ``element_bytes`` each: those of
+    ``warps`` for its elements, or more (up to ``sort_max_warps``) until a thread holds at
+    most ``sort_bytes_per_thread`` bytes of it."""
+    threads = cdiv(elements * element_bytes, tuning.sort_bytes_per_thread)
+    wanted = min(tuning.sort_max_warps, next_pow2(cdiv(threads, THREADS_PER_WARP)))
+    return max(warps_for(elements, tuning.warps), wanted)
+
+
+def _sort_bytes(p: Problem, packed: int) -> int:
+    """Bytes a sort carries an element: its packed key, or its key and index."""
+    if packed:
+        return packed // 8
+    key = itemsize(compute_dtype(p.scan_dtype)) if p.scan_dtype is not None else 4
+    return key + (8 if p.needs_int64 else 4)
+
+
+def split_chunk(n: int, k: int, nrows: int, device: DeviceInfo, tuning: ScanTuning) -> int:
+    """The chunk (a power of two) of a topk row split across programs (mode ``split``),
+    0 where it is not split: the rows alone fill the device, or the row is one chunk.
+    Chunks enough that rows * chunks reach ``split_programs_per_sm`` per multiprocessor,
+    each at least ``split_chunk_per_k`` times k (so the candidates are a fraction of the
+    row) and ``split_min_chunk``, and at most ``split_max_chunk`` (held in registers)."""
+    if nrows >= tuning.split_rows_per_sm * device.sm_count:
+        return 0
+    wanted = cdiv(tuning.split_programs_per_sm * device.sm_count, nrows)
+    chunk = next_pow2(cdiv(n, wanted))
+    chunk = max(chunk, k_block(k) * tuning.split_chunk_per_k, tuning.split_min_chunk)
+    chunk = min(chunk, tuning.split_max_chunk)
+    return chunk if chunk < n else 0
+
+
+def _split_select(p: Problem, chunk: int, tuning: ScanTuning) -> ScanParams:
+    """A topk split in chunks of ``chunk``: a program takes each chunk's k least packed
+    keys (its candidates, by a bitonic top-k in registers) into a workspace, then a
+    program a row takes its k of its chunks' candidates: a bitonic top-k of one tile
+    where they fit ``split_merge_block``, else k passes walking them in blocks of it."""
+    candidates = cdiv(_scan_extent(p), chunk) * p.scan_keep
+    kb = k_block(p.scan_keep)
+    merge = min(max(next_pow2(candidates), kb), tuning.split_merge_block)
+    warps = warps_for(chunk, tuning.warps)
+    return _params(
+        p,
+        "split",
+        1,
+        chunk,
+        warps,
+        results_block=merge,
+        in_tile=candidates <= merge and kb <= merge,
+        packed=packs(p, tuning),
+        k_block=kb,
+    )
+
+
+def k_block(k: int) -> int:
+    """The width of a bitonic top-k of ``k``: a power of two, at least 2 (Triton 3.6's
+    ``tl.topk`` of 1 reduces a row to a scalar it cannot reshape)."""
+    return max(2, next_pow2(k))
+
+
+# keys of at most 16 bits: their order fits the high half of an int32 ...
+NARROW_DTYPES = frozenset(
+    {DataType.Half, DataType.BFloat16, DataType.Float8_e4m3fn, DataType.Float8_e5m2, DataType.Bool}
+)
+# ... of at most 32 bits: of an int64
+PACKED_DTYPES = NARROW_DTYPES | {DataType.Float, DataType.Int32}
+
+
+def packs(p: Problem, tuning: ScanTuning) -> int:
+    """The width of the integer an argsort's or topk's keys pack in with their index
+    (``codegen.packed_keys``): 32 for keys of at most 16 bits and an index below 2**15
+    (``narrow_keys``), 64 for keys of at most 32 bits and an index below 2**31; 0 (pairs)
+    for wider keys or with ``packed_keys`` off."""
+    n = _scan_extent(p)
+    if not tuning.packed_keys or p.scan_op not in SORTS or p.scan_dtype not in PACKED_DTYPES:
+        return 0
+    if tuning.narrow_keys and p.scan_dtype in NARROW_DTYPES and n <= 2**15:
+        return 32
+    return 64 if n <= 2**31 else 0
 
 
 def _selects(p: Problem, tuning: ScanTuning) -> bool:
@@ -219,6 +390,13 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
             "device: chunk sums, their running sums, then each chunk"
         ),
     }[params.mode]
+    if params.mode == "split" and params.op == "topk":
+        nc = cdiv(n, params.block_n)
+        why = (
+            f"k={p.scan_keep} of {rows(p)} rows of {n}, too few rows to fill the device: "
+            f"each row in {nc} chunks of {params.block_n}, a program selecting a chunk's k "
+            f"candidates, then a program a row selecting its k of the {nc * p.scan_keep}"
+        )
     return f"mode {params.mode}: {why}"
 
 
@@ -227,8 +405,10 @@ def chunks(p: Problem, params: ScanParams) -> int:
 
 
 def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[LaunchSpec, ...]:
-    """One launch per row tile (``block``, ``loop``); ``split``: chunk sums, their running
-    sums, the scan (kernels 0, 1, 2)."""
+    """One launch per row tile (``block``, ``loop``, ``select``); a rank program per block
+    of a row (``rank``); cumsum's ``split``: chunk sums, their running sums, the scan
+    (kernels 0, 1, 2); topk's ``split``: each chunk's candidates, each row's merge
+    (kernels 0, 1)."""
     nrows = rows(p)
     tiles = cdiv(nrows, params.block_r)
     if params.mode == "rank":
@@ -238,6 +418,8 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
         return (LaunchSpec(0, (tiles,), values),)
     nc = chunks(p, params)
     values += (("NUM_CHUNKS", nc),)
+    if params.op == "topk":
+        return (LaunchSpec(0, (tiles * nc,), values), LaunchSpec(1, (tiles,), values))
     return (
         LaunchSpec(0, (tiles * nc,), values),
         LaunchSpec(1, (cdiv(nrows, params.block_r),), values),
@@ -246,7 +428,12 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
 
 
 def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Workspace, ...]:
-    """``split``: every chunk's sum, then its running sum, [rows x chunks]."""
+    """``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
+    candidates, each chunk's k packed keys, [rows x chunks x k]."""
     if params.mode != "split":
         return ()
+    if params.op == "topk":
+        size = rows(p) * chunks(p, params) * p.scan_keep
+        key = DataType.Int if params.packed == 64 else DataType.Int32
+        return (Workspace("ws0", (max(1, size),), key),)
     return (Workspace("ws0", (rows(p) * chunks(p, params),), params.accumulator),)

@@ -1,0 +1,182 @@
+"""argsort and topk over packed keys (``codegen.packed_keys``, ``codegen.scan_packed``).
+
+Keys of at most 32 bits (Float, Int32) are packed with their index in one int64, keys of
+at most 16 bits (Half, BFloat16, fp8, Bool) in one int32 (in one int64 with the tuning's
+``narrow_keys=False``). Rows of the values a transform of the bits could get wrong
+(NaNs of both signs, infinities, -0.0 beside 0.0, the smallest subnormal, the largest
+finite values, int32's extremes, ties among all of them), through every mode (block,
+rank, select in a tile, in chunks, split across programs), both directions, against
+torch's stable sort: the indices exactly, the values bit for bit (-0.0 stays -0.0) but a
+NaN's payload. Keys of 64 bits keep the (key, index) pairs, as does the tuning's
+``packed_keys=False``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from layoutfuse.nvfuser import FusionDefinition
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import INTERPRETER_WARNINGS, configured, schedules
+
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
+
+F32, BF16, F16, I32, I64, F64 = (
+    torch.float32,
+    torch.bfloat16,
+    torch.float16,
+    torch.int32,
+    torch.int64,
+    torch.float64,
+)
+PACKED = (F32, BF16, F16, I32)
+WIDTH = {F32: 64, I32: 64, BF16: 32, F16: 32, torch.bool: 32}  # of the packed key
+
+# the scan tuning that makes rows of 45 take each mode (topk's k at most 16)
+MODES = {
+    "block": dict(select_max_k=0),
+    "rank": dict(max_sort_block=16, rank_block=16, select_max_k_long=0),
+    "select": {},
+    "chunks": dict(max_sort_block=16, select_chunk=16),
+    # three chunks of 16 a row across programs, their candidates merged in one tile ...
+    "split": dict(max_sort_block=16, split_min_chunk=16, split_max_chunk=16, split_chunk_per_k=1),
+    # ... or walked in blocks of 16 a pass
+    "split-walk": dict(
+        max_sort_block=16,
+        split_min_chunk=16,
+        split_max_chunk=16,
+        split_chunk_per_k=1,
+        split_merge_block=16,
+    ),
+}
+
+
+def _mode_of(p) -> str:
+    """The key of ``MODES`` that gave params ``p``."""
+    if p.mode == "select" and not p.in_tile:
+        return "chunks"
+    return p.mode if p.in_tile else "split-walk"
+
+
+def special_rows(dtype: torch.dtype, n: int = 45, seed: int = 0) -> torch.Tensor:
+    """Three rows of ``n`` drawn from the values an order transform could get wrong, with
+    ties; the first row starts with a NaN (the largest key at index 0)."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        info = torch.finfo(dtype)
+        nan = float("nan")
+        pool = [nan, -nan, float("inf"), -float("inf"), 0.0, -0.0, 0.0, -0.0, 1.5, -1.5]
+        pool += [info.smallest_normal / 4, -info.smallest_normal / 4, info.max, -info.max]
+        values = torch.tensor(pool, dtype=torch.float32).to(dtype)
+    else:
+        info = torch.iinfo(dtype)
+        values = torch.tensor([info.min, info.max, -1, 0, 0, 1, 7, 7, info.min + 1], dtype=dtype)
+    x = values[torch.randint(0, len(values), (3, n), generator=g)]
+    x[1, :8] = values[4:6].repeat(4)  # zeros of both signs, side by side
+    x[0, 0] = values[0]
+    return x
+
+
+def _bits(v: torch.Tensor) -> torch.Tensor:
+    """``v``'s bits (NaNs as one NaN), to compare values with their sign of zero."""
+    if not v.dtype.is_floating_point:
+        return v
+    v = torch.where(v.isnan(), torch.tensor(float("nan"), dtype=v.dtype), v)
+    return v.view({4: torch.int32, 2: torch.int16}[v.element_size()])
+
+
+def _run(build, x, tuning):
+    with FusionDefinition() as fd:
+        outs = build(fd, fd.from_pytorch(x))
+        for o in outs if isinstance(outs, tuple) else (outs,):
+            fd.add_output(o)
+    fd = configured(fd, tuning=DEFAULT.with_fields(scan=tuning))
+    return fd, fd.execute([x])
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("mode", ["block", "rank"])
+@pytest.mark.parametrize("dtype", [*PACKED, torch.bool])
+def test_argsort_of_special_values(dtype, mode, descending):
+    x = special_rows(F32, seed=1) > 0 if dtype is torch.bool else special_rows(dtype, seed=1)
+    fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1, descending=descending), x, MODES[mode])
+    assert torch.equal(out, torch.argsort(x, dim=1, descending=descending, stable=True))
+    (p,) = schedules(fd)
+    assert (p.mode, p.packed) == (mode, WIDTH[dtype])
+
+
+@pytest.mark.parametrize("k", [1, 13])
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("dtype", PACKED)
+def test_topk_of_special_values(dtype, mode, largest, k):
+    x = special_rows(dtype, seed=2)
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, k, 1, largest=largest), x, MODES[mode])
+    want_i = torch.argsort(x, dim=1, descending=largest, stable=True)[:, :k]
+    assert torch.equal(i, want_i)
+    assert v.dtype == x.dtype
+    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want_i)))
+    (p,) = schedules(fd)
+    # (k=1 of split-walk: the three candidates fit the merge's tile)
+    want = "split" if (mode, k) == ("split-walk", 1) else mode
+    assert (_mode_of(p), p.packed) == (want, WIDTH[dtype])
+
+
+def test_the_zeros_of_a_topk_keep_their_signs():
+    """-0.0 and 0.0 tie (lower index first) and come back as they were."""
+    x = torch.tensor([[0.0, -0.0, 0.0, -0.0, -1.0], [-0.0, 0.0, -0.0, 0.0, 1.0]])
+    for mode in MODES:
+        _, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 4, 1), x, MODES[mode])
+        assert i.tolist() == [[0, 1, 2, 3], [4, 0, 1, 2]], mode
+        assert torch.equal(v.signbit(), torch.gather(x, 1, i).signbit()), mode
+
+
+@pytest.mark.parametrize(
+    "dtype, packed",
+    [(F32, 64), (BF16, 32), (F16, 32), (I32, 64), (torch.bool, 32), (F64, 0), (I64, 0)],
+)
+def test_keys_pack_up_to_32_bits(dtype, packed):
+    x = special_rows(F32, seed=3) > 0 if dtype is torch.bool else special_rows(dtype, seed=3)
+    fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1), x, {})
+    assert torch.equal(out, torch.argsort(x, dim=1, stable=True))
+    assert schedules(fd)[0].packed == packed
+
+
+@pytest.mark.parametrize("mode", ["block", "select", "split"])
+@pytest.mark.parametrize("dtype", [BF16, F16])
+def test_narrow_keys_in_an_int64_give_the_same(dtype, mode):
+    """``narrow_keys=False``: 16-bit keys packed in an int64, as an fp32's."""
+    x = special_rows(dtype, seed=6)
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, {**MODES[mode], "narrow_keys": False})
+    want = torch.argsort(x, dim=1, descending=True, stable=True)[:, :5]
+    assert torch.equal(i, want)
+    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want)))
+    assert (schedules(fd)[0].mode, schedules(fd)[0].packed) == (mode, 64)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_fp8_keys(dtype, descending):
+    """fp8 keys (ordered through Half's bits; torch sorts none: its reference is the
+    fp32 sort of the same values), argsort and topk."""
+    x = special_rows(F32, seed=7).to(dtype)
+    want = torch.argsort(x.float(), dim=1, descending=descending, stable=True)
+    fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1, descending=descending), x, {})
+    assert torch.equal(out, want)
+    assert schedules(fd)[0].packed == 32
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 6, 1, largest=descending), x, {})
+    assert torch.equal(i, want[:, :6])
+    picked = torch.gather(x.view(torch.uint8), 1, want[:, :6]).view(dtype)  # (no fp8 gather)
+    assert torch.equal(_bits(v.float()), _bits(picked.float()))
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_pairs_when_packing_is_off(mode):
+    """``packed_keys=False``: the (key, index) kernels, with the same results."""
+    x = special_rows(F32, seed=4)
+    tuning = {**MODES[mode], "packed_keys": False}
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, tuning)
+    assert torch.equal(i, torch.argsort(x, dim=1, descending=True, stable=True)[:, :5])
+    assert schedules(fd)[0].packed == 0
+    assert "_first" in fd.last_triton_code() or "_sorts_before" in fd.last_triton_code()

@@ -1,0 +1,122 @@
+"""The scan scheduler's rules at real sizes, planned on meta tensors (nothing runs).
+
+The warps of a bitonic sort tile: enough that a thread holds at most
+``sort_bytes_per_thread`` bytes of keys. The split of a topk's long rows across
+programs (mode ``split``), for the device tables of an H200 and of smaller GPUs. A row longer than a sort tile is split while the rows alone do not fill
+the device (``split_rows_per_sm``), in chunks enough for ``split_programs_per_sm``
+programs a multiprocessor, each a power of two between ``split_min_chunk`` (and
+``split_chunk_per_k`` times k) and ``split_max_chunk``; the merge takes each row's
+candidates in one tile up to ``split_merge_block``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from layoutfuse.analysis.device import H200
+from layoutfuse.nvfuser import FusionDefinition
+from layoutfuse.schedulers.scan import ScanParams, ScanTuning, sort_warps, split_chunk
+from support.execution import configured, small_gpu
+
+
+def _plan(shape, k, dtype=torch.float32, sms=132) -> tuple[ScanParams, list[tuple[int, ...]]]:
+    """The scan's params and the launches' grids of a topk of ``k`` along dim 1 (an
+    argsort where ``k`` is None)."""
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        if k is None:
+            fd.add_output(fd.ops.argsort(t, 1))
+        else:
+            values, indices = fd.ops.topk(t, k, 1, largest=True, sorted=True)
+            fd.add_output(values)
+            fd.add_output(indices)
+    fd = configured(fd, target=small_gpu(sms))
+    record = fd.executor().plan([x])
+    (params,) = [p for p in record.params if isinstance(p, ScanParams)]
+    return params, [launch.grid for launch in record.launches]
+
+
+@pytest.mark.parametrize(
+    "shape, k, chunk, grids, merge, in_tile",
+    [
+        # 64 vocabulary rows: 9 chunks would fill 4 programs a multiprocessor, but a
+        # chunk is at most 4096 elements: 13 chunks, 650 candidates a row
+        ((64, 50257), 50, 4096, [(832,), (64,)], 1024, True),
+        ((64, 50257), 256, 4096, [(832,), (64,)], 4096, True),
+        ((4, 1 << 20), 256, 4096, [(1024,), (4,)], 4096, False),  # 65536 candidates
+        ((16, 8192), 8, 1024, [(128,), (16,)], 64, True),  # 33 chunks fill; at least 1024
+    ],
+)
+def test_long_rows_split_into_chunks(shape, k, chunk, grids, merge, in_tile):
+    params, launched = _plan(shape, k)
+    assert (params.mode, params.block_n, params.results_block) == ("split", chunk, merge)
+    assert params.in_tile is in_tile and params.packed == 64
+    assert launched == grids
+
+
+@pytest.mark.parametrize(
+    "shape, k, dtype, sms",
+    [
+        ((1024, 50257), 50, torch.float32, 132),  # rows fill the device
+        ((64, 50257), 50, torch.float32, 8),  # 64 rows are 8 a multiprocessor of 8
+        ((64, 50257), 50, torch.float64, 132),  # keys that do not pack
+        ((64, 3000), 300, torch.float32, 132),  # k above select_max_k_long: ranked
+    ],
+)
+def test_rows_that_are_not_split(shape, k, dtype, sms):
+    params, launched = _plan(shape, k, dtype, sms)
+    assert params.mode in ("select", "rank") and len(launched) == 1
+
+
+def test_the_chunk_rule():
+    tuning = ScanTuning()
+    assert split_chunk(50257, 50, 64, H200, tuning) == 4096
+    assert split_chunk(50257, 50, 600, H200, tuning) == 0  # 600 rows >= 4 * 132
+    assert split_chunk(3000, 1, 1, H200, tuning) == 1024  # split_min_chunk
+    assert split_chunk(3000, 1024, 1, H200, tuning) == 0  # 1024 * 4: the whole row
+    assert split_chunk(1 << 16, 8, 100, H200, tuning) == 4096  # 6 chunks: 16384, capped
+    assert split_chunk(50257, 50, 64, H200, ScanTuning(split_max_chunk=2048)) == 2048
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, tile, warps",
+    [
+        ((8192, 2048), torch.float32, (1, 2048), 8),  # 16 KiB of packed keys: 64 B a thread
+        ((8192, 2048), torch.bfloat16, (1, 2048), 4),  # keys packed in 32 bits
+        ((65536, 256), torch.float32, (8, 256), 8),
+        ((8192, 2048), torch.float64, (1, 2048), 16),  # pairs of 12 bytes
+        ((4096, 64), torch.float32, (32, 64), 8),
+        ((64, 8), torch.float32, (64, 8), 4),  # 512 elements: ``warps``' 4
+    ],
+)
+def test_sort_tiles_take_warps_by_their_bytes(shape, dtype, tile, warps):
+    params, launched = _plan(shape, None, dtype)
+    assert params.mode == "block"
+    assert ((params.block_r, params.block_n), params.num_warps) == (tile, warps)
+    assert launched == [(shape[0] // tile[0],)]
+
+
+def test_sort_warps():
+    tuning = ScanTuning()
+    assert sort_warps(2048, 8, tuning) == 8
+    assert sort_warps(2048, 8, ScanTuning(sort_bytes_per_thread=128)) == 4
+    assert sort_warps(64, 8, tuning) == 2  # warps' last step
+    assert sort_warps(1 << 14, 16, tuning) == 16  # sort_max_warps
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, packed",
+    [
+        ((4, 1 << 15), torch.bfloat16, 32),  # an index of 15 bits beside a 16-bit key
+        ((4, (1 << 15) + 1), torch.bfloat16, 64),
+        ((4, 1 << 15), torch.float16, 32),
+        ((4, 1 << 15), torch.float32, 64),
+        ((4, 1 << 15), torch.int32, 64),
+        ((4, 1 << 15), torch.int64, 0),
+    ],
+)
+def test_the_width_keys_pack_in(shape, dtype, packed):
+    assert _plan(shape, None, dtype)[0].packed == packed
+    assert _plan(shape, 8, dtype)[0].packed == packed
