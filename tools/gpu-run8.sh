@@ -18,13 +18,18 @@ a)
   echo "tune-cross rc=$? $(( $(date +%s) - t0 )) s"; grep -v Warn $out/tune-cross.txt | cut -c1-250 ;;
 b)
   t0=$(date +%s)
-  timeout 200 python3 -m benchmarks ops --filter "${OPS_FILTER:-}" --out $out/ops-$day-$commit-$gpu.json > $out/ops.txt 2>&1
+  timeout ${OPS_S:-170} python3 -m benchmarks ops --filter "${OPS_FILTER:-}" --out $out/ops-$day-$commit-$gpu.json > $out/ops.txt 2>&1
   echo "ops rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[" $out/ops.txt | tail -40 | cut -c1-240
+  if [ -n "${OPS_AB:-}" ]; then  # the same cases under other tuning fields (the old plans)
+    t0=$(date +%s)
+    timeout 60 python3 -m benchmarks ops --filter "$OPS_AB_FILTER" --systems layoutfuse --tuning "$OPS_AB" --out $out/ops-ab-$day-$commit-$gpu.json > $out/ops-ab.txt 2>&1
+    echo "ops-ab rc=$? $(( $(date +%s) - t0 )) s"; grep "^\[" $out/ops-ab.txt | cut -c1-200
+  fi
   t0=$(date +%s)
-  timeout 240 python3 -m benchmarks thunder --out $out/thunder-$day-$commit-$gpu.json > $out/thunder.txt 2>&1
+  timeout ${THUNDER_S:-230} python3 -m benchmarks thunder --out $out/thunder-$day-$commit-$gpu.json > $out/thunder.txt 2>&1
   echo "thunder rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[\|Warn\|warn" $out/thunder.txt | tail -30
   t0=$(date +%s)
-  timeout 90 python3 -m benchmarks overhead --out $out/overhead-$day-$commit-$gpu.json > $out/overhead.txt 2>&1
+  timeout 60 python3 -m benchmarks overhead --out $out/overhead-$day-$commit-$gpu.json > $out/overhead.txt 2>&1
   echo "overhead rc=$? $(( $(date +%s) - t0 )) s"; tail -25 $out/overhead.txt ;;
 c)
   t0=$(date +%s)
