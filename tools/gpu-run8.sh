@@ -31,6 +31,15 @@ b)
   t0=$(date +%s)
   timeout 60 python3 -m benchmarks overhead --out $out/overhead-$day-$commit-$gpu.json > $out/overhead.txt 2>&1
   echo "overhead rc=$? $(( $(date +%s) - t0 )) s"; tail -25 $out/overhead.txt ;;
+d)  # one call: the changed areas' tests with CUDA tensors (8 shards), then part b's runs
+  t0=$(date +%s)
+  TEST_PATHS="$TESTS" timeout ${TESTS_S:-150} tools/gpu-tests $out/tests 8 > $out/tests-summary.txt 2>&1
+  echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -12 $out/tests-summary.txt
+  cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-$day-$commit-$gpu.txt
+  for f in $(grep -l "^FAILED\|^ERROR" $out/tests/tests-shard-*.log); do cp $f $out/; done
+  rm -rf $out/tests
+  PART=b OUT=$out COMMIT=$commit bash $0
+  exit ;;
 c)
   t0=$(date +%s)
   timeout ${LIMIT:-480} tools/gpu-tests $out/tests 16 > $out/tests-summary.txt 2>&1
