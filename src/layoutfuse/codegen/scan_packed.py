@@ -94,18 +94,7 @@ def _rank_sort(w: Writer, t: ScanTile) -> None:
         t.columns(w, "j0")
         key_j = packed_key(w, t, t.value(w), "cols[None, :]", "mask")
         w.line(f"rank += tl.sum(({key_j} < key_i).to(tl.int32), axis=1)")
-    w.line("at = tl.reshape(rank, [1, BLOCK_N])")
-    if t.p.index64:
-        w.line("at = at.to(tl.int64)")
-    t.offsets(w, "at")
-    w.line("mask = mi")
-    t.emitter(w)
-    if t.p.op == "argsort":
-        t.finish(w, "ci[None, :] + tl.zeros([BLOCK_R, BLOCK_N], ci.dtype)", "mi")
-    else:
-        w.line("kmask = mi & (at < K)")
-        t.store(w, 0, v, "kmask")
-        t.store(w, 1, "ci[None, :] + tl.zeros([BLOCK_R, BLOCK_N], ci.dtype)", "kmask")
+    t.store_ranked(w, v)
 
 
 def _store_pick(w: Writer, t: ScanTile, pick: str) -> None:

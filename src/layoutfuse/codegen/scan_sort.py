@@ -54,18 +54,7 @@ def _rank_sort(w: Writer, t: ScanTile) -> None:
         w.line(f"key_j = {_key(w, t, t.value(w))}")
         w.line(f"before = _sorts_before(key_j, cols[None, :], key_i, idx_i, {n}, {t.p.descending})")
         w.line("rank += tl.sum(before.to(tl.int32), axis=1)")
-    w.line("at = tl.reshape(rank, [1, BLOCK_N])")
-    if t.p.index64:
-        w.line("at = at.to(tl.int64)")
-    t.offsets(w, "at")
-    w.line("mask = mi")
-    t.emitter(w)
-    if t.p.op == "argsort":
-        t.finish(w, "ci[None, :] + tl.zeros([BLOCK_R, BLOCK_N], ci.dtype)", "mi")
-    else:
-        w.line("kmask = mi & (at < K)")
-        t.store(w, 0, key, "kmask")
-        t.store(w, 1, "ci[None, :] + tl.zeros([BLOCK_R, BLOCK_N], ci.dtype)", "kmask")
+    t.store_ranked(w, key)
 
 
 def _select_names(t: ScanTile) -> tuple[str, str, str]:

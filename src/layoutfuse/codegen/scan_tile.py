@@ -127,6 +127,24 @@ class ScanTile:
         stored = storage_cast(f"({value})", tv.dtype)
         w.line(f"tl.store({self.ptr_of[id(tv)]} + off{a}, {stored}, mask={mask})")
 
+    def store_ranked(self, w: Writer, value: str) -> None:
+        """The rank mode's stores: each element of the row tile ``value`` (the row's
+        values, their columns ``ci``) at its position ``rank`` along the dim (argsort: the
+        columns and the epilogue; topk: the value and the column where the rank is below K)."""
+        w.line("at = tl.reshape(rank, [1, BLOCK_N])")
+        if self.p.index64:
+            w.line("at = at.to(tl.int64)")
+        self.offsets(w, "at")
+        w.line("mask = mi")
+        self.emitter(w)
+        columns = "ci[None, :] + tl.zeros([BLOCK_R, BLOCK_N], ci.dtype)"
+        if self.p.op == "argsort":
+            self.finish(w, columns, "mi")
+        else:
+            w.line("kmask = mi & (at < K)")
+            self.store(w, 0, value, "kmask")
+            self.store(w, 1, columns, "kmask")
+
     def store_at(self, w: Writer, k: int, value: str, pos: str) -> None:
         """Store ``value`` (one per row: [BLOCK_R]) into the scan's output ``k`` at position
         ``pos`` of the tile's rows (a topk's pick)."""
