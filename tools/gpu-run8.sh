@@ -25,8 +25,8 @@ b)
     timeout 60 python3 -m benchmarks ops --filter "$OPS_AB_FILTER" --systems layoutfuse --tuning "$OPS_AB" --out $out/ops-ab-$day-$commit-$gpu.json > $out/ops-ab.txt 2>&1
     echo "ops-ab rc=$? $(( $(date +%s) - t0 )) s"; grep "^\[" $out/ops-ab.txt | cut -c1-200
   fi
-  for f in ${THUNDER_FILTERS:-""}; do  # one run per filter, their rows in one file each
-    t0=$(date +%s); tag=${f:+-$f}
+  for f in ${THUNDER_FILTERS:-all}; do  # one run per filter, their rows in one file each
+    t0=$(date +%s); tag=-$f; [ "$f" = all ] && f="" && tag=""
     timeout ${THUNDER_S:-230} python3 -m benchmarks thunder --filter "$f" --out $out/thunder$tag-$day-$commit-$gpu.json > $out/thunder$tag.txt 2>&1
     echo "thunder $f rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/thunder$tag.txt | tail -12 | cut -c1-400
   done
