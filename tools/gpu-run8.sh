@@ -17,9 +17,11 @@ a)
   LAYOUTFUSE_MEASURE=0 timeout ${LIMIT:-420} python3 tools/dev/tune_cross.py $out/tune-cross-$day-$commit-$gpu.json --peers $VARIANTS > $out/tune-cross.txt 2>&1
   echo "tune-cross rc=$? $(( $(date +%s) - t0 )) s"; grep -v Warn $out/tune-cross.txt | cut -c1-250 ;;
 b)
-  t0=$(date +%s)
-  timeout ${OPS_S:-170} python3 -m benchmarks ops --filter "${OPS_FILTER:-}" --out $out/ops-$day-$commit-$gpu.json > $out/ops.txt 2>&1
-  echo "ops rc=$? $(( $(date +%s) - t0 )) s"; grep -v "^\[" $out/ops.txt | tail -40 | cut -c1-240
+  for f in ${OPS_FILTERS:-all}; do  # one run per filter, each its own file
+    t0=$(date +%s); tag=-$f; [ "$f" = all ] && f="" && tag=""
+    timeout ${OPS_S:-170} python3 -m benchmarks ops --filter "$f" --out $out/ops$tag-$day-$commit-$gpu.json > $out/ops$tag.txt 2>&1
+    echo "ops $f rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/ops$tag.txt | tail -14 | cut -c1-300
+  done
   if [ -n "${OPS_AB:-}" ]; then  # the same cases under other tuning fields (the old plans)
     t0=$(date +%s)
     timeout 60 python3 -m benchmarks ops --filter "$OPS_AB_FILTER" --systems layoutfuse --tuning "$OPS_AB" --out $out/ops-ab-$day-$commit-$gpu.json > $out/ops-ab.txt 2>&1
