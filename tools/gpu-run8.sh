@@ -44,6 +44,7 @@ d)  # one call: the changed areas' tests with CUDA tensors (8 shards), then part
   for f in $(grep -l "^FAILED\|^ERROR" $out/tests/tests-shard-*.log | head -2); do cp $f $out/; done
   rm -rf $out/tests
   PART=b OUT=$out COMMIT=$commit OVERHEAD=0 bash $0
+  rm -f $out/ops*.txt $out/thunder*.txt $out/tests-summary.txt  # 8 files come back at most
   exit ;;
 c)
   t0=$(date +%s)
