@@ -62,6 +62,10 @@ class Group:
     # outputs in the root's coordinates that reach the same reductions and are stored with
     # it (``Fusion.kernel_partners``: the other part of a complex output)
     partners: tuple[TensorView, ...] = ()
+    # outputs in the root's coordinates that no reduction reaches, computed from the same
+    # coordinates and stored by the kernel too (``segments._beside``: a residual sum cast
+    # to bf16 beside the layer norm of its fp32 value)
+    beside: tuple[TensorView, ...] = ()
     # reductions over the kept dims of tensors in the root's coordinates (a layer norm
     # backward's column sums): the kernel adds each program's rows into partial column
     # results that a finishing kernel combines (``segments._cross_reductions``); and the
@@ -300,7 +304,12 @@ def group_reached(group: Group, memory: set[int]) -> list[tuple[TensorView, tupl
     passes through the group's reductions, whose inputs are in the root's coordinates."""
     through = frozenset(id(e) for e in group.reductions)
     if group.rows or len(group.reductions) == 1:
-        starts = [group.root, *group.partners, *(e.inputs[0] for e in group.cross)]
+        starts = [
+            group.root,
+            *group.partners,
+            *group.beside,
+            *(e.inputs[0] for e in group.cross),
+        ]
     else:
         # sibling reductions (``segments.siblings``): their inputs share the root's coordinates
         starts = [e.inputs[0] for e in group.reductions]

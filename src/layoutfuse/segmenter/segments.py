@@ -217,9 +217,34 @@ def _normalization_groups(seg: _Segmentation) -> None:
         if waits_on(loaded, outs, seg.memory_outside([])):
             continue  # it would read what is computed from its own reductions (a scan's)
         group.partners = tuple(p for p in _partners(seg, root) if _same_group(p, group, seg))
+        group.beside = _beside(seg, group, root)
         stores, xstores = _group_stores(seg, group, root)
         seg.covered |= {id(a.tv) for a in stores + xstores}
         seg.groups.append(_GroupKernel(group, stores, xstores))
+
+
+def _beside(seg: _Segmentation, group: Group, root: TensorView) -> tuple[TensorView, ...]:
+    """Pending outputs of the root's coordinates that no reduction of the group reaches
+    (``_same_coordinates``): the group's kernel computes them from its tile and stores
+    them, where its loads then wait on nothing it stores (a residual sum cast to bf16
+    beside the layer norm of its fp32 value: one kernel, not a second that reads both
+    addends again)."""
+    memory = seg.memory_outside(group.reductions)
+    everything = seg.memory_outside([])
+    own = group.red_outputs()
+    through = frozenset(id(e) for e in group.reductions)
+    loaded = [tv for tv, _ in group_reached(group, memory) if _computed(tv, memory)]
+    stored: list[TensorView] = [root, *group.partners]
+    out: list[TensorView] = []
+    for o in _same_coordinates(root, seg, memory):
+        ups = reached(o, memory, through)
+        if any(id(tv) in own for tv, _ in ups):
+            continue  # it uses the group's results: a root of its own (or a partner)
+        with_o = loaded + [tv for tv, _ in ups if _computed(tv, memory)]
+        if not waits_on(with_o, stored + out + [o], everything):
+            out.append(o)
+            loaded = with_o
+    return tuple(out)
 
 
 def _group_stores(
@@ -240,9 +265,9 @@ def _group_stores(
         and not waits_on(loaded, [o], everything)
     ]
     xs_ids = {id(a.tv) for a in xstores}
-    stores = [Access(root, (), store=True)]
+    stores = [Access(root, (), store=True)] + [Access(o, (), store=True) for o in group.beside]
     for o in seg.pending:
-        if id(o) in seg.covered or id(o) in xs_ids or o is root:
+        if id(o) in seg.covered or id(o) in xs_ids or o is root or o in group.beside:
             continue
         chain = next((c for t, c in reached if t is o), None)
         if (

@@ -433,7 +433,7 @@ def _fallback_pointwise(
     per per-row value that is not a reduction's result."""
     fb: list[KernelSpec] = []
     up = upstream_tensors(group.root, memory_ids)
-    with_root = {id(group.root)} | {id(p) for p in group.partners}
+    with_root = {id(group.root)} | {id(p) for p in group.partners + group.beside}
     if stores:
         fb.append(
             kernel_spec(
@@ -443,6 +443,7 @@ def _fallback_pointwise(
                 [a for a in stores if id(a.tv) in with_root or id(a.tv) in up],
                 reason="pointwise work after the reductions",
                 partners=group.partners,
+                beside=group.beside,
             )
         )
     for a in stores:
