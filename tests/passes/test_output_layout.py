@@ -280,3 +280,53 @@ def test_scalar_outputs_have_no_layout():
         return [ops.size(x, 0), ops.pointwise("neg", x)]
 
     assert set(layouts(build)) == {1}
+
+
+@pytest.mark.parametrize(
+    "chain",
+    [
+        lambda y: ops.permute(y, [1, 0]),
+        lambda y: ops.set_(y),
+        lambda y: ops.reshape(y, [6]),
+        lambda y: ops.squeeze(ops.broadcast(y, [True, False, False]), [0]),
+    ],
+    ids=["permute", "set", "reshape", "squeeze"],
+)
+def test_pure_views_of_another_output(chain):
+    """A chain of view ops from a computed output: a view of it, with the order to
+    allocate with where the view fails; the computed output keeps its own layout."""
+
+    def build(f):
+        x = define_tensor(f, [2, 3], stride_order=[0, 1])
+        y = ops.pointwise("neg", x)
+        return [y, chain(y)]
+
+    got = layouts(build)
+    assert got[0] == OutputLayout("inferred", (1, 0))
+    assert got[1].kind == "view" and got[1].view_of is None and got[1].view_of_output == 0
+    assert got[1].fallback in ("inferred", "row_major")
+
+
+def test_a_view_of_views_of_an_output_is_one_of_the_topmost_output():
+    """y, z = permute(y) and w = reshape(z), all outputs: z and w are views of y (the
+    topmost computed output on their chains), whatever the order of the outputs."""
+
+    def build(f):
+        x = define_tensor(f, [2, 3])
+        y = ops.pointwise("neg", x)
+        z = ops.permute(y, [1, 0])
+        return [ops.reshape(z, [6]), z, y]
+
+    got = layouts(build)
+    assert got[2].kind in ("inferred", "row_major")
+    assert got[0].view_of_output == 2 and got[1].view_of_output == 2
+
+
+def test_a_pinned_output_is_no_view_of_another():
+    def build(f):
+        x = define_tensor(f, [2, 3])
+        y = ops.pointwise("neg", x)
+        return [y, ops.stride_order(ops.permute(y, [1, 0]), [0, 1])]
+
+    got = layouts(build)
+    assert got[1].kind == "pinned", got[1]

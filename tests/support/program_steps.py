@@ -34,6 +34,7 @@ from support.programs import (
     Value,
     bid_view,
     dense_strides,
+    extend_out_view,
     inferred_order,
     input_value,
     is_dense,
@@ -121,7 +122,8 @@ def _permute(x: Value, dims) -> list[Value]:
 
 def _reshape(x: Value, new_shape) -> list[Value]:
     ref = x.ref.reshape(new_shape)
-    view = None if x.view is None else (x.view[0], x.view[1] + (lambda t: t.view(new_shape),))
+    as_view = lambda t: t.view(new_shape)  # noqa: E731
+    view = None if x.view is None else (x.view[0], x.view[1] + (as_view,))
     return [
         make_value(
             ref,
@@ -133,6 +135,7 @@ def _reshape(x: Value, new_shape) -> list[Value]:
             deps=x.deps,
             reshaped=True,
             view=view,
+            out_view=extend_out_view(x, as_view, ref),
         )
     ]
 
@@ -388,7 +391,7 @@ def check_program(program: Program, compile_sm90: bool = False) -> str:
         problems = [
             p
             for k, (v, so) in enumerate(program.outputs)
-            for p in output_problems(k, outs[k], program.values[v], so, program, tensors)
+            for p in output_problems(k, outs, program.values[v], so, program, tensors)
         ]
         if not problems and any(s.op in RANDOM_OPS for s in program.steps):
             problems = nondeterminism(outs, fd.execute(args))
@@ -405,6 +408,29 @@ def check_program(program: Program, compile_sm90: bool = False) -> str:
             "\n".join(problems) + f"\n{program!r}\n--- repro ---\n" + fd.repro_script_for(args)
         )
     return "ran"
+
+
+def output_view_strides(
+    v: Value, program: Program, outs: list[torch.Tensor]
+) -> tuple[int, ...] | None:
+    """The strides of ``v`` as a torch view of the topmost other output on its chain of
+    view ops (``Value.out_view``), or None (no output there, or a reshape its strides
+    cannot view)."""
+    source, steps = v.out_view
+    position = {id(program.values[key].ref): j for j, (key, _) in enumerate(program.outputs)}
+    refs = [source] + [ref for _, ref in steps[:-1]]
+    for n, ref in enumerate(refs):
+        j = position.get(id(ref))
+        if j is None or program.values[program.outputs[j][0]] is v:
+            continue
+        t = outs[j]
+        try:
+            for fn, _ in steps[n:]:
+                t = fn(t)
+        except RuntimeError:
+            return None
+        return t.stride()
+    return None
 
 
 def nondeterminism(first: list, second: list) -> list[str]:
@@ -426,16 +452,17 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def output_problems(
     k: int,
-    got: torch.Tensor,
+    outs: list[torch.Tensor],
     v: Value,
     stride_order,
     program: Program,
     tensors: dict[int, torch.Tensor],
 ) -> list[str]:
+    got = outs[k]
     why = mismatch(got, v)
     if why is not None:
         return [f"output {k}: {why}"]
-    want = expected_strides(v, stride_order, program, tensors)
+    want = expected_strides(v, stride_order, program, tensors, outs)
     if want is None:
         ok = is_dense(got, v.expanded)
         return [] if ok else [f"output {k}: strides {got.stride()} are not dense"]
@@ -448,10 +475,15 @@ def output_problems(
 
 
 def expected_strides(
-    v: Value, stride_order, program: Program, tensors: dict[int, torch.Tensor]
+    v: Value,
+    stride_order,
+    program: Program,
+    tensors: dict[int, torch.Tensor],
+    outs: list[torch.Tensor] | None = None,
 ) -> tuple[int, ...] | None:
-    """Pinned (``stride_order``, a ``stride_order`` op), a torch view of an input, or the
-    dominant input's order; None where a reshape makes the order undefined here."""
+    """Pinned (``stride_order``, a ``stride_order`` op), a torch view of an input or of
+    another output (``Value.out_view``), or the dominant input's order; None where a
+    reshape makes the order undefined here."""
     shape = v.shape
     if stride_order is not None or v.pinned is not None:
         order = order_from_stride_order(stride_order) if stride_order is not None else v.pinned
@@ -465,6 +497,10 @@ def expected_strides(
             return t.stride()
         except RuntimeError:
             pass  # a reshape the input's strides cannot view
+    if v.out_view is not None and outs is not None:
+        view = output_view_strides(v, program, outs)
+        if view is not None:
+            return view
     if v.reshaped:
         return None
     inputs = {k: program.values[k] for k, inp in program.inputs if isinstance(inp, TensorInput)}

@@ -340,7 +340,10 @@ class Value:
     dim is, through pointwise, permute, broadcast and reductions' kept dims); ``consumed``:
     (input, dim) pairs a reduction on the way consumed; ``deps``: the tensor inputs it
     depends on; ``reshaped``: a reshape lies on the way; ``view``: (input, torch view
-    functions) when it is a chain of view ops of an input; ``pinned``: its own memory
+    functions) when it is a chain of view ops of an input; ``out_view``: (the ``ref`` of
+    the computed value the chain of view ops ending here starts at, ((torch view function,
+    the ``ref`` it gives), ...)): layoutfuse returns such an output as a view of the
+    topmost other output on the chain (``expected_strides``); ``pinned``: its own memory
     order (a ``stride_order`` op), outermost first. ``verify``: a check of a result that
     torch leaves partly unspecified (topk's indices among ties), which replaces the
     comparison with ``ref`` (returns why it fails, or None); such a value is ``opaque``:
@@ -357,6 +360,7 @@ class Value:
     deps: frozenset = frozenset()
     reshaped: bool = False
     view: tuple | None = None
+    out_view: tuple | None = None
     pinned: tuple[int, ...] | None = None
     verify: Callable[[torch.Tensor], str | None] | None = None
 
@@ -585,9 +589,20 @@ def shaped(x: Value, ref: torch.Tensor, src: Sequence[int | None], view_fn, **ov
     bcast = tuple(True if s is None else x.bcast[s] for s in src)
     origins = tuple({} if s is None else x.origins[s] for s in src)
     view = None if x.view is None or view_fn is None else (x.view[0], x.view[1] + (view_fn,))
+    out_view = extend_out_view(x, view_fn, ref)
     facts = dict(consumed=x.consumed, deps=x.deps, reshaped=x.reshaped, view=view)
-    facts.update(over)
+    facts.update(out_view=out_view, **over)
     return make_value(ref, x.err, x.abs_err, bcast, origins, **facts)
+
+
+def extend_out_view(x: Value, view_fn, ref: torch.Tensor) -> tuple | None:
+    """``x``'s chain of view ops (``Value.out_view``) one op longer (``view_fn`` giving
+    ``ref``), or a new chain at ``x``; None where the op is no view."""
+    if view_fn is None:
+        return None
+    if x.out_view is not None:
+        return (x.out_view[0], x.out_view[1] + ((view_fn, ref),))
+    return (x.ref, ((view_fn, ref),))
 
 
 def bid_view(t: torch.Tensor, shape: Sequence[int], bdims: Sequence[int]) -> torch.Tensor:

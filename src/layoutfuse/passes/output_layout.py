@@ -10,7 +10,11 @@ Rules, in order (nvFuser's, see research/nvfuser_frontend_api.md §2):
 3. ``view``: a chain of set/permute/reshape/broadcast_in_dim/squeeze from an input.
    The runtime returns a torch view of the input; a reshape that the input's
    actual strides cannot express as a view is only known at run time, so a view
-   layout also carries the order the next rules give (``fallback``).
+   layout also carries the order the next rules give (``fallback``). Likewise a
+   chain of those ops from another output that the next rules lay out (nvFuser's
+   alias analysis takes the nearest aliased input or output): it comes back as a view
+   of that output's buffer (``view_of_output``), computed by no kernel (Thunder's
+   backward returns a gradient and its reshape for a weight's matmul).
 4. ``inferred``: nvFuser's AllocationDomainPass. The reference is the input the
    output depends on (through tensors) with the most non-broadcast dims; ties must
    map identically. Its allocation order is walked from innermost outward and
@@ -45,7 +49,9 @@ class OutputLayout:
     outermost to innermost in memory (for ``view``: the order to allocate with if
     the view is impossible at run time). ``alias_input``: index in
     ``fusion.inputs`` for ``alias``; ``view_of``: index in ``fusion.inputs`` for
-    ``view``; ``fallback``: ``"inferred"`` or ``"row_major"`` for ``view``.
+    ``view`` of an input, ``view_of_output``: position in ``fusion.outputs`` for a
+    ``view`` of another output (one of the two is set); ``fallback``: ``"inferred"``
+    or ``"row_major"`` for ``view``.
     """
 
     kind: str
@@ -53,6 +59,7 @@ class OutputLayout:
     alias_input: int | None = None
     view_of: int | None = None
     fallback: str | None = None
+    view_of_output: int | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -92,6 +99,11 @@ class OutputLayoutPass:
                     layouts[pos] = OutputLayout(kind, order)
                 else:
                     layouts[pos] = OutputLayout("view", order, view_of=src, fallback=kind)
+        for pos, src in output_view_sources(fusion, layouts).items():
+            layout = layouts[pos]
+            layouts[pos] = OutputLayout(
+                "view", layout.order, fallback=layout.kind, view_of_output=src
+            )
         return layouts
 
 
@@ -103,6 +115,33 @@ def view_source(fusion: Fusion, tv: TensorView) -> int | None:
     if v.definition is None and isinstance(v, TensorView) and v in fusion.inputs:
         return fusion.inputs.index(v)
     return None
+
+
+def output_view_sources(fusion: Fusion, layouts: dict[int, OutputLayout]) -> dict[int, int]:
+    """Per output that is a chain of view ops of another computed output (laid out by the
+    rules after ``view``), the position of the nearest such output that is no view itself."""
+    computed = [q for q, lay in layouts.items() if lay.kind in ("pinned", "inferred", "row_major")]
+    chains = {q: _view_ancestors(fusion.outputs[q].value) for q in computed}
+    of = {id(fusion.outputs[q].value): q for q in computed}
+
+    def source_on(q: int, among: dict[int, int]) -> int | None:
+        tv = fusion.outputs[q].value
+        return next((among[id(v)] for v in chains[q] if id(v) in among and v is not tv), None)
+
+    views = [q for q in computed if layouts[q].kind != "pinned" and source_on(q, of) is not None]
+    roots = {id(fusion.outputs[q].value): q for q in computed if q not in views}
+    found = {q: source_on(q, roots) for q in views}
+    return {q: src for q, src in found.items() if src is not None}
+
+
+def _view_ancestors(tv) -> list[TensorView]:
+    """The tensors ``tv`` is reached from through view ops alone, nearest first."""
+    out = []
+    v = tv
+    while v.definition is not None and v.definition.op.name in VIEW_OPS:
+        v = v.definition.inputs[0]
+        out.append(v)
+    return out
 
 
 # --- AllocationDomainPass ---------------------------------------------------------------------
@@ -285,5 +324,6 @@ __all__ = [
     "infer_layout",
     "map_reference_dims",
     "tensor_input_dependencies",
+    "output_view_sources",
     "view_source",
 ]

@@ -358,7 +358,7 @@ class FusionExecutor:
                 layout is not None
                 and layout.kind == "view"
                 and outputs[pos] is not None
-                and self._is_view_result(outputs[pos], inputs)
+                and self._is_view_result(outputs[pos], self._view_bases(layout, inputs, outputs))
             ):
                 continue
             if id(tv) in tensors:
@@ -391,12 +391,19 @@ class FusionExecutor:
             return self._compiled
 
     @staticmethod
-    def _is_view_result(out: torch.Tensor, inputs: list[Any]) -> bool:
+    def _is_view_result(out: torch.Tensor, bases: list[Any]) -> bool:
         return any(
             isinstance(x, torch.Tensor)
             and out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
-            for x in inputs
+            for x in bases
         )
+
+    @staticmethod
+    def _view_bases(layout: OutputLayout, inputs: list[Any], outputs: list[Any]) -> list[Any]:
+        """What a ``view`` output may be a view of: the inputs, or the other output."""
+        if layout.view_of_output is None:
+            return inputs
+        return [outputs[layout.view_of_output]]
 
     # --- destinations ----------------------------------------------------------------------------
     def _destinations(self, bindings: Bindings, inputs: list[Any]) -> tuple[list[Any], list[bool]]:
@@ -404,6 +411,7 @@ class FusionExecutor:
         layouts = self.output_layouts()
         outputs: list[Any] = []
         computed: list[bool] = []
+        of_outputs: list[int] = []  # views of other outputs: made once those exist
         for pos, spec in enumerate(self.fusion.outputs):
             tv = spec.value
             layout = layouts.get(pos)
@@ -421,8 +429,12 @@ class FusionExecutor:
                     )
                 outputs.append(dst)
                 computed.append(True)
+            elif layout.kind == "view" and layout.view_of_output is not None:
+                of_outputs.append(pos)
+                outputs.append(None)
+                computed.append(True)
             elif layout.kind == "view":
-                assert layout.view_of is not None  # set for every view layout
+                assert layout.view_of is not None  # set for every view of an input
                 src = self.fusion.inputs[layout.view_of]
                 assert isinstance(src, TensorView)  # a view is of a tensor input
                 view = make_view(view_chain(self.fusion, tv, src), inputs[layout.view_of], bindings)
@@ -433,6 +445,15 @@ class FusionExecutor:
             else:
                 outputs.append(allocate_output(tv, layout.order, bindings))
                 computed.append(True)
+        for pos in of_outputs:
+            tv, layout = self.fusion.outputs[pos].value, layouts[pos]
+            assert isinstance(tv, TensorView) and layout.view_of_output is not None
+            src = self.fusion.outputs[layout.view_of_output].value
+            assert isinstance(src, TensorView)
+            base = outputs[layout.view_of_output]
+            view = make_view(view_chain(self.fusion, tv, src), base, bindings)
+            outputs[pos] = view if view is not None else allocate_output(tv, layout.order, bindings)
+            computed[pos] = view is None
         return outputs, computed
 
     # --- compute="reference" ---------------------------------------------------------------------

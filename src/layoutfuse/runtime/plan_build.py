@@ -57,6 +57,7 @@ def build_plan(
     written |= {id(returned[parts[a][1]]) for a in written if a in parts and parts[a][0] == "out"}
     out_ids: dict[int, int] = {}
     views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
+    output_views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = {}
     values = [s.value for s in fusion.outputs if s.alias_input is None]
     scalar_outputs: dict[int, tuple[Any, torch.dtype]] = {}
     for j, t in enumerate(returned):
@@ -79,6 +80,25 @@ def build_plan(
             x = inputs[base]
             views[j] = (base, tuple(t.shape), t.stride(), t.storage_offset() - x.storage_offset())
             continue
+        if id(t) not in written:
+            # a view of another output (``OutputLayout.view_of_output``): of the one a
+            # launch, call or copy writes
+            bases = [
+                k
+                for k, u in enumerate(returned)
+                if k != j and _same_memory(t, u) and id(u) in written
+            ]
+            if len(bases) == 1:
+                u = returned[bases[0]]
+                output_views[j] = (
+                    bases[0],
+                    tuple(t.shape),
+                    t.stride(),
+                    t.storage_offset() - u.storage_offset(),
+                )
+                continue
+            if any(k != j and _same_memory(t, u) for k, u in enumerate(returned)):
+                return None
         out_ids[id(t)] = j
     made: dict[int, int] = {}  # id of a library call's result -> its made number
 
@@ -177,7 +197,7 @@ def build_plan(
         planned_copies.append((ref(dst), ref(src)))
     outputs = [
         None
-        if j in views or j in scalar_outputs
+        if j in views or j in output_views or j in scalar_outputs
         else (tuple(t.shape), t.stride(), t.dtype, t.device)
         for j, t in enumerate(returned)
     ]
@@ -187,9 +207,17 @@ def build_plan(
         [isinstance(x, torch.Tensor) for x in inputs],
         seeds=len(seeds),
         views=views,
+        output_views=output_views,
         copies=planned_copies,
         scalar_outputs=scalar_outputs,
         index_checks=index_checks,
+    )
+
+
+def _same_memory(t: torch.Tensor, u: Any) -> bool:
+    return (
+        isinstance(u, torch.Tensor)
+        and u.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
     )
 
 

@@ -110,7 +110,8 @@ class PlannedCall:
 @dataclass
 class LaunchPlan:
     # per returned output: (shape, strides, dtype, device) of a new buffer, or None for a
-    # view of an input (``views``) or a scalar output (``scalar_outputs``)
+    # view of an input (``views``) or of another output (``output_views``) or a scalar
+    # output (``scalar_outputs``)
     outputs: list[tuple[Any, ...] | None]
     launches: list[PlannedLaunch | PlannedCall]  # in run order
     tensor_inputs: list[bool]  # per input, whether it is a tensor (a scalar as 0-dim: .item())
@@ -118,6 +119,10 @@ class LaunchPlan:
     seeds: int = 0  # seeds each replay draws (random ops without rng_seed)
     # returned output j -> (input i, shape, strides, storage offset from the input's)
     views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = field(
+        default_factory=dict
+    )
+    # returned output j -> (returned output k, shape, strides, storage offset from k's)
+    output_views: dict[int, tuple[int, tuple[int, ...], tuple[int, ...], int]] = field(
         default_factory=dict
     )
     copies: list[tuple[Ref, Ref]] = field(default_factory=list)  # (dst, src) after the launches
@@ -192,6 +197,8 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             text = f"{name('host_fn', value)}(inputs)" if callable(value) else name("value", value)
             body.append(f"out{j} = scalar_tensor({text}, dtype={name('dtype', dtype)})")
             continue
+        if j in plan.output_views:
+            continue  # after every new buffer
         if out is None:
             i, shape, stride, delta = plan.views[j]
             body.append(
@@ -203,6 +210,10 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         body.append(
             f"out{j} = empty_strided({tuple(shape)!r}, {tuple(stride)!r}, "
             f"dtype={name('dtype', dtype)}, device={name('device', device)})"
+        )
+    for j, (k, shape, stride, delta) in sorted(plan.output_views.items()):
+        body.append(
+            f"out{j} = out{k}.as_strided({shape!r}, {stride!r}, out{k}.storage_offset() + {delta})"
         )
     parts = sorted({v for kind, v in used if kind == "part"})
     if parts:  # the real parts of complex inputs and outputs (``runtime/complex_parts.py``)
