@@ -267,7 +267,7 @@ def _group_stores(
     xs_ids = {id(a.tv) for a in xstores}
     stores = [Access(root, (), store=True)] + [Access(o, (), store=True) for o in group.beside]
     for o in seg.pending:
-        if id(o) in seg.covered or id(o) in xs_ids or o is root or o in group.beside:
+        if id(o) in seg.covered or id(o) in xs_ids or any(o is t for t in (root, *group.beside)):
             continue
         chain = next((c for t, c in reached if t is o), None)
         if (
