@@ -54,8 +54,9 @@ import collections
 import pytest
 import torch
 
+from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.ir.ops.elementwise import ROWS
-from layoutfuse.nvfuser import FusionDefinition
+from layoutfuse.nvfuser import DataType, FusionDefinition
 from support.execution import INTERPRETER_WARNINGS
 from support.program_draws import draw_program
 from support.program_families import PATTERNS
@@ -232,40 +233,42 @@ def test_half_precision_results_are_rounded_at_every_op(dtype, x, y):
     assert torch.equal(greater, (x + y) > x), f"{greater} != {(x + y) > x}"
 
 
-ZERO_DIM_PROMOTION = (
-    "layoutfuse promotes a 0-dim tensor operand like a dimensioned one (dtypes.promote has two "
-    "tiers, tensors and scalars); torch and nvFuser (csrc/type_promotion.cpp: dimResult, "
-    "zeroResult, wrappedResult) promote it below dimensioned tensors of its category"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ZERO_DIM_PROMOTION)
 @pytest.mark.parametrize(
     "dims,zero",
-    [(torch.float16, torch.float32), (torch.int32, torch.int64)],
-    ids=["float16-float32", "int32-int64"],
+    [
+        (torch.float16, torch.float32),
+        (torch.bfloat16, torch.float64),
+        (torch.int32, torch.int64),
+        (torch.int32, torch.float32),  # a higher category: the 0-dim tensor's dtype
+        (torch.bool, torch.int32),
+        (torch.float32, torch.complex64),
+        (None, torch.int32),  # 0-dim tensors alone: their own promotion
+    ],
+    ids=str,
 )
 def test_a_zero_dim_tensor_promotes_below_dimensioned_ones(dims, zero):
-    x, y = torch.ones(3, dtype=dims), torch.tensor(2, dtype=zero)
+    """torch's and nvFuser's three tiers (dimensioned tensors, 0-dim tensors, scalars): a
+    0-dim tensor lifts the result only to a higher category, where it is its own dtype."""
+    y = torch.tensor(2, dtype=zero)
+    x = torch.ones(3, dtype=dims) if dims is not None else torch.tensor(3, dtype=torch.int64)
     with FusionDefinition() as fd:
-        fd.add_output(fd.ops.add(fd.from_pytorch(x), fd.from_pytorch(y)))
-    (out,) = fd.execute([x, y])
-    assert out.dtype == (x + y).dtype == dims
+        tx, ty = fd.from_pytorch(x), fd.from_pytorch(y)
+        fd.add_output(fd.ops.add(tx, ty))
+        fd.add_output(fd.ops.mul(ty, fd.define_scalar(1.5, dtype=DataType.Double)))
+    out, scaled = fd.execute([x, y])
+    assert out.dtype == (x + y).dtype
     assert torch.equal(out, x + y)
+    assert scaled.dtype == (y * 1.5).dtype and torch.equal(scaled, y * 1.5)
 
 
-INTEGER_POWER = (
-    "the integer power helper (codegen/backend.py's _ipow) assumes exponents >= 0 "
-    "and gives garbage for negative ones; torch gives 0 (1 or -1 for bases 1 and -1) "
-    "for a tensor exponent, and refuses a negative scalar exponent"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=INTEGER_POWER)
-def test_an_integer_power_of_a_negative_exponent():
-    base = torch.tensor([2, -1, 1, 3, -2], dtype=torch.int32)
-    exponent = torch.tensor([-3, -3, -2, -1, -2], dtype=torch.int32)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=str)
+def test_an_integer_power_of_a_negative_exponent(dtype):
+    """torch's integer power: a negative exponent gives 1 for a base of 1, -1 or 1 for -1
+    (odd or even), else 0 (0 too); non-negative exponents by squaring, as before."""
+    base = torch.tensor([2, -1, 1, 3, -2, 0, -1, 0, 3, -3], dtype=dtype)
+    exponent = torch.tensor([-3, -3, -2, -1, -2, -1, -4, 0, 4, 3], dtype=dtype)
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.pow(fd.from_pytorch(base), fd.from_pytorch(exponent)))
     (out,) = fd.execute([base, exponent])
     assert torch.equal(out, torch.pow(base, exponent)), f"{out} != {torch.pow(base, exponent)}"
+    compile_last_run(fd.executor())  # the helper compiles for sm_90

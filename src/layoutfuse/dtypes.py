@@ -7,6 +7,7 @@ back to the op's output dtype on store.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 import torch
 
@@ -139,31 +140,60 @@ def _category(dtype: DataType) -> int:
     return 3
 
 
-def promote(tensor_dtypes: list[DataType], scalar_dtypes: list[DataType]) -> DataType:
+def promote(
+    tensor_dtypes: list[DataType],
+    scalar_dtypes: list[DataType],
+    zero_dim_dtypes: Sequence[DataType] = (),
+) -> DataType:
     """Result dtype of a pointwise op, following PyTorch/nvFuser promotion.
 
-    Tensors win over scalars of the same or lower category; a scalar of a higher
-    category lifts the result to that category's default (Float for floats, Int
-    for ints), as in PyTorch's ``result_type``.
+    Three tiers, as torch's ``result_type`` and nvFuser's type promotion (dimResult,
+    zeroResult, wrappedResult): the dimensioned tensors' dtypes (``tensor_dtypes``), the
+    0-dim tensors' (``zero_dim_dtypes``), the scalars' (each a wrapped number: a float
+    stands for Float, a complex for ComplexFloat). A lower tier changes the result only
+    when its category is higher (bool < integral < floating < complex): then the result is
+    its dtype, promoted with the higher tier's where that is Bool or the lower is
+    floating (torch's ``combine_categories``); a complex one keeps a Double's precision.
+    Scalars alone promote among themselves.
     """
-    if tensor_dtypes:
-        result = tensor_dtypes[0]
-        for d in tensor_dtypes[1:]:
+    if not tensor_dtypes and not zero_dim_dtypes:
+        result = scalar_dtypes[0]
+        for d in scalar_dtypes[1:]:
             result = _pair(result, d)
-        for s in scalar_dtypes:
-            if _category(s) > _category(result):
-                # a complex scalar keeps a Double tensor's precision (torch.result_type)
-                result = complex_of(result) if s in COMPLEX else _default_for_category(s)
         return result
-    result = scalar_dtypes[0]
-    for d in scalar_dtypes[1:]:
-        result = _pair(result, d)
+    wrapped = [_wrapped(s) for s in scalar_dtypes]
+    combined = _combine(_fold(tensor_dtypes), _combine(_fold(zero_dim_dtypes), _fold(wrapped)))
+    assert combined is not None  # some tier has a dtype
+    return combined
+
+
+def _fold(dtypes: Sequence[DataType]) -> DataType | None:
+    result = None
+    for d in dtypes:
+        result = d if result is None else _pair(result, d)
     return result
 
 
-def _default_for_category(dtype: DataType) -> DataType:
-    cat = _category(dtype)
-    return {0: DataType.Bool, 1: DataType.Int, 2: DataType.Float, 3: DataType.ComplexFloat}[cat]
+def _wrapped(dtype: DataType) -> DataType:
+    """A scalar's dtype as a wrapped number: torch's default float and complex dtypes."""
+    if dtype in COMPLEX:
+        return DataType.ComplexFloat
+    return DataType.Float if dtype in FLOATING else dtype
+
+
+def _combine(higher: DataType | None, lower: DataType | None) -> DataType | None:
+    """The result of a higher tier's dtype and a lower one's (torch's combine_categories)."""
+    if higher is None or lower is None:
+        return lower if higher is None else higher
+    if higher in COMPLEX:
+        return higher
+    if lower in COMPLEX:
+        return complex_of(higher) if higher in FLOATING else lower
+    if higher in FLOATING:
+        return higher
+    if higher is DataType.Bool or lower in FLOATING:
+        return _pair(higher, lower)
+    return higher
 
 
 def _pair(a: DataType, b: DataType) -> DataType:

@@ -90,17 +90,21 @@ def _remainder(a, b):
 
 @triton.jit
 def _ipow(a, b):
-    """Integer power by squaring (torch.pow of integers); exponents must be >= 0.
+    """Integer power by squaring (torch.pow of integers). A negative exponent gives what
+    torch gives: 1 for a base of 1, -1 or 1 for -1 (odd or even exponent), else 0.
 
     ``a`` and ``b`` are broadcast first: the loop-carried ``result`` and ``base`` must keep
     one type, also when ``a`` is a scalar and ``b`` a tensor."""
     base, e = tl.broadcast(a, b)
-    result = base * 0 + 1
+    one = base * 0 + 1
+    negative = tl.where(base == 1, one, tl.where(base == -1, tl.where((e & 1) != 0, -one, one), one * 0))
+    below = e < 0
+    result = one
     for _ in range(63):
         result = tl.where((e & 1) != 0, result * base, result)
         base = base * base
         e = e >> 1
-    return result
+    return tl.where(below, negative, result)
 
 
 @triton.jit

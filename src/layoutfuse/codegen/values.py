@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..analysis.accesses import chain_step
 from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
 from ..ir import Expr, OpKind, Scalar, TensorView
+from ..ir.ops.elementwise import promotion_tiers
 from ..ir.ops.random import NAMES as RANDOM_OPS
 from ..ir.ops.reductions import accumulator_dtype, one_element_parts
 from .helpers import FP8_CONVERT
@@ -178,12 +179,7 @@ class ValueEmitter:
         elif out_c is not DataType.Bool and name not in ("bitwise_not",):
             args = [self._as(a, out_c, d) for a, d in zip(args, operand_dtypes)]
         elif name in ("eq", "ne", "lt", "le", "gt", "ge") and len(args) == 2:
-            common = compute_dtype(
-                promote(
-                    [v.dtype for v in e.inputs if isinstance(v, TensorView)],
-                    [v.dtype for v in e.inputs if not isinstance(v, TensorView)],
-                )
-            )
+            common = compute_dtype(promote(*promotion_tiers(e.inputs)))
             args = [self._as(a, common, d) for a, d in zip(args, operand_dtypes)]
         if name == "sign" and is_boolean(out_c):
             expr = args[0]  # sign of a Bool is itself (torch.sign)

@@ -32,7 +32,7 @@ from ..ir.ops.complex import (
     promoted_operands,
     welford_of_parts,
 )
-from ..ir.ops.elementwise import PROMOTION_OPERANDS, cast, pointwise
+from ..ir.ops.elementwise import PROMOTION_OPERANDS, cast, pointwise, promotion_tiers
 
 
 @dataclass(frozen=True)
@@ -190,10 +190,7 @@ class _Lowerer:
             out = e.outputs[0]
             dtype = e.attrs.get("dtype", out.dtype)
             roles = PROMOTION_OPERANDS.get(name, range(len(e.inputs)))
-            common = promote(
-                [e.inputs[i].dtype for i in roles if isinstance(e.inputs[i], TensorView)],
-                [e.inputs[i].dtype for i in roles if not isinstance(e.inputs[i], TensorView)],
-            )
+            common = promote(*promotion_tiers([e.inputs[i] for i in roles]))
             operands = promoted_operands(name, [self.parts(v) for v in e.inputs], common)
             result = PAIR_RULES[name](operands, dtype)
             if isinstance(result, Parts):

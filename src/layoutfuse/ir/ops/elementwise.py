@@ -303,13 +303,33 @@ ROWS += [
 PROMOTION_OPERANDS = {"where": (1, 2), "threshold": (0,), "add_alpha": (0, 1), "sub_alpha": (0, 1)}
 
 
+def promotion_tiers(
+    operands: Iterable[Val],
+) -> tuple[list[DataType], list[DataType], list[DataType]]:
+    """The dtypes of ``operands`` by promotion tier: dimensioned tensors, scalars, 0-dim
+    tensors (``dtypes.promote``)."""
+    from ..values import TensorView
+
+    operands = list(operands)
+    tensors = [v for v in operands if isinstance(v, TensorView)]
+    return (
+        [v.dtype for v in tensors if v.ndim > 0],
+        [v.dtype for v in operands if not isinstance(v, TensorView)],
+        [v.dtype for v in tensors if v.ndim == 0],
+    )
+
+
 def result_dtype(
-    row: PointwiseRow, tensor_dtypes: Iterable[DataType], scalar_dtypes: Iterable[DataType]
+    row: PointwiseRow,
+    tensor_dtypes: Iterable[DataType],
+    scalar_dtypes: Iterable[DataType],
+    zero_dim_dtypes: Iterable[DataType] = (),
 ) -> DataType:
-    """The output dtype of ``row`` for operand dtypes, tensors and scalars apart."""
+    """The output dtype of ``row`` for operand dtypes: dimensioned tensors, scalars and
+    0-dim tensors apart (``dtypes.promote``)."""
     if row.rule is DtypeRule.BOOL:
         return DataType.Bool
-    out = promote(list(tensor_dtypes), list(scalar_dtypes))
+    out = promote(list(tensor_dtypes), list(scalar_dtypes), list(zero_dim_dtypes))
     if row.rule is DtypeRule.FLOAT and (is_integral(out) or is_boolean(out)):
         return DataType.Float
     if row.rule is DtypeRule.INTEGRAL and is_floating(out):
@@ -375,9 +395,8 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
             )
     tensors = [v for v in vals if isinstance(v, TensorView)]
     roles = PROMOTION_OPERANDS.get(name, range(row.arity))
-    tdt = [vals[i].dtype for i in roles if isinstance(vals[i], TensorView)]
-    sdt = [vals[i].dtype for i in roles if not isinstance(vals[i], TensorView)]
-    dtype = result_dtype(row, tdt, sdt)
+    tdt, sdt, zdt = promotion_tiers([vals[i] for i in roles])
+    dtype = result_dtype(row, tdt, sdt, zdt)
     check_complex_support(name, [v.dtype for v in vals])  # complex rows: ir/ops/complex.py
     _check_torch_defines(name, tuple((isinstance(v, TensorView), v.dtype) for v in vals))
     if row.round_scalars and dtype in REDUCED_PRECISION:
