@@ -79,3 +79,27 @@ def test_testing_api_has_real_and_imag():
     x = torch.randn(3, 5, dtype=torch.complex64)
     (out,) = fec.run_fusion_with_inputs([x])
     torch.testing.assert_close(out, x.real + x.imag)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize(
+    "real_shape,complex_shape",
+    [((3, 4), ()), ((), (3, 4)), ((3, 4), (1, 4)), ((3, 1), (1, 4)), ((4,), (3, 1))],
+    ids=str,
+)
+def test_a_real_and_a_complex_operand_of_other_shapes(op, real_shape, complex_shape):
+    """A real operand's parts are (x, 0): where the complex operand broadcasts (a 0-dim
+    complex tensor beside a real [3, 4]), the result's imaginary part still covers every
+    element (it was stored once along the dims it lacked, the rest left unwritten)."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(real_shape, generator=gen)
+    z = torch.complex(
+        torch.randn(complex_shape, generator=gen), torch.randn(complex_shape, generator=gen)
+    )
+    with FusionDefinition() as fd:
+        tx, tz = fd.from_pytorch(x), fd.from_pytorch(z)
+        fd.add_output(getattr(fd.ops, op)(tx, tz))
+        fd.add_output(getattr(fd.ops, op)(tz, tx))
+    a, b = fd.execute([x, z])
+    torch.testing.assert_close(a, getattr(torch, op)(x, z))
+    torch.testing.assert_close(b, getattr(torch, op)(z, x))

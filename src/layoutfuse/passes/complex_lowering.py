@@ -97,6 +97,8 @@ class _Lowerer:
             re = _constant_like(re, im, pd)
         if not isinstance(im, TensorView):
             im = _constant_like(im, re, pd)
+        if not _same_span(re, im):  # a real operand's 0 beside a 0-dim complex one's part
+            re, im = _spanning(re, im), _spanning(im, re)
         return Parts(re, im)
 
     def _tensor_like(self, v: TensorView, dtype: DataType) -> TensorView:
@@ -269,6 +271,20 @@ def _strided_parts(t: TensorView) -> None:
     order = t.allocation.order if t.allocation is not None else t.logical
     contig = tuple(None if (d.is_broadcast or d.is_reduction) else False for d in order)
     t.allocation = AllocationDomain(tuple(order), contig)
+
+
+def _same_span(a: TensorView, b: TensorView) -> bool:
+    """Both parts have the same dims, broadcast in the same places."""
+    return a.ndim == b.ndim and all(
+        x.is_broadcast == y.is_broadcast for x, y in zip(a.shape_domain, b.shape_domain)
+    )
+
+
+def _spanning(t: TensorView, other: TensorView) -> TensorView:
+    """``t`` over the dims of ``t`` and ``other`` together (its values where ``other``
+    broadcasts it): a part of a complex output must cover every element of the output, as
+    its other part does, not be stored once along a dim it lacks."""
+    return pointwise("where", other, t, t)
 
 
 def _constant_like(c: Val, like: TensorView, dtype: DataType) -> TensorView:
