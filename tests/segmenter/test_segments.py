@@ -17,6 +17,7 @@ import pytest
 
 from layoutfuse import testing_api as api
 from layoutfuse.ir import Expr, Fusion, FusionGuard, OpKind, TensorView
+from layoutfuse.ir import ops as ir_ops
 from layoutfuse.segmenter.segments import KernelSpec, segment, siblings
 
 
@@ -284,3 +285,16 @@ def test_every_output_and_intermediate_is_stored_once(name):
     specs, intermediates = cut(b)
     stored = [id(t) for s in specs for t in s.outputs]
     assert sorted(stored) == sorted(id(t) for t in b.outputs + intermediates), name
+
+
+def test_a_reduction_and_a_scan_only_dead_ops_use_launch_nothing():
+    """sum(x) feeds only a product that is no output, and cumsum(x) nothing: the one
+    kernel computes x + 1 (both used to launch a kernel of their own)."""
+
+    def body(x):
+        api.mul(api.sum(x, [0]), api.max(x, [0]))
+        ir_ops.cumsum(x, 0)
+        return [api.add(x, x)]
+
+    specs, _ = cut(build((2,), body))
+    assert [s.kind for s in specs] == ["pointwise"], [(s.kind, s.reason) for s in specs]

@@ -70,14 +70,17 @@ class _Segmentation:
     scans: list[Expr] = field(default_factory=list)  # per-row ops, their results in memory
     covered: set[int] = field(default_factory=set)  # outputs a kernel already stores
     groups: list[_GroupKernel] = field(default_factory=list)
+    live: set[int] = field(default_factory=set)  # ids of the exprs the outputs need
 
     @classmethod
     def of(
         cls, fusion: Fusion, computed_outputs: list[TensorView], results: set[int]
     ) -> _Segmentation:
         """``results``: ids of library results (in memory, as inputs are)."""
-        reductions = [e for e in fusion.exprs if e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD)]
-        scans = [e for e in fusion.exprs if e.op.kind is OpKind.SCAN]
+        live = _live_exprs(computed_outputs)
+        exprs = [e for e in fusion.exprs if id(e) in live]
+        reductions = [e for e in exprs if e.op.kind in (OpKind.REDUCTION, OpKind.WELFORD)]
+        scans = [e for e in exprs if e.op.kind is OpKind.SCAN]
         pending = [
             o
             for o in computed_outputs
@@ -89,13 +92,20 @@ class _Segmentation:
         # of keepdim shape (layer norm's rstd as Thunder returns it, [N, 1]) is stored by
         # the kernel of the full-shape output it normalizes, not a root of its own
         pending.sort(key=lambda t: (-len(t.shape_domain), _broadcast_dims(t)))
-        writes = [e for e in fusion.exprs if e.op.kind is OpKind.WRITE]
+        writes = [e for e in exprs if e.op.kind is OpKind.WRITE]
         # library and scan results live in memory: every other kernel reads them as inputs
         memory = (
             {id(v) for v in fusion.inputs} | results | {id(o) for e in scans for o in e.outputs}
         )
         return cls(
-            fusion, computed_outputs, memory, reductions, pending, writes=writes, scans=scans
+            fusion,
+            computed_outputs,
+            memory,
+            reductions,
+            pending,
+            writes=writes,
+            scans=scans,
+            live=live,
         )
 
     @property
@@ -117,8 +127,9 @@ class _Segmentation:
         return {id(e) for g in self.groups for e in g.group.reductions + g.group.cross}
 
     def needed(self, e: Expr) -> bool:
-        """Whether reduction ``e``'s results are an output or used again."""
-        return any(id(o) in self.output_ids for o in e.outputs) or _used(self.fusion, e)
+        """Whether reduction ``e``'s results are an output or used again by an expr the
+        outputs need (a reduction only dead ops use launches nothing)."""
+        return id(e) in self.live
 
 
 def segment(
@@ -704,5 +715,15 @@ def _broadcast_dims(tv: TensorView) -> int:
     return sum(d.is_broadcast for d in tv.shape_domain)
 
 
-def _used(fusion: Fusion, e: Expr) -> bool:
-    return any(fusion.uses(o) for o in e.outputs)
+def _live_exprs(outputs: list[TensorView]) -> set[int]:
+    """Ids of the exprs that ``outputs`` depend on (through tensors and scalars)."""
+    live: set[int] = set()
+    stack: list = list(outputs)
+    while stack:
+        e = stack.pop().definition
+        if e is None or id(e) in live:
+            continue
+        live.add(id(e))
+        for v in e.inputs:
+            stack.extend(getattr(v, "elements", [v]))  # a Vector's Scalars
+    return live
