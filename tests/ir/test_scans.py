@@ -451,6 +451,17 @@ def test_rows_just_over_the_tile_stay_ranked_where_cheaper():
         assert scan_params(fd)[0].mode == "rank", dtype
 
 
+def test_merge_sorted_calls_replay():
+    """Calls of the same signature replay the planned launches (each pass its own)."""
+    x = laid_out((3, 70), (1, 0), F32, values="ties")
+    fd, (out,) = run(lambda fd, t: fd.ops.argsort(t, 1, descending=True), [x], tuning=MERGED)
+    for seed in (1, 2):
+        y = laid_out((3, 70), (1, 0), F32, seed=seed, values="ties")
+        (out,) = fd.execute([y])
+        assert torch.equal(out, torch.argsort(y, dim=1, descending=True, stable=True))
+    assert fd.executor().planned_runs == 1
+
+
 def test_merge_sorted_argsort_epilogue():
     g = torch.Generator().manual_seed(12)
     x, y = torch.randn(2, 40, generator=g), torch.randn(2, 40, generator=g)

@@ -31,8 +31,8 @@ compare; a value of at most 16 bits (Half, BFloat16, fp8, Bool) in a row of at m
   ``sort_tile_elements`` together): a bitonic network sorts it in registers, with warps
   enough that a thread holds at most ``sort_bytes_per_thread`` of its keys;
 * ``merge``: a longer row of packed keys (``merges``: rank's N**2 compares above the
-  merge's, weighed by ``merge_compare_cost``; ``codegen.scan_merge``): 2 + log2(chunks)
-  launches over two workspaces of [rows, Npad] keys (the row padded to whole chunks of
+  merge's, weighed by ``merge_compare_cost``; ``codegen.scan_merge``): 2 +
+  ceil(log2(chunks)) launches over two workspaces of [rows, Npad] keys (the row padded to whole chunks of
   C = ``max_sort_block`` with keys after every real one). The first sorts each chunk by
   the bitonic network, a program a chunk. Pass p merges the sorted runs of L = C * 2**p
   in pairs, from one workspace into the other, a program per ``merge_block`` elements:
@@ -122,8 +122,9 @@ class ScanTuning:
     # 0.9M weighted (two chunks sorted, one pass of 4096 elements); at a tile of 16, rows
     # up to about 730 stay ranked
     merge_compare_cost: int = 16
-    # elements one program of a merge pass places (at most max_sort_block): 4 a thread at
-    # the sort tile's 8 warps, each a chain of dependent loads beside the others
+    # elements one program of a merge pass places (a power of two, at most max_sort_block),
+    # at the sort tile's warps: 4 a thread at the 8 warps of int64 keys (8 at the 4 of
+    # int32 keys), each a chain of dependent loads beside the others
     merge_block: int = 1024
     # topk selects (mode ``select``) up to this k where the row fits a sort tile
     select_max_k: int = 16
@@ -310,8 +311,14 @@ def _sort_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPara
 
 def merge_passes(n: int, tuning: ScanTuning) -> int:
     """The merge passes of a row of ``n``: its chunks of ``max_sort_block`` merged in
-    pairs until one run holds them all (an odd run out waits for a pass)."""
-    return (cdiv(n, tuning.max_sort_block) - 1).bit_length()
+    pairs until one run holds them all."""
+    return _passes(cdiv(n, tuning.max_sort_block))
+
+
+def _passes(runs: int) -> int:
+    """Passes that merge ``runs`` sorted runs in pairs into one: ceil(log2(runs)) (an odd
+    run out waits for a pass)."""
+    return (runs - 1).bit_length()
 
 
 def merge_compares(n: int, tuning: ScanTuning) -> tuple[int, int]:
@@ -526,7 +533,7 @@ def _merge_launches(
     in pairs, from the workspace ``PASS % 2`` into the other; a program per chunk of the
     results (argsort: every chunk; topk: those of the first k) stores them."""
     nrows, nc = rows(p), chunks(p, params)
-    passes = (nc - 1).bit_length()
+    passes = _passes(nc)
     per_pass = nrows * nc * params.block_n // params.results_block
     results = nc if p.scan_op == "argsort" else max(1, cdiv(p.scan_keep, params.block_n))
     return (
