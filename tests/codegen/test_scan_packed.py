@@ -5,7 +5,7 @@ at most 16 bits (Half, BFloat16, fp8, Bool) in one int32 (in one int64 with the 
 ``narrow_keys=False``). Rows of the values a transform of the bits could get wrong
 (NaNs of both signs, infinities, -0.0 beside 0.0, the smallest subnormal, the largest
 finite values, int32's extremes, ties among all of them), through every mode (block,
-rank, select in a tile, in chunks, split across programs), both directions, against
+rank, merge, select in a tile, in chunks, split across programs), both directions, against
 torch's stable sort: the indices exactly, the values bit for bit (-0.0 stays -0.0) but a
 NaN's payload. Keys of 64 bits keep the (key, index) pairs, as does the tuning's
 ``packed_keys=False``.
@@ -33,10 +33,13 @@ F32, BF16, F16, I32, I64, F64 = (
 PACKED = (F32, BF16, F16, I32)
 WIDTH = {F32: 64, I32: 64, BF16: 32, F16: 32, torch.bool: 32}  # of the packed key
 
-# the scan tuning that makes rows of 45 take each mode (topk's k at most 16)
+# the scan tuning that makes rows of 45 take each mode (topk's k at most 16; rank: a merge
+# compare weighed as 16 of rank's, the default)
 MODES = {
     "block": dict(select_max_k=0),
     "rank": dict(max_sort_block=16, rank_block=16, select_max_k_long=0),
+    # three chunks of 16 a row sorted, then two merge passes (of 8 keys a program)
+    "merge": dict(max_sort_block=16, merge_compare_cost=1, merge_block=8, select_max_k_long=0),
     "select": {},
     "chunks": dict(max_sort_block=16, select_chunk=16),
     # three chunks of 16 a row across programs, their candidates merged in one tile ...
@@ -96,7 +99,7 @@ def _run(build, x, tuning):
 
 
 @pytest.mark.parametrize("descending", [False, True])
-@pytest.mark.parametrize("mode", ["block", "rank"])
+@pytest.mark.parametrize("mode", ["block", "rank", "merge"])
 @pytest.mark.parametrize("dtype", [*PACKED, torch.bool])
 def test_argsort_of_special_values(dtype, mode, descending):
     x = special_rows(F32, seed=1) > 0 if dtype is torch.bool else special_rows(dtype, seed=1)
@@ -143,7 +146,7 @@ def test_keys_pack_up_to_32_bits(dtype, packed):
     assert schedules(fd)[0].packed == packed
 
 
-@pytest.mark.parametrize("mode", ["block", "select", "split"])
+@pytest.mark.parametrize("mode", ["block", "select", "split", "merge"])
 @pytest.mark.parametrize("dtype", [BF16, F16])
 def test_narrow_keys_in_an_int64_give_the_same(dtype, mode):
     """``narrow_keys=False``: 16-bit keys packed in an int64, as an fp32's."""
@@ -155,17 +158,20 @@ def test_narrow_keys_in_an_int64_give_the_same(dtype, mode):
     assert (schedules(fd)[0].mode, schedules(fd)[0].packed) == (mode, 64)
 
 
+@pytest.mark.parametrize("mode", ["block", "merge"])
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
-def test_fp8_keys(dtype, descending):
+def test_fp8_keys(dtype, descending, mode):
     """fp8 keys (ordered through Half's bits; torch sorts none: its reference is the
-    fp32 sort of the same values), argsort and topk."""
+    fp32 sort of the same values), argsort and topk, in a tile (topk: selected) and
+    merge sorted."""
     x = special_rows(F32, seed=7).to(dtype)
     want = torch.argsort(x.float(), dim=1, descending=descending, stable=True)
-    fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1, descending=descending), x, {})
+    tuning = {} if mode == "block" else MODES[mode]
+    fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1, descending=descending), x, tuning)
     assert torch.equal(out, want)
-    assert schedules(fd)[0].packed == 32
-    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 6, 1, largest=descending), x, {})
+    assert (schedules(fd)[0].mode, schedules(fd)[0].packed) == (mode, 32)
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 6, 1, largest=descending), x, tuning)
     assert torch.equal(i, want[:, :6])
     picked = torch.gather(x.view(torch.uint8), 1, want[:, :6]).view(dtype)  # (no fp8 gather)
     assert torch.equal(_bits(v.float()), _bits(picked.float()))

@@ -1,5 +1,5 @@
 """The scan scheduler's kernels (cumsum's block, loop and split modes; argsort and topk's
-bitonic sort) compiled for sm_90 without a GPU.
+bitonic sort, rank, selection and merge sort) compiled for sm_90 without a GPU.
 
 Each test runs a fusion on the default device (CPU: Triton's interpreter), then compiles
 the kernels of that run with the specialization Triton's launcher makes for the real
@@ -237,4 +237,38 @@ def test_benchmark_sizes_compile_for_sm90_without_spills(op, shape, k, kernels, 
     fd.executor().plan([x])
     arts = compiled(fd)
     assert [a.name for a in arts] == kernels
+    assert all(a.local_bytes == 0 for a in arts), [a.resources for a in arts]
+
+
+@pytest.mark.parametrize(
+    "op, shape, dtype, descending, passes, warps",
+    [
+        ("argsort", (8, 50257), torch.float32, True, 5, 8),  # a top-p step's vocabulary rows
+        ("argsort", (8, 128256), torch.bfloat16, True, 6, 8),  # keys in an int64 (> 2**15)
+        ("argsort", (8, 5000), torch.bfloat16, False, 2, 4),  # keys in an int32
+        ("topk", (8, 50257), torch.float32, True, 5, 8),  # k=1000 > select_max_k_long
+    ],
+)
+def test_merge_sort_kernels_compile_for_sm90_without_spills(
+    op, shape, dtype, descending, passes, warps
+):
+    """A merge sort of long rows at its real sizes, planned on meta tensors (nothing
+    runs): the chunks' bitonic sort (2048 packed keys, 64 bytes of them a thread), each
+    merge pass (a binary search of 1024 keys a program) and the results compile and fit
+    their registers."""
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        if op == "argsort":
+            fd.add_output(fd.ops.argsort(t, 1, descending=descending))
+        else:
+            values, indices = fd.ops.topk(t, 1000, 1, largest=descending, sorted=True)
+            fd.add_output(values)
+            fd.add_output(indices)
+    record = fd.executor().plan([x])
+    (params,) = record.params
+    assert (params.mode, params.block_n, params.num_warps) == ("merge", 2048, warps)
+    arts = compiled(fd)
+    names = [f"{op}_runs_kernel", *[f"{op}_merge_pass_kernel"] * passes, f"{op}_merged_kernel"]
+    assert [a.name for a in arts] == names
     assert all(a.local_bytes == 0 for a in arts), [a.resources for a in arts]

@@ -5,9 +5,10 @@ dtypes float32, bfloat16, float16, int32 and int64, against torch: cumsum in fp3
 tolerance scaled by the row's length (exact for integers, which give int64); argsort
 exactly as torch's stable sort (NaN the largest, ties in index order); topk's values as
 torch's, its indices pointing at them (and, among ties, the lower index first). Rows that
-fit a tile and rows that do not (cumsum's ``loop`` and ``split`` modes, at small sizes
-through the scan tuning); the schedule chosen, the output's strides, what ``fd.segment``
-says. The default run takes a seeded sample of each sweep; ``--full`` runs all of it.
+fit a tile and rows that do not (cumsum's ``loop`` and ``split`` modes; argsort's and
+topk's ``rank`` and ``merge``; at small sizes through the scan tuning); the schedule
+chosen, the output's strides, what ``fd.segment`` says. The default run takes a seeded
+sample of each sweep; ``--full`` runs all of it.
 """
 
 from __future__ import annotations
@@ -322,6 +323,152 @@ def test_ranked_argsort_epilogue():
     fd, (out,) = run(lambda fd, a, b: fd.ops.mul(fd.ops.argsort(a, 1), b), [x, y], tuning=RANKED)
     torch.testing.assert_close(out, torch.argsort(x, dim=1, stable=True) * y)
     assert [s["scheduler"] for s in fd.segment([x, y])] == ["scan"]
+
+
+# --- merge sort of long rows ------------------------------------------------------------------
+# a sort tile of 16, a merge compare weighed as one of rank's: rows of 18 and longer merge
+MERGED = DEFAULT.with_fields(
+    scan=dict(max_sort_block=16, merge_compare_cost=1, merge_block=8, select_max_k_long=0)
+)
+# a tile of 4 and merge whenever the chunks' networks cost less than rank: the layout
+# sweep's rows of 5, 6, 19 and 37 merge (2 to 10 chunks)
+TINY_TILE = DEFAULT.with_fields(
+    scan=dict(max_sort_block=4, merge_compare_cost=0, select_max_k_long=0)
+)
+
+
+def check_merge(fd, x, n: int, tile: int) -> None:
+    """The run merge sorted rows of ``n``: chunks of ``tile``, 1 + passes + 1 launches, a
+    program per chunk of each row first (``x``'s rows; None: not checked)."""
+    (p,) = scan_params(fd)
+    assert (p.mode, p.block_r, p.block_n) == ("merge", 1, tile)
+    chunks = -(-n // tile)
+    passes = (chunks - 1).bit_length()
+    launches = fd.executor().last_run.launches
+    assert len(launches) == 1 + passes + 1
+    assert [launch.kernel.name.split("_", 1)[1] for launch in launches] == [
+        "runs_kernel",
+        *["merge_pass_kernel"] * passes,
+        "merged_kernel",
+    ]
+    assert x is None or launches[0].grid == (x.numel() // n * chunks,)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize(
+    "shape, order, dim, dtype",
+    [
+        ((3, 18), (0, 1), 1, F32),  # just over the tile: one pass
+        ((2, 64), (1, 0), 1, BF16),  # four tiles: two passes
+        ((45, 3), (0, 1), 0, F16),  # three chunks: an odd run out
+        ((2, 100, 3), (2, 0, 1), 1, I32),  # seven chunks, three passes
+        ((3, 33), (1, 0), 1, torch.bool),
+    ],
+)
+def test_argsort_of_long_rows_merge_sorts(shape, order, dim, dtype, descending):
+    base = F32 if dtype is torch.bool else dtype
+    x = laid_out(shape, order, base, values="ties")
+    x = x > 0 if dtype is torch.bool else x
+    fd, (out,) = run(
+        lambda fd, t: fd.ops.argsort(t, dim, descending=descending), [x], tuning=MERGED
+    )
+    assert torch.equal(out, torch.argsort(x, dim=dim, descending=descending, stable=True))
+    assert out.stride() == dense_strides_like(x)
+    check_merge(fd, x, x.shape[dim], 16)
+    assert "mode merge" in fd.segment([x])[0]["reason"]
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k, dtype", [(1, F32), (17, BF16), (45, F32), (30, I32)])
+def test_topk_of_long_rows_merge_sorts(k, dtype, largest):
+    """k above select_max_k_long (here 0): the rows merge sorted, the first k stored (a
+    program per chunk of them); k of the whole row too."""
+    x = laid_out((3, 45), (1, 0), dtype, values="ties")
+    fd, (v, i) = run(
+        lambda fd, t: fd.ops.topk(t, k, 1, largest=largest, sorted=True), [x], tuning=MERGED
+    )
+    check_topk(v, i, x, k, 1, largest)
+    check_merge(fd, x, 45, 16)
+    assert fd.executor().last_run.launches[-1].grid == (3 * -(-k // 16),)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_cases((F32, BF16, I32))))
+def test_argsort_merge_layouts_nan_and_ties(rank, order, dim, variant, dtype, descending):
+    """Every memory order, sliced and expanded inputs, through the merge sort of rows
+    longer than a tile of 4 (rows of 3 fit it)."""
+    x = make_input(rank, order, dim, variant, dtype, values="ties")
+    fd, (out,) = run(
+        lambda fd, t: fd.ops.argsort(t, dim, descending=descending), [x], tuning=TINY_TILE
+    )
+    assert torch.equal(out, torch.argsort(x, dim=dim, descending=descending, stable=True))
+    if variant != "expanded":
+        assert out.stride() == dense_strides_like(x)
+    if x.shape[dim] > 4:  # (an expanded input's rows are sorted once)
+        check_merge(fd, None if variant == "expanded" else x, x.shape[dim], 4)
+    else:
+        assert scan_params(fd)[0].mode == "block"
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_cases((F32, BF16, I32))))
+def test_topk_merge_layouts_nan_and_ties(rank, order, dim, variant, dtype, largest):
+    x = make_input(rank, order, dim, variant, dtype, values="ties")
+    k = min(5, x.shape[dim])
+    fd, (v, i) = run(
+        lambda fd, t: fd.ops.topk(t, k, dim, largest=largest, sorted=False),
+        [x],
+        tuning=TINY_TILE,
+    )
+    check_topk(v, i, x, k, dim, largest)
+    if variant == "dense":
+        assert v.stride() == i.stride() == dense_strides_like(x, v.shape)
+    assert scan_params(fd)[0].mode == ("merge" if x.shape[dim] > 4 else "select")
+
+
+@pytest.mark.parametrize("n", [2049, 5000])
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_rows_past_the_default_tile_merge_sort(n, dtype):
+    """At the default tuning (chunks of 2048): 2049 (one pass) and 5000 (three chunks, two
+    passes), argsort descending and a topk of 300 (above select_max_k_long)."""
+    x = laid_out((2, n), (0, 1), dtype, seed=n, values="ties")
+    fd, (out,) = run(lambda fd, t: fd.ops.argsort(t, 1, descending=True), [x])
+    assert torch.equal(out, torch.argsort(x, dim=1, descending=True, stable=True))
+    check_merge(fd, x, n, 2048)
+    fd, (v, i) = run(lambda fd, t: fd.ops.topk(t, 300, 1, largest=False), [x])
+    check_topk(v, i, x, 300, 1, False)
+    check_merge(fd, x, n, 2048)
+
+
+def test_rows_just_over_the_tile_stay_ranked_where_cheaper():
+    """Rows of 17 at a tile of 16 (289 rank compares against 160 + 160), and keys that
+    do not pack (int64, fp64: pairs)."""
+    for dtype in (F32, I64, torch.float64):
+        n = 17 if dtype is F32 else 45
+        x = laid_out((3, n), (0, 1), dtype, values="ties")
+        fd, (out,) = run(lambda fd, t: fd.ops.argsort(t, 1), [x], tuning=MERGED)
+        assert torch.equal(out, torch.argsort(x, dim=1, stable=True))
+        assert scan_params(fd)[0].mode == "rank", dtype
+
+
+def test_merge_sorted_calls_replay():
+    """Calls of the same signature replay the planned launches (each pass its own)."""
+    x = laid_out((3, 70), (1, 0), F32, values="ties")
+    fd, (out,) = run(lambda fd, t: fd.ops.argsort(t, 1, descending=True), [x], tuning=MERGED)
+    for seed in (1, 2):
+        y = laid_out((3, 70), (1, 0), F32, seed=seed, values="ties")
+        (out,) = fd.execute([y])
+        assert torch.equal(out, torch.argsort(y, dim=1, descending=True, stable=True))
+    assert fd.executor().planned_runs == 1
+
+
+def test_merge_sorted_argsort_epilogue():
+    g = torch.Generator().manual_seed(12)
+    x, y = torch.randn(2, 40, generator=g), torch.randn(2, 40, generator=g)
+    fd, (out,) = run(lambda fd, a, b: fd.ops.mul(fd.ops.argsort(a, 1), b), [x, y], tuning=MERGED)
+    torch.testing.assert_close(out, torch.argsort(x, dim=1, stable=True) * y)
+    assert [s["scheduler"] for s in fd.segment([x, y])] == ["scan"]
+    assert scan_params(fd)[0].mode == "merge"
 
 
 # --- topk ------------------------------------------------------------------------------------------

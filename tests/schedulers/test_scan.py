@@ -2,11 +2,14 @@
 
 The warps of a bitonic sort tile: enough that a thread holds at most
 ``sort_bytes_per_thread`` bytes of keys. The split of a topk's long rows across
-programs (mode ``split``), for the device tables of an H200 and of smaller GPUs. A row longer than a sort tile is split while the rows alone do not fill
-the device (``split_rows_per_sm``), in chunks enough for ``split_programs_per_sm``
+programs (mode ``split``), for the device tables of an H200 and of smaller GPUs. A row
+longer than a sort tile is split while the rows alone do not fill the device (``split_rows_per_sm``), in chunks enough for ``split_programs_per_sm``
 programs a multiprocessor, each a power of two between ``split_min_chunk`` (and
 ``split_chunk_per_k`` times k) and ``split_max_chunk``; the merge takes each row's
-candidates in one tile up to ``split_merge_block``.
+candidates in one tile up to ``split_merge_block``. An argsort's (or a topk's of a large
+k) row of packed keys longer than a sort tile is merge sorted (mode ``merge``: its chunks
+sorted, log2(chunks) merge passes, the results) where rank's N**2 compares cost more
+(``merges``); pairs keep ``rank``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,15 @@ import torch
 
 from layoutfuse.analysis.device import H200
 from layoutfuse.nvfuser import FusionDefinition
-from layoutfuse.schedulers.scan import ScanParams, ScanTuning, sort_warps, split_chunk
+from layoutfuse.schedulers.scan import (
+    ScanParams,
+    ScanTuning,
+    merge_compares,
+    merge_passes,
+    merges,
+    sort_warps,
+    split_chunk,
+)
 from support.execution import configured, small_gpu
 
 
@@ -62,7 +73,6 @@ def test_long_rows_split_into_chunks(shape, k, chunk, grids, merge, in_tile):
         ((1024, 50257), 50, torch.float32, 132),  # rows fill the device
         ((64, 50257), 50, torch.float32, 8),  # 64 rows are 8 a multiprocessor of 8
         ((64, 50257), 50, torch.float64, 132),  # keys that do not pack
-        ((64, 3000), 300, torch.float32, 132),  # k above select_max_k_long: ranked
     ],
 )
 def test_rows_that_are_not_split(shape, k, dtype, sms):
@@ -120,3 +130,51 @@ def test_sort_warps():
 def test_the_width_keys_pack_in(shape, dtype, packed):
     assert _plan(shape, None, dtype)[0].packed == packed
     assert _plan(shape, 8, dtype)[0].packed == packed
+
+
+@pytest.mark.parametrize(
+    "shape, k, dtype, passes, per_pass",
+    [
+        # a top-p step's vocabulary rows: 25 chunks of 2048 (the row padded to 51200), 5
+        # passes of 50 programs a row
+        ((8, 50257), None, torch.float32, 5, 400),
+        ((8, 128256), None, torch.bfloat16, 6, 1008),  # 63 chunks: 6 passes
+        ((8, 2049), None, torch.float32, 1, 32),  # just over the tile
+        ((64, 3000), 300, torch.float32, 1, 256),  # k above select_max_k_long
+        ((2, 1 << 20), 1000, torch.int32, 9, 2048),  # a power of two: 512 chunks
+    ],
+)
+def test_long_rows_of_packed_keys_merge(shape, k, dtype, passes, per_pass):
+    params, launched = _plan(shape, k, dtype)
+    nrows, n = shape
+    chunks = -(-n // 2048)
+    assert (params.mode, params.block_r, params.block_n) == ("merge", 1, 2048)
+    assert (params.results_block, params.num_warps, params.packed) == (1024, 8, 64)
+    assert merge_passes(n, ScanTuning()) == passes
+    results = chunks if k is None else -(-k // 2048)
+    assert launched == [(nrows * chunks,), *[(per_pass,)] * passes, (nrows * results,)]
+
+
+@pytest.mark.parametrize("shape", [(8, 50257), (8, 2049)])
+def test_pairs_keep_rank(shape):
+    params, launched = _plan(shape, None, torch.float64)
+    assert (params.mode, params.packed, len(launched)) == ("rank", 0, 1)
+
+
+def test_the_merge_rule():
+    tuning = ScanTuning()
+    # the compares of a vocabulary row: its 25 chunks' networks and 5 passes, against
+    # rank's 50257**2 = 2.5G
+    assert merge_compares(50257, tuning) == (25 * 1024 * 66, 25 * 2048 * (12 + 13 + 14 + 15 + 16))
+    assert merge_compares(2049, tuning) == (2 * 1024 * 66, 4096 * 12)
+    assert [merge_passes(n, tuning) for n in (2049, 4096, 4097, 6145, 1 << 20)] == [1, 1, 2, 2, 9]
+    assert merges(2049, 64, tuning) and merges(50257, 32, tuning)
+    assert not merges(2048, 64, tuning)  # one tile: mode block
+    assert not merges(50257, 0, tuning)  # pairs
+    # at a tile of 16, a merge compare weighed as one of rank's: rows of 17 (289 rank
+    # compares against 160 + 160) stay ranked, rows of 18 merge
+    small = ScanTuning(max_sort_block=16, merge_compare_cost=1)
+    assert not merges(17, 64, small) and merges(18, 64, small)
+    # ... and at the default weight, rows up to about 730
+    assert not merges(700, 64, ScanTuning(max_sort_block=16))
+    assert merges(800, 64, ScanTuning(max_sort_block=16))

@@ -1,13 +1,14 @@
 """Triton source for argsort and topk kernels (modes block, rank, select; see
 ``schedulers.scan``) over (key, index) pairs, on the tile ``scan_tile`` addresses: keys of
 more than 32 bits (fp64, int64), or any key with the scan tuning's ``packed_keys`` off.
-Keys of at most 32 bits are packed with their index in one int64 (``scan_packed``)."""
+Keys of at most 32 bits are packed with their index in one int64 (``scan_packed``), and
+their long rows merge sorted (``scan_merge``)."""
 
 from __future__ import annotations
 
 from ..dtypes import DataType
 from ..schedulers.scan import ScanParams
-from . import scan_packed
+from . import scan_merge, scan_packed
 from .kernel import Kernel
 from .scan_tile import ScanTile, scan_kernel
 from .sort_network import SORT_PRELUDE
@@ -122,8 +123,10 @@ def _key(w: Writer, t: ScanTile, v: str) -> str:
 
 
 def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
-    """The kernel of an argsort or topk segment: over packed keys (``scan_packed``) where
-    they pack, else over (key, index) pairs."""
+    """The kernels of an argsort or topk segment: over packed keys (``scan_packed``; a
+    merge sort's, ``scan_merge``) where they pack, else over (key, index) pairs."""
+    if params.packed and params.mode == "merge":
+        return scan_merge.emit(spec, params)
     if params.packed:
         return scan_packed.emit(spec, params)
     if params.mode == "select":

@@ -171,14 +171,22 @@ def _constexprs(params: ScanParams, extra: tuple[str, ...]) -> list[tuple[str, i
     return consts
 
 
-def _source(spec, params: ScanParams, name: str, body: Body, extra: tuple[str, ...], prelude: str):
+def _source(
+    spec,
+    params: ScanParams,
+    name: str,
+    body: Body,
+    extra: tuple[str, ...],
+    prelude: str,
+    launch: tuple[str, ...],
+):
     from .backend import PRELUDE
 
     t = ScanTile(spec, params)
     w = Writer()
     for line in kernel_header(spec, params):
         w.line(line)
-    args = t.args(list(extra)) + (["NUM_CHUNKS"] if extra else [])
+    args = t.args(list(extra)) + (["NUM_CHUNKS"] if extra else []) + list(launch)
     consts = [f"{const}: tl.constexpr" for const, _ in _constexprs(params, extra)]
     w.line("@triton.jit")
     w.line(f"def {name}({', '.join(typed_params(args, spec.scalars) + consts)}):")
@@ -189,11 +197,18 @@ def _source(spec, params: ScanParams, name: str, body: Body, extra: tuple[str, .
 
 
 def scan_kernel(
-    spec, params: ScanParams, name: str, body: Body, extra: tuple[str, ...] = (), prelude: str = ""
+    spec,
+    params: ScanParams,
+    name: str,
+    body: Body,
+    extra: tuple[str, ...] = (),
+    prelude: str = "",
+    launch: tuple[str, ...] = (),
 ) -> Kernel:
     """Kernel ``name`` of a scan segment: ``body`` written inside its function, after the
-    arguments (``extra``: workspaces, which add ``NUM_CHUNKS`` and ``RESULTS_BLOCK``) and
-    ``prelude`` (jit helpers it calls) pasted after the imports."""
-    src, args = _source(spec, params, name, body, extra, prelude)
+    arguments (``extra``: workspaces, which add ``NUM_CHUNKS`` and ``RESULTS_BLOCK``;
+    ``launch``: integers a launch binds, its ``LaunchSpec`` values) and ``prelude`` (jit
+    helpers it calls) pasted after the imports."""
+    src, args = _source(spec, params, name, body, extra, prelude, launch)
     consts = tuple(_constexprs(params, extra))
     return Kernel(name, src, tuple(args), consts, params.num_warps, params)

@@ -30,10 +30,22 @@ compare; a value of at most 16 bits (Half, BFloat16, fp8, Bool) in a row of at m
 * ``block``: the row fits one tile (``next_pow2(N) <= max_sort_block``; rows of
   ``sort_tile_elements`` together): a bitonic network sorts it in registers, with warps
   enough that a thread holds at most ``sort_bytes_per_thread`` of its keys;
-* ``rank``: a longer row: a program per ``rank_block`` elements of a row counts, for
-  each, the elements of the whole row that sort before it, walking the row in blocks,
-  and stores the element at that position. O(N**2) compares per row (a fallback that is
-  correct for any length, not fast: a merge of sorted tiles would be O(N log N));
+* ``merge``: a longer row of packed keys (``merges``: rank's N**2 compares above the
+  merge's, weighed by ``merge_compare_cost``; ``codegen.scan_merge``): 2 +
+  ceil(log2(chunks)) launches over two workspaces of [rows, Npad] keys (the row padded to whole chunks of
+  C = ``max_sort_block`` with keys after every real one). The first sorts each chunk by
+  the bitonic network, a program a chunk. Pass p merges the sorted runs of L = C * 2**p
+  in pairs, from one workspace into the other, a program per ``merge_block`` elements:
+  each key finds how many keys of the other run of its pair are below it by a binary
+  search (log2(L) + 1 loads; keys are unique, so the count is exact and the order
+  stable) and goes to its pair's start plus its offset in its run plus that count. The
+  last launch unpacks the first N keys (argsort) or k (topk) of each row and stores the
+  results. ``merge_compares``: the argsort of a vocabulary row of 50257 takes 25 chunks
+  (1.7M compares in their networks) and 5 passes (3.6M), where rank took 2.5G;
+* ``rank``: a longer row of (key, index) pairs (fp64, int64), or one short enough that
+  the merge costs more: a program per ``rank_block`` elements of a row counts, for each,
+  the elements of the whole row that sort before it, walking the row in blocks, and
+  stores the element at that position. O(N**2) compares per row;
 * ``select`` (topk of a small k): k passes, each a reduction over the row that picks the
   first pair in that order (packed: the least key, ``tl.min``) after the pass before's
   pick, stored at the pass's position (so the result is sorted, also for
@@ -41,7 +53,8 @@ compare; a value of at most 16 bits (Half, BFloat16, fp8, Bool) in a row of at m
   out of the tile for the next pass) when ``k <= select_max_k``: k reductions over the
   tile cost less than the bitonic network's ``log2(N)**2 / 2`` steps. A longer row is
   walked in chunks of ``select_chunk`` per pass (re-read from L2), a row per program,
-  when ``k <= select_max_k_long``: ``k * N`` compares against the rank's ``N**2``;
+  when ``k <= select_max_k_long``: ``k * N`` compares against the rank's ``N**2`` (a
+  larger k sorts the row: ``merge``, or ``rank``);
 * ``split`` (topk, such a longer row with packed keys, while the rows alone do not fill
   the device: ``split_rows_per_sm``): two launches. The first splits each row into
   chunks of ``block_n`` (enough for ``split_programs_per_sm`` programs a multiprocessor,
@@ -98,6 +111,21 @@ class ScanTuning:
     sort_tile_elements: int = 2048
     # a longer sorted row: elements one program ranks, and the row block it compares with
     rank_block: int = 64
+    # a longer row of packed keys is merge sorted (mode ``merge``: its chunks of
+    # max_sort_block sorted, then merged in pairs, an element's place in the other run
+    # found by a binary search: O(N log**2 N)) where its weighted compares
+    # (``merge_compares``) are fewer than rank's N**2: a merge compare is weighed as this
+    # many of rank's, since it is a load whose address depends on the compare before it
+    # (log2(L) + 1 of them in turn, through L2) where rank compares a [64, 64] tile in
+    # registers, and the merge adds launches (an estimate: no GPU timing set it). At the
+    # default tile it leaves rank nothing: a row of 2049 takes 4.2M rank compares against
+    # 0.9M weighted (two chunks sorted, one pass of 4096 elements); at a tile of 16, rows
+    # up to about 730 stay ranked
+    merge_compare_cost: int = 16
+    # elements one program of a merge pass places (a power of two, at most max_sort_block),
+    # at the sort tile's warps: 4 a thread at the 8 warps of int64 keys (8 at the 4 of
+    # int32 keys), each a chain of dependent loads beside the others
+    merge_block: int = 1024
     # topk selects (mode ``select``) up to this k where the row fits a sort tile
     select_max_k: int = 16
     # ... and up to this k where it does not (rather than rank)
@@ -150,7 +178,8 @@ DEFAULT_TUNING = ScanTuning()
 class ScanParams:
     scheduler: str
     op: str  # cumsum, argsort or topk
-    mode: str  # block, loop or split (cumsum); block or rank (argsort, topk); select (topk)
+    mode: str  # block, loop or split (cumsum); block, rank or merge (argsort, topk);
+    #   select or split (topk)
     n_groups: int
     scan_group: int | None  # the scanned dim's group (None: its extent is 1)
     block_r: int
@@ -159,7 +188,8 @@ class ScanParams:
     index64: bool
     descending: bool = False  # argsort descending, topk largest
     results_block: int = 0  # split: the block of the chunks' results (cumsum: chunk sums;
-    #   topk: candidates) a program of the next launch takes
+    #   topk: candidates) a program of the next launch takes; merge: the elements a
+    #   program of a merge pass places
     accumulator: DataType = DataType.Float  # cumsum's
     based: tuple[int, ...] = ()  # accesses with a base offset ``b<a>`` bound at launch (a
     #   slice's start, where the problem has them)
@@ -269,12 +299,64 @@ def _sort_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPara
         block_n = min(tuning.select_chunk, next_pow2(n))
         warps = warps_for(block_n, tuning.warps)
         return _params(p, "select", 1, block_n, warps, in_tile=False, packed=packed)
+    if not fits and merges(n, packed, tuning):
+        return _merge(p, packed, tuning)
     if not fits:
         # a rank program compares a [block_n, block_n] tile
         warps = warps_for(tuning.rank_block**2, tuning.warps)
         return _params(p, "rank", 1, tuning.rank_block, warps, packed=packed)
     warps = sort_warps(rows_of_tile * next_pow2(n), _sort_bytes(p, packed), tuning)
     return _params(p, "block", rows_of_tile, next_pow2(n), warps, packed=packed)
+
+
+def merge_passes(n: int, tuning: ScanTuning) -> int:
+    """The merge passes of a row of ``n``: its chunks of ``max_sort_block`` merged in
+    pairs until one run holds them all."""
+    return _passes(cdiv(n, tuning.max_sort_block))
+
+
+def _passes(runs: int) -> int:
+    """Passes that merge ``runs`` sorted runs in pairs into one: ceil(log2(runs)) (an odd
+    run out waits for a pass)."""
+    return (runs - 1).bit_length()
+
+
+def merge_compares(n: int, tuning: ScanTuning) -> tuple[int, int]:
+    """A merge sort's compares of a row of ``n``: the bitonic networks' of its chunks of
+    C = ``max_sort_block`` (C/2 compare-exchanges a step, log2(C) * (log2(C) + 1) / 2
+    steps), and the merge passes' (each of the Npad = chunks * C elements searches the
+    other run of its pair, L elements: log2(L) + 1 compares)."""
+    c = tuning.max_sort_block
+    log_c = c.bit_length() - 1
+    nc = cdiv(n, c)
+    sort = nc * (c // 2) * log_c * (log_c + 1) // 2
+    merge = nc * c * sum(log_c + p + 1 for p in range(merge_passes(n, tuning)))
+    return sort, merge
+
+
+# a merge sort's positions are int32 (the padded row, and a run's partner past it)
+MERGE_MAX_ROW = 2**30
+
+
+def merges(n: int, packed: int, tuning: ScanTuning) -> bool:
+    """Whether an argsort's (or a topk's of a k above ``select_max_k_long``) row of ``n``
+    longer than a sort tile is merge sorted rather than ranked: its keys are packed (the
+    merge compares one integer; pairs keep rank), and rank's N**2 compares exceed the
+    merge's, its passes' weighed as ``merge_compare_cost`` each."""
+    if not packed or n <= tuning.max_sort_block or n > MERGE_MAX_ROW:
+        return False
+    sort, merge = merge_compares(n, tuning)
+    return n * n > sort + tuning.merge_compare_cost * merge
+
+
+def _merge(p: Problem, packed: int, tuning: ScanTuning) -> ScanParams:
+    """A merge sort's params: chunks of ``max_sort_block`` (a row of them a program of
+    the first launch, and of the last), merge passes of ``merge_block`` elements a
+    program, the sort tile's warps."""
+    c = tuning.max_sort_block
+    warps = sort_warps(c, _sort_bytes(p, packed), tuning)
+    block = min(tuning.merge_block, c)
+    return _params(p, "merge", 1, c, warps, results_block=block, packed=packed)
 
 
 def sort_warps(elements: int, element_bytes: int, tuning: ScanTuning) -> int:
@@ -384,6 +466,7 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
                 f"select_max_k_long {tuning.select_max_k_long})"
             )
         ),
+        "merge": _merge_reason(n, params, tuning),
         "loop": f"rows of {n} walked in chunks of {params.block_n}, a running sum carried",
         "split": (
             f"rows of {n} in {cdiv(n, params.block_n)} chunks each, too few rows to fill the "
@@ -400,6 +483,18 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
     return f"mode {params.mode}: {why}"
 
 
+def _merge_reason(n: int, params: ScanParams, tuning: ScanTuning) -> str:
+    if params.mode != "merge":
+        return ""
+    sort, merge = merge_compares(n, tuning)
+    return (
+        f"rows of {n} exceed a sort tile (max_sort_block {tuning.max_sort_block}): "
+        f"{cdiv(n, params.block_n)} chunks of {params.block_n} sorted, then "
+        f"{merge_passes(n, tuning)} merge passes (a binary search an element): "
+        f"{sort + merge} compares a row against rank's {n * n}"
+    )
+
+
 def chunks(p: Problem, params: ScanParams) -> int:
     return cdiv(_scan_extent(p), params.block_n)
 
@@ -408,12 +503,15 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
     """One launch per row tile (``block``, ``loop``, ``select``); a rank program per block
     of a row (``rank``); cumsum's ``split``: chunk sums, their running sums, the scan
     (kernels 0, 1, 2); topk's ``split``: each chunk's candidates, each row's merge
-    (kernels 0, 1)."""
+    (kernels 0, 1); ``merge``: the sorted chunks, each merge pass, the results (kernels
+    0, 1 launched once a pass, 2)."""
     nrows = rows(p)
     tiles = cdiv(nrows, params.block_r)
     if params.mode == "rank":
         tiles = nrows * cdiv(_scan_extent(p), params.block_n)
     values: tuple[tuple[str, int], ...] = (("ROWS", nrows), ("K", p.scan_keep))
+    if params.mode == "merge":
+        return _merge_launches(p, params, values + (("NUM_CHUNKS", chunks(p, params)),))
     if params.mode != "split":
         return (LaunchSpec(0, (tiles,), values),)
     nc = chunks(p, params)
@@ -427,9 +525,33 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
     )
 
 
+def _merge_launches(
+    p: Problem, params: ScanParams, values: tuple[tuple[str, int], ...]
+) -> tuple[LaunchSpec, ...]:
+    """A program per chunk of each row sorts it; pass ``PASS`` (a program per
+    ``results_block`` elements of each padded row) merges runs of ``block_n * 2**PASS``
+    in pairs, from the workspace ``PASS % 2`` into the other; a program per chunk of the
+    results (argsort: every chunk; topk: those of the first k) stores them."""
+    nrows, nc = rows(p), chunks(p, params)
+    passes = _passes(nc)
+    per_pass = nrows * nc * params.block_n // params.results_block
+    results = nc if p.scan_op == "argsort" else max(1, cdiv(p.scan_keep, params.block_n))
+    return (
+        LaunchSpec(0, (nrows * nc,), values),
+        *(LaunchSpec(1, (per_pass,), values + (("PASS", k),)) for k in range(passes)),
+        LaunchSpec(2, (nrows * results,), values + (("PASS", passes),)),
+    )
+
+
 def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Workspace, ...]:
     """``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
-    candidates, each chunk's k packed keys, [rows x chunks x k]."""
+    candidates, each chunk's k packed keys, [rows x chunks x k]; ``merge``: two of the
+    rows' packed keys padded to whole chunks, [rows x chunks x chunk], that the passes
+    read and write in turn."""
+    if params.mode == "merge":
+        size = max(1, rows(p) * chunks(p, params) * params.block_n)
+        key = DataType.Int if params.packed == 64 else DataType.Int32
+        return (Workspace("ws0", (size,), key), Workspace("ws1", (size,), key))
     if params.mode != "split":
         return ()
     if params.op == "topk":
