@@ -27,7 +27,7 @@ from __future__ import annotations
 from ..schedulers.scan import ScanParams
 from .kernel import Kernel
 from .packed_keys import packed_prelude
-from .scan_packed import packed_key, value_of
+from .scan_packed import chunk_keys, value_of
 from .scan_tile import ScanTile, scan_kernel
 from .writer import Writer
 
@@ -38,11 +38,7 @@ def _log(block: int) -> int:
 
 def _runs(w: Writer, t: ScanTile) -> None:
     """Each chunk of a row sorted into ``ws0`` (a program a chunk)."""
-    w.line("pid = tl.program_id(0)")
-    w.line("chunk = pid % NUM_CHUNKS")
-    t.rows(w, "pid // NUM_CHUNKS")
-    t.columns(w, "chunk * BLOCK_N")
-    key = packed_key(w, t, t.value(w), "cols[None, :]", "mask")
+    key = chunk_keys(w, t)
     w.line(f"key = _sort_packed({key}, BLOCK_R, BLOCK_N, {_log(t.p.block_n)})")
     w.line("at = ws0 + rows[:, None].to(tl.int64) * (NUM_CHUNKS * BLOCK_N) + cols[None, :]")
     w.line("tl.store(at, key, mask=rmask[:, None])")

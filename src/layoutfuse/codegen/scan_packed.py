@@ -162,15 +162,21 @@ def _least(key: str) -> str:
     return f"~tl.topk(~{key}, K_BLOCK, dim=1)"
 
 
-def _candidates(w: Writer, t: ScanTile) -> None:
-    """A split topk's first launch: a program a chunk of a row (one tile in registers)
-    stores its K least keys, in order, into the workspace at [row, chunk, j]
-    (``PACKED_LAST`` where the chunk has fewer than K elements)."""
+def chunk_keys(w: Writer, t: ScanTile) -> str:
+    """The packed keys of this program's chunk (a program a chunk of ``NUM_CHUNKS`` a
+    row, a row tile of them): its rows, columns, and the name of its keys' tile."""
     w.line("pid = tl.program_id(0)")
     w.line("chunk = pid % NUM_CHUNKS")
     t.rows(w, "pid // NUM_CHUNKS")
     t.columns(w, "chunk * BLOCK_N")
-    key = packed_key(w, t, t.value(w), "cols[None, :]", "mask")
+    return packed_key(w, t, t.value(w), "cols[None, :]", "mask")
+
+
+def _candidates(w: Writer, t: ScanTile) -> None:
+    """A split topk's first launch: a program a chunk of a row (one tile in registers)
+    stores its K least keys, in order, into the workspace at [row, chunk, j]
+    (``PACKED_LAST`` where the chunk has fewer than K elements)."""
+    key = chunk_keys(w, t)
     w.line(f"top = {_least(key)}")
     w.line("j = tl.arange(0, K_BLOCK)[None, :]")
     w.line("out = ws0 + ((rows.to(tl.int64) * NUM_CHUNKS + chunk) * K)[:, None] + j")
