@@ -317,14 +317,6 @@ def test_topk_of_rows_longer_than_a_sort_tile(largest):
     assert scan_params(fd)[0].mode == "rank"
 
 
-def test_ranked_argsort_epilogue():
-    g = torch.Generator().manual_seed(8)
-    x, y = torch.randn(2, 40, generator=g), torch.randn(2, 40, generator=g)
-    fd, (out,) = run(lambda fd, a, b: fd.ops.mul(fd.ops.argsort(a, 1), b), [x, y], tuning=RANKED)
-    torch.testing.assert_close(out, torch.argsort(x, dim=1, stable=True) * y)
-    assert [s["scheduler"] for s in fd.segment([x, y])] == ["scan"]
-
-
 # --- merge sort of long rows ------------------------------------------------------------------
 # a sort tile of 16, a merge compare weighed as one of rank's: rows of 18 and longer merge
 MERGED = DEFAULT.with_fields(
@@ -462,13 +454,17 @@ def test_merge_sorted_calls_replay():
     assert fd.executor().planned_runs == 1
 
 
-def test_merge_sorted_argsort_epilogue():
-    g = torch.Generator().manual_seed(12)
+@pytest.mark.parametrize("mode", ["rank", "merge"])
+def test_argsort_epilogue_of_rows_longer_than_a_sort_tile(mode):
+    """argsort(a) * b in the scan kernel's epilogue, whether the long rows are ranked or
+    merge sorted (its last launch stores the epilogue)."""
+    g = torch.Generator().manual_seed(8)
     x, y = torch.randn(2, 40, generator=g), torch.randn(2, 40, generator=g)
-    fd, (out,) = run(lambda fd, a, b: fd.ops.mul(fd.ops.argsort(a, 1), b), [x, y], tuning=MERGED)
+    tuning = RANKED if mode == "rank" else MERGED
+    fd, (out,) = run(lambda fd, a, b: fd.ops.mul(fd.ops.argsort(a, 1), b), [x, y], tuning=tuning)
     torch.testing.assert_close(out, torch.argsort(x, dim=1, stable=True) * y)
     assert [s["scheduler"] for s in fd.segment([x, y])] == ["scan"]
-    assert scan_params(fd)[0].mode == "merge"
+    assert scan_params(fd)[0].mode == mode
 
 
 # --- topk ------------------------------------------------------------------------------------------
