@@ -459,10 +459,9 @@ def relative_bound(a: Operand) -> float:
 # --- pointwise ----------------------------------------------------------------------------------
 def pointwise_compute(name: str, args: Sequence[Operand]) -> tuple[torch.Tensor, float, float]:
     """The result, its relative and absolute error bounds. 0-dim tensor operands are
-    computed as 1-element tensors: Python numbers are 0-dim tensors here, and must
-    promote below every tensor."""
+    computed as 1-element tensors, Python numbers as 0-dim tensors (``_probed_dtype``
+    gives the result dtype of the operands as they are)."""
     tensors = [a for a in args if isinstance(a, Value)]
-    check_zero_dim_promotion(name, args)
     floats = any(t.dtype.is_floating_point for t in tensors)
     try:
         shape = torch.broadcast_shapes(*[t.shape for t in tensors])
@@ -474,27 +473,46 @@ def pointwise_compute(name: str, args: Sequence[Operand]) -> tuple[torch.Tensor,
         else scalar_tensor(a.value, floats)
         for a in args
     ]
-    faithful, err, abs_err = _pointwise_compute(name, args, as_torch)
+    faithful, err, abs_err = _pointwise_compute(
+        name, args, as_torch, _probed_dtype(name, args, as_torch)
+    )
     return faithful.reshape(shape), err, abs_err
 
 
-# The operands whose dtypes take part in promotion (where's predicate does not).
-PROMOTION_OPERANDS = {"where": (1, 2)}
+def _probed_dtype(name: str, args: Sequence[Operand], as_torch: list[torch.Tensor]) -> torch.dtype:
+    """torch's three tiers (dimensioned tensors, 0-dim tensors, Python numbers) with the
+    numbers probed as 0-dim tensors one tier up: 0-dim tensors probe as dimensioned where
+    none is; a number above the dimensioned tensors' category beside 0-dim ones is not drawn
+    (the probe cannot put it in a tier of its own)."""
+    values = [a for a in args if isinstance(a, Value)]
+    dimensioned = [a.dtype for a in values if a.shape]
+    if not dimensioned:
+        return torch_result_dtype(name, as_torch)
+    top = max(_category(d) for d in dimensioned)
+    numbers = [a.value for a in args if not isinstance(a, Value)]
+    if any(not a.shape for a in values) and any(_category(type(v)) > top for v in numbers):
+        raise Unusable("a Python number above the tensors' category beside a 0-dim tensor")
+    probes = [a.ref if isinstance(a, Value) else t for a, t in zip(args, as_torch)]
+    return torch_result_dtype(name, probes)
 
 
-def check_zero_dim_promotion(name: str, args: Sequence[Operand]) -> None:
-    """torch and nvFuser promote a 0-dim tensor below dimensioned ones (add of a Half
-    [3] and a Float [] is Half); layoutfuse promotes it as a dimensioned tensor
-    (``test_a_zero_dim_tensor_promotes_below_dimensioned_ones``): not drawn."""
-    roles = PROMOTION_OPERANDS.get(name, range(len(args)))
-    ts = [args[k] for k in roles if isinstance(args[k], Value)]
-    if any(not t.shape for t in ts) and any(t.shape for t in ts) and len({t.dtype for t in ts}) > 1:
-        raise Unusable("a 0-dim tensor of another dtype (known bug, xfail)")
+def _category(dtype) -> int:
+    """bool 0, integer 1, floating 2, complex 3: of a torch dtype or a Python number type."""
+    if dtype in (bool, torch.bool):
+        return 0
+    if dtype is int or (
+        isinstance(dtype, torch.dtype) and not dtype.is_floating_point and not dtype.is_complex
+    ):
+        return 1
+    if dtype is complex or (isinstance(dtype, torch.dtype) and dtype.is_complex):
+        return 3
+    return 2
 
 
-def _pointwise_compute(name: str, args: Sequence[Operand], as_torch: list[torch.Tensor]):
+def _pointwise_compute(
+    name: str, args: Sequence[Operand], as_torch: list[torch.Tensor], dtype: torch.dtype
+):
     tensors = [a for a in args if isinstance(a, Value)]
-    dtype = torch_result_dtype(name, as_torch)
     for k in NONZERO.get(name, ()):
         if bool((as_torch[k] == 0).any()):
             raise Unusable(f"{name}: operand {k} has a zero")
