@@ -3,6 +3,7 @@
 # VARIANTS, each kernel's device time) with eager and torch.compile beside them.
 # PART=b: the ops suite (OPS_FILTER), the Thunder benchmark, the host overhead.
 # PART=c: the test suite with CUDA tensors (16 shards, Thunder's tests too).
+# PART=e: c, then b without Thunder; PART=f: b's Thunder runs, then random seeds (SEEDS).
 # Carry .wheels (Thunder and its dependencies, installed to /tmp/tsite).
 set -u
 out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
@@ -17,7 +18,8 @@ a)
   LAYOUTFUSE_MEASURE=0 timeout ${LIMIT:-420} python3 tools/dev/tune_cross.py $out/tune-cross-$day-$commit-$gpu.json --peers $VARIANTS > $out/tune-cross.txt 2>&1
   echo "tune-cross rc=$? $(( $(date +%s) - t0 )) s"; grep -v Warn $out/tune-cross.txt | cut -c1-250 ;;
 b)
-  for f in ${OPS_FILTERS:-all}; do  # one run per filter, each its own file
+  for f in ${OPS_FILTERS:-all}; do  # one run per filter, each its own file (none: no run)
+    [ "$f" = none ] && continue
     t0=$(date +%s); tag=-$f; [ "$f" = all ] && f="" && tag=""
     timeout ${OPS_S:-170} python3 -m benchmarks ops --filter "$f" --out $out/ops$tag-$day-$commit-$gpu.json > $out/ops$tag.txt 2>&1
     echo "ops $f rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/ops$tag.txt | tail -14 | cut -c1-300
@@ -28,6 +30,7 @@ b)
     echo "ops-ab rc=$? $(( $(date +%s) - t0 )) s"; grep "^\[" $out/ops-ab.txt | cut -c1-200
   fi
   for f in ${THUNDER_FILTERS:-all}; do  # one run per filter, their rows in one file each
+    [ "$f" = none ] && continue
     t0=$(date +%s); tag=-$f; [ "$f" = all ] && f="" && tag=""
     timeout ${THUNDER_S:-230} python3 -m benchmarks thunder --filter "$f" --out $out/thunder$tag-$day-$commit-$gpu.json > $out/thunder$tag.txt 2>&1
     echo "thunder $f rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/thunder$tag.txt | tail -12 | cut -c1-400
@@ -46,6 +49,20 @@ d)  # one call: the changed areas' tests with CUDA tensors (8 shards), then part
   PART=b OUT=$out COMMIT=$commit OVERHEAD=0 bash $0
   rm -f $out/ops*.txt $out/thunder*.txt $out/tests-summary.txt  # 8 files come back at most
   exit ;;
+e)  # one call: the whole suite with CUDA tensors (16 shards), then the ops suite and the overhead
+  PART=c OUT=$out COMMIT=$commit LIMIT=${TESTS_S:-270} bash $0
+  PART=b OUT=$out COMMIT=$commit THUNDER_FILTERS=none bash $0
+  rm -f $out/ops*.txt $out/overhead.txt $out/tests-summary.txt
+  exit ;;
+f)  # one call: the Thunder benchmark, then random seeds (SEEDS, CASES each)
+  PART=b OUT=$out COMMIT=$commit OPS_FILTERS=none OVERHEAD=0 bash $0
+  rm -f $out/thunder*.txt
+  for s in ${SEEDS:-1}; do
+    t0=$(date +%s)
+    timeout ${RANDOM_S:-300} python3 -m benchmarks suite random --seed $s --cases ${CASES:-120} --out $out/random_seed$s-$day-$commit-$gpu.json > $out/random$s.txt 2>&1
+    echo "random $s rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/random$s.txt | tail -30 | cut -c1-250
+    rm -f $out/random$s.txt
+  done ;;
 c)
   t0=$(date +%s)
   timeout ${LIMIT:-480} tools/gpu-tests $out/tests 16 > $out/tests-summary.txt 2>&1
