@@ -81,6 +81,14 @@ def special_rows(dtype: torch.dtype, n: int = 45, seed: int = 0) -> torch.Tensor
     return x
 
 
+def stable_order(x: torch.Tensor, descending: bool) -> torch.Tensor:
+    """torch's stable argsort of ``x``'s rows, computed on the CPU: there a NaN of either
+    sign is the largest key, as in torch's topk on every device. torch's CUDA sort (a radix
+    order of the bits) puts a NaN whose sign bit is set below -inf; layoutfuse orders NaNs as
+    the CPU sort and topk do, on every device."""
+    return torch.argsort(x.cpu(), dim=1, descending=descending, stable=True).to(x.device)
+
+
 def _bits(v: torch.Tensor) -> torch.Tensor:
     """``v``'s bits (NaNs as one NaN), to compare values with their sign of zero."""
     if not v.dtype.is_floating_point:
@@ -104,7 +112,7 @@ def _run(build, x, tuning):
 def test_argsort_of_special_values(dtype, mode, descending):
     x = special_rows(F32, seed=1) > 0 if dtype is torch.bool else special_rows(dtype, seed=1)
     fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1, descending=descending), x, MODES[mode])
-    assert torch.equal(out, torch.argsort(x, dim=1, descending=descending, stable=True))
+    assert torch.equal(out, stable_order(x, descending))
     (p,) = schedules(fd)
     assert (p.mode, p.packed) == (mode, WIDTH[dtype])
 
@@ -116,7 +124,7 @@ def test_argsort_of_special_values(dtype, mode, descending):
 def test_topk_of_special_values(dtype, mode, largest, k):
     x = special_rows(dtype, seed=2)
     fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, k, 1, largest=largest), x, MODES[mode])
-    want_i = torch.argsort(x, dim=1, descending=largest, stable=True)[:, :k]
+    want_i = stable_order(x, largest)[:, :k]
     assert torch.equal(i, want_i)
     assert v.dtype == x.dtype
     assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want_i)))
@@ -142,7 +150,7 @@ def test_the_zeros_of_a_topk_keep_their_signs():
 def test_keys_pack_up_to_32_bits(dtype, packed):
     x = special_rows(F32, seed=3) > 0 if dtype is torch.bool else special_rows(dtype, seed=3)
     fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1), x, {})
-    assert torch.equal(out, torch.argsort(x, dim=1, stable=True))
+    assert torch.equal(out, stable_order(x, False))
     assert schedules(fd)[0].packed == packed
 
 
@@ -152,7 +160,7 @@ def test_narrow_keys_in_an_int64_give_the_same(dtype, mode):
     """``narrow_keys=False``: 16-bit keys packed in an int64, as an fp32's."""
     x = special_rows(dtype, seed=6)
     fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, {**MODES[mode], "narrow_keys": False})
-    want = torch.argsort(x, dim=1, descending=True, stable=True)[:, :5]
+    want = stable_order(x, True)[:, :5]
     assert torch.equal(i, want)
     assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want)))
     assert (schedules(fd)[0].mode, schedules(fd)[0].packed) == (mode, 64)
@@ -166,7 +174,7 @@ def test_fp8_keys(dtype, descending, mode):
     fp32 sort of the same values), argsort and topk, in a tile (topk: selected) and
     merge sorted."""
     x = special_rows(F32, seed=7).to(dtype)
-    want = torch.argsort(x.float(), dim=1, descending=descending, stable=True)
+    want = stable_order(x.float(), descending)
     tuning = {} if mode == "block" else MODES[mode]
     fd, (out,) = _run(lambda fd, t: fd.ops.argsort(t, 1, descending=descending), x, tuning)
     assert torch.equal(out, want)
@@ -183,6 +191,6 @@ def test_pairs_when_packing_is_off(mode):
     x = special_rows(F32, seed=4)
     tuning = {**MODES[mode], "packed_keys": False}
     fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, tuning)
-    assert torch.equal(i, torch.argsort(x, dim=1, descending=True, stable=True)[:, :5])
+    assert torch.equal(i, stable_order(x, True)[:, :5])
     assert schedules(fd)[0].packed == 0
     assert "_first" in fd.last_triton_code() or "_sorts_before" in fd.last_triton_code()

@@ -94,12 +94,12 @@ def test_an_element_takes_its_words_of_the_call_at_i_over_e(op, dtype):
     words = [table[i // per_call, width * (i % per_call) + k] for k in range(width)]
     if op == "uniform":
         (want,) = uniforms_of(words, dtype)
-        got = _uniform_ref(0.0, 1.0, SEED, OFFSET, n, dtype=dtype, device="cpu")
+        got = _uniform_ref(0.0, 1.0, SEED, OFFSET, n, dtype=dtype, device=i.device)
     else:
         fine = DataType.Double if dtype is DataType.Double else DataType.Float
         u1, u2 = uniforms_of(words, fine)
         want = torch.sqrt(-2.0 * torch.log(1.0 - u1)) * torch.cos(6.283185307179586 * u2)
-        got = _normal_ref(0.0, 1.0, SEED, OFFSET, n, dtype=dtype, device="cpu")
+        got = _normal_ref(0.0, 1.0, SEED, OFFSET, n, dtype=dtype, device=i.device)
     assert torch.equal(got, want.to(DTYPES[dtype]))
 
 

@@ -271,3 +271,25 @@ def test_unaligned_transpose_takes_the_element_tile():
     assert unaligned.transpose and aligned.transpose
     assert (unaligned.block_x, unaligned.block_y, unaligned.num_warps) == (64, 64, 8)
     assert (aligned.block_x, aligned.block_y, aligned.num_warps) == (128, 128, 16)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_row_indices_do_not_size_the_tile(dtype):
+    """An index_select of rows (a [8192, 768]-like gather): the int64 row index is one load
+    per tile row (stride 0 along X), so the tile holds 4 KB of the rows' dtype (bf16: 2048
+    elements, was 512: 8 bytes of the index per element), and rows whose stride Triton
+    knows a multiple of 16 elements (48; 24 is not: the launcher marks multiples of 16) move
+    in 16-byte vectors."""
+    table = torch.randn(50, 48, device=torch.get_default_device()).to(dtype)
+    index = torch.randint(0, 50, (300,), generator=torch.Generator().manual_seed(0)).to(
+        table.device
+    )
+    with FusionDefinition() as fd:
+        t, i = fd.from_pytorch(table), fd.from_pytorch(index)
+        fd.add_output(fd.ops.index_select(t, i, 0))
+    (out,) = fd.execute([table, index])
+    assert torch.equal(out, table[index])
+    (params,) = schedules(fd)
+    assert params.block_x == 64 and params.block_x * params.block_y * table.element_size() == 4096
+    (art,) = compile_last_run(fd.executor())
+    assert "ld.global.v4" in art.ptx or "ld.global.nc.v4" in art.ptx

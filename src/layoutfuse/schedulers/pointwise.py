@@ -261,8 +261,11 @@ def heuristics(
 
 
 def tile_elements(p: Problem, tuning: PointwiseTuning) -> int:
-    """Elements of a tile that is not a transpose: ``tile_bytes`` of the widest dtype."""
-    return max(1, tuning.tile_bytes // widest_itemsize(p))
+    """Elements of a tile that is not a transpose: ``tile_bytes`` of the widest dtype that
+    moves along X (group 0). An access of stride 0 there is one element per tile row: the
+    int64 row indices of an index_select of bf16 rows sized its tile as 512 elements (1 KB
+    of rows a program) where the rows moved 2 bytes an element."""
+    return max(1, tuning.tile_bytes // widest_itemsize(p, along=0))
 
 
 SPECIALIZED_MULTIPLE = 16  # Triton's launcher marks an int argument divisible by 16
@@ -414,9 +417,13 @@ def shared_short_inner(p: Problem, edge: int) -> tuple[int | None, int | None, i
     return None, None, 1
 
 
-def widest_itemsize(p: Problem) -> int:
-    """Bytes per element of the widest dtype the kernel loads or stores (4 if none)."""
-    return max((itemsize(p.dtypes[a]) for a in range(p.n_loads + p.n_stores)), default=4)
+def widest_itemsize(p: Problem, along: int | None = None) -> int:
+    """Bytes per element of the widest dtype the kernel loads or stores (4 if none); with
+    ``along``, of the accesses that do not stay in place along that group (stride 0)."""
+    accesses = range(p.n_loads + p.n_stores)
+    if along is not None and p.groups:
+        accesses = [a for a in accesses if not (p.is_affine(a) and p.groups[along].strides[a] == 0)]
+    return max((itemsize(p.dtypes[a]) for a in accesses), default=4)
 
 
 def edge_elements(elem_bytes: int, tuning: PointwiseTuning) -> int:

@@ -1,11 +1,11 @@
-"""Time the norm backwards of the ops suite (``NormBackward`` rows) under tunings of the
-normalization scheduler, on layoutfuse (and with ``--peers`` eager and torch.compile), with
-the read ceiling of the same run and each kernel's device time (``harness.kernel_times``):
-``PYTHONPATH=src:. python tools/dev/tune_cross.py [OUT.json] [--peers] [--filter S]
-[FIELD=V[,FIELD=V...] ...]`` (each argument with ``=`` one tuning of
-``NormalizationTuning``; none: the defaults). Run with ``LAYOUTFUSE_MEASURE=0`` so that the
-measured choice does not replace the tuning's plan. A measurement tool for the tuning's
-defaults, not part of the product."""
+"""Time cases of the ops suite under tunings, on layoutfuse (and with ``--peers`` eager and
+torch.compile), with the read ceiling of the same run and each kernel's device time
+(``harness.kernel_times``): ``PYTHONPATH=src:. python tools/dev/tune_ops.py [OUT.json]
+[--peers] [--filter S[,S...]] [SCHED.FIELD=V[,SCHED.FIELD=V...] ...]`` (each argument with
+``=`` one tuning, ``benchmarks.tune.parse_tuning``'s syntax; a field without a scheduler
+is ``NormalizationTuning``'s; none: the defaults). Run with ``LAYOUTFUSE_MEASURE=0`` so
+that the measured choice does not replace the tuning's plan. A measurement tool for the
+tuning's defaults, not part of the product."""
 
 from __future__ import annotations
 
@@ -15,20 +15,23 @@ import sys
 import torch
 
 from benchmarks.harness import gbps, kernel_times, measure_ceilings, time_kernel
-from benchmarks.op_cases import FULL, QUICK, backward_cases
 from benchmarks.op_rows import Draw, declare
+from benchmarks.ops import select_cases
 from benchmarks.reference import as_outputs
+from benchmarks.tune import parse_tuning
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
-from layoutfuse.schedulers.tuning import DEFAULT
 
 
-def _layoutfuse(op, xs, fields: dict[str, int]):
+def _layoutfuse(op, xs, text: str):
     FusionCache.reset()
     fd = FusionDefinition()
     with fd:
         for o in op.define(fd, declare(fd, xs)):
             fd.add_output(o)
-    fd.executor().configure(tuning=DEFAULT.with_fields(normalization=fields))
+    fields = ",".join(
+        kv if "." in kv.split("=")[0] else "normalization." + kv for kv in text.split(",") if kv
+    )
+    fd.executor().configure(tuning=parse_tuning(fields))
     op.checker(xs)(tuple(fd.execute(xs)))
     return lambda: fd.execute(xs), [repr(s.params) for s in fd.executor().last_run.segments]
 
@@ -48,20 +51,14 @@ def main(argv: list[str]) -> int:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     ceil = measure_ceilings(device)
     rows = []
-    sizes = FULL if device == "cuda" else QUICK["cpu"]  # the interpreter: a smoke run
-    for name, op, shapes, _ in backward_cases(sizes):
-        for dtype in (torch.float32, torch.bfloat16):
-            case = f"{name}_{str(dtype).removeprefix('torch.')}"
-            if only not in case:
-                continue
-            xs = op.inputs(shapes, dtype, Draw.seeded(device, 0))
+    for c in select_cases(device, False, only):  # CPU sizes off CUDA: a smoke run
+        if True:
+            op, case = c.op, c.name
+            xs = op.inputs(c.shapes, c.torch_dtype, Draw.seeded(device, 0))
             outs = as_outputs(op.function()(*xs))
             nbytes = op.read_bytes(xs) + sum(o.numel() * o.element_size() for o in outs)
             runs = [(f"peer={p}", None) for p in (("eager", "compile") if peers else ())]
-            runs += [
-                (t, {k: int(v) for k, v in (kv.split("=") for kv in t.split(",") if kv)})
-                for t in tunings
-            ]
+            runs += [(t, t) for t in tunings]
             for label, fields in runs:
                 params = []
                 if fields is None:
