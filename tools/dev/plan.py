@@ -1,11 +1,13 @@
 """Plan random-suite cases on meta tensors; print schedule and kernel source (optional)."""
 
-import sys, torch
+import sys
+
+import torch
+
 import layoutfuse.nvfuser as nvf
+from benchmarks.layoutfuse_runner import define_fusion
 from benchmarks.random_cases import draw_cases
 from benchmarks.reference import _inputs
-from benchmarks.layoutfuse_runner import define_fusion
-from benchmarks.cases import SUITES
 
 
 def plan(case, show_src=False):

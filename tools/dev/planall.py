@@ -1,7 +1,11 @@
-import sys, json, torch, io, contextlib
+import contextlib
+import io
+import json
+import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 from plan import plan
+
 from benchmarks.random_cases import draw_cases
 
 out = {}
