@@ -63,6 +63,24 @@ f)  # one call: the Thunder benchmark, then random seeds (SEEDS, CASES each)
     echo "random $s rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/random$s.txt | tail -30 | cut -c1-250
     rm -f $out/random$s.txt
   done ;;
+g)  # one call of diagnoses: named tests' failures, torch's CUDA sort of -NaN, ops cases
+  # under tunings with each kernel's time (OPS_TUNE: filter;tuning tuning ...), random cases' params variants
+  t0=$(date +%s)
+  timeout ${TESTS_S:-150} python3 -m pytest -q -p no:cacheprovider --device cuda -x $TESTS > $out/tests.txt 2>&1
+  echo "tests rc=$? $(( $(date +%s) - t0 )) s"; grep -a "^E  \|^FAILED\|passed\|failed" $out/tests.txt | cut -c1-400 | head -60; rm $out/tests.txt
+  python3 -c "import torch; x=torch.tensor([1.0, -float('nan'), float('nan'), -float('inf')]); print('cpu', torch.argsort(x).tolist(), 'cuda', torch.argsort(x.cuda()).tolist(), torch.argsort(x.cuda(), stable=True).tolist(), 'topk cuda', torch.topk(x.cuda(), 2).indices.tolist())"
+  echo "$OPS_TUNE" | tr '|' '\n' | while IFS=';' read f tunings; do
+    [ -z "$f" ] && continue
+    t0=$(date +%s)
+    LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-120} python3 tools/dev/tune_ops.py $out/tune-ops-$f-$day-$commit-$gpu.json --peers --filter $f $tunings 2>&1 | grep -v Warn | cut -c1-330
+    echo "tune_ops $f rc=$? $(( $(date +%s) - t0 )) s"
+  done
+  echo "${RANDOM_RUNS:-}" | tr '|' '\n' | while IFS=';' read cases variants; do  # cases;--variant x ...
+    [ -z "$cases" ] && continue
+    t0=$(date +%s)
+    LAYOUTFUSE_MEASURE=0 timeout ${RTUNE_S:-100} python3 -m benchmarks tune $cases --profile ${variants:---variant=} 2>&1 | grep -v "Warn\|warn" | tee -a $out/tune-random-$day-$commit-$gpu.txt | cut -c1-400 | tail -20
+    echo "tune $cases rc=$? $(( $(date +%s) - t0 )) s"
+  done ;;
 c)
   t0=$(date +%s)
   timeout ${LIMIT:-480} tools/gpu-tests $out/tests 16 > $out/tests-summary.txt 2>&1
