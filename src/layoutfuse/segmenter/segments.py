@@ -28,6 +28,7 @@ kernels.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -38,6 +39,7 @@ from ..analysis.accesses import (
     upstream_tensors,
     waits_on,
 )
+from ..dtypes import itemsize
 from ..ir import Expr, Fusion, OpKind, TensorView
 from ..ir.ops.reductions import n_results
 from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
@@ -109,6 +111,10 @@ class _Segmentation:
         )
 
     @property
+    def fusion_input_ids(self) -> set[int]:
+        return {id(v) for v in self.fusion.inputs}
+
+    @property
     def output_ids(self) -> set[int]:
         return {id(v) for v in self.outputs}
 
@@ -178,7 +184,7 @@ def _kernel_segments(
     memory_ids |= {id(e.outputs[0]) for e in seg.writes}
     epilogues = scan_epilogues(seg.scans, seg.pending, seg.covered, memory_ids)
     specs = _pointwise_specs(seg, memory_ids)
-    reduction_specs, intermediates = _reduction_specs(seg, memory_ids)
+    reduction_specs, intermediates = _reduction_specs(seg, memory_ids, _stored_apart(seg, specs))
     specs += reduction_specs
     write_specs, write_buffers = _write_specs(seg, memory_ids)
     specs += write_specs
@@ -534,19 +540,54 @@ def _partners(seg: _Segmentation, root: TensorView) -> tuple[TensorView, ...]:
 
 
 def _reduction_specs(
-    seg: _Segmentation, memory_ids: set[int]
+    seg: _Segmentation, memory_ids: set[int], stored: set[int] = frozenset()
 ) -> tuple[list[KernelSpec], list[TensorView]]:
     """A reduction kernel for each needed reduction outside the normalization kernels,
-    and its results that are not outputs (they need buffers)."""
+    and its results that are not outputs (they need buffers). A reduction reads an output
+    that a pointwise kernel of fusion inputs stores (``stored``) instead of recomputing it,
+    where that loads fewer bytes of its coordinates (``_streamed_bytes``): the bias grad
+    of an fp32 GELU backward sums the stored dgelu (one tensor) instead of reading dy and
+    x again."""
     grouped = seg.grouped()
     specs: list[KernelSpec] = []
     intermediates: list[TensorView] = []
     for e in seg.reductions:
         if id(e) in grouped or not seg.needed(e):
             continue
-        specs.append(reduction_spec(e, memory_ids))
+        spec = reduction_spec(e, memory_ids)
+        if stored:
+            reading = reduction_spec(e, memory_ids | stored)
+            if _streamed_bytes(reading) < _streamed_bytes(spec):
+                spec = dataclasses.replace(
+                    reading, reason=reading.reason + "; it reads an output another kernel stores"
+                )
+        specs.append(spec)
         intermediates += [o for o in e.outputs if id(o) not in seg.output_ids]
     return specs, intermediates
+
+
+def _stored_apart(seg: _Segmentation, pointwise: list[KernelSpec]) -> set[int]:
+    """Ids of the outputs that pointwise kernels of fusion inputs alone store (no load of a
+    reduction's, scan's or library op's result: a reduction may read them, run after them,
+    without a cycle)."""
+    return {
+        id(a.tv)
+        for s in pointwise
+        if all(id(a.tv) in seg.fusion_input_ids for a in s.accesses[: s.n_loads])
+        for a in s.accesses[s.n_loads :]
+    }
+
+
+def _streamed_bytes(spec: KernelSpec) -> int:
+    """Bytes per iteration element that ``spec`` loads: of each load of the reduction
+    input's rank without broadcast dims (the tensors read in full; a bias is read once per
+    column, a per-row value once per row)."""
+    rank = len(spec.reduction.inputs[0].shape_domain)
+    return sum(
+        itemsize(a.tv.dtype)
+        for a in spec.accesses[: spec.n_loads]
+        if len(a.tv.shape_domain) == rank and not any(d.is_broadcast for d in a.tv.shape_domain)
+    )
 
 
 def _write_specs(
