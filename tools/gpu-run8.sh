@@ -66,8 +66,10 @@ f)  # one call: the Thunder benchmark, then random seeds (SEEDS, CASES each)
 g)  # one call of diagnoses: named tests' failures, torch's CUDA sort of -NaN, ops cases
   # under tunings with each kernel's time (OPS_TUNE: filter;tuning tuning ...), random cases' params variants
   t0=$(date +%s)
-  timeout ${TESTS_S:-150} python3 -m pytest -q -p no:cacheprovider --device cuda -x $TESTS > $out/tests.txt 2>&1
-  echo "tests rc=$? $(( $(date +%s) - t0 )) s"; grep -a "^E  \|^FAILED\|passed\|failed" $out/tests.txt | cut -c1-400 | head -60; rm $out/tests.txt
+  TEST_PATHS="$TESTS" timeout ${TESTS_S:-150} tools/gpu-tests $out/tests 8 > /dev/null 2>&1
+  echo "tests rc=$? $(( $(date +%s) - t0 )) s"
+  cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-$day-$commit-$gpu.txt
+  cat $out/tests/tests-shard-*.log | grep -a "^E  \|^FAILED\|^ERROR\|passed\|failed" | cut -c1-300 | head -40; rm -rf $out/tests
   python3 -c "import torch; x=torch.tensor([1.0, -float('nan'), float('nan'), -float('inf')]); print('cpu', torch.argsort(x).tolist(), 'cuda', torch.argsort(x.cuda()).tolist(), torch.argsort(x.cuda(), stable=True).tolist(), 'topk cuda', torch.topk(x.cuda(), 2).indices.tolist())"
   echo "$OPS_TUNE" | tr '|' '\n' | while IFS=';' read f tunings; do
     [ -z "$f" ] && continue
@@ -80,7 +82,9 @@ g)  # one call of diagnoses: named tests' failures, torch's CUDA sort of -NaN, o
     t0=$(date +%s)
     LAYOUTFUSE_MEASURE=0 timeout ${RTUNE_S:-100} python3 -m benchmarks tune $cases --profile ${variants:---variant=} 2>&1 | grep -v "Warn\|warn" | tee -a $out/tune-random-$day-$commit-$gpu.txt | cut -c1-400 | tail -20
     echo "tune $cases rc=$? $(( $(date +%s) - t0 )) s"
-  done ;;
+  done
+  [ -n "${THUNDER_FILTERS:-}" ] && PART=b OUT=$out COMMIT=$commit OPS_FILTERS=none OVERHEAD=0 bash $0
+  rm -f $out/thunder*.txt ;;
 c)
   t0=$(date +%s)
   timeout ${LIMIT:-480} tools/gpu-tests $out/tests 16 > $out/tests-summary.txt 2>&1
