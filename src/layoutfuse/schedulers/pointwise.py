@@ -420,7 +420,7 @@ def shared_short_inner(p: Problem, edge: int) -> tuple[int | None, int | None, i
 def widest_itemsize(p: Problem, along: int | None = None) -> int:
     """Bytes per element of the widest dtype the kernel loads or stores (4 if none); with
     ``along``, of the accesses that do not stay in place along that group (stride 0)."""
-    accesses = range(p.n_loads + p.n_stores)
+    accesses = list(range(p.n_loads + p.n_stores))
     if along is not None and p.groups:
         accesses = [a for a in accesses if not (p.is_affine(a) and p.groups[along].strides[a] == 0)]
     return max((itemsize(p.dtypes[a]) for a in accesses), default=4)
