@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU session 13. PART=a: the norm backwards under cross-kernel tunings (tools/dev/tune_cross.py,
+# One device call per PART (sessions 13-14). PART=a: the norm backwards under cross-kernel tunings (tools/dev/tune_ops.py,
 # VARIANTS, each kernel's device time) with eager and torch.compile beside them.
 # PART=b: the ops suite (OPS_FILTER), the Thunder benchmark, the host overhead.
 # PART=c: the test suite with CUDA tensors (16 shards, Thunder's tests too).
@@ -15,7 +15,7 @@ case ${PART:?} in
 a)
   nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv
   t0=$(date +%s)
-  LAYOUTFUSE_MEASURE=0 timeout ${LIMIT:-420} python3 tools/dev/tune_cross.py $out/tune-cross-$day-$commit-$gpu.json --peers $VARIANTS > $out/tune-cross.txt 2>&1
+  LAYOUTFUSE_MEASURE=0 timeout ${LIMIT:-420} python3 tools/dev/tune_ops.py $out/tune-ops-$day-$commit-$gpu.json --peers $VARIANTS > $out/tune-cross.txt 2>&1
   echo "tune-cross rc=$? $(( $(date +%s) - t0 )) s"; grep -v Warn $out/tune-cross.txt | cut -c1-250 ;;
 b)
   for f in ${OPS_FILTERS:-all}; do  # one run per filter, each its own file (none: no run)
