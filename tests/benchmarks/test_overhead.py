@@ -31,7 +31,9 @@ def test_the_stubbed_run_reports_every_stage(tmp_path):
     for kind in ("add", "sum"):
         stages = result["rows"][kind]["stages_us"]
         assert set(stages) == {"execute", "frontend", "key", "alloc", "launch"}
-        assert stages["execute"] > 0 and stages["key"] > 0
+        # key is a difference of two timings (executor replay less plan replay): a fraction
+        # of a microsecond behind the guard, which noise can take below 0 on a fast host
+        assert stages["execute"] > 0 and stages["execute"] > stages["key"] > -stages["execute"]
 
 
 def test_thunder_style_rows_replay_and_report_their_kernels(tmp_path):
