@@ -225,7 +225,8 @@ ROWS = [
         frozenset({TENSOR, VECTOR, TENSORS}) | INDEX_TENSORS,
         lambda env, good: env.s_float,
     ),
-    Row("a Float tensor for an index", INDEX_TENSORS, lambda env, good: env.t),
+    # a Float index is taken as nvFuser takes it (its values truncated: Thunder sends one)
+    Row("a complex tensor for an index", INDEX_TENSORS, lambda env, good: env.t_complex),
     Row("a Vector handle", frozenset({OPERAND}), lambda env, good: env.vec),
     Row("an int for a list", LISTS | SHAPES, lambda env, good: 1),
     Row(

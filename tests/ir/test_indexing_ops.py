@@ -521,3 +521,26 @@ def test_take_along_axis_broadcasts_a_size_one_index_dim_to_an_expanded_arg_dim(
         fd.add_output(fd.ops.take_along_axis(a, i, 0))
     (out,) = fd.execute([x, idx])
     assert torch.equal(out, torch.take_along_dim(x, idx, 0))
+
+
+@pytest.mark.parametrize("op", ["take_along_axis", "gather", "index_select"])
+@pytest.mark.parametrize("index_dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_a_floating_index_is_truncated_as_nvfuser_takes_it(op, index_dtype):
+    """Thunder's cross-entropy takes along the class axis with ``where(target != ignore,
+    target, 0.0)``, which nvFuser's promotion makes Float: its values index as integers
+    (truncated toward zero, as nvFuser's generated code converts them)."""
+    dev = torch.get_default_device()
+    x = torch.randn(6, 9, device=dev)
+    values = torch.tensor([[3.0], [0.0], [8.0], [2.9], [7.5], [1.0]], device=dev)
+    index = values.to(index_dtype)
+    if op == "index_select":
+        index = index.reshape(-1)
+    with FusionDefinition() as fd:
+        t, i = fd.from_pytorch(x), fd.from_pytorch(index)
+        fd.add_output(
+            fd.ops.index_select(t, i, 1) if op == "index_select" else getattr(fd.ops, op)(t, i, 1)
+        )
+    (out,) = fd.execute([x, index])
+    want_index = index.long()
+    want = x.index_select(1, want_index) if op == "index_select" else x.gather(1, want_index)
+    assert torch.equal(out, want)

@@ -152,18 +152,39 @@ def find_group(root: TensorView, memory: set[int]) -> tuple[Group | None, set[in
     if not reached or len(dims_seen) != 1:
         return None, excluded | set(reached)
     group = Group(root, dims_seen.pop())
-    order = {id(e): i for i, e in enumerate(root.fusion.exprs)}
-    group.reductions = sorted(reached.values(), key=lambda e: order[id(e)])
     stop = memory | {id(o) for k in excluded for o in _outputs_of(root, k)}
+    _order_and_levels(group, list(reached.values()), stop)
+    return group, excluded
+
+
+def chained_group(e: Expr, memory: set[int]) -> Group | None:
+    """A group of epilogue kind (``rows=False``: only per-row results are stored) for a
+    reduction ``e`` whose input uses reductions of the same rows again, broadcast back over
+    them, where no full-size output roots a group: a log-sum-exp (cross-entropy's forward:
+    the max, then the sum of ``exp(x - max)``, then its log) reads its rows in one kernel,
+    not once per reduction. None where ``e``'s input reaches no such reduction."""
+    found, excluded = find_group(e.inputs[0], memory)
+    if found is None or found.dims != tuple(e.attrs["dims"]):
+        return None
+    group = Group(found.root, found.dims, rows=False)
+    stop = memory | {id(o) for k in excluded for o in _outputs_of(found.root, k)}
+    _order_and_levels(group, [*found.reductions, e], stop)
+    return group
+
+
+def _order_and_levels(group: Group, reductions: list[Expr], stop: set[int]) -> None:
+    """``group``'s reductions in fusion order, its softmax pairs and each one's pass."""
+    order = {id(e): i for i, e in enumerate(group.root.fusion.exprs)}
+    group.reductions = sorted(reductions, key=lambda e: order[id(e)])
+    members = {id(e) for e in reductions}
     group.online = online_pairs(group.reductions, stop)
     for e in group.reductions:
         if id(e) in group.online:
             # accumulated with its max in one pass: the max's level
             group.levels[id(e)] = group.levels[id(group.online[id(e)])]
             continue
-        up = members_upstream(e, set(reached), stop)
+        up = members_upstream(e, members, stop)
         group.levels[id(e)] = 1 + max((group.levels[u] for u in up), default=-1)
-    return group, excluded
 
 
 def _through(tv, stop: set[int], ok):

@@ -42,7 +42,14 @@ from ..analysis.accesses import (
 from ..dtypes import itemsize
 from ..ir import Expr, Fusion, OpKind, TensorView
 from ..ir.ops.reductions import n_results
-from .normalization import Group, find_group, group_reached, members_upstream, xspace_output
+from .normalization import (
+    Group,
+    chained_group,
+    find_group,
+    group_reached,
+    members_upstream,
+    xspace_output,
+)
 from .scans import scan_epilogues, scan_specs
 from .specs import KernelSpec, group_spec, kernel_spec, library_spec, reduction_spec
 
@@ -178,6 +185,7 @@ def _kernel_segments(
     """The segments of ``segment``: ``results`` (library results) live in memory."""
     seg = _Segmentation.of(fusion, computed_outputs, results)
     _normalization_groups(seg)
+    _chained_groups(seg)
     _cross_reductions(seg)
     _sibling_groups(seg)
     memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
@@ -392,6 +400,35 @@ def _crosses(e: Expr, group: Group, kept: tuple[int, ...]) -> bool:
     return all(
         _per_row_dim(a) == _per_row_dim(b) for a, b in zip(x.shape_domain, root.shape_domain)
     )
+
+
+def _chained_groups(seg: _Segmentation) -> None:
+    """A normalization kernel of per-row results for each reduction whose input uses other
+    reductions of its rows again, broadcast back over them (``chained_group``: a
+    log-sum-exp), with the per-row outputs it can store."""
+    for e in seg.reductions:
+        if id(e) in seg.grouped() or not seg.needed(e):
+            continue
+        x = e.inputs[0]
+        if any(_per_row_dim(x.shape_domain[d]) for d in e.attrs["dims"]):
+            continue  # rows of one element (a keepdim result's): reduced in place
+        group = chained_group(e, seg.inputs)
+        if group is None or any(id(r) in seg.grouped() for r in group.reductions):
+            continue
+        if any(not _reaches_pointwise(x, r.inputs[0], seg.inputs) for r in group.reductions):
+            continue  # the rows of a reduction it reaches are other coordinates
+        memory = seg.memory_outside(group.reductions)
+        loaded = [tv for tv, _ in group_reached(group, memory) if _computed(tv, memory)]
+        outs = [o for r in group.reductions for o in r.outputs]
+        if waits_on(loaded, outs, seg.memory_outside([])):
+            continue  # it would read what is computed from its own reductions
+        xs = [
+            o for o in seg.outputs if id(o) not in seg.covered and xspace_output(o, group, memory)
+        ]
+        seg.covered |= {id(o) for o in xs}
+        seg.groups.append(
+            _GroupKernel(group, [], [Access(o, (), store=True, backward=True) for o in xs])
+        )
 
 
 def _sibling_groups(seg: _Segmentation) -> None:
@@ -703,6 +740,24 @@ def _pointwise_leaves(tv: TensorView, memory: set[int]) -> set[int]:
         if d.op.kind is OpKind.POINTWISE or d.op.name in _SAME_COORDINATES:
             stack.extend(i for i in d.inputs if isinstance(i, TensorView))
     return found
+
+
+def _reaches_pointwise(tv: TensorView, target: TensorView, memory: set[int]) -> bool:
+    """Whether ``tv`` reaches ``target`` through pointwise ops (and copies) alone: the two
+    have the same coordinates and extents (a log-sum-exp's ``exp(x - max)`` reaches ``x``)."""
+    seen: set[int] = set()
+    stack = [tv]
+    while stack:
+        t = stack.pop()
+        if t is target:
+            return True
+        if id(t) in seen or id(t) in memory or t.definition is None:
+            continue
+        seen.add(id(t))
+        d = t.definition
+        if d.op.kind is OpKind.POINTWISE or d.op.name in _SAME_COORDINATES:
+            stack.extend(i for i in d.inputs if isinstance(i, TensorView))
+    return False
 
 
 def _run_order(specs: list[KernelSpec]) -> list[KernelSpec]:

@@ -362,6 +362,8 @@ def _group_reason(group: Group) -> str:
         return f"{names} used again after reducing: one normalization kernel"
     if len(group.reductions) == 1:
         return f"{names} with its per-row epilogue in one kernel"
+    if any(group.levels.values()) or group.online:
+        return f"{names}: each used again by the next on its rows, per-row results in one kernel"
     return f"{names}: reductions of the same rows, one read in one kernel"
 
 

@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ...dtypes import is_integral
+from ...dtypes import DataType, is_floating, is_integral
 from ...errors import DefinitionError
 from ..domain import IterDomain
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView
 from .common import check_tensor, clone_id, emit, normalize_dim
+from .elementwise import cast
 from .shape import _size_scalar, broadcast_in_dim
 
 if TYPE_CHECKING:
@@ -86,9 +87,16 @@ GATHER_DIM = register(
 )
 
 
-def _check_index(index: TensorView, op: str, param: str = "index") -> None:
-    if not is_integral(index.dtype):
-        raise DefinitionError(f"{op}: {param} must be an integer tensor, got {index.dtype!r}")
+def _check_index(index: TensorView, op: str, param: str = "index") -> TensorView:
+    """``index`` as integers: an integer tensor as it is, a floating one cast to Int (its
+    values truncated, as nvFuser's generated code converts them where it indexes: Thunder's
+    cross-entropy takes along the class axis with ``where(target != ignore, target, 0.0)``,
+    which nvFuser's promotion makes Float); any other dtype is an error."""
+    if is_integral(index.dtype):
+        return index
+    if is_floating(index.dtype):
+        return cast(index, DataType.Int)
+    raise DefinitionError(f"{op}: {param} must be an integer tensor, got {index.dtype!r}")
 
 
 def _extent(x: TensorView, dim: int) -> int | Scalar:
@@ -131,7 +139,7 @@ def _gather_dim(
 def index_select(arg: TensorView, index: TensorView, dim: int) -> TensorView:
     arg = check_tensor(arg, "index_select")
     index = check_tensor(index, "index_select", "index")
-    _check_index(index, "index_select")
+    index = _check_index(index, "index_select")
     if index.ndim != 1:
         raise DefinitionError(f"index_select: index must be 1-D, got rank {index.ndim}")
     d = normalize_dim(dim, arg.ndim, "index_select")
@@ -143,7 +151,7 @@ def index_select(arg: TensorView, index: TensorView, dim: int) -> TensorView:
 def gather(arg: TensorView, index: TensorView, dim: int) -> TensorView:
     arg = check_tensor(arg, "gather")
     index = check_tensor(index, "gather", "index")
-    _check_index(index, "gather")
+    index = _check_index(index, "gather")
     if index.ndim != arg.ndim:
         raise DefinitionError(
             f"gather: arg and index must have the same rank, got {arg.ndim} and {index.ndim}"
@@ -155,7 +163,7 @@ def gather(arg: TensorView, index: TensorView, dim: int) -> TensorView:
 def take_along_axis(arg: TensorView, index: TensorView, dim: int) -> TensorView:
     arg = check_tensor(arg, "take_along_axis")
     index = check_tensor(index, "take_along_axis", "index")
-    _check_index(index, "take_along_axis")
+    index = _check_index(index, "take_along_axis")
     if index.ndim != arg.ndim:
         raise DefinitionError(
             f"take_along_axis: arg and index must have the same rank, got {arg.ndim} "
@@ -182,7 +190,7 @@ def embedding(input: TensorView, weight: TensorView, max_norm: object | None = N
     place in torch; layoutfuse refuses it (the other options only shape the backward)."""
     input = check_tensor(input, "embedding_fwd", "input")
     weight = check_tensor(weight, "embedding_fwd", "weight")
-    _check_index(input, "embedding_fwd", "input")
+    input = _check_index(input, "embedding_fwd", "input")
     if weight.ndim != 2:
         raise DefinitionError(f"embedding_fwd: weight must be 2-D, got rank {weight.ndim}")
     if max_norm is not None:

@@ -91,7 +91,7 @@ def _scatter_dim(
 def scatter(arg: TensorView, index: TensorView, src: TensorView | Scalar, dim: int) -> TensorView:
     arg = check_tensor(arg, "scatter")
     index = check_tensor(index, "scatter", "index")
-    _check_index(index, "scatter")
+    index = _check_index(index, "scatter")
     if index.ndim != arg.ndim:
         raise DefinitionError(
             f"scatter: arg and index must have the same rank, got {arg.ndim} and {index.ndim}"
@@ -112,7 +112,7 @@ def index_put_accumulate(acc: TensorView, index: TensorView, value: TensorView) 
     acc = check_tensor(acc, op, "acc")
     index = check_tensor(index, op, "index")
     value = check_tensor(value, op, "value")
-    _check_index(index, op)
+    index = _check_index(index, op)
     if index.ndim != 1:
         raise DefinitionError(f"{op}: index must be 1-D, got rank {index.ndim}")
     if value.ndim != acc.ndim:

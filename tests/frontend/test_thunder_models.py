@@ -1,0 +1,221 @@
+"""Thunder's nvFuser executor on layoutfuse, on the rest of what LitGPT-style models run
+(issue 15's list beside ``test_thunder_jit.py``'s norms, softmax and GELU MLP): a SwiGLU
+MLP (SiLU), rotary position embeddings, causal attention through SDPA (``nv_enable_sdpa``:
+Thunder's ``sdpfa_fwd`` / ``sdpfa_bwd``, run through torch by layoutfuse's library
+segments), cross-entropy of logits against integer targets, dropout, and an Adam step.
+Each is jitted, forward and backward where it has one, fp32 and bf16, and checked against
+eager; every op of the traces runs inside an nvFuser region (matmuls and shape-only regions
+excepted, as Thunder's defaults leave them to torch), every region ran on layoutfuse, and
+each took the kernels the table says. Dropout's numbers are Thunder's Philox draws, not
+torch's: its check is that each output is 0 or x / (1 - p), about p of them 0, and that
+the gradient takes the same mask. Skipped without lightning-thunder
+(``tests/support/thunder.py``)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from layoutfuse.frontend.nvfuser import fusion_definition
+from support import thunder as thunder_support
+
+TORCH_OPS_ALLOWED = {"linear", "matmul", "permute", "reshape", "torch_prims_reshape_impl"}
+TORCH_OPS_ALLOWED |= {"transpose", "view"}
+# fp32 attention (Thunder's nvFuser SDPA takes fp16 and bf16 only)
+TORCH_OPS_ALLOWED |= {"scaled_dot_product_attention", "torch_sdpa"}
+B, T, NH, HD = 2, 8, 2, 16
+H = NH * HD
+V = 50
+
+
+def swiglu_mlp(x, w1, w3, w2):
+    return F.linear(F.silu(F.linear(x, w1)) * F.linear(x, w3), w2)
+
+
+def rotary(q, cos, sin):
+    """LitGPT's ``apply_rope``: the halves rotated, then mixed by cos and sin."""
+    half = q.shape[-1] // 2
+    rotated = torch.cat((-q[..., half:], q[..., :half]), dim=-1)
+    return (q * cos + rotated * sin).to(q.dtype)
+
+
+def attention(q, k, v):
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return y.transpose(1, 2).reshape(q.shape[0], q.shape[2], -1)
+
+
+def cross_entropy(logits, targets):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+
+def dropout(x):
+    return F.dropout(x, p=0.25, training=True)
+
+
+def adam_step(p, g, m, v, step):
+    """One Adam update (torch.optim.Adam's formula, bias-corrected), functional."""
+    b1, b2, lr, eps = 0.9, 0.999, 1e-3, 1e-8
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    m_hat = m / (1 - b1**step)
+    v_hat = v / (1 - b2**step)
+    return p - lr * m_hat / (torch.sqrt(v_hat) + eps), m, v
+
+
+def _rope_cache(dtype):
+    pos = torch.arange(T, dtype=torch.float32)[:, None]
+    inv = 1.0 / (10000 ** (torch.arange(0, HD, 2, dtype=torch.float32) / HD))
+    angles = torch.cat([pos * inv, pos * inv], dim=-1)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def _inputs(name: str, dtype: torch.dtype, g: torch.Generator) -> list:
+    def grad(*shape):
+        return (torch.randn(shape, generator=g) * 0.5).to(dtype).requires_grad_(True)
+
+    if name == "swiglu_mlp":
+        return [grad(B, T, H), grad(2 * H, H), grad(2 * H, H), grad(H, 2 * H)]
+    if name == "rotary":
+        return [grad(B, NH, T, HD), *_rope_cache(dtype)]
+    if name == "attention":
+        return [grad(B, NH, T, HD) for _ in range(3)]
+    if name == "cross_entropy":
+        return [grad(B, T, V), torch.randint(0, V, (B, T), generator=g)]
+    if name == "dropout":
+        return [grad(B, T, H)]
+    # adam: parameters, gradients and moments in the dtype (v from squares: non-negative)
+    p, gr, m = (torch.randn(B, H, generator=g).to(dtype) for _ in range(3))
+    return [p, gr, m, torch.rand(B, H, generator=g).to(dtype), 3]
+
+
+PROGRAMS = {
+    "swiglu_mlp": swiglu_mlp,
+    "rotary": rotary,
+    "attention": attention,
+    "cross_entropy": cross_entropy,
+    "dropout": dropout,
+    "adam_step": adam_step,
+}
+TOLERANCES = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1.6e-2, 2e-2)}
+# kernels per nvFuser region, in execution order: [forward] or [forward, backward]; the
+# same in fp32 and bf16 unless listed twice. cross_entropy's forward: the max and the sum of
+# exponentials in one normalization kernel (``segments._chained_groups``), then the loss's
+# sum over the rows, the count of valid targets, the mean.
+KERNELS = {
+    ("swiglu_mlp", "fp32"): [[1, 1], [1, 1, 1]],
+    ("swiglu_mlp", "bf16"): [[1], [1, 1, 1]],
+    "rotary": [[1], [1]],
+    "attention": [[2, 1], [1, 2]],
+    "cross_entropy": [[4], [1]],
+    "dropout": [[1], [1]],  # run on CUDA only (Thunder keeps its Philox state there)
+    "adam_step": [[1]],
+}
+
+
+def _options(name: str, dtype: torch.dtype) -> dict:
+    """Thunder's nvFuser SDPA (``nv_enable_sdpa``) takes fp16 and bf16 only: fp32 attention
+    stays on torch."""
+    return {"nv_enable_sdpa": True} if name == "attention" and dtype != torch.float32 else {}
+
+
+def _fp32_leaf(a):
+    if not isinstance(a, torch.Tensor) or not a.is_floating_point():
+        return a
+    return a.detach().float().requires_grad_(a.requires_grad)
+
+
+def _assert_close(got, want, dtype, msg=""):
+    rtol, atol = TOLERANCES[dtype]
+    scale = max(1.0, want.detach().abs().max().item())
+    torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol * scale, msg=msg)
+
+
+@pytest.fixture
+def region_kernels(monkeypatch):
+    """The kernels of every layoutfuse execute, in call order."""
+    counts: list[int] = []
+    real = fusion_definition.FusionDefinition.execute
+
+    def execute(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        counts.append(len(self.executor().last_run.launches))
+        return out
+
+    monkeypatch.setattr(fusion_definition.FusionDefinition, "execute", execute)
+    return counts
+
+
+def _regions_and_torch_ops(trace) -> tuple[list[str], list[str]]:
+    regions, torch_ops = [], []
+    for bsym in trace.bound_symbols:
+        executor = getattr(bsym.sym.executor, "name", None)
+        if executor == "nvfuser":
+            regions.append(bsym.sym.name)
+        elif executor not in (None, "python"):
+            torch_ops.append(bsym.sym.name)
+    return regions, torch_ops
+
+
+def _check_dropout(got, x, p=0.25):
+    scaled = x / (1 - p)
+    zero = got == 0
+    assert torch.equal(got[~zero], scaled[~zero].to(got.dtype)) or torch.allclose(
+        got[~zero].float(), scaled[~zero].float(), rtol=1e-2
+    )
+    frac = zero.float().mean().item()
+    n = zero.numel()
+    assert abs(frac - p) < 5 * math.sqrt(p * (1 - p) / n), frac
+    return zero
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_litgpt_programs_on_layoutfuse(name, dtype, region_kernels):
+    thunder, impl = thunder_support.load()
+    fn = PROGRAMS[name]
+    g = torch.Generator().manual_seed(0)
+    args = _inputs(name, dtype, g)
+    if name == "dropout" and not args[0].is_cuda:
+        pytest.skip("Thunder's dropout keeps its Philox state on CUDA only")
+    jitted = thunder.jit(fn, executors=[impl.ex], **_options(name, dtype))
+    got = jitted(*args)
+    # the reference in fp32 (Thunder computes a bf16 program's intermediates in fp32, as
+    # layoutfuse does; eager rounds each op's result), compared at the dtype's tolerance
+    # of the reference's largest magnitude
+    ref_args = [_fp32_leaf(a) for a in args]
+    want = fn(*ref_args)
+    if name == "dropout":
+        mask = ~_check_dropout(got.detach(), args[0].detach())
+    elif isinstance(want, tuple):  # the Adam step's parameters and moments
+        for k, (a, b) in enumerate(zip(got, want, strict=True)):
+            _assert_close(a, b, dtype, f"result {k}")
+    else:
+        _assert_close(got, want, dtype)
+    n_forward = len(region_kernels)
+    differentiable = [
+        k for k, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad
+    ]
+    if differentiable:
+        cotangent = torch.randn(want.shape, generator=g).to(got.dtype)
+        got_grads = torch.autograd.grad(got, [args[k] for k in differentiable], cotangent)
+        if name == "dropout":
+            want_grad = torch.where(mask, cotangent.float() / 0.75, 0)
+            _assert_close(got_grads[0], want_grad, dtype)
+        else:
+            want_grads = torch.autograd.grad(
+                want, [ref_args[k] for k in differentiable], cotangent.float()
+            )
+            for k, (a, b) in enumerate(zip(got_grads, want_grads)):
+                _assert_close(a, b, dtype, f"grad {k}")
+    traces = [(thunder.last_traces(jitted)[-1], region_kernels[:n_forward])]
+    if differentiable:
+        traces.append((thunder.last_backward_traces(jitted)[-1], region_kernels[n_forward:]))
+    for trace, kernels in traces:
+        regions, torch_ops = _regions_and_torch_ops(trace)
+        assert set(torch_ops) <= TORCH_OPS_ALLOWED, f"ops outside nvFuser regions: {torch_ops}"
+        assert len(regions) == len(kernels), "every region ran on layoutfuse"
+    dtype_id = "fp32" if dtype == torch.float32 else "bf16"
+    assert [k for _, k in traces] == KERNELS.get((name, dtype_id), KERNELS.get(name))

@@ -1,0 +1,85 @@
+"""A reduction whose input uses other reductions of its rows again, broadcast back over
+them, with no full-size output to root a normalization (``segments._chained_groups``,
+``normalization.chained_group``): a log-sum-exp, as Thunder's cross-entropy forward and
+``torch.logsumexp`` compute it (the max, the sum of ``exp(x - max)``, its log, plus the
+max), is one normalization kernel that stores per-row results, where the max was a
+reduction kernel of its own and the sum read every row a second time.
+
+Checked: the plan (one normalization kernel: the max and the sum an online pair on the
+looped path, one read), the values against ``torch.logsumexp`` over the inner and the
+outer dim in every memory order of a 3-D input, fp32 and bf16, persistent and looped; a
+reduction over other coordinates (the min over a keepdim result's rows of one element)
+is not chained.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from layoutfuse.codegen.hopper_check import compile_last_run
+from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import INTERPRETER_WARNINGS, configured, schedules, small_gpu
+from support.tensors import with_order
+
+pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
+
+NVF = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}
+
+
+def _logsumexp(x: torch.Tensor, dim: int) -> FusionDefinition:
+    """log(sum(exp(x - max))) + max over ``dim`` in fp32, and the max: both outputs."""
+    fd = FusionDefinition()
+    with fd:
+        t = fd.ops.cast(fd.from_pytorch(x), DataType.Float)
+        mx = fd.ops.max(t, dims=[dim], keepdim=False)
+        keep = [d for d in range(x.dim()) if d != dim]
+        back = fd.ops.broadcast_in_dim(mx, shape=fd.ops.shape(t), broadcast_dims=keep)
+        s = fd.ops.sum(fd.ops.exp(fd.ops.sub(t, back)), dims=[dim], keepdim=False)
+        fd.add_output(fd.ops.add(fd.ops.log(s), mx))
+        fd.add_output(mx)
+    return fd
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("dim", [2, 0])
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+def test_logsumexp_is_one_normalization_kernel(order, dim, dtype):
+    x = (with_order((3, 5, 37), order, dtype) * 4).to(torch.get_default_device())
+    fd = _logsumexp(x, dim)
+    lse, mx = fd.execute([x])
+    torch.testing.assert_close(lse, torch.logsumexp(x.float(), dim))
+    torch.testing.assert_close(mx, x.float().amax(dim))
+    (seg,) = fd.segment([x])
+    assert seg["scheduler"] == "normalization" and seg["ops"].count("max") == 1, seg
+    assert "each used again by the next on its rows" in seg["reason"], seg
+
+
+def test_long_rows_accumulate_the_max_and_the_sum_online():
+    """Rows longer than a tile: the looped kernel takes the max and the sum of exponentials
+    in one pass (an online pair), then stores the per-row results: one read of the rows."""
+    x = torch.randn(6, 90, device=torch.get_default_device()) * 8
+    tuning = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=32))
+    fd = configured(_logsumexp(x, 1), tuning=tuning, target=small_gpu(4))
+    lse, mx = fd.execute([x])
+    torch.testing.assert_close(lse, torch.logsumexp(x, 1))
+    (params,) = schedules(fd)
+    assert params.mode == "looped" and params.passes == 1, params
+    (art,) = compile_last_run(fd.executor())
+    assert ".target sm_90" in art.ptx
+
+
+def test_a_reduction_over_other_rows_is_not_chained():
+    """``min`` over a keepdim mean's row of one element reaches the mean but not its rows:
+    the mean's kernel and the min's stay apart, and the values are torch's."""
+    x = torch.randn(4, 7, device=torch.get_default_device())
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        mean = fd.ops.sum(t, dims=[1], keepdim=True)
+        fd.add_output(fd.ops.min(fd.ops.mul(mean, fd.define_scalar(2.0)), dims=[1], keepdim=True))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, 2 * x.sum(1, keepdim=True))
+    assert not any("each used again" in s["reason"] for s in fd.segment([x]))
