@@ -708,7 +708,7 @@ COMPOSED = {
     "topk-of-softmax": (
         lambda fd, a: fd.ops.topk(_softmax(fd, a), 3, 1),
         lambda x: list(torch.topk(torch.softmax(x, 1), 3, 1)),
-        ["reduction", "reduction", "scan"],
+        ["normalization", "scan"],  # the max and the sum: one log-sum-exp kernel
     ),
     "argsort-of-cumsum": (
         lambda fd, a: fd.ops.argsort(fd.ops.cumsum(a, 1), 1, descending=True),

@@ -83,3 +83,52 @@ def test_a_reduction_over_other_rows_is_not_chained():
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, 2 * x.sum(1, keepdim=True))
     assert not any("each used again" in s["reason"] for s in fd.segment([x]))
+
+
+def _cross_entropy_forward(logits: torch.Tensor, target: torch.Tensor) -> FusionDefinition:
+    """Thunder's nvFuser cross-entropy forward (``nvfuserex_impl.cross_entropy_fwd``, mean
+    reduction, ignore_index -100) as its definition writes it: the loss, the max, the
+    log-sum-exp without the max, the count of valid targets."""
+    b, t, v = logits.shape
+    fd = FusionDefinition()
+    with fd:
+        x = fd.ops.reshape(fd.from_pytorch(logits), new_shape=[b * t, v])
+        tgt = fd.ops.reshape(fd.from_pytorch(target), new_shape=[b * t])
+        zero = fd.define_scalar(0.0, dtype=DataType.Float)
+        valid = fd.ops.ne(tgt, fd.define_scalar(-100, dtype=DataType.Int))
+        where = fd.ops.where(valid, tgt, zero)  # Float: nvFuser's promotion
+        picked = fd.ops.take_along_axis(
+            x, fd.ops.broadcast_in_dim(where, shape=[b * t, 1], broadcast_dims=[0]), dim=1
+        )
+        picked = fd.ops.reshape(picked, new_shape=[b * t])
+        mx = fd.ops.max(x, dims=[1], keepdim=False)
+        back = fd.ops.broadcast_in_dim(mx, shape=[b * t, 1], broadcast_dims=[0])
+        lse = fd.ops.log(fd.ops.sum(fd.ops.exp(fd.ops.sub(x, back)), dims=[1], keepdim=False))
+        loss = fd.ops.where(valid, fd.ops.neg(fd.ops.sub(fd.ops.sub(picked, mx), lse)), zero)
+        count = fd.ops.cast(fd.ops.sum(valid, dims=[0], keepdim=False), DataType.Float)
+        fd.add_output(fd.ops.div(fd.ops.sum(loss, dims=[0], keepdim=False), count))
+        fd.add_output(mx)
+        fd.add_output(lse)
+        fd.add_output(count)
+    return fd
+
+
+def test_thunder_cross_entropy_forward_takes_two_kernels():
+    """The log-sum-exp of the logits' rows in one kernel; the loss's sum over the rows and
+    the count of valid targets (siblings: both reach the reshaped target through pointwise
+    ops) with the mean in a second."""
+    g = torch.Generator().manual_seed(0)
+    dev = torch.get_default_device()
+    logits = (torch.randn(2, 8, 50, generator=g) * 3).to(dev)
+    target = torch.randint(0, 50, (2, 8), generator=g).to(dev)
+    target[0, 3] = -100  # ignored
+    fd = _cross_entropy_forward(logits, target)
+    loss, mx, lse, count = fd.execute([logits, target])
+    flat = logits.reshape(16, 50)
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(flat, target.reshape(-1)))
+    torch.testing.assert_close(mx, flat.amax(1))
+    torch.testing.assert_close(lse, torch.logsumexp(flat - flat.amax(1, keepdim=True), 1))
+    assert count.item() == 15
+    segments = fd.segment([logits, target])
+    assert [s["scheduler"] for s in segments] == ["normalization", "normalization"], segments
+    assert segments[1]["ops"].count("sum") == 2 and "div" in segments[1]["ops"]

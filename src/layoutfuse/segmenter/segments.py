@@ -702,7 +702,8 @@ def siblings(
     clusters: list[list[Expr]] = []
     same = {id(b): id(a) for a, b in partners or ()}
     leaves = {
-        id(e): {same.get(t, t) for t in _pointwise_leaves(e.inputs[0], memory)} for e in reductions
+        id(e): {same.get(t, t) for t in _pointwise_leaves(e.inputs[0], memory, within=True)}
+        for e in reductions
     }
     for e in reductions:
         dims, rank = tuple(e.attrs["dims"]), len(e.inputs[0].shape_domain)
@@ -721,9 +722,11 @@ def siblings(
     return clusters
 
 
-def _pointwise_leaves(tv: TensorView, memory: set[int]) -> set[int]:
+def _pointwise_leaves(tv: TensorView, memory: set[int], within: bool = False) -> set[int]:
     """Tensors in memory (or inputs) without broadcast dims that ``tv`` reaches through
-    pointwise ops (and copies) alone: ``tv`` has their coordinates and extents."""
+    pointwise ops (and copies) alone: ``tv`` has their coordinates and extents; ``within``:
+    the computed tensors without broadcast dims on the way too (a reshaped input, which two
+    reductions may both reach: cross-entropy's loss sum and its count of valid targets)."""
     found: set[int] = set()
     seen: set[int] = set()
     stack = [tv]
@@ -732,10 +735,13 @@ def _pointwise_leaves(tv: TensorView, memory: set[int]) -> set[int]:
         if id(t) in seen:
             continue
         seen.add(id(t))
+        flat = not any(d.is_broadcast for d in t.shape_domain)
         if id(t) in memory or t.definition is None:
-            if not any(d.is_broadcast for d in t.shape_domain):
+            if flat:
                 found.add(id(t))
             continue
+        if within and flat:
+            found.add(id(t))
         d = t.definition
         if d.op.kind is OpKind.POINTWISE or d.op.name in _SAME_COORDINATES:
             stack.extend(i for i in d.inputs if isinstance(i, TensorView))
