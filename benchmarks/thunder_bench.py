@@ -128,7 +128,7 @@ def step(fn: Callable, built: Built, mode: str, grad_out: torch.Tensor | None) -
                 return fn(*built.args), ()
 
         return forward
-    wrt = built.args + built.params
+    wrt = differentiable(built) + built.params
 
     def forward_backward():
         out = fn(*built.args)
@@ -155,10 +155,15 @@ def compare(got, want, dtype: str, names: list[str]) -> dict:
     return doc
 
 
+def differentiable(built: Built) -> list[torch.Tensor]:
+    """The arguments gradients are taken for (not a cross-entropy's integer target)."""
+    return [a for a in built.args if a.requires_grad]
+
+
 def tensor_names(built: Built, mode: str) -> list[str]:
     names = ["out"]
     if mode == "fwd_bwd":
-        names += [f"grad_arg{i}" for i in range(len(built.args))]
+        names += [f"grad_arg{i}" for i, a in enumerate(built.args) if a.requires_grad]
         if isinstance(built.fn, torch.nn.Module):
             names += [f"grad_{n}" for n, _ in built.fn.named_parameters()]
     return names
@@ -271,9 +276,9 @@ def run_row(systems: Systems, row: Row, sizes: Sizes, device: str, timing: Timin
     )
     grad_out = None
     with torch.no_grad():
-        out_shape = built.fn(*built.args).shape
+        out = built.fn(*built.args)  # its dtype: a loss in fp32 of bf16 logits
     if row.mode == "fwd_bwd":
-        grad_out = torch.randn(out_shape, generator=gen).to(device=device, dtype=dtype)
+        grad_out = torch.randn(out.shape, generator=gen).to(device=device, dtype=out.dtype)
     want = step(built.fn, built, row.mode, grad_out)()
     for system in systems.names:
         doc[system] = measure(systems, system, row, built, grad_out, want, timing, device)

@@ -32,12 +32,14 @@ class Sizes:
     T: int
     n_embd: int
     n_head: int
+    V: int  # the cross-entropy's classes (GPT-2's vocabulary), over batch x T tokens
 
 
-FULL = Sizes(B=8, S=1024, H=2048, batch=8, T=1024, n_embd=768, n_head=12)  # the issue's
+FULL = Sizes(B=8, S=1024, H=2048, batch=8, T=1024, n_embd=768, n_head=12, V=50257)  # the issue's
 QUICK = {
-    "cuda": Sizes(B=2, S=128, H=512, batch=2, T=128, n_embd=128, n_head=4),
-    "cpu": Sizes(B=2, S=4, H=32, batch=2, T=8, n_embd=32, n_head=2),  # Triton's interpreter
+    "cuda": Sizes(B=2, S=128, H=512, batch=2, T=128, n_embd=128, n_head=4, V=1000),
+    # Triton's interpreter
+    "cpu": Sizes(B=2, S=4, H=32, batch=2, T=8, n_embd=32, n_head=2, V=50),
 }
 
 
@@ -120,6 +122,18 @@ def _function(fn, *shapes) -> Callable[[Sizes, torch.dtype, str, torch.Generator
     return build
 
 
+def cross_entropy(logits, target):
+    """A language model's loss: the logits' classes in fp32, as LitGPT computes it."""
+    return F.cross_entropy(logits.float(), target)
+
+
+def _cross_entropy(sizes: Sizes, dtype: torch.dtype, device: str, gen: torch.Generator) -> Built:
+    tokens = sizes.batch * sizes.T
+    logits = _randn((tokens, sizes.V), dtype, device, gen, scale=2.0)
+    target = torch.randint(0, sizes.V, (tokens,), generator=gen).to(device)
+    return Built(cross_entropy, [logits, target], [])
+
+
 def _block(sizes: Sizes, dtype: torch.dtype, device: str, gen: torch.Generator) -> Built:
     seed = int(torch.randint(0, 2**31 - 1, (), generator=gen))
     with torch.random.fork_rng(devices=[]):
@@ -138,6 +152,7 @@ PROGRAMS = [
     Program("softmax", ("fp32",), MODES, _function(softmax, "BSH")),
     Program("add_sum", ("bf16",), ("fwd",), _function(add_sum, "BSH", "BSH")),
     Program("nanogpt_block", BOTH, MODES, _block),
+    Program("cross_entropy", BOTH, MODES, _cross_entropy),
 ]
 
 
