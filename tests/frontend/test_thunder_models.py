@@ -1,6 +1,6 @@
 """Thunder's nvFuser executor on layoutfuse, on the rest of what LitGPT-style models run
 (issue 15's list beside ``test_thunder_jit.py``'s norms, softmax and GELU MLP): a SwiGLU
-MLP (SiLU), rotary position embeddings, causal attention through SDPA (``nv_enable_sdpa``:
+MLP (SiLU), rotary position embeddings, a LLaMA-style block of them all, causal attention through SDPA (``nv_enable_sdpa``:
 Thunder's ``sdpfa_fwd`` / ``sdpfa_bwd``, run through torch by layoutfuse's library
 segments), cross-entropy of logits against integer targets, dropout, and an Adam step.
 Each is jitted, forward and backward where it has one, fp32 and bf16, and checked against
@@ -219,3 +219,87 @@ def test_litgpt_programs_on_layoutfuse(name, dtype, region_kernels):
         assert len(regions) == len(kernels), "every region ran on layoutfuse"
     dtype_id = "fp32" if dtype == torch.float32 else "bf16"
     assert [k for _, k in traces] == KERNELS.get((name, dtype_id), KERNELS.get(name))
+
+
+class _RMSNorm(torch.nn.Module):
+    def __init__(self, n: int, g: torch.Generator):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(n, generator=g))
+
+    def forward(self, x):
+        xf = x.float()
+        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)
+        return (y * self.weight.float()).to(x.dtype)
+
+
+class LlamaBlock(torch.nn.Module):
+    """A LLaMA-style block as LitGPT builds one: RMS norms, fused qkv, rotary embeddings on
+    q and k, causal SDPA, a SwiGLU MLP, residuals; no biases."""
+
+    def __init__(self, n: int, heads: int, hidden: int, g: torch.Generator):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = _RMSNorm(n, g), _RMSNorm(n, g)
+
+        def linear(i, o):
+            return torch.nn.Parameter(torch.randn(o, i, generator=g) / i**0.5)
+
+        self.qkv, self.proj = linear(n, 3 * n), linear(n, n)
+        self.fc1, self.fc2, self.out = linear(n, hidden), linear(n, hidden), linear(hidden, n)
+
+    def forward(self, x, cos, sin):
+        b, t, c = x.shape
+        q, k, v = F.linear(self.norm1(x), self.qkv).split(c, dim=2)
+        q, k, v = (u.view(b, t, self.heads, c // self.heads).transpose(1, 2) for u in (q, k, v))
+        y = F.scaled_dot_product_attention(
+            rotary(q, cos, sin), rotary(k, cos, sin), v, is_causal=True
+        )
+        x = x + F.linear(y.transpose(1, 2).reshape(b, t, c), self.proj)
+        h = self.norm2(x)
+        return x + F.linear(F.silu(F.linear(h, self.fc1)) * F.linear(h, self.fc2), self.out)
+
+
+# kernels per region, forward then backward (Thunder's regions between the matmuls). The
+# forward's 3: q, k and v split from qkv, each transposed to heads (k and q rotated), each
+# stored by a kernel of its own coordinates. A backward region of 0 kernels returns views.
+BLOCK_KERNELS = {
+    "fp32": [[1, 3, 1, 1, 1, 1, 1], [1, 1, 2, 1, 1, 2]],
+    "bf16": [[1, 3, 1, 1, 1, 1], [0, 1, 1, 2, 1, 1, 2]],
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_a_llama_style_block_trains_on_layoutfuse(dtype, region_kernels):
+    """The block's forward and every gradient (input and parameters) against the fp32
+    eager block with the same weights; every op but the matmuls and shape-only regions in
+    an nvFuser region, every region on layoutfuse."""
+    thunder, impl = thunder_support.load()
+    g = torch.Generator().manual_seed(0)
+    block = LlamaBlock(H, NH, 2 * H, g)
+    ref = LlamaBlock(H, NH, 2 * H, torch.Generator().manual_seed(0))
+    block = block.to(device=torch.get_default_device(), dtype=dtype)
+    ref = ref.to(device=torch.get_default_device())
+    x = (torch.randn(B, T, H, generator=g) * 0.5).to(torch.get_default_device(), dtype)
+    x.requires_grad_(True)
+    cos, sin = (c.to(torch.get_default_device()) for c in _rope_cache(dtype))
+    jitted = thunder.jit(block, executors=[impl.ex], **_options("attention", dtype))
+    got = jitted(x, cos, sin)
+    x32 = x.detach().float().requires_grad_(True)
+    want = ref(x32, cos.float(), sin.float())
+    _assert_close(got, want, dtype)
+    n_forward = len(region_kernels)
+    cotangent = torch.randn(got.shape, generator=g).to(got.device, dtype)
+    got.backward(cotangent)
+    want.backward(cotangent.float())
+    _assert_close(x.grad, x32.grad, dtype, "grad x")
+    for (name, p), (_, p32) in zip(block.named_parameters(), ref.named_parameters(), strict=True):
+        _assert_close(p.grad, p32.grad, dtype, f"grad {name}")
+    traces = [
+        (thunder.last_traces(jitted)[-1], region_kernels[:n_forward]),
+        (thunder.last_backward_traces(jitted)[-1], region_kernels[n_forward:]),
+    ]
+    for trace, kernels in traces:
+        regions, torch_ops = _regions_and_torch_ops(trace)
+        assert set(torch_ops) <= TORCH_OPS_ALLOWED, f"ops outside nvFuser regions: {torch_ops}"
+        assert len(regions) == len(kernels), "every region ran on layoutfuse"
+    assert [k for _, k in traces] == BLOCK_KERNELS["fp32" if dtype == torch.float32 else "bf16"]
