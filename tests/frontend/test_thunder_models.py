@@ -13,6 +13,7 @@ the gradient takes the same mask. Skipped without lightning-thunder
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -21,6 +22,7 @@ import torch.nn.functional as F
 
 from layoutfuse.frontend.nvfuser import fusion_definition
 from support import thunder as thunder_support
+from support.tensors import with_order
 
 TORCH_OPS_ALLOWED = {"linear", "matmul", "permute", "reshape", "torch_prims_reshape_impl"}
 TORCH_OPS_ALLOWED |= {"transpose", "view"}
@@ -402,3 +404,41 @@ def test_smaller_programs_run_on_layoutfuse(name, dtype):
         _, torch_ops = _regions_and_torch_ops(trace)
         assert set(torch_ops) <= TORCH_OPS_ALLOWED | SMALL_OUTSIDE, torch_ops
     assert _regions_and_torch_ops(forward)[0], "the forward runs an nvFuser region"
+
+
+# --- every memory order of an activation, through Thunder ------------------------------------
+LAYOUT_PROGRAMS = {
+    "layer_norm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b),
+    "softmax_outer": lambda x, w, b: torch.softmax(x, 0) * w,
+    "rms_norm": lambda x, w, b: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w,
+    "bias_gelu": lambda x, w, b: F.gelu(x + b),
+    "column_sums": lambda x, w, b: (x * w).sum((0, 1)),
+    "log_softmax_middle": lambda x, w, b: F.log_softmax(x, 1) + b,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+@pytest.mark.parametrize("name", LAYOUT_PROGRAMS)
+def test_every_memory_order_of_the_activation(name, order, dtype):
+    """A [3, 5, 16] activation in each of its six memory orders (a transposed or permuted
+    tensor, as a model hands Thunder), forward and backward against fp32 eager."""
+    thunder, impl = thunder_support.load()
+    fn = LAYOUT_PROGRAMS[name]
+    g = torch.Generator().manual_seed(2)
+    dev = torch.get_default_device()
+    x = with_order((3, 5, 16), order, dtype).to(dev).requires_grad_(True)
+    w, b = (_small(16, dtype=dtype, g=g) for _ in range(2))
+    jitted = thunder.jit(fn, executors=[impl.ex])
+    got = jitted(x, w, b)
+    ref = [_fp32_leaf(a) for a in (x, w, b)]
+    want = fn(*ref)
+    _assert_close(got, want, dtype)
+    cotangent = torch.randn(got.shape, generator=g).to(dev, got.dtype)
+    got_grads = torch.autograd.grad(got, [x, w, b], cotangent, allow_unused=True)
+    want_grads = torch.autograd.grad(want, ref, cotangent.float(), allow_unused=True)
+    for k, (a, r) in enumerate(zip(got_grads, want_grads, strict=True)):
+        assert (a is None) == (r is None)
+        if a is not None:
+            _assert_close(a, r, dtype, f"grad {k}")
+    assert _regions_and_torch_ops(thunder.last_traces(jitted)[-1])[0]
