@@ -1,8 +1,9 @@
 """Thunder's nvFuser executor on layoutfuse, on the rest of what LitGPT-style models run
 (issue 15's list beside ``test_thunder_jit.py``'s norms, softmax and GELU MLP): a SwiGLU
-MLP (SiLU), rotary position embeddings, a LLaMA-style block of them all, causal attention through SDPA (``nv_enable_sdpa``:
+MLP (SiLU), rotary position embeddings, causal attention through SDPA (``nv_enable_sdpa``:
 Thunder's ``sdpfa_fwd`` / ``sdpfa_bwd``, run through torch by layoutfuse's library
-segments), cross-entropy of logits against integer targets, dropout, and an Adam step.
+segments), cross-entropy of logits against integer targets, dropout, an Adam step, a
+LLaMA-style block of them, smaller programs, and every memory order of an activation.
 Each is jitted, forward and backward where it has one, fp32 and bf16, and checked against
 eager; every op of the traces runs inside an nvFuser region (matmuls and shape-only regions
 excepted, as Thunder's defaults leave them to torch), every region ran on layoutfuse, and
@@ -28,6 +29,7 @@ TORCH_OPS_ALLOWED = {"linear", "matmul", "permute", "reshape", "torch_prims_resh
 TORCH_OPS_ALLOWED |= {"transpose", "view"}
 # fp32 attention (Thunder's nvFuser SDPA takes fp16 and bf16 only)
 TORCH_OPS_ALLOWED |= {"scaled_dot_product_attention", "torch_sdpa"}
+DEV = torch.get_default_device  # the tests' device (``--device cuda``: CUDA tensors)
 B, T, NH, HD = 2, 8, 2, 16
 H = NH * HD
 V = 50
@@ -76,7 +78,8 @@ def _rope_cache(dtype):
 
 def _inputs(name: str, dtype: torch.dtype, g: torch.Generator) -> list:
     def grad(*shape):
-        return (torch.randn(shape, generator=g) * 0.5).to(dtype).requires_grad_(True)
+        t = torch.randn(shape, generator=g, device="cpu") * 0.5
+        return t.to(DEV(), dtype).requires_grad_(True)
 
     if name == "swiglu_mlp":
         return [grad(B, T, H), grad(2 * H, H), grad(2 * H, H), grad(H, 2 * H)]
@@ -85,12 +88,12 @@ def _inputs(name: str, dtype: torch.dtype, g: torch.Generator) -> list:
     if name == "attention":
         return [grad(B, NH, T, HD) for _ in range(3)]
     if name == "cross_entropy":
-        return [grad(B, T, V), torch.randint(0, V, (B, T), generator=g)]
+        return [grad(B, T, V), torch.randint(0, V, (B, T), generator=g, device="cpu").to(DEV())]
     if name == "dropout":
         return [grad(B, T, H)]
     # adam: parameters, gradients and moments in the dtype (v from squares: non-negative)
-    p, gr, m = (torch.randn(B, H, generator=g).to(dtype) for _ in range(3))
-    return [p, gr, m, torch.rand(B, H, generator=g).to(dtype), 3]
+    p, gr, m = (torch.randn(B, H, generator=g, device="cpu").to(DEV(), dtype) for _ in range(3))
+    return [p, gr, m, torch.rand(B, H, generator=g, device="cpu").to(DEV(), dtype), 3]
 
 
 PROGRAMS = {
@@ -201,7 +204,7 @@ def test_litgpt_programs_on_layoutfuse(name, dtype, region_kernels):
         k for k, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad
     ]
     if differentiable:
-        cotangent = torch.randn(want.shape, generator=g).to(got.dtype)
+        cotangent = torch.randn(want.shape, generator=g, device="cpu").to(got.device, got.dtype)
         got_grads = torch.autograd.grad(got, [args[k] for k in differentiable], cotangent)
         if name == "dropout":
             want_grad = torch.where(mask, cotangent.float() / 0.75, 0)
@@ -226,7 +229,7 @@ def test_litgpt_programs_on_layoutfuse(name, dtype, region_kernels):
 class _RMSNorm(torch.nn.Module):
     def __init__(self, n: int, g: torch.Generator):
         super().__init__()
-        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(n, generator=g))
+        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(n, generator=g, device="cpu"))
 
     def forward(self, x):
         xf = x.float()
@@ -244,7 +247,7 @@ class LlamaBlock(torch.nn.Module):
         self.norm1, self.norm2 = _RMSNorm(n, g), _RMSNorm(n, g)
 
         def linear(i, o):
-            return torch.nn.Parameter(torch.randn(o, i, generator=g) / i**0.5)
+            return torch.nn.Parameter(torch.randn(o, i, generator=g, device="cpu") / i**0.5)
 
         self.qkv, self.proj = linear(n, 3 * n), linear(n, n)
         self.fc1, self.fc2, self.out = linear(n, hidden), linear(n, hidden), linear(hidden, n)
@@ -281,7 +284,9 @@ def test_a_llama_style_block_trains_on_layoutfuse(dtype, region_kernels):
     ref = LlamaBlock(H, NH, 2 * H, torch.Generator().manual_seed(0))
     block = block.to(device=torch.get_default_device(), dtype=dtype)
     ref = ref.to(device=torch.get_default_device())
-    x = (torch.randn(B, T, H, generator=g) * 0.5).to(torch.get_default_device(), dtype)
+    x = (torch.randn(B, T, H, generator=g, device="cpu") * 0.5).to(
+        torch.get_default_device(), dtype
+    )
     x.requires_grad_(True)
     cos, sin = (c.to(torch.get_default_device()) for c in _rope_cache(dtype))
     jitted = thunder.jit(block, executors=[impl.ex], **_options("attention", dtype))
@@ -290,7 +295,7 @@ def test_a_llama_style_block_trains_on_layoutfuse(dtype, region_kernels):
     want = ref(x32, cos.float(), sin.float())
     _assert_close(got, want, dtype)
     n_forward = len(region_kernels)
-    cotangent = torch.randn(got.shape, generator=g).to(got.device, dtype)
+    cotangent = torch.randn(got.shape, generator=g, device="cpu").to(got.device, dtype)
     got.backward(cotangent)
     want.backward(cotangent.float())
     _assert_close(x.grad, x32.grad, dtype, "grad x")
@@ -309,12 +314,12 @@ def test_a_llama_style_block_trains_on_layoutfuse(dtype, region_kernels):
 
 # --- smaller programs: what else Thunder's nvFuser executor hands over ----------------------
 def _small(*shape, dtype, g, grad=True):
-    t = torch.randn(*shape, generator=g).to(torch.get_default_device(), dtype)
+    t = torch.randn(*shape, generator=g, device="cpu").to(torch.get_default_device(), dtype)
     return t.requires_grad_(grad)
 
 
 def _ints(high, shape, g):
-    return torch.randint(0, high, shape, generator=g).to(torch.get_default_device())
+    return torch.randint(0, high, shape, generator=g, device="cpu").to(torch.get_default_device())
 
 
 SMALL = {
@@ -394,7 +399,7 @@ def test_smaller_programs_run_on_layoutfuse(name, dtype):
     want = fn(*ref_args)
     _assert_close(got, want, dtype)
     grads = [k for k, a in enumerate(args) if a.requires_grad]
-    cotangent = torch.randn(got.shape, generator=g).to(got.device, got.dtype)
+    cotangent = torch.randn(got.shape, generator=g, device="cpu").to(got.device, got.dtype)
     got_grads = torch.autograd.grad(got, [args[k] for k in grads], cotangent)
     want_grads = torch.autograd.grad(want, [ref_args[k] for k in grads], cotangent.float())
     for k, (a, b) in enumerate(zip(got_grads, want_grads, strict=True)):
@@ -434,7 +439,7 @@ def test_every_memory_order_of_the_activation(name, order, dtype):
     ref = [_fp32_leaf(a) for a in (x, w, b)]
     want = fn(*ref)
     _assert_close(got, want, dtype)
-    cotangent = torch.randn(got.shape, generator=g).to(dev, got.dtype)
+    cotangent = torch.randn(got.shape, generator=g, device="cpu").to(dev, got.dtype)
     got_grads = torch.autograd.grad(got, [x, w, b], cotangent, allow_unused=True)
     want_grads = torch.autograd.grad(want, ref, cotangent.float(), allow_unused=True)
     for k, (a, r) in enumerate(zip(got_grads, want_grads, strict=True)):
