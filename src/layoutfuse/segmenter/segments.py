@@ -8,9 +8,13 @@ kept dims of tensors in its coordinates as partial column results that a finishi
 combines (``_cross_reductions``: a layer norm backward's dw and db). Every other reduction
 (sum/max/min/prod/welford) gets its own kernel, unless it has siblings: reductions of
 the same dims over the same coordinates that do not feed each other run as one
-normalization kernel that reads their inputs once (``siblings``). A plain reduction has
-its pointwise and shape prologue recomputed from memory; its outputs are written to
-memory (the fusion's output or an intermediate buffer). Every remaining output computed
+normalization kernel that reads their inputs once (``siblings``); a reduction whose input
+uses other reductions of its rows again with no full-size output to root a normalization
+(a log-sum-exp: the max, then the sum of ``exp(x - max)``) joins them in one kernel of
+per-row results (``_chained_groups``). A plain reduction has its pointwise and shape
+prologue recomputed from memory, or reads an output a pointwise kernel stores where that
+loads fewer bytes (``_reduction_specs``); its outputs are written to memory (the fusion's
+output or an intermediate buffer). Every remaining output computed
 by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
 in the same coordinates, are stored by that kernel. A per-row op (cumsum, argsort, topk)
 gets a scan kernel of its own, with its prologue and its pointwise epilogue
