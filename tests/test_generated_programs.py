@@ -203,15 +203,7 @@ def test_a_per_row_output_with_keepdim_over_leading_dims():
     torch.testing.assert_close(out, torch.maximum(want_mean, y))
 
 
-# --- known differences from torch and nvFuser (the programs do not draw them) ------------------
-HALF_INTERMEDIATES = (
-    "within a kernel, layoutfuse keeps a Half/BFloat16 op's result in Float (codegen/values.py "
-    "casts it to the compute dtype, not to its own); torch and nvFuser round every op's result "
-    "to its dtype, so (x + y) - x, and comparisons of x + y, differ where x + y rounds"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=HALF_INTERMEDIATES)
+# --- Half/BFloat16 results rounded at every op, as torch and nvFuser round them ----------------
 @pytest.mark.parametrize(
     "dtype,x,y",
     [

@@ -3,7 +3,8 @@
 Shape ops are free here: they only change how an access is addressed, which
 the access analysis already folded into strides (or, for an access that is not
 affine, into its index walk: ``generic_index``). Pointwise ops are emitted from
-their OpDef rows in the compute dtype (Float for Half/BFloat16); creation ops
+their OpDef rows in the compute dtype (Float for Half/BFloat16, each result rounded to its
+own dtype, as torch and nvFuser round it); creation ops
 are built from constants and coordinates (random ops: Philox at the coordinate).
 """
 
@@ -19,7 +20,7 @@ from ..ir.ops.elementwise import promotion_tiers
 from ..ir.ops.random import NAMES as RANDOM_OPS
 from ..ir.ops.reductions import accumulator_dtype, one_element_parts
 from .helpers import FP8_CONVERT
-from .writer import Writer, tl_compute
+from .writer import Writer, tl_compute, tl_dtype
 
 SCALAR = object()  # marks a scalar operand's dtype in ``_pointwise``
 
@@ -166,7 +167,7 @@ class ValueEmitter:
                 return self.w.assign("t", f"({x} != 0)")
             if out.dtype in FP8_CONVERT:  # rounded here, as torch rounds, then computed in Float
                 return self.w.assign("t", f"{FP8_CONVERT[out.dtype]}({x}).to(tl.float32)")
-            return self.w.assign("t", f"({x}).to({tl_compute(out.dtype)})")
+            return self.w.assign("t", _rounded(x, out.dtype))
         args = [self._operand(v, chain) for v in e.inputs]
         name = e.op.name
         # scalar operands (kernel arguments or literals) are made 0-d tensors of the
@@ -195,7 +196,7 @@ class ValueEmitter:
             expr = e.op.triton(*args)
         if is_boolean(out_c):
             return self.w.assign("t", expr)
-        return self.w.assign("t", f"({expr}).to({tl_compute(out.dtype)})")
+        return self.w.assign("t", _rounded(expr, out.dtype))
 
     @staticmethod
     def _as(arg: str, target: DataType, have) -> str:
@@ -234,6 +235,15 @@ class ValueEmitter:
             name = e.op.triton(self.w, e.op.name, out.dtype, args)
             return self.w.assign("t", f"({name}).to({tl_compute(out.dtype)})")
         raise ValueError(e.op.name)
+
+
+def _rounded(expr: str, dtype: DataType) -> str:
+    """``expr`` (computed in ``dtype``'s compute dtype) as a value of ``dtype``: a Half or
+    BFloat16 result rounded to its dtype and held in Float, as torch and nvFuser round every
+    op's result (``(x + y) - x`` of bf16 operands is 0 where ``x + y`` rounds to ``x``)."""
+    if dtype in (DataType.Half, DataType.BFloat16):
+        return f"(({expr}).to({tl_dtype(dtype)})).to(tl.float32)"
+    return f"({expr}).to({tl_compute(dtype)})"
 
 
 def _is_float_literal(arg: str) -> bool:
