@@ -244,7 +244,8 @@ def test_cumsum_epilogue_joins_the_scan_kernel(mode, sms):
         **settings,
     )
     check_cumsum(c, x, 1)
-    torch.testing.assert_close(out, torch.exp(c.float()) * y, rtol=1e-5, atol=1e-5)
+    # exp of the bf16 cumsum is bf16 (rounded, as torch rounds it), then times fp32 y
+    torch.testing.assert_close(out, torch.exp(c) * y, rtol=8e-3, atol=1e-5)
     (seg,) = fd.segment([x, y])
     assert seg["scheduler"] == "scan" and seg["ops"] == ["cumsum", "exp", "mul"]
     assert "epilogue" in seg["reason"] and scan_params(fd)[0].mode == mode
