@@ -2,7 +2,8 @@
 
 ``reference_executor`` runs fusions with ``layoutfuse.reference`` in place of
 ``FusionExecutor.run``: these tests check the frontend (what it builds and how
-it calls the executor), not the generated kernels.
+it calls the executor), not the generated kernels. ``region_kernels``
+(``support/thunder.py``): the kernels of each layoutfuse execute, for the Thunder tests.
 """
 
 import sys
@@ -18,6 +19,7 @@ except ImportError:  # running from a checkout without an installed package
 from layoutfuse.nvfuser import FusionCache  # noqa: E402
 from layoutfuse.reference import run_reference  # noqa: E402
 from layoutfuse.runtime.executor import FusionExecutor  # noqa: E402
+from support.thunder import region_kernels  # noqa: E402, F401 (a fixture for the Thunder tests)
 
 
 @pytest.fixture(autouse=True)

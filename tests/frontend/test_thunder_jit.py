@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from layoutfuse.frontend.nvfuser import fusion_definition
 from support import thunder as thunder_support
+from support.thunder import regions_and_torch_ops
 
 TORCH_OPS_ALLOWED = {"linear", "matmul"}  # Thunder's default keeps these off nvFuser
 # regions of shape ops alone stay on torch (a transposed weight, a flattened batch)
@@ -65,33 +65,6 @@ KERNELS = {
 TOLERANCES = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1.6e-2, 2e-2)}
 
 
-@pytest.fixture
-def region_kernels(monkeypatch):
-    """The kernels of every layoutfuse execute, in call order (replays: those of the run
-    they replay)."""
-    counts: list[int] = []
-    real = fusion_definition.FusionDefinition.execute
-
-    def execute(self, *args, **kwargs):
-        out = real(self, *args, **kwargs)
-        counts.append(len(self.executor().last_run.launches))
-        return out
-
-    monkeypatch.setattr(fusion_definition.FusionDefinition, "execute", execute)
-    return counts
-
-
-def _regions_and_torch_ops(trace) -> tuple[list[str], list[str]]:
-    regions, torch_ops = [], []
-    for bsym in trace.bound_symbols:
-        executor = getattr(bsym.sym.executor, "name", None)
-        if executor == "nvfuser":
-            regions.append(bsym.sym.name)
-        elif executor not in (None, "python"):
-            torch_ops.append(bsym.sym.name)
-    return regions, torch_ops
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_thunder_jit_on_layoutfuse_matches_eager(name, dtype, region_kernels):
@@ -116,7 +89,7 @@ def test_thunder_jit_on_layoutfuse_matches_eager(name, dtype, region_kernels):
         (thunder.last_traces(jitted)[-1], forward_kernels),
         (thunder.last_backward_traces(jitted)[-1], backward_kernels),
     ):
-        regions, torch_ops = _regions_and_torch_ops(trace)
+        regions, torch_ops = regions_and_torch_ops(trace)
         assert set(torch_ops) <= TORCH_OPS_ALLOWED, f"ops outside nvFuser regions: {torch_ops}"
         assert len(regions) == len(kernels), "every region ran on layoutfuse"
     dtype_id = "fp32" if dtype == torch.float32 else "bf16"

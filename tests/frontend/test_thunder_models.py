@@ -21,9 +21,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from layoutfuse.frontend.nvfuser import fusion_definition
 from support import thunder as thunder_support
 from support.tensors import with_order
+from support.thunder import regions_and_torch_ops
 
 TORCH_OPS_ALLOWED = {"linear", "matmul", "permute", "reshape", "torch_prims_reshape_impl"}
 TORCH_OPS_ALLOWED |= {"transpose", "view"}
@@ -138,32 +138,6 @@ def _assert_close(got, want, dtype, msg=""):
     torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol * scale, msg=msg)
 
 
-@pytest.fixture
-def region_kernels(monkeypatch):
-    """The kernels of every layoutfuse execute, in call order."""
-    counts: list[int] = []
-    real = fusion_definition.FusionDefinition.execute
-
-    def execute(self, *args, **kwargs):
-        out = real(self, *args, **kwargs)
-        counts.append(len(self.executor().last_run.launches))
-        return out
-
-    monkeypatch.setattr(fusion_definition.FusionDefinition, "execute", execute)
-    return counts
-
-
-def _regions_and_torch_ops(trace) -> tuple[list[str], list[str]]:
-    regions, torch_ops = [], []
-    for bsym in trace.bound_symbols:
-        executor = getattr(bsym.sym.executor, "name", None)
-        if executor == "nvfuser":
-            regions.append(bsym.sym.name)
-        elif executor not in (None, "python"):
-            torch_ops.append(bsym.sym.name)
-    return regions, torch_ops
-
-
 def _check_dropout(got, x, p=0.25):
     scaled = x / (1 - p)
     zero = got == 0
@@ -219,7 +193,7 @@ def test_litgpt_programs_on_layoutfuse(name, dtype, region_kernels):
     if differentiable:
         traces.append((thunder.last_backward_traces(jitted)[-1], region_kernels[n_forward:]))
     for trace, kernels in traces:
-        regions, torch_ops = _regions_and_torch_ops(trace)
+        regions, torch_ops = regions_and_torch_ops(trace)
         assert set(torch_ops) <= TORCH_OPS_ALLOWED, f"ops outside nvFuser regions: {torch_ops}"
         assert len(regions) == len(kernels), "every region ran on layoutfuse"
     dtype_id = "fp32" if dtype == torch.float32 else "bf16"
@@ -306,7 +280,7 @@ def test_a_llama_style_block_trains_on_layoutfuse(dtype, region_kernels):
         (thunder.last_backward_traces(jitted)[-1], region_kernels[n_forward:]),
     ]
     for trace, kernels in traces:
-        regions, torch_ops = _regions_and_torch_ops(trace)
+        regions, torch_ops = regions_and_torch_ops(trace)
         assert set(torch_ops) <= TORCH_OPS_ALLOWED, f"ops outside nvFuser regions: {torch_ops}"
         assert len(regions) == len(kernels), "every region ran on layoutfuse"
     assert [k for _, k in traces] == BLOCK_KERNELS["fp32" if dtype == torch.float32 else "bf16"]
@@ -406,9 +380,9 @@ def test_smaller_programs_run_on_layoutfuse(name, dtype):
         _assert_close(a, b, dtype, f"grad {k}")
     forward, backward = thunder.last_traces(jitted)[-1], thunder.last_backward_traces(jitted)[-1]
     for trace in (forward, backward):
-        _, torch_ops = _regions_and_torch_ops(trace)
+        _, torch_ops = regions_and_torch_ops(trace)
         assert set(torch_ops) <= TORCH_OPS_ALLOWED | SMALL_OUTSIDE, torch_ops
-    assert _regions_and_torch_ops(forward)[0], "the forward runs an nvFuser region"
+    assert regions_and_torch_ops(forward)[0], "the forward runs an nvFuser region"
 
 
 # --- every memory order of an activation, through Thunder ------------------------------------
@@ -446,4 +420,4 @@ def test_every_memory_order_of_the_activation(name, order, dtype):
         assert (a is None) == (r is None)
         if a is not None:
             _assert_close(a, r, dtype, f"grad {k}")
-    assert _regions_and_torch_ops(thunder.last_traces(jitted)[-1])[0]
+    assert regions_and_torch_ops(thunder.last_traces(jitted)[-1])[0]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from benchmarks import thunder_setup
+from layoutfuse.frontend.nvfuser import fusion_definition
 
 
 def load() -> tuple[Any, Any]:
@@ -22,3 +23,31 @@ def load() -> tuple[Any, Any]:
         return thunder_setup.load()
     except thunder_setup.ThunderUnavailable as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture
+def region_kernels(monkeypatch):
+    """The kernels of every layoutfuse execute, in call order (replays: those of the run
+    they replay)."""
+    counts: list[int] = []
+    real = fusion_definition.FusionDefinition.execute
+
+    def execute(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        counts.append(len(self.executor().last_run.launches))
+        return out
+
+    monkeypatch.setattr(fusion_definition.FusionDefinition, "execute", execute)
+    return counts
+
+
+def regions_and_torch_ops(trace) -> tuple[list[str], list[str]]:
+    """The names of a Thunder trace's nvFuser regions, and of the ops it runs elsewhere."""
+    regions, torch_ops = [], []
+    for bsym in trace.bound_symbols:
+        executor = getattr(bsym.sym.executor, "name", None)
+        if executor == "nvfuser":
+            regions.append(bsym.sym.name)
+        elif executor not in (None, "python"):
+            torch_ops.append(bsym.sym.name)
+    return regions, torch_ops
