@@ -243,18 +243,18 @@ def test_alias_that_also_pins_its_layout_is_rejected():
         OutputLayoutPass().apply(f)
 
 
-@pytest.mark.parametrize(
-    "chain",
-    [
-        lambda x: ops.permute(x, [1, 0]),
-        lambda x: ops.set_(x),
-        lambda x: ops.reshape(x, [6]),
-        lambda x: ops.squeeze(ops.broadcast(x, [True, False, False]), [0]),
-        lambda x: ops.expand(ops.broadcast(x, [True, False, False]), [4, -1, -1]),
-        lambda x: x,
-    ],
-    ids=["permute", "set", "reshape", "squeeze", "expand", "identity"],
-)
+# chains of view ops from a [2, 3] tensor
+VIEW_CHAINS = {
+    "permute": lambda x: ops.permute(x, [1, 0]),
+    "set": lambda x: ops.set_(x),
+    "reshape": lambda x: ops.reshape(x, [6]),
+    "squeeze": lambda x: ops.squeeze(ops.broadcast(x, [True, False, False]), [0]),
+    "expand": lambda x: ops.expand(ops.broadcast(x, [True, False, False]), [4, -1, -1]),
+    "identity": lambda x: x,
+}
+
+
+@pytest.mark.parametrize("chain", list(VIEW_CHAINS.values()), ids=list(VIEW_CHAINS))
 def test_pure_views_of_an_input(chain):
     def build(f):
         define_tensor(f, [-1, -1])
@@ -282,15 +282,11 @@ def test_scalar_outputs_have_no_layout():
     assert set(layouts(build)) == {1}
 
 
+OUTPUT_VIEW_CHAINS = ("permute", "set", "reshape", "squeeze")
+
+
 @pytest.mark.parametrize(
-    "chain",
-    [
-        lambda y: ops.permute(y, [1, 0]),
-        lambda y: ops.set_(y),
-        lambda y: ops.reshape(y, [6]),
-        lambda y: ops.squeeze(ops.broadcast(y, [True, False, False]), [0]),
-    ],
-    ids=["permute", "set", "reshape", "squeeze"],
+    "chain", [VIEW_CHAINS[k] for k in OUTPUT_VIEW_CHAINS], ids=OUTPUT_VIEW_CHAINS
 )
 def test_pure_views_of_another_output(chain):
     """A chain of view ops from a computed output: a view of it, with the order to
