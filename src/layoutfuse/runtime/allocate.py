@@ -58,6 +58,14 @@ def allocate_dense(
     return base.expand(*shape) if expanded else base
 
 
+def same_storage(a: torch.Tensor, b: object) -> bool:
+    """Whether ``b`` is a tensor in ``a``'s memory (a view of it, or it a view of ``b``)."""
+    return (
+        isinstance(b, torch.Tensor)
+        and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    )
+
+
 def writable(t: torch.Tensor) -> torch.Tensor:
     """``t`` without its stride-0 dims (narrowed to one element): safe to ``copy_`` into."""
     for d in range(t.dim()):

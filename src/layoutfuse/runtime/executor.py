@@ -40,7 +40,14 @@ from ..passes.output_layout import OutputLayout, OutputLayoutPass
 from ..reference import evaluate
 from ..schedulers.tuning import DEFAULT, Tuning
 from . import complex_parts
-from .allocate import allocate_output, make_view, view_chain, writable, writable_source
+from .allocate import (
+    allocate_output,
+    make_view,
+    same_storage,
+    view_chain,
+    writable,
+    writable_source,
+)
 from .guard import Guard, build_guard, no_plan
 from .index_bounds import check_indices, index_checks
 from .pipeline import CompiledFusion, Heuristics, RunRecord
@@ -392,11 +399,7 @@ class FusionExecutor:
 
     @staticmethod
     def _is_view_result(out: torch.Tensor, bases: list[Any]) -> bool:
-        return any(
-            isinstance(x, torch.Tensor)
-            and out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
-            for x in bases
-        )
+        return any(same_storage(out, x) for x in bases)
 
     @staticmethod
     def _view_bases(layout: OutputLayout, inputs: list[Any], outputs: list[Any]) -> list[Any]:
@@ -478,7 +481,7 @@ class FusionExecutor:
             elif computed[pos]:
                 writable(outputs[pos]).copy_(writable_source(outputs[pos], value))
         for dst, value in aliased:  # after every output has read the inputs
-            if value.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
+            if same_storage(value, dst):
                 value = value.clone()  # e.g. a permute of the input written into it
             dst.copy_(value)
 

@@ -16,6 +16,7 @@ import torch
 from ..ir import Fusion, Scalar
 from ..ir.ops.random import PHILOX_SEED
 from ..reference import evaluate_expr
+from .allocate import same_storage
 from .index_bounds import IndexCheck
 from .launch import LaunchRecord
 from .library import LibraryCall
@@ -86,7 +87,7 @@ def build_plan(
             bases = [
                 k
                 for k, u in enumerate(returned)
-                if k != j and _same_memory(t, u) and id(u) in written
+                if k != j and same_storage(t, u) and id(u) in written
             ]
             if len(bases) == 1:
                 u = returned[bases[0]]
@@ -97,7 +98,7 @@ def build_plan(
                     t.storage_offset() - u.storage_offset(),
                 )
                 continue
-            if any(k != j and _same_memory(t, u) for k, u in enumerate(returned)):
+            if any(k != j and same_storage(t, u) for k, u in enumerate(returned)):
                 return None
         out_ids[id(t)] = j
     made: dict[int, int] = {}  # id of a library call's result -> its made number
@@ -214,21 +215,9 @@ def build_plan(
     )
 
 
-def _same_memory(t: torch.Tensor, u: Any) -> bool:
-    return (
-        isinstance(u, torch.Tensor)
-        and u.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
-    )
-
-
 def _inputs_sharing_memory(t: torch.Tensor, inputs: list[Any]) -> list[int]:
     """The positions of the inputs whose memory ``t`` shares."""
-    ptr = t.untyped_storage().data_ptr()
-    return [
-        i
-        for i, x in enumerate(inputs)
-        if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == ptr
-    ]
+    return [i for i, x in enumerate(inputs) if same_storage(t, x)]
 
 
 def host_scalar(
