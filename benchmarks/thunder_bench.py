@@ -202,13 +202,14 @@ class Systems:
             return self.thunder_info.get("error", "thunder not loaded")
         return None
 
-    def make(self, system: str, fn: Callable) -> Callable:
+    def make(self, system: str, fn: Callable, without: tuple[str, ...] = ()) -> Callable:
         if system == "eager":
             return fn
         if system == "compile":
             torch._dynamo.reset()
             return torch.compile(fn)
-        return self.thunder.jit(fn, executors=self.executors)
+        executors = [e for e in self.executors if e.name not in without]
+        return self.thunder.jit(fn, executors=executors)
 
 
 def measure(systems: Systems, system: str, row: Row, built: Built, grad_out, want, timing, device):
@@ -220,7 +221,7 @@ def measure(systems: Systems, system: str, row: Row, built: Built, grad_out, wan
         res["error"] = f"unavailable: {skipped}"
         return res
     try:
-        fn = systems.make(system, built.fn)
+        fn = systems.make(system, built.fn, row.program.thunder_without)
         call = step(fn, built, row.mode, grad_out)
         got = call()
         synchronize(device)
@@ -272,6 +273,7 @@ def run_row(systems: Systems, row: Row, sizes: Sizes, device: str, timing: Timin
         dtype=row.dtype,
         mode=row.mode,
         shapes=[list(a.shape) for a in built.args],
+        thunder_without=list(row.program.thunder_without),
         params=sum(p.numel() for p in built.params),
     )
     grad_out = None

@@ -11,6 +11,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h
 pip install -q --no-deps --target /tmp/tsite .wheels/*.whl > /dev/null 2>&1
 export PYTHONPATH=$PWD/src:$PWD:/tmp/tsite LAYOUTFUSE_BENCH_COMMIT=$commit LAYOUTFUSE_CACHE_DIR=$out/cache
 export PYTHONUNBUFFERED=1
+trap 'rm -rf $out/cache' EXIT  # the kernel cache does not come back (files over the count)
 case ${PART:?} in
 a)
   nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv

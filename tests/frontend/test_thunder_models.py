@@ -29,6 +29,8 @@ TORCH_OPS_ALLOWED = {"linear", "matmul", "permute", "reshape", "torch_prims_resh
 TORCH_OPS_ALLOWED |= {"transpose", "view"}
 # fp32 attention (Thunder's nvFuser SDPA takes fp16 and bf16 only)
 TORCH_OPS_ALLOWED |= {"scaled_dot_product_attention", "torch_sdpa"}
+# Thunder's Philox state on CUDA (read and advanced by Thunder before a region draws)
+TORCH_OPS_ALLOWED |= {"get_and_update_rng_state_impl"}
 DEV = torch.get_default_device  # the tests' device (``--device cuda``: CUDA tensors)
 B, T, NH, HD = 2, 8, 2, 16
 H = NH * HD

@@ -163,6 +163,27 @@ def test_sdpfa_fwd_value_head_dim_and_key_length_differ():
     assert out.shape == (2, 3, 3, 5) and lse.shape == (2, 3, 3)
 
 
+@pytest.mark.parametrize("as_handles", [False, True])
+def test_sdpfa_fwd_takes_the_form_before_bias_and_mask(as_handles):
+    """nvFuser before 0.2.35 (and Thunder 0.2.6, positionally): (q, k, v, dropout_p,
+    is_causal, scale)."""
+    q, k, v = _attention_inputs(torch.float32, 4, L=6, S=6)
+    with FusionDefinition() as fd:
+        tq, tk, tv = (_define(fd, t, DataType.Float) for t in (q, k, v))
+        opts = (0.0, True, 0.5)
+        if as_handles:
+            opts = tuple(fd.define_scalar(x) for x in opts)
+        out, lse, _, _ = fd.ops.sdpfa_fwd(tq, tk, tv, *opts)
+        fd.add_output(out)
+    (got,) = fd.execute([q, k, v])
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.5)
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    with FusionDefinition() as fd:
+        tq, tk, tv = (_define(fd, t, DataType.Float) for t in (q, k, v))
+        with pytest.raises(DefinitionError, match="without bias and mask"):
+            fd.ops.sdpfa_fwd(tq, tk, tv, 0.0, True, 0.5, True)
+
+
 def test_sdpfa_fwd_refuses_mask_and_bias():
     with FusionDefinition() as fd:
         q, k, v, m = (fd.define_tensor(shape=[-1] * 4, dtype=DataType.Float) for _ in range(4))

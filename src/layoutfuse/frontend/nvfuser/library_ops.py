@@ -94,7 +94,19 @@ def grouped_mm(
 def sdpfa_fwd(
     self, query, key, value, bias=None, mask=None, dropout_p=None, is_causal=None, scale=None
 ):
-    """(output, logsumexp, philox_seed, philox_offset); bias and mask must be None."""
+    """(output, logsumexp, philox_seed, philox_offset); bias and mask must be None.
+
+    nvFuser before 0.2.35 had no bias and mask: ``sdpfa_fwd(q, k, v, dropout_p, is_causal,
+    scale)``, the form Thunder 0.2.6 passes positionally. A fourth argument that is not a
+    tensor handle (a Scalar, a number) takes that form."""
+    if bias is not None and not isinstance(bias, Tensor):
+        if is_causal is not None or scale is not None:
+            raise DefinitionError(
+                "sdpfa_fwd: the form without bias and mask takes (query, key, value, "
+                "dropout_p, is_causal, scale); got more arguments"
+            )
+        dropout_p, is_causal, scale = bias, mask, dropout_p
+        bias = mask = None
     rec = self._fd._recorder_for("sdpfa_fwd")
     q, k, v = (
         rec.tensor(x, "sdpfa_fwd", n) for x, n in ((query, "query"), (key, "key"), (value, "value"))
