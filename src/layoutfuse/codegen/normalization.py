@@ -20,7 +20,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ..dtypes import is_floating
-from ..schedulers.normalization import NormalizationParams
+from ..schedulers.normalization import NormalizationParams, row_accesses
 from ..schedulers.problem import is_affine
 from .generic_index import generic_index
 from .helpers import helpers_for
@@ -120,6 +120,31 @@ class _Kernel:
                 terms.append(("x * 0", 1))
             base = f" + b{a}" if a in p.based else ""  # a slice's start, a select's index
             self.xoff.append(w.assign("xo", offset_expr(terms, "x * 0") + base))
+
+    def align_scalars(self) -> None:
+        """The row's scalars of the aligned R loop (``align_rows`` = V, a row a program):
+        each row access's row offset and its first multiple of V at or after it (``ob``),
+        the elements before that boundary (``head``: the first access's, at most NR), the
+        whole tiles after it (``NFULL`` elements, from ``head``), the tail's start
+        (``tail0``), and whether every row access meets its boundary after ``head``
+        elements (``aligned``: else the plain loop runs)."""
+        w, p, v = self.w, self.p, self.p.align_rows
+        idx = dict(zip(p.x_groups, decompose(w, "pid", [f"n{g}" for g in p.x_groups], "xs")))
+        self.row_base = {}
+        heads = []
+        for a in row_accesses(self.spec.n_loads + self.spec.n_stores, p):
+            terms = [self.stride(a, g, idx[g]) for g in p.x_groups if not p.zero_strides[a][g]]
+            base = f" + b{a}" if a in p.based else ""
+            xs = w.assign("xs", offset_expr(terms) + base)
+            self.row_base[a] = w.assign("ob", f"({xs} + {v - 1}) // {v} * {v}")
+            heads.append(f"({self.row_base[a]} - {xs})")
+        w.line(f"head = tl.minimum({heads[0]}, NR)")
+        w.line("NFULL = (NR - head) // BLOCK_R * BLOCK_R")
+        w.line("tail0 = head + NFULL")
+        same = [f"({h} == {heads[0]})" for h in heads[1:]]
+        self.aligned = " & ".join(same) if same else ""
+        if same:
+            w.line(f"aligned = {self.aligned}")
 
     def tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
         """Offsets over the tile for loads, row-space stores and coordinates."""
@@ -271,6 +296,60 @@ def _online_rows(k: _Kernel, mx, sm, m: str, s: str) -> None:
     k.special[id(sm.outputs[0])] = row_sum
 
 
+def _r_loop(k: _Kernel, step, align: bool = True) -> None:
+    """The R loop of a looped row: ``step(ridx, mask, offsets)`` writes one tile's work.
+
+    Plain: tiles from element 0, each masked at NR. Aligned (``align_rows``, and ``align``:
+    no pass whose step counts its tiles, as Welford's does): one masked tile takes the
+    row's ``head`` (the elements before its first 16-byte boundary) in its first lanes and
+    the tail's start in the others (a second one the tail's last ``head`` elements, when
+    they do not fit), then whole tiles from the boundary, unmasked along R: Triton proves
+    their offsets ``ob + j`` (a multiple of V plus a multiple of BLOCK_R plus the arange)
+    aligned and contiguous, so they load and store 16-byte vectors."""
+    w, rg = k.w, k.p.r_groups
+
+    def plain() -> None:
+        w.line("for r0 in range(0, NR, BLOCK_R):")
+        with w.indent():
+            ridx, mask = k.r_tile("r0 + ")
+            step(ridx, mask, k.tile_offsets(ridx))
+
+    def masked(first: str) -> None:
+        w.line(f"r = {first}")
+        w.line("mask = xmask & (r < NR)")
+        ridx = {rg[0]: "r"}
+        step(ridx, "mask", k.tile_offsets(ridx))
+
+    def aligned() -> None:
+        w.line("t = tl.arange(0, BLOCK_R)[None, :]")
+        masked("tl.where(t < head, t, tail0 + t - head)")
+        w.line("if tail0 + BLOCK_R - head < NR:")
+        with w.indent():
+            masked("tail0 + BLOCK_R - head + t")
+        w.line("for j0 in range(0, NFULL, BLOCK_R):")
+        with w.indent():
+            w.line("j = j0 + t")
+            w.line("r = head + j")
+            w.line("mask = tl.broadcast_to(xmask, [BLOCK_X, BLOCK_R])")
+            ridx = {rg[0]: "r"}
+            offsets = k.tile_offsets(ridx)
+            for a, ob in k.row_base.items():
+                offsets[a] = w.assign("off", f"{ob} + j")
+            step(ridx, "mask", offsets)
+
+    if not (k.p.align_rows and align):
+        plain()
+    elif not k.aligned:  # one row access: its own boundary
+        aligned()
+    else:
+        w.line("if aligned:")
+        with w.indent():
+            aligned()
+        w.line("else:")
+        with w.indent():
+            plain()
+
+
 def _looped_pass(k: _Kernel, reds, online: dict) -> None:
     """One loop over the reduced extent accumulating ``reds``, then their row results.
     ``online`` (id(sum) -> max) names softmax's pairs, accumulated together."""
@@ -291,10 +370,10 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
             names = [w.fresh("acc")]
             w.line(f"{names[0]} = tl.full({k.tile}, {identity(e.op.name, at)}, {ct})")
         accs[id(e)] = names
-    w.line("for r0 in range(0, NR, BLOCK_R):")
-    with w.indent():
-        ridx, mask = k.r_tile("r0 + ")
-        ve = k.emitter(k.tile_offsets(ridx), mask, ridx)
+    counted = any(n_results(e) > 1 for e in reds)  # Welford's step counts the tiles
+
+    def step(ridx, mask, offsets) -> None:
+        ve = k.emitter(offsets, mask, ridx)
         for e in reds:
             at = accumulator_dtype(e)
             ct = tl_compute(at)
@@ -312,6 +391,8 @@ def _looped_pass(k: _Kernel, reds, online: dict) -> None:
                 w.line(f"{names[0]} = {COMBINE[op]}({names[0]}, v)")
         for (mx, _), (m, s) in zip(pairs, running):
             _online_step(k, mx, ve.value(mx.inputs[0], ()), m, s)
+
+    _r_loop(k, step, align=not counted)
     for (mx, sm), (m, s) in zip(pairs, running):
         _online_rows(k, mx, sm, m, s)
     for e in reds:
@@ -443,7 +524,7 @@ def _row_loop(k: _Kernel, params: NormalizationParams, accs: list[str]) -> None:
 def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=None) -> None:
     """One row block: its rows, reductions and stores (and its cross contributions);
     ``preloaded``: its loads already made (``_row_loop``)."""
-    spec, w, group = k.spec, k.w, k.spec.group
+    spec, group = k.spec, k.spec.group
     k.rows()
     if params.mode == "persistent":
         ridx, mask = k.r_tile("")
@@ -461,6 +542,8 @@ def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=N
             _cross_step(k, ve, cross, mask)
     else:
         assert not cross, "cross reductions need a persistent tile"
+        if params.align_rows:
+            k.align_scalars()
         for level in sorted(set(group.levels.values())):
             _looped_pass(
                 k, [e for e in group.reductions if group.levels[id(e)] == level], group.online
@@ -469,11 +552,12 @@ def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=N
             not (a.backward or a.cross)
             for a in spec.accesses[spec.n_loads : spec.n_loads + spec.n_stores]
         ):
-            w.line("for r0 in range(0, NR, BLOCK_R):")  # the store pass
-            with w.indent():
-                ridx, mask = k.r_tile("r0 + ")
-                offsets = k.tile_offsets(ridx)
-                k.store_rows(k.emitter(offsets, mask, ridx), offsets, mask)
+            _r_loop(
+                k,
+                lambda ridx, mask, offsets: k.store_rows(
+                    k.emitter(offsets, mask, ridx), offsets, mask
+                ),
+            )  # the store pass
     k.store_per_row()
 
 

@@ -56,6 +56,7 @@ from dataclasses import dataclass, replace
 
 from ..analysis.accesses import is_indirect
 from ..analysis.device import DeviceInfo
+from ..dtypes import itemsize
 from ..intmath import cdiv, next_pow2, prod
 from ..ir.ops.reductions import accumulator_dtype
 from ..segmenter.segments import KernelSpec
@@ -102,6 +103,9 @@ class NormalizationTuning:
     # L2 (fewer programs resident, so the store pass re-reads from L2); 0: off. Measured
     # (H200, 6cd3542): bf16 RMS norm rows of 65954 1432 -> 1943 GB/s, of 50257 1314 -> 1742
     loop_l2_warps: int = 32
+    # inner looped, a row a program: rows that Triton cannot prove aligned are walked from
+    # their first element on a boundary of this many bytes (``aligned_rows``; 0: off)
+    align_row_bytes: int = 16
     # outer looped: bytes of the stride-1 kept group per tile row, halved to min_row_bytes
     loop_row_bytes: int = 256
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
@@ -212,6 +216,9 @@ class NormalizationParams:
     finish_columns: int = 0
     finish_rows: int = 0
     finish_warps: int = 0
+    # looped inner rows, a row a program: its R loop starts each row at its first element
+    # of this many that lies on a 16-byte boundary (0: from element 0; ``aligned_rows``)
+    align_rows: int = 0
 
     @property
     def pattern(self) -> str:
@@ -317,8 +324,44 @@ def heuristics(
         x_span=plan.x_span,
     )
     if not p.cross:
-        return params
+        return replace(params, align_rows=aligned_rows(p, params, tuning))
     return _with_cross(params, p, device, tuning, plan.warps)
+
+
+def row_accesses(n_accesses: int, params: NormalizationParams) -> list[int]:
+    """Of the first ``n_accesses`` (loads, then stores), those that walk each row with unit
+    stride along the one reduced group and move along a kept group (a layer norm's weight
+    stays in place; a per-row result has stride 0 along R)."""
+    if params.generic or len(params.r_groups) != 1:
+        return []
+    rg = params.r_groups[0]
+    return [
+        a
+        for a in range(n_accesses)
+        if params.unit_strides[a][rg]
+        and not all(params.zero_strides[a][k] for k in params.x_groups)
+    ]
+
+
+def aligned_rows(p: Problem, params: NormalizationParams, tuning: NormalizationTuning) -> int:
+    """``align_rows`` of a looped inner kernel of a row a program whose rows Triton cannot
+    prove 16-byte aligned and whole (a row stride or the row length no multiple of 16
+    elements, a slice's base): elements of the narrowest row access in
+    ``align_row_bytes``. Such a row's loads and stores are otherwise one element each: a
+    bf16 softmax over rows of 50257 ran at 62% of eager's (H200, 2924fc7), whose kernel
+    also starts each row at its first aligned element. 0 otherwise."""
+    if not tuning.align_row_bytes or params.mode != "looped" or params.template != "inner":
+        return 0
+    if params.block_x != 1:
+        return 0
+    rows = row_accesses(p.n_loads + p.n_stores, params)
+    if not rows:
+        return 0
+    _, _, _, nr = p.kept_and_reduced()
+    strides = [p.groups[k].strides[a] for a in rows for k in params.x_groups]
+    if nr % 16 == 0 and all(s % 16 == 0 for s in strides) and not set(rows) & set(p.based):
+        return 0  # Triton proves each row's tiles aligned and whole
+    return max(1, tuning.align_row_bytes // min(itemsize(p.dtypes[a]) for a in rows))
 
 
 def _with_cross(
