@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..dtypes import DataType, itemsize
 from ..ir import Expr, TensorView
-from ..schedulers.pointwise import PointwiseParams, stride_arg, stride_args
+from ..schedulers.pointwise import PointwiseParams, stride_args
 from .generic_index import generic_index
 from .helpers import FP8_CONVERT, helpers_for
 from .kernel import Kernel
@@ -51,7 +51,7 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     n_acc = len(spec.accesses)
     ptrs = [f"p{i}" for i in range(len(spec.memory))]
     sizes = [f"n{k}" for k in range(params.n_groups)]
-    strides = [stride_arg(params, a, k) for a, k in stride_args(params, n_acc)]
+    strides = [f"s{a}_{k}" for a, k in stride_args(params, n_acc)]
     scalars = [f"c{i}" for i in range(len(spec.scalars))]
     gen = generic_index(spec, params) if params.generic else None
     walk = gen.arg_names() if gen else []

@@ -3,7 +3,7 @@ offsets, from ``PointwiseParams`` (the emission half of ``schedulers.pointwise``
 
 from __future__ import annotations
 
-from ..schedulers.pointwise import PointwiseParams, stride_term, tile_groups
+from ..schedulers.pointwise import PointwiseParams, tile_groups
 from ..schedulers.problem import is_affine
 from .indexing import decompose, offset_expr, one_write_per_element
 
@@ -77,9 +77,7 @@ def emit_indexing(
             offsets.append(None)
             continue
         groups = [k for k in range(params.n_groups) if not params.zero_strides[a][k]]
-        terms = [
-            (idx[k], 1 if params.unit_strides[a][k] else stride_term(params, a, k)) for k in groups
-        ]
+        terms = [(idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}") for k in groups]
         covered = [any(k in groups for k in axis) for axis in tile_axes]
         off = offset_expr(terms, TILE_ZEROS)
         if terms and not (all(covered) if access.store else any(covered)):

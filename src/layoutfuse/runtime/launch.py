@@ -22,7 +22,7 @@ from ..codegen.generic_index import generic_index
 from ..codegen.kernel import Kernel
 from ..ir import Scalar
 from ..schedulers.launch import LaunchSpec
-from ..schedulers.problem import Problem, stride_factor
+from ..schedulers.problem import Problem
 from ..segmenter.segments import KernelSpec
 from .problems import real_strides
 
@@ -91,9 +91,6 @@ def argument_values(
         values[f"n{k}"] = g.size
         for a, s in enumerate(g.strides):
             values[f"s{a}_{k}"] = s
-            f = stride_factor(params, a, k)
-            if f > 1:  # the kernel multiplies it back (``problem.stride_factors``)
-                values[f"q{a}_{k}"] = s // f
     if getattr(params, "generic", False):
         walk = generic_index(segment, params)
         values.update(zip(walk.arg_names(), walk.arg_values(segment, env, extents)))

@@ -50,14 +50,7 @@ from ..intmath import cdiv, next_pow2, prod
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec
 from .measure import Overrides
-from .problem import (
-    Problem,
-    generic_fields,
-    is_affine,
-    stride_factor,
-    stride_factors,
-    stride_flags,
-)
+from .problem import Problem, generic_fields, is_affine, stride_flags
 from .warps import THREADS_PER_WARP, WarpSteps, warps_for
 
 NAME = "pointwise"
@@ -112,10 +105,6 @@ class PointwiseTuning:
     # A call at each element's own index (before runs) made a dropout compute-bound: bf16
     # [8192, 8192] 1263 GB/s against eager's 2329, fp32 2599 against 2869 (H200)
     philox_run: int = 4
-    # stride arguments passed divided by their power-of-two factor, which the kernel
-    # multiplies back (``problem.stride_factors``): Triton then knows the offsets' alignment
-    # (a [n, 4] output's rows: 4-element stores, not 1); False: passed as they are
-    stride_factors: bool = True
     # measured choice (``schedulers/measure.py``): a transpose's tile at half the edge (at
     # the warps the thread bytes give, and at twice as many) and at twice the edge are
     # timed against the rule's; at 6cd3542 (H200) no one tile won every unaligned
@@ -160,9 +149,6 @@ class PointwiseParams:
     # per access: the elements of the aligned runs a coordinate walks along X, each one
     # Philox call of a random op (``coordinate_runs``); () when none is longer than 1
     coordinate_runs: tuple[int, ...] = ()
-    # [access][group]: the power of two a stride argument is passed divided by and the
-    # kernel multiplies back (``problem.stride_factors``); () when none
-    stride_factors: tuple[tuple[int, ...], ...] = ()
 
     @property
     def pattern(self) -> str:
@@ -271,7 +257,6 @@ def heuristics(
         **generic_fields(p),
         full_blocks=full,
         coordinate_runs=coordinate_runs(p, gx, gx2, bx, tuning),
-        stride_factors=stride_factors(p) if tuning.stride_factors else (),
     )
 
 
@@ -517,18 +502,6 @@ def launches(segment: KernelSpec, p: Problem, params: PointwiseParams) -> tuple[
     sizes = p.sizes
     px, py = tile_counts(params, sizes)
     return (LaunchSpec(0, (grid(params, sizes),), (("NUM_PX", px), ("NUM_PY", py))),)
-
-
-def stride_arg(params: PointwiseParams, a: int, k: int) -> str:
-    """The kernel argument of access ``a``'s stride along group ``k``: ``s<a>_<k>``, or
-    ``q<a>_<k>``, the stride divided by its ``stride_factor``."""
-    return f"q{a}_{k}" if stride_factor(params, a, k) > 1 else f"s{a}_{k}"
-
-
-def stride_term(params: PointwiseParams, a: int, k: int) -> str:
-    """The stride in the kernel's offsets: its argument, times its factor if any."""
-    f = stride_factor(params, a, k)
-    return f"(q{a}_{k} * {f})" if f > 1 else f"s{a}_{k}"
 
 
 def stride_args(params: PointwiseParams, n_access: int) -> list[tuple[int, int]]:

@@ -133,37 +133,6 @@ def generic_fields(p: Problem) -> dict[str, Any]:
     }
 
 
-def stride_factors(p: Problem) -> tuple[tuple[int, ...], ...]:
-    """``[access][group]``: the power of two (2, 4 or 8) dividing a stride that is passed
-    as a kernel argument, else 1; empty when every one is 1.
-
-    Triton specializes an integer argument only as 1 or a multiple of 16: a stride of 4
-    (the rows of a [n, 4] output) tells it nothing, so the tile's offsets along the
-    other axis have no known alignment and the accesses move one element each. A kernel
-    given the stride as ``q * 4`` (``q`` the argument) knows every such offset a multiple
-    of 4 elements, and moves 4 at once where they are contiguous."""
-    out = tuple(
-        tuple(_power_of_two_factor(g.strides[a]) if p.is_affine(a) else 1 for g in p.groups)
-        for a in range(len(p.dtypes))
-    )
-    return out if any(f > 1 for row in out for f in row) else ()
-
-
-def _power_of_two_factor(stride: int) -> int:
-    if stride in (0, 1) or stride % 16 == 0:
-        return 1
-    f = 1
-    while f < 8 and stride % (2 * f) == 0:
-        f *= 2
-    return f
-
-
-def stride_factor(params: Any, access: int, group: int) -> int:
-    """The factor ``stride_factors`` found for this stride (1: none, or not recorded)."""
-    factors = getattr(params, "stride_factors", ())
-    return factors[access][group] if factors else 1
-
-
 def is_affine(params: PointwiseParams | ReductionParams | NormalizationParams, access: int) -> bool:
     """Whether ``access`` is addressed by group strides in the kernel ``params`` describe."""
     return not params.generic or params.affine[access]
