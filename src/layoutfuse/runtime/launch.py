@@ -108,6 +108,8 @@ def bind(
 ) -> tuple[tuple[Any, ...], tuple[tuple[int, Scalar], ...]]:
     """The kernel's runtime arguments in declaration order, and where its scalars sit."""
     named = {**values, **dict(spec.values)}
+    for name, f in getattr(kernel.params, "factors", ()):  # the kernel multiplies them back
+        named[f"{name}_q"] = named[name] // f
     args = tuple(named[n] for n in kernel.arg_names)
     position = {n: i for i, n in enumerate(kernel.arg_names)}
     slots = tuple(

@@ -106,6 +106,9 @@ class NormalizationTuning:
     # inner looped, a row a program: rows that Triton cannot prove aligned are walked from
     # their first element on a boundary of this many bytes (``aligned_rows``; 0: off)
     align_row_bytes: int = 16
+    # inner kernels: the row length and row strides passed divided by their power-of-two
+    # factor, which the kernel multiplies back (``size_factors``); 0: passed as they are
+    size_factors: int = 1
     # outer looped: bytes of the stride-1 kept group per tile row, halved to min_row_bytes
     loop_row_bytes: int = 256
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
@@ -219,6 +222,9 @@ class NormalizationParams:
     # looped inner rows, a row a program: its R loop starts each row at its first element
     # of this many that lies on a 16-byte boundary (0: from element 0; ``aligned_rows``)
     align_rows: int = 0
+    # integer arguments the kernel receives divided by a power of two it multiplies back
+    # (``size_factors``: ("NR", 4) for rows of 276), so Triton knows them multiples of it
+    factors: tuple[tuple[str, int], ...] = ()
 
     @property
     def pattern(self) -> str:
@@ -324,7 +330,11 @@ def heuristics(
         x_span=plan.x_span,
     )
     if not p.cross:
-        return replace(params, align_rows=aligned_rows(p, params, tuning))
+        return replace(
+            params,
+            align_rows=aligned_rows(p, params, tuning),
+            factors=size_factors(p, params, tuning),
+        )
     return _with_cross(params, p, device, tuning, plan.warps)
 
 
@@ -341,6 +351,40 @@ def row_accesses(n_accesses: int, params: NormalizationParams) -> list[int]:
         if params.unit_strides[a][rg]
         and not all(params.zero_strides[a][k] for k in params.x_groups)
     ]
+
+
+def power_of_two_factor(n: int) -> int:
+    """The power of two (2, 4 or 8) dividing ``n``, where Triton does not know it: 1 for 0,
+    1, odd numbers and multiples of 16 (an integer argument Triton specializes itself)."""
+    if n in (0, 1) or n % 16 == 0:
+        return 1
+    f = 1
+    while f < 8 and n % (2 * f) == 0:
+        f *= 2
+    return f
+
+
+def size_factors(
+    p: Problem, params: NormalizationParams, tuning: NormalizationTuning
+) -> tuple[tuple[str, int], ...]:
+    """``factors`` of an inner kernel: the row length NR and the row accesses' row strides,
+    each with its power-of-two factor (``power_of_two_factor``) when it has one.
+
+    Triton specializes an integer argument only as 1 or a multiple of 16. Rows of 276 bf16
+    (a multiple of 4, rows 552 bytes apart) are masked ``r < NR`` and offset ``x * s``
+    with nothing known of either, so each thread loads and stores one element; told
+    ``NR = NR_q * 4`` and ``s = s_q * 4``, Triton keeps the mask constant over 4 lanes and
+    the rows 8-byte aligned: 4-element vectors. (Inductor's persistent reductions get the
+    same from sizes it writes into the kernel as literals.)"""
+    if not tuning.size_factors or params.template != "inner" or params.generic:
+        return ()
+    _, _, _, nr = p.kept_and_reduced()
+    out = [("NR", power_of_two_factor(nr))]
+    for a in row_accesses(p.n_loads + p.n_stores, params):
+        for k in params.x_groups:
+            if not (params.zero_strides[a][k] or params.unit_strides[a][k]):
+                out.append((f"s{a}_{k}", power_of_two_factor(p.groups[k].strides[a])))
+    return tuple((name, f) for name, f in out if f > 1)
 
 
 def aligned_rows(p: Problem, params: NormalizationParams, tuning: NormalizationTuning) -> int:
