@@ -24,3 +24,14 @@ def prod(values: Iterable[int]) -> int:
     for v in values:
         p *= v
     return p
+
+
+def power_of_two_factor(n: int) -> int:
+    """The power of two (2, 4 or 8) dividing ``n``, where Triton does not know it: 1 for 0,
+    1, odd numbers and multiples of 16 (an integer argument Triton specializes itself)."""
+    if n in (0, 1) or n % 16 == 0:
+        return 1
+    f = 1
+    while f < 8 and n % (2 * f) == 0:
+        f *= 2
+    return f

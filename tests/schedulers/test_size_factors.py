@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
+from layoutfuse.intmath import power_of_two_factor
 from layoutfuse.nvfuser import DataType, FusionDefinition
-from layoutfuse.schedulers.normalization import power_of_two_factor
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
 
@@ -117,3 +117,65 @@ def test_rows_of_16_and_odd_rows_have_none():
     for n in (1024, 3939):
         _, params = _run(torch.randn(24, n))
         assert all(p.factors == () for p in params)
+
+
+# --- reductions (``reduction.size_factors``, ``ReductionParams.factors``) ------------------
+
+R_OFF = DEFAULT.with_fields(reduction=dict(size_factors=0))
+
+
+def _sum(x: torch.Tensor, dims: list[int], tuning=DEFAULT):
+    """(fd, params) of ``x``'s sum over ``dims`` in fp32, checked against torch."""
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.sum(fd.ops.cast(t, DataType.Float), dims=dims))
+    configured(fd, tuning=tuning, target=small_gpu(8))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x.float().sum(dims), atol=1e-2, rtol=1e-3)
+    (params,) = schedules(fd)
+    assert params.scheduler == "reduction"
+    return fd, params
+
+
+@pytest.mark.parametrize(
+    "shape,dims,template,vector",
+    [
+        ((512, 164), [1], "inner", {torch.bfloat16: "v2", torch.float32: "v4"}),
+        ((2048, 1000), [1], "inner", {torch.bfloat16: "v4", torch.float32: "v4"}),
+        ((512, 276), [0], "outer", {torch.bfloat16: "v2", torch.float32: "v4"}),
+        ((300, 1000), [0], "outer", {torch.bfloat16: "v4", torch.float32: "v4"}),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_reductions_with_a_factor_load_vectors(shape, dims, template, vector, dtype):
+    """sm_90 PTX: row sums of 164 or 1000 elements and column sums of 276 or 1000 columns
+    load vectors of the factor's elements (16 bytes at most); without factors, one
+    element per load."""
+    x = torch.randn(*shape).to(dtype)
+    fd, params = _sum(x, dims)
+    assert params.template == template and params.factors
+    (art, *_) = compile_last_run(fd.executor())
+    assert art.vector_widths.get(f"ld.global.{vector[dtype]}", 0) > 0, art.vector_widths
+    off, plain = _sum(x, dims, R_OFF)
+    assert plain.factors == ()
+    (art, *_) = compile_last_run(off.executor())
+    assert {k for k in art.vector_widths if k.startswith("ld.")} == {"ld.global.v1"}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_reduction_values_over_layouts_and_factors(dtype):
+    """Every dim subset of 3-D inputs whose extents give factors 2, 4 and 8 (6, 12, 20,
+    24), in every memory order, sliced (a step, a start) and expanded."""
+    g = torch.Generator().manual_seed(11)
+    shape = (6, 20, 12)
+    for order in [(0, 1, 2), (2, 1, 0), (1, 2, 0), (0, 2, 1)]:
+        phys = [shape[d] for d in order]
+        base = torch.randn(phys[0], phys[1], 2 * phys[2] + 1, generator=g).to(dtype)
+        for kind in ("dense", "sliced", "expanded"):
+            y = base[:, :, : phys[2]] if kind != "sliced" else base[:, :, 1::2]
+            x = y.permute(*[order.index(d) for d in range(3)])
+            if kind == "expanded":
+                x = x[:1].expand(shape)
+            assert tuple(x.shape) == shape
+            for dims in ([0], [1], [2], [0, 1], [1, 2], [0, 2]):
+                _sum(x, dims)

@@ -56,9 +56,12 @@ __all__ = [
 def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
     """The reduction kernel's source, and its argument names (constexprs excluded)."""
     k = _ReductionEmitter(Writer(), spec, params)
-    args = k.kernel_args()
+    factors = dict(params.factors)
+    args = [f"{a}_q" if a in factors else a for a in k.kernel_args()]  # ``bind`` divides them
     k.signature(name, args)
     with k.w.indent():
+        for a, f in params.factors:  # a multiple of f that Triton knows as one
+            k.w.line(f"{a} = {a}_q * {f}")
         k.program_indices()
         k.x_offsets()
         k.init_accumulators()

@@ -109,7 +109,8 @@ def bind(
     """The kernel's runtime arguments in declaration order, and where its scalars sit."""
     named = {**values, **dict(spec.values)}
     for name, f in getattr(kernel.params, "factors", ()):  # the kernel multiplies them back
-        named[f"{name}_q"] = named[name] // f
+        if f"{name}_q" in kernel.arg_names:  # (a finishing kernel takes them as they are)
+            named[f"{name}_q"] = named[name] // f
     args = tuple(named[n] for n in kernel.arg_names)
     position = {n: i for i, n in enumerate(kernel.arg_names)}
     slots = tuple(

@@ -57,7 +57,7 @@ from dataclasses import dataclass, replace
 from ..analysis.accesses import is_indirect
 from ..analysis.device import DeviceInfo
 from ..dtypes import itemsize
-from ..intmath import cdiv, next_pow2, prod
+from ..intmath import cdiv, next_pow2, power_of_two_factor, prod
 from ..ir.ops.reductions import accumulator_dtype
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec, Workspace
@@ -353,22 +353,11 @@ def row_accesses(n_accesses: int, params: NormalizationParams) -> list[int]:
     ]
 
 
-def power_of_two_factor(n: int) -> int:
-    """The power of two (2, 4 or 8) dividing ``n``, where Triton does not know it: 1 for 0,
-    1, odd numbers and multiples of 16 (an integer argument Triton specializes itself)."""
-    if n in (0, 1) or n % 16 == 0:
-        return 1
-    f = 1
-    while f < 8 and n % (2 * f) == 0:
-        f *= 2
-    return f
-
-
 def size_factors(
     p: Problem, params: NormalizationParams, tuning: NormalizationTuning
 ) -> tuple[tuple[str, int], ...]:
     """``factors`` of an inner kernel: the row length NR and the row accesses' row strides,
-    each with its power-of-two factor (``power_of_two_factor``) when it has one.
+    each with its power-of-two factor (``intmath.power_of_two_factor``) when it has one.
 
     Triton specializes an integer argument only as 1 or a multiple of 16. Rows of 276 bf16
     (a multiple of 4, rows 552 bytes apart) are masked ``r < NR`` and offset ``x * s``

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..analysis.device import DeviceInfo
 from ..dtypes import DataType
-from ..intmath import cdiv, next_pow2, prod
+from ..intmath import cdiv, next_pow2, power_of_two_factor, prod
 from ..ir.ops.reductions import accumulator_dtype, n_results
 from ..segmenter.segments import KernelSpec
 from . import reduction_tiles as tiles
@@ -73,6 +73,9 @@ class ReductionParams:
     # flat inner R of an extent the launcher does not specialize as a multiple of 16: whole
     # loop steps run without the R mask (``i < n`` would keep every load one element wide)
     full_steps: bool = False
+    # integer arguments the main kernel receives divided by a power of two it multiplies
+    # back (``size_factors``), so Triton knows them multiples of it
+    factors: tuple[tuple[str, int], ...] = ()
 
     @property
     def pattern(self) -> str:
@@ -103,6 +106,40 @@ def can_schedule(
 def heuristics(
     p: Problem, device: DeviceInfo, tuning: tiles.ReductionTuning = tiles.DEFAULT_TUNING
 ) -> ReductionParams:
+    """The tile, template and split (``_chosen``), and the arguments the kernel is told
+    multiples of a power of two (``size_factors``)."""
+    params = _chosen(p, device, tuning)
+    if not tuning.size_factors:
+        return params
+    return replace(params, factors=size_factors(p, params))
+
+
+def size_factors(p: Problem, params: ReductionParams) -> tuple[tuple[str, int], ...]:
+    """``factors``: the extent a tile's mask compares with (the inner template's R extent
+    NR, the outer's stride-1 kept group), the split's R chunk and the loads' stride arguments, each with its
+    power-of-two factor where it has one (``intmath.power_of_two_factor``: Triton
+    specializes an integer only as 1 or a multiple of 16). Rows of 164 elements summed
+    (a multiple of 4, rows 328 bytes apart) then load 4 elements at once, not one."""
+    if params.generic:
+        return ()
+    sizes = p.sizes
+    if params.template == "inner":
+        _, _, _, nr = p.kept_and_reduced()
+        extent = ("NR", nr // sizes[params.r_groups[0]] if params.r_nest else nr)
+    else:
+        extent = (f"n{params.x_groups[0]}", sizes[params.x_groups[0]])
+    # a split's R chunk starts each program's R range (``r_lo = pid_s * CHUNK``)
+    out = [(extent[0], power_of_two_factor(extent[1]))]
+    out.append(("CHUNK", power_of_two_factor(chunk(params, sizes))))
+    for a in range(p.n_loads):  # the stores' (a reduced output's) vectors matter little, and a
+        # transposed store's (``y_group``) would make Triton convert the tile's layout
+        for k in range(params.n_groups):
+            if not (params.zero_strides[a][k] or params.unit_strides[a][k]):
+                out.append((f"s{a}_{k}", power_of_two_factor(p.groups[k].strides[a])))
+    return tuple((name, f) for name, f in out if f > 1)
+
+
+def _chosen(p: Problem, device: DeviceInfo, tuning: tiles.ReductionTuning) -> ReductionParams:
     """``p.accumulators`` (the partial results each program keeps per tile element: one per
     reduction, three for a Welford) sets the registers and so the resident programs that
     the split is sized from.

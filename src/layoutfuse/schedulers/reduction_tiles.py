@@ -53,6 +53,9 @@ class ReductionTuning:
 
     # warps of a full tile: the inner template's threads, the outer 4-byte tile's warps
     tile_warps: int = 8
+    # the masks' extent and the stride arguments passed divided by their power-of-two
+    # factor, which the kernel multiplies back (``reduction.size_factors``); 0: as they are
+    size_factors: int = 1
     # bytes per thread and loop step, kept in flight as 16-byte vectors
     load_bytes: int = 64
     # fp32 accumulators per thread (4096 per program at 8 warps); wider steps unroll into them
