@@ -16,6 +16,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import INTERPRETER_WARNINGS, configured, schedules
@@ -194,3 +195,45 @@ def test_pairs_when_packing_is_off(mode):
     assert torch.equal(i, stable_order(x, True)[:, :5])
     assert schedules(fd)[0].packed == 0
     assert "_first" in fd.last_triton_code() or "_sorts_before" in fd.last_triton_code()
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype", [BF16, F16])
+def test_split_chunks_of_16_bit_keys_pack_in_32_bits(dtype, largest):
+    """A split row packed in 64 bits (``narrow_keys=False`` stands for a row past 2**15
+    elements) takes each chunk's top-k on int32 keys of the 16-bit order and the index in
+    the chunk (``chunk_packed``), then repacks its picks: the same indices and values
+    (NaNs, zeros of both signs, ties) as the chunks packed in 64 bits."""
+    x = special_rows(dtype, seed=4)
+    tuning = {**MODES["split"], "narrow_keys": False}
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 13, 1, largest=largest), x, tuning)
+    want_i = stable_order(x, largest)[:, :13]
+    assert torch.equal(i, want_i)
+    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want_i)))
+    (p,) = schedules(fd)
+    assert (p.mode, p.packed, p.chunk_packed) == ("split", 64, 32)
+    assert "(s << 16) | low" in fd.last_triton_code()
+    fd64, (v64, i64) = _run(
+        lambda fd, t: fd.ops.topk(t, 13, 1, largest=largest), x, {**tuning, "chunk_keys32": False}
+    )
+    assert schedules(fd64)[0].chunk_packed == 0
+    assert torch.equal(i64, i) and torch.equal(_bits(v64), _bits(v))
+    # sm_90: the chunk's top-k exchanges 32-bit keys (fewer shuffles and 64-bit operations)
+    (ptx32,), (ptx64,) = (
+        [a.ptx for a in compile_last_run(f.executor()) if a.name == "topk_candidates_kernel"]
+        for f in (fd, fd64)
+    )
+    assert ptx32.count(".s64") < ptx64.count(".s64")
+    assert ptx32.count("shfl") < ptx64.count("shfl")
+
+
+def test_a_vocabulary_row_of_bf16_splits_in_int32_chunks():
+    """bf16 rows of 40000 (their index needs the int64 key): chunks of int32 keys, the
+    result as torch's topk."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(2, 40000, generator=g).to(BF16)
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, {})
+    (p,) = schedules(fd)
+    assert (p.mode, p.packed, p.chunk_packed) == ("split", 64, 32)
+    want_i = stable_order(x, True)[:, :5]
+    assert torch.equal(i, want_i) and torch.equal(v, torch.gather(x, 1, want_i))

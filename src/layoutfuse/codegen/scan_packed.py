@@ -172,12 +172,41 @@ def chunk_keys(w: Writer, t: ScanTile) -> str:
     return packed_key(w, t, t.value(w), "cols[None, :]", "mask")
 
 
+def chunk_keys32(w: Writer, t: ScanTile) -> str:
+    """The K least of this program's chunk of a 16-bit float row (``chunk_packed``), in
+    order, as the row's 64-bit keys: packed in an int32 first (the value's 16-bit order
+    and its index in the chunk, ``0x7FFFFFFF`` past the row), the top-k taken on those,
+    then each pick's value and index in the row packed as ``packed_key`` packs them."""
+    w.line("pid = tl.program_id(0)")
+    w.line("chunk = pid % NUM_CHUNKS")
+    t.rows(w, "pid // NUM_CHUNKS")
+    t.columns(w, "chunk * BLOCK_N")
+    x = w.assign("x", f"({t.value(w)}).to(tl.float32)")
+    s = f"_half_order({x}, {_half(t)})"
+    w.line(f"s = ~{s}" if t.p.descending else f"s = {s}")
+    w.line(f"low = tl.arange(0, BLOCK_N)[None, :] * 2 + _negative_zero({x}).to(tl.int32)")
+    w.line("key = tl.where(mask, (s << 16) | low, 0x7FFFFFFF)")
+    w.line("top = ~tl.topk(~key, K_BLOCK, dim=1)")
+    w.line("s = top >> 16")
+    if t.p.descending:
+        w.line("s = ~s")
+    w.line(f"v = _half_of(s, (top & 1) != 0, {_half(t)})")
+    w.line("col = (chunk * BLOCK_N + ((top & 0xFFFF) >> 1)).to(tl.int64)")
+    return w.assign(
+        "top",
+        f"_pack(_float_order(v), col * 2 + (top & 1).to(tl.int64), top != 0x7FFFFFFF, "
+        f"{t.p.descending})",
+    )
+
+
 def _candidates(w: Writer, t: ScanTile) -> None:
     """A split topk's first launch: a program a chunk of a row (one tile in registers)
     stores its K least keys, in order, into the workspace at [row, chunk, j]
     (``PACKED_LAST`` where the chunk has fewer than K elements)."""
-    key = chunk_keys(w, t)
-    w.line(f"top = {_least(key)}")
+    if t.p.chunk_packed == 32:
+        w.line(f"top = {chunk_keys32(w, t)}")
+    else:
+        w.line(f"top = {_least(chunk_keys(w, t))}")
     w.line("j = tl.arange(0, K_BLOCK)[None, :]")
     w.line("out = ws0 + ((rows.to(tl.int64) * NUM_CHUNKS + chunk) * K)[:, None] + j")
     w.line("tl.store(out, top, mask=rmask[:, None] & (j < K))")

@@ -152,6 +152,9 @@ class ScanTuning:
     # 32-bit min and max (the argsort of bf16 rows of 2048 on sm_90: 4 warps of 3304
     # instructions a program, against 8 warps of 4648 with int64 keys)
     narrow_keys: bool = True
+    # ... and a split topk's chunk of such keys in one int32 with its index in the chunk,
+    # where the row's index needs the int64 (``chunk_packs``: bf16 vocabulary rows of 50257)
+    chunk_keys32: bool = True
     # topk rows beyond a sort tile (k <= select_max_k_long, packed keys) are split across
     # programs (mode ``split``) while there are fewer rows than this many per
     # multiprocessor: a program a row leaves most of them idle (64 vocabulary rows on
@@ -198,6 +201,9 @@ class ScanParams:
     packed: int = 0  # argsort, topk: the width of the integer each key is packed in with
     #   its index (64 or 32; 0: (key, index) pairs)
     k_block: int = 0  # topk split: the bitonic top-k's width, next_pow2(k) (at least 2)
+    chunk_packed: int = 0  # topk split of a 16-bit float row: 32 where each chunk's keys
+    #   pack in an int32 with their index in the chunk (``chunk_keys32``), repacked in 64
+    #   bits for the workspace; 0: the chunk packs as the row does (``packed``)
 
     @property
     def pattern(self) -> str:
@@ -410,7 +416,18 @@ def _split_select(p: Problem, chunk: int, tuning: ScanTuning) -> ScanParams:
         in_tile=candidates <= merge and kb <= merge,
         packed=packs(p, tuning),
         k_block=kb,
+        chunk_packed=chunk_packs(p, chunk, tuning),
     )
+
+
+def chunk_packs(p: Problem, chunk: int, tuning: ScanTuning) -> int:
+    """32 where a split row of 16-bit floats packs in 64 bits (its index passes 2**15) but
+    a chunk's keys fit an int32 with their index in the chunk: the chunk's bitonic top-k,
+    most of the split's work, then compares and exchanges 32-bit keys, not 64-bit ones."""
+    narrow = p.scan_dtype in NARROW_DTYPES and p.scan_dtype is not DataType.Bool
+    if not (tuning.chunk_keys32 and narrow and packs(p, tuning) == 64 and chunk <= 2**15):
+        return 0
+    return 32
 
 
 def k_block(k: int) -> int:
