@@ -38,6 +38,20 @@ _INTEGER_FORMS = {
 }
 
 
+def _small_power(exponent) -> int:
+    """2 or 3 where a float power's exponent is that constant, else 0: the power is then
+    the product in the compute dtype (``x * x``), as torch computes a tensor to a scalar
+    power of 2 or 3; a Half or BFloat16 result is rounded once, as nvFuser rounds an op
+    computed in Float. libdevice's ``pow`` costs some 40 instructions an element
+    (Thunder's GELU backward squares with it)."""
+    if not (isinstance(exponent, Scalar) and exponent.is_constant):
+        return 0
+    v = exponent.value
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return 0
+    return int(v) if v in (2, 3) else 0
+
+
 def literal(s: Scalar) -> str:
     v = s.value
     if isinstance(v, bool):
@@ -192,6 +206,8 @@ class ValueEmitter:
             expr = f"({args[0]} | ({args[1]} & ({args[2]} != 0)))"  # torch: a or (alpha and b)
         elif (is_integral(out_c) or is_boolean(out_c)) and name in _INTEGER_FORMS:
             expr = _INTEGER_FORMS[name](*args)
+        elif name == "pow" and _small_power(e.inputs[1]):
+            expr = " * ".join([f"({args[0]})"] * _small_power(e.inputs[1]))
         else:
             expr = e.op.triton(*args)
         if is_boolean(out_c):
