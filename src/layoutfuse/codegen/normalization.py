@@ -63,6 +63,10 @@ class _Kernel:
         self.xoff: list[str | None] = []
         self.idx: dict[int, str] = {}
         self.gen = generic_index(spec, params) if params.generic else None
+        # the aligned R loop's row bases and its test that every row meets them
+        # (``align_scalars``; only with ``align_rows``)
+        self.row_base: dict[int, str] = {}
+        self.aligned = ""
 
     def stride(self, a: int, k: int, index: str) -> tuple[str, int | str]:
         return (index, 1 if self.p.unit_strides[a][k] else f"s{a}_{k}")

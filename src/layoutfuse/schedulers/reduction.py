@@ -116,14 +116,15 @@ def heuristics(
 
 def size_factors(p: Problem, params: ReductionParams) -> tuple[tuple[str, int], ...]:
     """``factors``: the extent a tile's mask compares with (the inner template's R extent
-    NR, the outer's stride-1 kept group), the split's R chunk and the loads' stride arguments, each with its
-    power-of-two factor where it has one (``intmath.power_of_two_factor``: Triton
-    specializes an integer only as 1 or a multiple of 16). Rows of 164 elements summed
-    (a multiple of 4, rows 328 bytes apart) then load 4 elements at once, not one."""
+    NR, the outer's stride-1 kept group), the split's R chunk and the loads' stride
+    arguments, each with its power-of-two factor where it has one
+    (``intmath.power_of_two_factor``: Triton specializes an integer only as 1 or a multiple
+    of 16). Rows of 164 elements summed (a multiple of 4, rows 328 bytes apart) then load
+    4 elements at once, not one."""
     if params.generic:
         return ()
     sizes = p.sizes
-    if params.template == "inner":
+    if params.template == "inner" or not params.x_groups:
         _, _, _, nr = p.kept_and_reduced()
         extent = ("NR", nr // sizes[params.r_groups[0]] if params.r_nest else nr)
     else:
