@@ -178,6 +178,12 @@ def test_sdpfa_fwd_takes_the_form_before_bias_and_mask(as_handles):
     (got,) = fd.execute([q, k, v])
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.5)
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    with FusionDefinition() as fd:  # dropout_p None, is_causal given
+        tq, tk, tv = (_define(fd, t, DataType.Float) for t in (q, k, v))
+        out, *_ = fd.ops.sdpfa_fwd(tq, tk, tv, None, True, 0.5)
+        fd.add_output(out)
+    (got,) = fd.execute([q, k, v])
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
     with FusionDefinition() as fd:
         tq, tk, tv = (_define(fd, t, DataType.Float) for t in (q, k, v))
         with pytest.raises(DefinitionError, match="without bias and mask"):

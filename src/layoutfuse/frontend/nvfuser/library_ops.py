@@ -98,8 +98,8 @@ def sdpfa_fwd(
 
     nvFuser before 0.2.35 had no bias and mask: ``sdpfa_fwd(q, k, v, dropout_p, is_causal,
     scale)``, the form Thunder 0.2.6 passes positionally. A fourth argument that is not a
-    tensor handle (a Scalar, a number) takes that form."""
-    if bias is not None and not isinstance(bias, Tensor):
+    tensor handle (a Scalar, a number; a fifth, where the fourth is None) takes that form."""
+    if any(x is not None and not isinstance(x, Tensor) for x in (bias, mask)):
         if is_causal is not None or scale is not None:
             raise DefinitionError(
                 "sdpfa_fwd: the form without bias and mask takes (query, key, value, "
