@@ -35,3 +35,10 @@ def power_of_two_factor(n: int) -> int:
     while f < 8 and n % (2 * f) == 0:
         f *= 2
     return f
+
+
+def int32_factor(n: int) -> int:
+    """``power_of_two_factor`` of an integer a kernel receives divided by it and multiplies
+    back: 1 from 2**31 up, where the quotient may be passed as an int32 (Triton types an
+    integer argument by its value) while the product overflows it."""
+    return power_of_two_factor(n) if n < 2**31 else 1

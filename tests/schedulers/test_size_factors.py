@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
-from layoutfuse.intmath import power_of_two_factor
+from layoutfuse.intmath import int32_factor, power_of_two_factor
 from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
@@ -66,6 +66,8 @@ def _run(x: torch.Tensor, tuning=DEFAULT):
 def test_the_factor_is_the_power_of_two_below_16():
     got = {n: power_of_two_factor(n) for n in (0, 1, 3, 2, 6, 276, 164, 1000, 1024, 3939, 48)}
     assert got == {0: 1, 1: 1, 3: 1, 2: 2, 6: 2, 276: 4, 164: 4, 1000: 8, 1024: 1, 3939: 1, 48: 1}
+    # a quotient Triton may pass as an int32 whose product would overflow it: no factor
+    assert int32_factor(2**31 - 4) == 4 and int32_factor(2**31 + 4) == 1
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

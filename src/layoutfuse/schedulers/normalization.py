@@ -57,7 +57,7 @@ from dataclasses import dataclass, replace
 from ..analysis.accesses import is_indirect
 from ..analysis.device import DeviceInfo
 from ..dtypes import itemsize
-from ..intmath import cdiv, next_pow2, power_of_two_factor, prod
+from ..intmath import cdiv, int32_factor, next_pow2, prod
 from ..ir.ops.reductions import accumulator_dtype
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec, Workspace
@@ -357,7 +357,7 @@ def size_factors(
     p: Problem, params: NormalizationParams, tuning: NormalizationTuning
 ) -> tuple[tuple[str, int], ...]:
     """``factors`` of an inner kernel: the row length NR and the row accesses' row strides,
-    each with its power-of-two factor (``intmath.power_of_two_factor``) when it has one.
+    each with its power-of-two factor (``intmath.int32_factor``) when it has one.
 
     Triton specializes an integer argument only as 1 or a multiple of 16. Rows of 276 bf16
     (a multiple of 4, rows 552 bytes apart) are masked ``r < NR`` and offset ``x * s``
@@ -368,11 +368,11 @@ def size_factors(
     if not tuning.size_factors or params.template != "inner" or params.generic:
         return ()
     _, _, _, nr = p.kept_and_reduced()
-    out = [("NR", power_of_two_factor(nr))]
+    out = [("NR", int32_factor(nr))]
     for a in row_accesses(p.n_loads + p.n_stores, params):
         for k in params.x_groups:
             if not (params.zero_strides[a][k] or params.unit_strides[a][k]):
-                out.append((f"s{a}_{k}", power_of_two_factor(p.groups[k].strides[a])))
+                out.append((f"s{a}_{k}", int32_factor(p.groups[k].strides[a])))
     return tuple((name, f) for name, f in out if f > 1)
 
 

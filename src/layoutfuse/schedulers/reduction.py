@@ -33,7 +33,7 @@ from typing import Any
 
 from ..analysis.device import DeviceInfo
 from ..dtypes import DataType
-from ..intmath import cdiv, next_pow2, power_of_two_factor, prod
+from ..intmath import cdiv, int32_factor, next_pow2, prod
 from ..ir.ops.reductions import accumulator_dtype, n_results
 from ..segmenter.segments import KernelSpec
 from . import reduction_tiles as tiles
@@ -118,8 +118,8 @@ def size_factors(p: Problem, params: ReductionParams) -> tuple[tuple[str, int], 
     """``factors``: the extent a tile's mask compares with (the inner template's R extent
     NR, the outer's stride-1 kept group), the split's R chunk and the loads' stride
     arguments, each with its power-of-two factor where it has one
-    (``intmath.power_of_two_factor``: Triton specializes an integer only as 1 or a multiple
-    of 16). Rows of 164 elements summed (a multiple of 4, rows 328 bytes apart) then load
+    (``intmath.int32_factor``: Triton specializes an integer only as 1 or a multiple of
+    16). Rows of 164 elements summed (a multiple of 4, rows 328 bytes apart) then load
     4 elements at once, not one."""
     if params.generic:
         return ()
@@ -130,13 +130,13 @@ def size_factors(p: Problem, params: ReductionParams) -> tuple[tuple[str, int], 
     else:
         extent = (f"n{params.x_groups[0]}", sizes[params.x_groups[0]])
     # a split's R chunk starts each program's R range (``r_lo = pid_s * CHUNK``)
-    out = [(extent[0], power_of_two_factor(extent[1]))]
-    out.append(("CHUNK", power_of_two_factor(chunk(params, sizes))))
+    out = [(extent[0], int32_factor(extent[1]))]
+    out.append(("CHUNK", int32_factor(chunk(params, sizes))))
     for a in range(p.n_loads):  # the stores' (a reduced output's) vectors matter little, and a
         # transposed store's (``y_group``) would make Triton convert the tile's layout
         for k in range(params.n_groups):
             if not (params.zero_strides[a][k] or params.unit_strides[a][k]):
-                out.append((f"s{a}_{k}", power_of_two_factor(p.groups[k].strides[a])))
+                out.append((f"s{a}_{k}", int32_factor(p.groups[k].strides[a])))
     return tuple((name, f) for name, f in out if f > 1)
 
 
