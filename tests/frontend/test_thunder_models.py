@@ -125,6 +125,23 @@ KERNELS = {
 }
 
 
+def _checked_kernels(traces) -> list[list[int]]:
+    """Each (trace, kernels per region) pair's kernels, after checking that every op
+    outside the trace's nvFuser regions is an allowed one and every region ran on
+    layoutfuse."""
+    for trace, kernels in traces:
+        regions, torch_ops = regions_and_torch_ops(trace)
+        assert set(torch_ops) <= TORCH_OPS_ALLOWED, f"ops outside nvFuser regions: {torch_ops}"
+        assert len(regions) == len(kernels), "every region ran on layoutfuse"
+    return [kernels for _, kernels in traces]
+
+
+def _listed(table: dict, *keys):
+    """The entry of ``table`` under the first of ``keys`` it lists (most specific first:
+    program, dtype and device; program and dtype; program)."""
+    return next(table[k] for k in keys if k in table)
+
+
 def _options(name: str, dtype: torch.dtype) -> dict:
     """Thunder's nvFuser SDPA (``nv_enable_sdpa``) takes fp16 and bf16 only: fp32 attention
     stays on torch."""
@@ -197,16 +214,11 @@ def test_litgpt_programs_on_layoutfuse(name, dtype, region_kernels):
     traces = [(thunder.last_traces(jitted)[-1], region_kernels[:n_forward])]
     if differentiable:
         traces.append((thunder.last_backward_traces(jitted)[-1], region_kernels[n_forward:]))
-    for trace, kernels in traces:
-        regions, torch_ops = regions_and_torch_ops(trace)
-        assert set(torch_ops) <= TORCH_OPS_ALLOWED, f"ops outside nvFuser regions: {torch_ops}"
-        assert len(regions) == len(kernels), "every region ran on layoutfuse"
     dtype_id = "fp32" if dtype == torch.float32 else "bf16"
     device = torch.get_default_device().type
-    want_kernels = KERNELS.get(
-        (name, dtype_id, device), KERNELS.get((name, dtype_id), KERNELS.get(name))
+    assert _checked_kernels(traces) == _listed(
+        KERNELS, (name, dtype_id, device), (name, dtype_id), name
     )
-    assert [k for _, k in traces] == want_kernels
 
 
 class _RMSNorm(torch.nn.Module):
@@ -292,14 +304,9 @@ def test_a_llama_style_block_trains_on_layoutfuse(dtype, region_kernels):
         (thunder.last_traces(jitted)[-1], region_kernels[:n_forward]),
         (thunder.last_backward_traces(jitted)[-1], region_kernels[n_forward:]),
     ]
-    for trace, kernels in traces:
-        regions, torch_ops = regions_and_torch_ops(trace)
-        assert set(torch_ops) <= TORCH_OPS_ALLOWED, f"ops outside nvFuser regions: {torch_ops}"
-        assert len(regions) == len(kernels), "every region ran on layoutfuse"
     dtype_id = "fp32" if dtype == torch.float32 else "bf16"
     device = torch.get_default_device().type
-    want_kernels = BLOCK_KERNELS.get((dtype_id, device), BLOCK_KERNELS[dtype_id])
-    assert [k for _, k in traces] == want_kernels
+    assert _checked_kernels(traces) == _listed(BLOCK_KERNELS, (dtype_id, device), dtype_id)
 
 
 # --- smaller programs: what else Thunder's nvFuser executor hands over ----------------------

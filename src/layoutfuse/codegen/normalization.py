@@ -40,7 +40,14 @@ from .reduction_common import (
     reduce_line,
 )
 from .values import ValueEmitter
-from .writer import Writer, storage_cast, tl_compute, typed_params
+from .writer import (
+    Writer,
+    factored_args,
+    multiply_back,
+    storage_cast,
+    tl_compute,
+    typed_params,
+)
 
 
 class _Kernel:
@@ -670,8 +677,7 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
     cross = [f"cw{j}" for j in range(len(spec.group.cross))]
     loop = ["NBLK"] if params.row_programs else []
     args = ptrs + cross + sizes + strides + walk + bases + scalars + ["NX", "NR", "NPX"] + loop
-    factors = dict(params.factors)
-    args = [f"{a}_q" if a in factors else a for a in args]  # ``bind`` passes them divided
+    args = factored_args(args, params.factors)
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
@@ -680,8 +686,7 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
         "BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr):"
     )
     with w.indent():
-        for a, f in params.factors:  # a multiple of f that Triton knows as one
-            w.line(f"{a} = {a}_q * {f}")
+        multiply_back(w, params.factors)
         k = _Kernel(spec, params, w)
         if not params.row_programs:
             _body(k, params, [])

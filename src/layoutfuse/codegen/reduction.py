@@ -37,7 +37,7 @@ from .reduction_common import (
 from .reduction_finish import emit_ticket_finish, finish_source, workspace_names
 from .reduction_tile import TileShape, emit_program_indices, tile_shape, tiled_groups
 from .values import ValueEmitter
-from .writer import Writer, storage_cast, tl_compute, typed_params
+from .writer import Writer, factored_args, multiply_back, storage_cast, tl_compute, typed_params
 
 if TYPE_CHECKING:
     from ..segmenter.specs import KernelSpec
@@ -56,12 +56,10 @@ __all__ = [
 def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, list[str]]:
     """The reduction kernel's source, and its argument names (constexprs excluded)."""
     k = _ReductionEmitter(Writer(), spec, params)
-    factors = dict(params.factors)
-    args = [f"{a}_q" if a in factors else a for a in k.kernel_args()]  # ``bind`` divides them
+    args = factored_args(k.kernel_args(), params.factors)
     k.signature(name, args)
     with k.w.indent():
-        for a, f in params.factors:  # a multiple of f that Triton knows as one
-            k.w.line(f"{a} = {a}_q * {f}")
+        multiply_back(k.w, params.factors)
         k.program_indices()
         k.x_offsets()
         k.init_accumulators()

@@ -82,3 +82,17 @@ def typed_params(args: list[str], scalars) -> list[str]:
                 a = f"{a}: {tl_compute(dtype)}"
         out.append(a)
     return out
+
+
+def factored_args(args: list[str], factors: tuple[tuple[str, int], ...]) -> list[str]:
+    """The kernel's argument names with each factored one (``params.factors``: received
+    divided by its factor, ``runtime.launch.bind``) renamed ``<name>_q``."""
+    divided = dict(factors)
+    return [f"{a}_q" if a in divided else a for a in args]
+
+
+def multiply_back(w: Writer, factors: tuple[tuple[str, int], ...]) -> None:
+    """The kernel's first lines: each factored argument multiplied back under its own name,
+    a multiple of its factor that Triton knows as one."""
+    for a, f in factors:
+        w.line(f"{a} = {a}_q * {f}")
