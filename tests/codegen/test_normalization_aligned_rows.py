@@ -180,3 +180,20 @@ def test_row_accesses_leave_out_what_stays_in_place():
     fd, params, _ = _run("rms_norm", x)
     rows = nm.row_accesses(len(params.unit_strides), params)
     assert len(rows) == 2  # x and the output, not the weight
+
+
+def test_a_bf16_row_stored_in_fp32_aligns_for_the_narrower_access():
+    """bf16 rows of 101 in, their softmax stored in fp32: V is 8 elements (16 bytes of the
+    bf16 rows, 32 of the fp32 ones), and the values match torch."""
+    x = _rows("contiguous", 101, torch.bfloat16)
+    with FusionDefinition() as fd:
+        t = fd.ops.cast(fd.from_pytorch(x), DataType.Float)
+        bc = lambda v: fd.ops.broadcast_in_dim(v, shape=t.shape(), broadcast_dims=[0])  # noqa: E731
+        e = fd.ops.exp(fd.ops.sub(t, bc(fd.ops.max(t, dims=[1]))))
+        fd.add_output(fd.ops.div(e, bc(fd.ops.sum(e, dims=[1]))))
+    configured(fd, tuning=LOOPED, target=small_gpu(4))
+    (out,) = fd.execute([x])
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, torch.softmax(x.float(), 1), atol=2e-5, rtol=2e-5)
+    (params,) = schedules(fd)
+    assert params.mode == "looped" and params.align_rows == 8
