@@ -214,6 +214,9 @@ class _ReductionEmitter:
         if self.params.r_nest:
             self._nested_r_loop()
             return
+        if self.params.align_rows:
+            self._aligned_r_loop()
+            return
         w, rg = self.w, self.params.r_groups
 
         def r_index(r: str) -> dict[int, str]:
@@ -234,6 +237,44 @@ class _ReductionEmitter:
         for i, red in enumerate(self.reds):
             if n_results(red) > 1:
                 self._lane_counts(i)
+
+    def _aligned_r_loop(self) -> None:
+        """``align_rows`` = V: each row's chunk walks its whole V-element vectors from its
+        first boundary ``ob`` (the same for every row load): ``NV`` elements, a multiple of
+        V, at offsets ``ob + j`` masked ``j < NV``, which Triton proves aligned, contiguous
+        and masked a vector at a time (16-byte loads). One masked tile then takes the rest
+        of each row: its ``head`` before ``ob`` and its tail after ``ob + NV``, fewer than
+        V elements each. A lane masked once in the main loop stays masked, so a Welford
+        counts its values per tile there (then each lane's count) and per lane in the
+        rest."""
+        w, params = self.w, self.params
+        rg, v = params.r_groups[0], params.align_rows
+        rows = [a for a in range(self.spec.n_loads) if not params.zero_strides[a][rg]]
+        w.line("r_lo = pid_s * CHUNK")
+        w.line("L = tl.minimum(CHUNK, NR - r_lo)")
+        xs = w.assign("xs", f"{self.xoff[rows[0]]} + r_lo")
+        ob = w.assign("ob", f"({xs} + {v - 1}) // {v} * {v}")
+        w.line(f"head = {ob} - {xs}")
+        w.line(f"NV = ({xs} + L) // {v} * {v} - {ob}")
+        r_arange = self.tile.r_arange
+        w.line(f"for r0 in range(0, L, {self.step_r}):")
+        with w.indent():
+            tiles = []
+            for u in range(params.unroll):
+                j = w.assign("j", f"r0 + {u} * BLOCK_R + {r_arange}" if u else f"r0 + {r_arange}")
+                r = w.assign("r", f"r_lo + head + {j}")
+                mask = w.assign("mask", f"xmask & ({j} < NV)")
+                fixed = {a: f"{ob} + {j}" for a in rows}
+                tiles.append(({rg: r}, mask, f"(r0 // BLOCK_R + {u + 1})", fixed))
+            self._step(tiles)
+        for i, red in enumerate(self.reds):
+            if n_results(red) > 1:  # each lane's count: its offsets below NV
+                ct = tl_compute(accumulator_dtype(red))
+                w.line(f"acc{i}_n = (tl.maximum(NV - {r_arange} + BLOCK_R - 1, 0) // BLOCK_R).to({ct})")
+        t = w.assign("t", r_arange)
+        r = w.assign("r", f"r_lo + tl.where({t} < head, {t}, {t} + NV)")
+        mask = w.assign("mask", f"xmask & ({t} < L - NV)")
+        self._step([({rg: r}, mask, None, {})])
 
     def _nested_r_loop(self) -> None:
         """The stride-1 reduced group is tiled; the other reduced groups are a scalar loop
@@ -267,24 +308,31 @@ class _ReductionEmitter:
                 if bound is None
                 else f"xmask & ({r} < {bound})"
             )
-            parts.append((r_index(r), w.assign("mask", mask), count))
+            parts.append((r_index(r), w.assign("mask", mask), count, {}))
         return parts
 
     def _step(self, tiles_of_step) -> None:
-        """The loop step's R tiles, ``(r index per group, mask, count)`` each: every load
+        """The loop step's R tiles, ``(r index per group, mask, count, offsets given per
+        access)`` each: every load
         first (all in flight together), then the accumulations, one accumulator per
         reduction."""
         loaded = [
-            (self._load_values(ridx, mask), mask, count) for ridx, mask, count in tiles_of_step
+            (self._load_values(ridx, mask, fixed), mask, count)
+            for ridx, mask, count, fixed in tiles_of_step
         ]
         for vals, mask, count in loaded:
             for i, val in enumerate(vals):
                 self._accumulate(i, val, mask, count)
 
-    def _load_values(self, ridx: dict[int, str], mask: str) -> list[str | None]:
+    def _load_values(
+        self, ridx: dict[int, str], mask: str, fixed: dict[int, str]
+    ) -> list[str | None]:
         """Loads at one R tile and the fused prologue; returns the values to reduce (None
-        for an online sum, whose terms come with its max)."""
+        for an online sum, whose terms come with its max). ``fixed``: offsets given for
+        some accesses (the aligned loop's row loads)."""
         offsets = self._tile_offsets(ridx)
+        for a, off in fixed.items():
+            offsets[a] = self.w.assign("off", off)
         ve = self._value_emitter(offsets, mask)
         if self.gen:
             self.gen.emit(

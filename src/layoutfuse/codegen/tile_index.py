@@ -43,11 +43,14 @@ def emit_indexing(
         w.line("py = rest % NUM_PY")
         w.line("rest = rest // NUM_PY")
     idx: dict[int, str] = {}
+    flats: dict[str, str] = {}  # a flattened axis's index, where offsets run along it
     if params.n_groups:
         axis_masks = [
             w.assign(
                 "mask_x",
-                tile_axis(w, params, "x", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]", idx),
+                tile_axis(
+                    w, params, "x", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]", idx, flats
+                ),
             )
         ]
         if axes is not None:
@@ -58,7 +61,9 @@ def emit_indexing(
         axis_masks.append(
             w.assign(
                 "mask_y",
-                tile_axis(w, params, "y", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]", idx),
+                tile_axis(
+                    w, params, "y", "py * BLOCK_Y + tl.arange(0, BLOCK_Y)[:, None]", idx, flats
+                ),
             )
         )
         if axes is not None:
@@ -77,7 +82,17 @@ def emit_indexing(
             offsets.append(None)
             continue
         groups = [k for k in range(params.n_groups) if not params.zero_strides[a][k]]
-        terms = [(idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}") for k in groups]
+        runs = params.flat_runs[a] if params.flat_runs else ""
+        merged = {params.gx2 if ax == "x" else params.gy2: ax for ax in runs}
+        inner = {params.gx: "x", params.gy: "y"}
+        terms = [
+            (
+                flats[inner[k]] if k in inner and inner[k] in runs else idx[k],
+                1 if params.unit_strides[a][k] else f"s{a}_{k}",
+            )
+            for k in groups
+            if k not in merged
+        ]
         covered = [any(k in groups for k in axis) for axis in tile_axes]
         off = offset_expr(terms, TILE_ZEROS)
         if terms and not (all(covered) if access.store else any(covered)):
@@ -96,9 +111,12 @@ def emit_indexing(
 TILE_ZEROS = "tl.zeros([BLOCK_Y, BLOCK_X], tl.int32)"
 
 
-def tile_axis(w, params: PointwiseParams, axis: str, index: str, idx: dict[int, str]) -> str:
+def tile_axis(
+    w, params: PointwiseParams, axis: str, index: str, idx: dict[int, str], flats: dict[str, str]
+) -> str:
     """Lines for the group indices of tile axis ``axis`` ("x" or "y") from its flat
-    ``index``, into ``idx``; returns the axis's mask."""
+    ``index``, into ``idx`` (a flattened axis's index into ``flats``); returns the axis's
+    mask: ``i < split * n_outer`` where the split is the inner group's whole extent."""
     inner, outer, split = (
         (params.gx, params.gx2, params.split_x)
         if axis == "x"
@@ -110,6 +128,9 @@ def tile_axis(w, params: PointwiseParams, axis: str, index: str, idx: dict[int, 
         return f"({flat} < n{inner})"
     idx[inner] = w.assign(f"i{axis}", f"{flat} % {split}")
     idx[outer] = w.assign(f"i{axis}", f"{flat} // {split}")
+    flats[axis] = flat
+    if axis in params.whole_splits:
+        return f"({flat} < {split} * n{outer})"
     return f"({idx[inner]} < n{inner}) & ({idx[outer]} < n{outer})"
 
 

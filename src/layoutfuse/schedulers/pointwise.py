@@ -41,6 +41,8 @@ axes for the programs whose tile lies inside them, masked for the edge programs.
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,6 +64,9 @@ class PointwiseTuning:
 
     # a transpose tile's edge, in bytes of the widest dtype: loads and stores move whole segments
     transpose_edge_bytes: int = 256
+    # a flattened tile axis whose groups continue one another in an access's memory is
+    # that access's one run (``flat_runs``); 0: each group keeps its index and mask
+    flat_runs: int = 1
     # ... in at most this many elements (bounds a 1-byte dtype's tile and its shared memory)
     transpose_edge_max: int = 128
     # ... bytes per thread and access (four 16-byte vectors): they set the tile's warps
@@ -149,6 +154,12 @@ class PointwiseParams:
     # per access: the elements of the aligned runs a coordinate walks along X, each one
     # Philox call of a random op (``coordinate_runs``); () when none is longer than 1
     coordinate_runs: tuple[int, ...] = ()
+    # the flattened tile axes ("x", "y") whose split is the inner group's whole extent:
+    # their index is one run of both groups, masked once (``flat_runs``)
+    whole_splits: str = ""
+    # per access: those of ``whole_splits`` along which its outer group continues its
+    # inner one in memory, so its offset there is the axis's index times one stride
+    flat_runs: tuple[str, ...] = ()
 
     @property
     def pattern(self) -> str:
@@ -257,7 +268,35 @@ def heuristics(
         **generic_fields(p),
         full_blocks=full,
         coordinate_runs=coordinate_runs(p, gx, gx2, bx, tuning),
+        **(flat_runs(p, ((gx, gx2, split_x), (gy, gy2, split_y))) if tuning.flat_runs else {}),
     )
+
+
+def flat_runs(p: Problem, axes) -> dict[str, Any]:
+    """``whole_splits`` and ``flat_runs`` of the tile axes ``((inner, outer, split), ...)``
+    (x, then y). A bf16 [7493668, 16, 2] input transposed to [16, 7493668, 2] tiles X as
+    the 2 of the short group and the 16 that continue it; offsetting that as ``i % 2 +
+    (i // 2) * s`` with ``s`` = 2 at run time hid the run of 32 from Triton, so the loads
+    moved one element each (at 36% of eager's, H200 2924fc7). An axis index ``i`` whose
+    groups continue one another in an access's memory is that access's offset ``i * s``
+    instead, its mask ``i < split * n_outer``."""
+    if p.generic:
+        return {}
+    whole = "".join(
+        name
+        for name, (inner, outer, split) in zip("xy", axes)
+        if outer is not None and split == p.groups[inner].size
+    )
+    if not whole:
+        return {}
+    runs = []
+    for a in range(len(p.dtypes)):
+        along = ""
+        for name, (inner, outer, _) in zip("xy", axes):
+            if name in whole and p.groups[inner].strides[a] != 0 and continuation(p, a, inner) == outer:
+                along += name
+        runs.append(along)
+    return {"whole_splits": whole, "flat_runs": tuple(runs)}
 
 
 def tile_elements(p: Problem, tuning: PointwiseTuning) -> int:

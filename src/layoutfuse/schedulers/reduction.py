@@ -76,6 +76,9 @@ class ReductionParams:
     # integer arguments the main kernel receives divided by a power of two it multiplies
     # back (``size_factors``), so Triton knows them multiples of it
     factors: tuple[tuple[str, int], ...] = ()
+    # >0: the row loads start their whole steps at their first multiple of this many
+    # elements (``aligned_rows``), a masked loop takes the rest of each row
+    align_rows: int = 0
 
     @property
     def pattern(self) -> str:
@@ -109,9 +112,50 @@ def heuristics(
     """The tile, template and split (``_chosen``), and the arguments the kernel is told
     multiples of a power of two (``size_factors``)."""
     params = _chosen(p, device, tuning)
+    params = replace(params, align_rows=aligned_rows(p, params, tuning))
     if not tuning.size_factors:
         return params
     return replace(params, factors=size_factors(p, params))
+
+
+def row_loads(p: Problem, params: ReductionParams) -> list[int] | None:
+    """The loads that walk each row with unit stride along the inner template's one
+    reduced group, all at the same kept strides (so one boundary serves them all); None
+    where another load moves along R otherwise or two row loads differ."""
+    if params.generic or params.r_nest or len(params.r_groups) != 1 or params.template != "inner":
+        return None
+    rg = params.r_groups[0]
+    rows = []
+    for a in range(p.n_loads):
+        if params.zero_strides[a][rg]:
+            continue
+        if not params.unit_strides[a][rg] or a in p.based:
+            return None
+        rows.append(a)
+    kept = {tuple(p.groups[k].strides[a] for k in params.x_groups) for a in rows}
+    return rows if len(kept) == 1 else None
+
+
+def aligned_rows(p: Problem, params: ReductionParams, tuning: tiles.ReductionTuning) -> int:
+    """``align_rows`` of an inner kernel whose rows Triton cannot prove 16-byte aligned
+    and whole (the row stride or the row length no multiple of 16 elements): elements of
+    the row loads in ``align_row_bytes``, where each row (or split chunk) holds two such
+    vectors and a tile the rest of a row (under two of them). Rows of 3715 bf16 were
+    otherwise summed one element per load, at 64% of eager's (H200, 2924fc7). 0 otherwise."""
+    if not tuning.align_row_bytes:
+        return 0
+    rows = row_loads(p, params)
+    if not rows:
+        return 0
+    v = max(1, tuning.align_row_bytes // min(p.vector_bytes(a) for a in rows))
+    _, _, _, nr = p.kept_and_reduced()
+    strides = [p.groups[k].strides[rows[0]] for k in params.x_groups]
+    if nr % 16 == 0 and all(s % 16 == 0 for s in strides):
+        return 0  # Triton proves each row's tiles aligned and whole
+    per_program = nr if params.split <= 1 else min(nr, chunk(params, p.sizes))
+    if v < 2 or per_program < 2 * v or params.block_r < 2 * v:
+        return 0
+    return v
 
 
 def size_factors(p: Problem, params: ReductionParams) -> tuple[tuple[str, int], ...]:

@@ -56,6 +56,9 @@ class ReductionTuning:
     # the masks' extent and the stride arguments passed divided by their power-of-two
     # factor, which the kernel multiplies back (``reduction.size_factors``); 0: as they are
     size_factors: int = 1
+    # an inner row whose tiles Triton cannot prove 16-byte aligned and whole starts its
+    # loop at its first boundary of this many bytes (``align_rows``); 0: the plain loop
+    align_row_bytes: int = 16
     # bytes per thread and loop step, kept in flight as 16-byte vectors
     load_bytes: int = 64
     # fp32 accumulators per thread (4096 per program at 8 warps); wider steps unroll into them
