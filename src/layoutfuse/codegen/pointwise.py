@@ -10,6 +10,7 @@ from ..ir import Expr, TensorView
 from ..schedulers.pointwise import PointwiseParams, stride_args
 from .generic_index import generic_index
 from .helpers import FP8_CONVERT, helpers_for
+from .indexing import offset_expr
 from .kernel import Kernel
 from .tile_index import TILE_ZEROS, emit_indexing, store_mask
 from .values import ValueEmitter
@@ -90,7 +91,7 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
                 inner = w.assign("mask", " & ".join(masks))
                 swap = {mask: inner, **full}
                 inner_masks = [swap.get(m, m) for m in load_masks]
-                _body(w, spec, params, gen, dims, inner, list(offsets), idx, inner_masks)
+                _body(w, spec, params, gen, dims, inner, list(offsets), idx, inner_masks, full=True)
             w.line("else:")
             with w.indent():
                 _body(w, spec, params, gen, dims, mask, list(offsets), idx, list(load_masks))
@@ -98,9 +99,11 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     return HEADER + PRELUDE + helpers_for(body) + "\n\n" + body, args
 
 
-def _body(w, spec, params: PointwiseParams, gen, dims, mask, offsets, idx, load_masks) -> None:
+def _body(
+    w, spec, params: PointwiseParams, gen, dims, mask, offsets, idx, load_masks, full=False
+) -> None:
     """The walk (generic mode), the loads, the computation and the stores of one tile, under
-    ``mask`` (the tile's) and ``load_masks`` (each load's)."""
+    ``mask`` (the tile's) and ``load_masks`` (each load's); ``full``: a tile inside X and Y."""
     ptr_of = {id(tv): f"p{i}" for i, tv in enumerate(spec.memory)}
     load_index = {a.key()[:2]: i for i, a in enumerate(spec.accesses[: spec.n_loads])}
     coord_index = {
@@ -143,6 +146,9 @@ def _body(w, spec, params: PointwiseParams, gen, dims, mask, offsets, idx, load_
         # an indexed write stores its src (computed in these coordinates) along its
         # chain; accumulating, with atomic adds (duplicate indices add up)
         val = ve.value(acc.value, ()) if acc.value is not None else ve.value(acc.tv, acc.chain)
+        if i in params.interleaved:
+            _interleaved_store(w, params, i, ptr_of[id(acc.tv)], val, acc.tv.dtype, idx, full)
+            continue
         smask = store_mask(w, params, i, mask, idx, gen.guards.get(i) if gen else None)
         atomic = bool(acc.chain) and acc.chain[-1].attrs.get("accumulate", False)
         store = "tl.atomic_add" if atomic else "tl.store"
@@ -150,6 +156,29 @@ def _body(w, spec, params: PointwiseParams, gen, dims, mask, offsets, idx, load_
             f"{store}({ptr_of[id(acc.tv)]} + {offsets[i]}, "
             f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
         )
+
+
+def _interleaved_store(
+    w, params: PointwiseParams, a: int, ptr: str, val: str, dtype, idx, full: bool
+) -> None:
+    """Store access ``a`` (``params.interleaved``) as one run: the [BLOCK_Y, BLOCK_X]
+    tile transposed and flattened, element (y, x) at ``x * BLOCK_Y + y`` from the tile's
+    first column, masked where X ends (unless ``full``); the other groups' offset is
+    added once."""
+    gx, gy = params.gx, params.gy
+    terms = [
+        (idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
+        for k in range(params.n_groups)
+        if k not in (gx, gy)
+    ]
+    base = "".join(f"{t} + " for t in [offset_expr(terms)] if terms)
+    run = w.assign("run", "tl.arange(0, BLOCK_X * BLOCK_Y)")
+    flat = w.assign(
+        "flat", f"tl.reshape(tl.trans(tl.broadcast_to({val}, [BLOCK_Y, BLOCK_X])), [BLOCK_X * BLOCK_Y])"
+    )
+    first = "px * BLOCK_X"
+    mask = "" if full else f", mask={run} < (n{gx} - {first}) * BLOCK_Y"
+    w.line(f"tl.store({ptr} + {base}{first} * BLOCK_Y + {run}, {storage_cast(flat, dtype)}{mask})")
 
 
 def thread_vector(spec: KernelSpec, params: PointwiseParams) -> int:

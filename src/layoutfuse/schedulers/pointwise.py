@@ -67,6 +67,9 @@ class PointwiseTuning:
     # a flattened tile axis whose groups continue one another in an access's memory is
     # that access's one run (``flat_runs``); 0: each group keeps its index and mask
     flat_runs: int = 1
+    # a transposed tile whose Y is all of a store's short stride-1 group, continued by X,
+    # is stored as one run (``interleaved``); 0: element by element along Y
+    interleave: int = 1
     # ... in at most this many elements (bounds a 1-byte dtype's tile and its shared memory)
     transpose_edge_max: int = 128
     # ... bytes per thread and access (four 16-byte vectors): they set the tile's warps
@@ -160,6 +163,9 @@ class PointwiseParams:
     # per access: those of ``whole_splits`` along which its outer group continues its
     # inner one in memory, so its offset there is the axis's index times one stride
     flat_runs: tuple[str, ...] = ()
+    # stores whose stride-1 group is all of Y (BLOCK_Y its extent) and continue it with X:
+    # the tile is transposed and stored as one run (``interleaved``)
+    interleaved: tuple[int, ...] = ()
 
     @property
     def pattern(self) -> str:
@@ -224,6 +230,7 @@ def heuristics(
         if gy2 is not None:
             size_y = split_y * groups[gy2].size
     rest_first = y_first = False
+    inter: tuple[int, ...] = ()
     if transpose:
         assert gy is not None  # transpose is set only with gy
         elem = widest_itemsize(p)
@@ -231,6 +238,9 @@ def heuristics(
             # no 16-byte vectors along the tile: the tile of elements, not of bytes
             elem = max(elem, tuning.unaligned_tile_item)
         bx, by, warps = transpose_tile(size_x, size_y, elem, tuning)
+        inter = interleaved(p, gx, gx2, gy, gy2, by) if tuning.interleave else ()
+        if inter:
+            bx, warps = interleaved_tile(size_x, by, elem, tuning)
         rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(p, gy, {gx, gx2, gy})
         # a flattened Y spans the stores' contiguous run across its tiles: neighbouring
         # programs along Y then write neighbouring memory
@@ -269,6 +279,29 @@ def heuristics(
         full_blocks=full,
         coordinate_runs=coordinate_runs(p, gx, gx2, bx, tuning),
         **(flat_runs(p, ((gx, gx2, split_x), (gy, gy2, split_y))) if tuning.flat_runs else {}),
+        interleaved=inter,
+    )
+
+
+def interleaved(
+    p: Problem, gx: int, gx2: int | None, gy: int | None, gy2: int | None, by: int
+) -> tuple[int, ...]:
+    """The stores a transposed tile writes as one run: Y is one group of the store's
+    stride-1 run, whole in the tile (``BLOCK_Y`` its extent), and X the group that
+    continues it there. A fp16 [4, 245384018] input stored as [245384018, 4] wrote the
+    tile's four 2-byte rows element by element (at 81% of eager's, H200 2924fc7); the
+    [BLOCK_Y, BLOCK_X] values transposed and flattened are ``BLOCK_X * BLOCK_Y``
+    consecutive elements."""
+    if p.generic or gy is None or gx2 is not None or gy2 is not None or p.based:
+        return ()
+    if p.groups[gy].size != by or by < 2:
+        return ()
+    return tuple(
+        a
+        for a in p.stores()
+        if p.groups[gy].strides[a] == 1
+        and continuation(p, a, gy) == gx
+        and all(g.strides[a] != 0 for g in p.groups)
     )
 
 
@@ -487,12 +520,29 @@ def transpose_tile(
     by = min(next_pow2(size_y), edge)
     if bx <= tuning.short_edge_bytes // elem_bytes:
         by = min(next_pow2(size_y), area // bx)
+    return bx, by, transpose_warps(bx, by, elem_bytes, tuning)
+
+
+def transpose_warps(bx: int, by: int, elem_bytes: int, tuning: PointwiseTuning) -> int:
+    """Warps of a transpose tile: ``transpose_thread_bytes`` per thread, clamped to
+    ``transpose_min_warps`` .. ``transpose_max_warps``."""
     per_thread = min(
         tuning.transpose_thread_elements, max(1, tuning.transpose_thread_bytes // elem_bytes)
     )
     warps = bx * by // (per_thread * THREADS_PER_WARP)
-    warps = min(tuning.transpose_max_warps, max(tuning.transpose_min_warps, warps))
-    return bx, by, warps
+    return min(tuning.transpose_max_warps, max(tuning.transpose_min_warps, warps))
+
+
+def interleaved_tile(
+    size_x: int, by: int, elem_bytes: int, tuning: PointwiseTuning
+) -> tuple[int, int]:
+    """(BLOCK_X, num_warps) of a transposed tile stored as one run (``interleaved``): Y,
+    the store's whole short group, gives its share of the ``edge x edge`` tile to X, whose
+    length is the run's. The transpose's 64 x 4 bf16 tile stored runs of 256 elements, 2 a
+    thread (4-byte stores)."""
+    edge = edge_elements(elem_bytes, tuning)
+    bx = min(next_pow2(size_x), max(1, edge * edge // by))
+    return bx, transpose_warps(bx, by, elem_bytes, tuning)
 
 
 def axis_extents(params: PointwiseParams, sizes: Sequence[int]) -> tuple[int, int]:
