@@ -238,6 +238,8 @@ def variant_heuristics(name: str, var: dict):
             return params
         if scheduler.name == "reduction":
             return rd.override(params, problem.sizes, **var)
+        if scheduler.name == "pointwise":
+            return pw.override(params, **var)
         return dataclasses.replace(params, **var)
 
     return heuristics

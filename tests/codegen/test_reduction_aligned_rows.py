@@ -56,13 +56,13 @@ def _expected(op: str, xs: list[torch.Tensor]) -> list[torch.Tensor]:
 
 def _rows(kind: str, m: int, n: int, dtype, seed: int = 0) -> torch.Tensor:
     """``m`` rows of ``n``: contiguous (odd n: rows meet boundaries anywhere); padded
-    (rows of n inside rows of n + 3: an odd stride); columns (the transpose of a
+    (rows of n inside rows of n + 2: an odd stride for an odd n); columns (the transpose of a
     contiguous [n, m]: rows of stride 1 at a stride of m)."""
     g = torch.Generator().manual_seed(seed + n)
     if kind == "contiguous":
         return (3 * torch.randn(m, n, generator=g)).to(dtype)
     if kind == "padded":
-        return (3 * torch.randn(m, n + 3, generator=g)).to(dtype)[:, :n]
+        return (3 * torch.randn(m, n + 2, generator=g)).to(dtype)[:, :n]
     return (3 * torch.randn(n, m, generator=g)).to(dtype).t()
 
 
@@ -110,21 +110,39 @@ def test_a_split_aligns_each_chunk():
 
 
 @pytest.mark.parametrize("n", [40001, 70003])
-def test_a_full_welford_counts_whole_steps_and_the_rest(n):
-    """var_mean of all of an fp32 1-D tensor of odd length: a Welford over whole steps
-    counted per tile, then the masked rest per lane; split over 64 multiprocessors."""
-    x = 3 * torch.randn(n, generator=torch.Generator().manual_seed(n)) + 1
+def test_a_welford_counts_whole_steps_and_the_rest(n):
+    """var_mean of 3 fp32 rows of odd length (each starting off a boundary): a Welford over
+    the whole vectors counted per tile, then the masked rest per lane; split over 64
+    multiprocessors."""
+    x = 3 * torch.randn(3, n, generator=torch.Generator().manual_seed(n)) + 1
     with FusionDefinition() as fd:
-        var, mean = fd.ops.var_mean(fd.from_pytorch(x), dims=[0], correction=1)
+        var, mean = fd.ops.var_mean(fd.from_pytorch(x), dims=[1], correction=1)
         fd.add_output(var)
         fd.add_output(mean)
     configured(fd, tuning=SHORT_STEPS, target=small_gpu(64))
     var, mean = fd.execute([x])
-    want_var, want_mean = torch.var_mean(x.double(), 0, correction=1)
+    want_var, want_mean = torch.var_mean(x.double(), 1, correction=1)
     torch.testing.assert_close(var.double(), want_var, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(mean.double(), want_mean, rtol=1e-5, atol=1e-5)
     (params,) = schedules(fd)
-    assert params.scheduler == "reduction" and params.align_rows == 4, params
+    assert params.scheduler == "reduction" and params.split > 1 and params.align_rows == 4, params
+
+
+def test_a_whole_tensor_reduced_keeps_the_plain_loop():
+    """The sum of a whole 1-D tensor of odd length: its one row starts where the tensor
+    does, and its split chunks are whole steps; the plain loop's steps are aligned."""
+    x = torch.randn(40001)
+    _, params = _run("sum", [x.view(1, -1)], sms=64)
+    assert params.align_rows == 0, params
+
+
+@pytest.mark.parametrize("pad,aligned", [(1, True), (2, True), (4, False)])
+def test_rows_8_bytes_apart_keep_the_plain_loop(pad, aligned):
+    """bf16 rows of 300 padded to 301, 302 or 304: the size factors tell Triton a row
+    stride of 302 is 4-byte aligned (aligned loop), of 304 16-byte aligned (plain)."""
+    x = torch.randn(6, 300 + pad).to(torch.bfloat16)[:, :300]
+    _, params = _run("sum", [x])
+    assert params.align_rows == (8 if aligned else 0), params
 
 
 def test_aligned_rows_keep_the_plain_loop():

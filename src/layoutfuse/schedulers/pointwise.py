@@ -44,7 +44,7 @@ from __future__ import annotations
 from typing import Any
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..analysis.device import DeviceInfo
 from ..dtypes import DataType, itemsize
@@ -281,6 +281,15 @@ def heuristics(
         **(flat_runs(p, ((gx, gx2, split_x), (gy, gy2, split_y))) if tuning.flat_runs else {}),
         interleaved=inter,
     )
+
+
+def override(params: PointwiseParams, **fields: Any) -> PointwiseParams:
+    """``params`` with ``fields`` replaced (a tuning tool's variant); an interleaved store
+    needs BLOCK_Y to be its group's extent, so a changed BLOCK_Y stores element-wise."""
+    out = replace(params, **fields)
+    if out.block_y != params.block_y:
+        out = replace(out, interleaved=())
+    return out
 
 
 def interleaved(
