@@ -7,7 +7,9 @@ run time hid the input's run from Triton, and every load moved one element; the 
 offset along X is now ``i`` itself (its groups continue one another), masked once as
 ``i < 2 * n``. The tests run such transposes on the interpreter against torch (short
 dims of 1 to 4, pinned and inferred outputs, several dtypes, an input whose outer group
-does not continue the short one), and compile them for sm_90: 16-byte loads.
+does not continue the short one), and compile them for sm_90: 16-byte loads, and 16-byte
+stores where the output's pairs continue along Y (``inner_runs``: the tile regrouped as
+[BLOCK_X / 2, BLOCK_Y * 2]).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionDefinition
-from support.execution import schedules
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import configured, schedules
 
 pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
@@ -53,6 +56,7 @@ def test_short_shared_dim_transposes_match_torch(n, k, c, dtype):
     assert out.is_contiguous()
     assert params.transpose and params.gx2 is not None, params
     assert params.whole_splits == "x" and "x" in params.flat_runs[0], params
+    assert params.inner_runs == (1,), params  # the output's pairs continue along Y
 
 
 def test_a_short_dim_of_3_splits_at_4_and_keeps_its_groups():
@@ -74,11 +78,42 @@ def test_an_input_whose_pairs_are_padded_keeps_both_indices():
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
-def test_the_input_side_loads_16_byte_vectors(dtype):
+def test_both_sides_move_16_byte_vectors(dtype):
     """sm_90 PTX of [4096, 16, 2] -> [16, 4096, 2]: 16-byte loads along the input's run of
-    32 elements; the stores keep what the pairs allow."""
+    32 elements, 16-byte stores along the output's runs of pairs (``inner_runs``); without
+    them (``pointwise.interleave=0``) the stores move a pair at a time."""
     x = _pairs(4096, 16, 2, dtype)
     fd, _, params = _run(x, ROW_MAJOR)
-    assert "x" in params.flat_runs[0], params
+    assert "x" in params.flat_runs[0] and params.inner_runs == (1,), params
     (art,) = compile_last_run(fd.executor())
     assert art.vector_widths.get("ld.global.v4", 0) > 0, art.vector_widths
+    assert art.vector_widths.get("st.global.v4", 0) > 0, art.vector_widths
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.add(fd.ops.mul(t, fd.define_scalar(2.0)), fd.define_scalar(1.0)), stride_order=ROW_MAJOR)
+    configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(interleave=0)))
+    fd.execute([x])
+    (art,) = compile_last_run(fd.executor())
+    assert art.vector_widths.get("st.global.v4", 0) == 0, art.vector_widths
+
+
+@pytest.mark.parametrize("c", [2, 4, 16])
+@pytest.mark.parametrize(
+    "order,runs", [([1, 0, 3, 2], (1,)), ([2, 0, 1, 3], (1,)), ([3, 0, 2, 1], ()), ([1, 0, 2, 3], ())]
+)
+def test_channels_last_inputs_to_channel_inner_orders_match_torch(c, order, runs):
+    """NHWC inputs [N, C, H, W] (C innermost) stored with C innermost and the other dims in
+    another order (nvFuser's ``stride_order``: 0 innermost): C continues with a different
+    dim on each side; values and the output's memory order match torch's. Where the
+    output continues C with the tile's Y (N first, then W or H), the stores run along Y."""
+    n, h, wd = 3, 5, 7
+    x = torch.randn(n, h, wd, c).to(torch.bfloat16).permute(0, 3, 1, 2)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.add(fd.ops.mul(t, fd.define_scalar(2.0)), fd.define_scalar(1.0)), stride_order=order)
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, (x.float() * 2 + 1).to(x.dtype))
+    ranks = sorted(range(4), key=lambda d: out.stride(d))
+    assert [order[d] for d in ranks] == [0, 1, 2, 3], (out.stride(), order)
+    (params,) = schedules(fd)
+    assert params.inner_runs == runs, params

@@ -149,6 +149,9 @@ def _body(
         if i in params.interleaved:
             _interleaved_store(w, params, i, ptr_of[id(acc.tv)], val, acc.tv.dtype, idx, full)
             continue
+        if i in params.inner_runs:
+            _inner_run_store(w, params, i, ptr_of[id(acc.tv)], val, acc.tv.dtype, idx, full)
+            continue
         smask = store_mask(w, params, i, mask, idx, gen.guards.get(i) if gen else None)
         atomic = bool(acc.chain) and acc.chain[-1].attrs.get("accumulate", False)
         store = "tl.atomic_add" if atomic else "tl.store"
@@ -179,6 +182,28 @@ def _interleaved_store(
     first = "px * BLOCK_X"
     mask = "" if full else f", mask={run} < (n{gx} - {first}) * BLOCK_Y"
     w.line(f"tl.store({ptr} + {base}{first} * BLOCK_Y + {run}, {storage_cast(flat, dtype)}{mask})")
+
+
+def _inner_run_store(
+    w, params: PointwiseParams, a: int, ptr: str, val: str, dtype, idx, full: bool
+) -> None:
+    """Store access ``a`` (``params.inner_runs``) in runs along Y: the [BLOCK_Y, BLOCK_X]
+    tile, X being ``c`` = ``split_x`` elements of the short group by BLOCK_X / c of its
+    continuation, regrouped as [BLOCK_X / c, BLOCK_Y * c]: row ``x2``, element
+    ``y * c + x1``, which is the store's offset along Y and the short group."""
+    gx, gx2, gy, c = params.gx, params.gx2, params.gy, params.split_x
+    terms = [
+        (idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
+        for k in range(params.n_groups)
+        if k not in (gx, gx2, gy)
+    ]
+    base = "".join(f"{t} + " for t in [offset_expr(terms)] if terms)
+    tile = w.assign("tile3", f"tl.reshape(tl.broadcast_to({val}, [BLOCK_Y, BLOCK_X]), [BLOCK_Y, BLOCK_X // {c}, {c}])")
+    runs = w.assign("runs", f"tl.reshape(tl.permute({tile}, (1, 0, 2)), [BLOCK_X // {c}, BLOCK_Y * {c}])")
+    x2 = w.assign("x2", f"px * (BLOCK_X // {c}) + tl.arange(0, BLOCK_X // {c})[:, None]")
+    yr = w.assign("yr", f"py * (BLOCK_Y * {c}) + tl.arange(0, BLOCK_Y * {c})[None, :]")
+    mask = "" if full else f", mask=({x2} < n{gx2}) & ({yr} < n{gy} * {c})"
+    w.line(f"tl.store({ptr} + {base}{x2} * s{a}_{gx2} + {yr}, {storage_cast(runs, dtype)}{mask})")
 
 
 def thread_vector(spec: KernelSpec, params: PointwiseParams) -> int:
