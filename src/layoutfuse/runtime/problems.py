@@ -229,11 +229,13 @@ def _reduction_fields(spec: KernelSpec) -> dict[str, Any]:
     element; a normalization group's passes, whether it may loop and whether its results
     are used again on the rows."""
     accumulators = sum(n_results(e) for e in spec.reductions) or 1
+    welford = any(n_results(e) > 1 for e in spec.reductions)
     if spec.group is None:
-        return {"accumulators": accumulators}
+        return {"accumulators": accumulators, "welford": welford}
     group = spec.group
     return {
         "accumulators": accumulators,
+        "welford": welford,
         "passes": 1 + max(group.levels.values()),
         "loop": group.rows or len(group.reductions) > 1,
         "rows": group.rows,

@@ -30,6 +30,7 @@ class Problem:
     #   addresses it (generic mode, see analysis.index_walk)
     accumulators: int = 1  # partial results per tile element: one per reduction,
     #   three for a Welford (sibling reductions share a kernel)
+    welford: bool = False  # some reduction is a Welford (var_mean), which counts its values
     passes: int = 1  # normalization: levels of dependent reductions, plus one
     loop: bool = True  # normalization: may walk rows too long for a tile twice
     rows: bool = True  # normalization: results are used again on the rows
