@@ -196,6 +196,20 @@ def test_the_finish_follows_the_partials_per_x_block(pattern, sizes, finish):
         assert steps <= TUNING.ticket_steps or p.template == "inner"
 
 
+@pytest.mark.parametrize("fill", [1, 0])
+def test_an_input_in_l2_keeps_a_program_per_multiprocessor(fill):
+    """A bf16 Welford over the columns of [2411, 3939] (19 MB: fits in L2) tiles X in 8
+    blocks of 512. Cut to what one program combines in ``ticket_steps`` (8 partials a
+    block), its split left 64 programs on 132 multiprocessors; it keeps 17 (136 programs),
+    the last program of each block combining in more steps (``ticket_fill=0``: 8)."""
+    p = dataclasses.replace(problem("XR", (3939, 2411), DataType.BFloat16), accumulators=3)
+    tuning = dataclasses.replace(TUNING, ticket_fill=fill)
+    params = rd.heuristics(p, H200, tuning)
+    programs = -(-3939 // params.block_x)
+    assert (params.template, programs, params.finish) == ("outer", 8, "ticket"), params
+    assert params.split == (17 if fill else 8), params
+
+
 @pytest.mark.parametrize(
     "pattern, sizes, split",
     [

@@ -297,7 +297,9 @@ def _heuristics(
     else:
         split = tiles.split_for_waves(programs, resident, units, min_units, device.sm_count, tuning)
     split = with_split(params, split, sizes).split  # whole loop steps per chunk
-    finish, split = tiles.finish_for(split, tile.block_x, warps, p.numel * item, device, tuning)
+    finish, split = tiles.finish_for(
+        split, tile.block_x, warps, p.numel * item, device, tuning, programs
+    )
     full_steps = (
         template == "inner"
         and not r_nest
