@@ -90,7 +90,10 @@ def test_both_sides_move_16_byte_vectors(dtype):
     assert art.vector_widths.get("st.global.v4", 0) > 0, art.vector_widths
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
-        fd.add_output(fd.ops.add(fd.ops.mul(t, fd.define_scalar(2.0)), fd.define_scalar(1.0)), stride_order=ROW_MAJOR)
+        fd.add_output(
+            fd.ops.add(fd.ops.mul(t, fd.define_scalar(2.0)), fd.define_scalar(1.0)),
+            stride_order=ROW_MAJOR,
+        )
     configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(interleave=0)))
     fd.execute([x])
     (art,) = compile_last_run(fd.executor())
@@ -99,7 +102,8 @@ def test_both_sides_move_16_byte_vectors(dtype):
 
 @pytest.mark.parametrize("c", [2, 4, 16])
 @pytest.mark.parametrize(
-    "order,runs", [([1, 0, 3, 2], (1,)), ([2, 0, 1, 3], (1,)), ([3, 0, 2, 1], ()), ([1, 0, 2, 3], ())]
+    "order,runs",
+    [([1, 0, 3, 2], (1,)), ([2, 0, 1, 3], (1,)), ([3, 0, 2, 1], ()), ([1, 0, 2, 3], ())],
 )
 def test_channels_last_inputs_to_channel_inner_orders_match_torch(c, order, runs):
     """NHWC inputs [N, C, H, W] (C innermost) stored with C innermost and the other dims in
@@ -110,7 +114,10 @@ def test_channels_last_inputs_to_channel_inner_orders_match_torch(c, order, runs
     x = torch.randn(n, h, wd, c).to(torch.bfloat16).permute(0, 3, 1, 2)
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
-        fd.add_output(fd.ops.add(fd.ops.mul(t, fd.define_scalar(2.0)), fd.define_scalar(1.0)), stride_order=order)
+        fd.add_output(
+            fd.ops.add(fd.ops.mul(t, fd.define_scalar(2.0)), fd.define_scalar(1.0)),
+            stride_order=order,
+        )
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, (x.float() * 2 + 1).to(x.dtype))
     ranks = sorted(range(4), key=lambda d: out.stride(d))

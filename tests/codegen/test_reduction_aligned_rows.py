@@ -22,7 +22,11 @@ from support.execution import configured, schedules, small_gpu
 
 pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
-DT = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16, torch.float16: DataType.Half}
+DT = {
+    torch.float32: DataType.Float,
+    torch.bfloat16: DataType.BFloat16,
+    torch.float16: DataType.Half,
+}
 # steps of 128 bytes of a row: rows of a few hundred elements hold whole aligned steps
 SHORT_STEPS = DEFAULT.with_fields(reduction=dict(inner_row_bytes=128))
 
@@ -177,7 +181,9 @@ def test_whole_steps_load_16_byte_vectors(op):
     (art, *_) = compile_last_run(fd.executor())
     assert "ld.global.v4" in art.ptx
     fd = _fusion(op, [x])
-    configured(fd, tuning=DEFAULT.with_fields(reduction=dict(align_row_bytes=0)), target=small_gpu(4))
+    configured(
+        fd, tuning=DEFAULT.with_fields(reduction=dict(align_row_bytes=0)), target=small_gpu(4)
+    )
     fd.execute([x])
     (art, *_) = compile_last_run(fd.executor())
     assert "ld.global.v4" not in art.ptx

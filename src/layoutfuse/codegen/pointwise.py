@@ -177,7 +177,8 @@ def _interleaved_store(
     base = "".join(f"{t} + " for t in [offset_expr(terms)] if terms)
     run = w.assign("run", "tl.arange(0, BLOCK_X * BLOCK_Y)")
     flat = w.assign(
-        "flat", f"tl.reshape(tl.trans(tl.broadcast_to({val}, [BLOCK_Y, BLOCK_X])), [BLOCK_X * BLOCK_Y])"
+        "flat",
+        f"tl.reshape(tl.trans(tl.broadcast_to({val}, [BLOCK_Y, BLOCK_X])), [BLOCK_X * BLOCK_Y])",
     )
     first = "px * BLOCK_X"
     mask = "" if full else f", mask={run} < (n{gx} - {first}) * BLOCK_Y"
@@ -198,8 +199,13 @@ def _inner_run_store(
         if k not in (gx, gx2, gy)
     ]
     base = "".join(f"{t} + " for t in [offset_expr(terms)] if terms)
-    tile = w.assign("tile3", f"tl.reshape(tl.broadcast_to({val}, [BLOCK_Y, BLOCK_X]), [BLOCK_Y, BLOCK_X // {c}, {c}])")
-    runs = w.assign("runs", f"tl.reshape(tl.permute({tile}, (1, 0, 2)), [BLOCK_X // {c}, BLOCK_Y * {c}])")
+    tile = w.assign(
+        "tile3",
+        f"tl.reshape(tl.broadcast_to({val}, [BLOCK_Y, BLOCK_X]), [BLOCK_Y, BLOCK_X // {c}, {c}])",
+    )
+    runs = w.assign(
+        "runs", f"tl.reshape(tl.permute({tile}, (1, 0, 2)), [BLOCK_X // {c}, BLOCK_Y * {c}])"
+    )
     x2 = w.assign("x2", f"px * (BLOCK_X // {c}) + tl.arange(0, BLOCK_X // {c})[:, None]")
     yr = w.assign("yr", f"py * (BLOCK_Y * {c}) + tl.arange(0, BLOCK_Y * {c})[None, :]")
     mask = "" if full else f", mask=({x2} < n{gx2}) & ({yr} < n{gy} * {c})"

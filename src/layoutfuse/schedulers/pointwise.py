@@ -24,6 +24,14 @@ mem3210), the tile is a transpose of those continuations: X spans the short grou
 the input's next one, Y the outputs' next one, so each store writes ``BLOCK_Y x short``
 contiguous elements.
 
+Around such a short group, each access keeps its runs whole (``flat_runs``,
+``interleaved``, ``inner_runs``): a flattened axis whose groups continue one another in an
+access's memory is offset as one index; a store whose short group is all of Y and is
+continued by X writes the tile transposed and flattened as one run; a store whose short
+group is X's (whole) and is continued by Y writes the tile regrouped as
+``[BLOCK_X / c, BLOCK_Y * c]``, a run per row. Otherwise those stores move one element
+(or one short group) at a time.
+
 The knobs are the fields of ``PointwiseTuning``; the measurements behind them: see
 benchmarks/NOTES.md, "Measurements behind the heuristics".
 
@@ -41,10 +49,9 @@ axes for the programs whose tile lies inside them, masked for the edge programs.
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..analysis.device import DeviceInfo
 from ..dtypes import DataType, itemsize
@@ -342,7 +349,7 @@ def interleaved(
     )
 
 
-def flat_runs(p: Problem, axes) -> dict[str, Any]:
+def flat_runs(p: Problem, axes: tuple[tuple[int | None, int | None, int], ...]) -> dict[str, Any]:
     """``whole_splits`` and ``flat_runs`` of the tile axes ``((inner, outer, split), ...)``
     (x, then y). A bf16 [7493668, 16, 2] input transposed to [16, 7493668, 2] tiles X as
     the 2 of the short group and the 16 that continue it; offsetting that as ``i % 2 +
@@ -352,18 +359,19 @@ def flat_runs(p: Problem, axes) -> dict[str, Any]:
     instead, its mask ``i < split * n_outer``."""
     if p.generic:
         return {}
-    whole = "".join(
-        name
+    split_axes = [
+        (name, inner, outer)
         for name, (inner, outer, split) in zip("xy", axes)
-        if outer is not None and split == p.groups[inner].size
-    )
-    if not whole:
+        if inner is not None and outer is not None and split == p.groups[inner].size
+    ]
+    if not split_axes:
         return {}
+    whole = "".join(name for name, _, _ in split_axes)
     runs = []
     for a in range(len(p.dtypes)):
         along = ""
-        for name, (inner, outer, _) in zip("xy", axes):
-            if name in whole and p.groups[inner].strides[a] != 0 and continuation(p, a, inner) == outer:
+        for name, inner, outer in split_axes:
+            if p.groups[inner].strides[a] != 0 and continuation(p, a, inner) == outer:
                 along += name
         runs.append(along)
     return {"whole_splits": whole, "flat_runs": tuple(runs)}
