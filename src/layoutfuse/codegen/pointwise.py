@@ -161,6 +161,17 @@ def _body(
         )
 
 
+def _grid_offset(params: PointwiseParams, a: int, idx, tiled: tuple) -> str:
+    """Access ``a``'s offset from the groups outside ``tiled`` (the grid's), as a prefix
+    ``"... + "`` (empty when there are none)."""
+    terms = [
+        (idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
+        for k in range(params.n_groups)
+        if k not in tiled
+    ]
+    return f"{offset_expr(terms)} + " if terms else ""
+
+
 def _interleaved_store(
     w, params: PointwiseParams, a: int, ptr: str, val: str, dtype, idx, full: bool
 ) -> None:
@@ -169,12 +180,7 @@ def _interleaved_store(
     first column, masked where X ends (unless ``full``); the other groups' offset is
     added once."""
     gx, gy = params.gx, params.gy
-    terms = [
-        (idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
-        for k in range(params.n_groups)
-        if k not in (gx, gy)
-    ]
-    base = "".join(f"{t} + " for t in [offset_expr(terms)] if terms)
+    base = _grid_offset(params, a, idx, (gx, gy))
     run = w.assign("run", "tl.arange(0, BLOCK_X * BLOCK_Y)")
     flat = w.assign(
         "flat",
@@ -193,12 +199,7 @@ def _inner_run_store(
     continuation, regrouped as [BLOCK_X / c, BLOCK_Y * c]: row ``x2``, element
     ``y * c + x1``, which is the store's offset along Y and the short group."""
     gx, gx2, gy, c = params.gx, params.gx2, params.gy, params.split_x
-    terms = [
-        (idx[k], 1 if params.unit_strides[a][k] else f"s{a}_{k}")
-        for k in range(params.n_groups)
-        if k not in (gx, gx2, gy)
-    ]
-    base = "".join(f"{t} + " for t in [offset_expr(terms)] if terms)
+    base = _grid_offset(params, a, idx, (gx, gx2, gy))
     tile = w.assign(
         "tile3",
         f"tl.reshape(tl.broadcast_to({val}, [BLOCK_Y, BLOCK_X]), [BLOCK_Y, BLOCK_X // {c}, {c}])",
