@@ -31,7 +31,7 @@ import re
 import sys
 from collections.abc import Callable
 
-from benchmarks.cases import SUITES, Case
+from benchmarks.cases import REDUCING_OPS, SUITES, Case
 from benchmarks.harness import flush_read, measure_ceilings, time_kernel
 from benchmarks.layoutfuse_runner import define_fusion
 from benchmarks.random_cases import draw_cases
@@ -41,7 +41,7 @@ from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.tuning import DEFAULT, Tuning
 
-REDUCING = ("sum", "var_sums")  # ops whose variants override the reduction scheduler's params
+NORMALIZING = ("softmax", "log_softmax", "layernorm", "rmsnorm")  # rows used again
 # kind -> variants (field overrides of the heuristics' params); dict() is the heuristics
 VARIANTS = {
     # reductions (schedulers/reduction_tiles.py): the heuristics; the tiles before the
@@ -150,10 +150,20 @@ def tuned(schedule):
 
 
 def scheduler_of(case: Case):
-    """The scheduler module whose params a variant of ``case`` overrides."""
-    if case.op in REDUCING:
+    """The scheduler module ``case``'s op is for (its ceiling: the copy bandwidth for the
+    pointwise scheduler's, else the read ceiling); a variant overrides the params of the
+    scheduler that planned the case (``planned_scheduler``), which may be another (a
+    var_mean whose rows fit: the normalization scheduler's)."""
+    if case.op in REDUCING_OPS:
         return rd
-    return nm if case.op in ("softmax", "layernorm") else pw
+    return nm if case.op in NORMALIZING else pw
+
+
+def planned_scheduler(schedule) -> str:
+    """The scheduler whose params a variant overrides: the first kernel's that is not
+    pointwise (a layer norm's statistics before its pointwise kernel), else pointwise."""
+    names = [p.scheduler for p in (schedule if isinstance(schedule, list) else [schedule])]
+    return next((n for n in names if n != pw.NAME), pw.NAME)
 
 
 def kind_of(params) -> str:
@@ -204,17 +214,19 @@ def run_variant(
     ref=None,
     profiled: bool = False,
     tuning: Tuning | None = None,
+    scheduler: str | None = None,
 ) -> tuple:
-    """(params, ms, resources) of ``case`` with ``var`` overriding its scheduler's params,
-    chosen under ``tuning`` (None: the defaults); the result is checked against ``ref``
-    (the fp32 reference) first, when given; ``profiled``: the resources also list each
-    kernel's device time (CUDA)."""
+    """(params, ms, resources) of ``case`` with ``var`` overriding the params of
+    ``scheduler`` (None: ``scheduler_of(case)``'s), chosen under ``tuning`` (None: the
+    defaults); the result (every output) is checked against ``ref`` (the fp32 reference)
+    first, when given; ``profiled``: the resources also list each kernel's device time
+    (CUDA)."""
     nvf.FusionCache.reset()  # a fresh executor: no cached plan of another variant
     fd = define_fusion(nvf, case)
-    fd.executor().configure(
-        heuristics=variant_heuristics(scheduler_of(case).NAME, var), tuning=tuning
-    )
-    out = fd.execute(inputs)[0]
+    name = scheduler or scheduler_of(case).NAME
+    fd.executor().configure(heuristics=variant_heuristics(name, var), tuning=tuning)
+    outs = fd.execute(inputs)
+    out = outs[0] if case.n_outputs == 1 else list(outs)
     if ref is not None:
         check_result(case, out, ref)
     del out
@@ -336,6 +348,7 @@ def time_case(
                     ref,
                     args.profile and args.device.startswith("cuda"),
                     tuning,
+                    planned_scheduler(probe.last_schedule()),
                 )
                 gbs = case.bytes_moved / ms / 1e6
                 line = (

@@ -61,6 +61,33 @@ def test_transpose_variants_reach_the_kernel(var):
     assert pw.heuristics is heuristics  # restored
 
 
+@pytest.mark.parametrize(
+    "name,scheduler",
+    [("r1_013", "reduction"), ("r2_040", "normalization"), ("r1_021", "normalization")],
+)
+def test_variants_reach_the_scheduler_that_planned_a_random_case(name, scheduler):
+    """A max (the reduction scheduler's), a var_mean whose rows fit (the normalization
+    scheduler's: two outputs, both checked) and a log_softmax: the variant overrides the
+    params of the scheduler that planned the case. (By op name, a max's and a
+    log_softmax's variants went to the pointwise scheduler and never reached a kernel.)"""
+    (case,) = tune.find_cases([name], [])
+    case = case.shrunk(100000)
+    inputs = make_inputs(case, "cpu")
+    nvf.FusionCache.reset()
+    probe = tune.define_fusion(nvf, case)
+    probe.execute(inputs)
+    planned = tune.planned_scheduler(probe.last_schedule())
+    assert planned == scheduler
+    var = dict(num_warps=8)
+    params, _, _ = tune.run_variant(
+        nvf, case, inputs, var, fixed_ms, reference(case, inputs), scheduler=planned
+    )
+    main = next(
+        p for p in (params if isinstance(params, list) else [params]) if p.scheduler == planned
+    )
+    assert main.num_warps == 8, main
+
+
 def test_reduction_variant_reaches_the_kernel():
     (case,) = tune.find_cases(["sweep_mem012_sum0"], [])
     case = case.shrunk(8192)
