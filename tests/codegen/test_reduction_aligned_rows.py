@@ -17,6 +17,7 @@ import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
 
@@ -187,3 +188,18 @@ def test_whole_steps_load_16_byte_vectors(op):
     fd.execute([x])
     (art, *_) = compile_last_run(fd.executor())
     assert "ld.global.v4" not in art.ptx
+
+
+@pytest.mark.parametrize("tail", [1, 3, 7, 9])
+def test_a_split_whose_last_chunk_is_under_a_vector(tail):
+    """Two bf16 rows split into chunks of whole steps, the last chunk ``tail`` elements
+    long (under one or two 8-element vectors, the row starting off a boundary): that chunk
+    is all rest; no element is read twice or past the row."""
+    probe = _rows("contiguous", 2, 5003, torch.bfloat16)
+    _, params = _run("sum", [probe], sms=64)
+    chunk = rd.chunk(params, (5003, 2))
+    n = chunk * (params.split - 1) + tail
+    x = _rows("padded", 2, n, torch.bfloat16)
+    _, params = _run("sum", [x], sms=64)
+    assert params.align_rows == 8 and params.split > 1, params
+    assert n - (params.split - 1) * rd.chunk(params, (n, 2)) == tail

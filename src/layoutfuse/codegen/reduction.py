@@ -253,8 +253,9 @@ class _ReductionEmitter:
         w.line("L = tl.minimum(CHUNK, NR - r_lo)")
         xs = w.assign("xs", f"{self.xoff[rows[0]]} + r_lo")
         ob = w.assign("ob", f"({xs} + {v - 1}) // {v} * {v}")
-        w.line(f"head = {ob} - {xs}")
-        w.line(f"NV = ({xs} + L) // {v} * {v} - {ob}")
+        # a chunk too short for a whole vector past its boundary (a split's last) is all rest
+        w.line(f"NV = tl.maximum(({xs} + L) // {v} * {v} - {ob}, 0)")
+        w.line(f"head = tl.minimum({ob} - {xs}, L)")
         r_arange = self.tile.r_arange
         w.line(f"for r0 in range(0, L, {self.step_r}):")
         with w.indent():
