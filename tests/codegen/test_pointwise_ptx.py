@@ -178,3 +178,36 @@ def test_row_statistics_are_loaded_and_computed_once_per_row(dtype, rows_major):
     assert len(loads) == 3 and len(axis_masked) == 2, loads  # mean and var, not x
     art = only_artifact(fd)
     assert art.local_bytes == 0, art.resources
+
+
+def test_every_load_is_issued_before_the_math():
+    """A GELU backward (Thunder's decomposition: erf, exp, two inputs): every input's loads
+    come before libdevice's ``erff``, whose branches end ptxas's basic blocks. Emitted where
+    first used, the second input's loads came after the erf of every element."""
+    import math
+
+    g = torch.Generator().manual_seed(3)
+    x, dy = (torch.randn(4, 4096, generator=g) for _ in range(2))
+    with FusionDefinition() as fd:
+        t0, t1 = fd.from_pytorch(x), fd.from_pytorch(dy)
+        s = fd.define_scalar(1 / math.sqrt(2))
+        t4 = fd.ops.mul(t0, s)
+        pdf = fd.ops.exp(fd.ops.neg(fd.ops.pow(t4, fd.define_scalar(2.0))))
+        cdf = fd.ops.add(fd.define_scalar(0.5), fd.ops.mul(fd.define_scalar(0.5), fd.ops.erf(t4)))
+        dpdf = fd.ops.mul(fd.ops.mul(fd.define_scalar(2 / math.sqrt(math.pi)), pdf), s)
+        out = fd.ops.add(
+            fd.ops.mul(cdf, t1),
+            fd.ops.mul(dpdf, fd.ops.mul(fd.define_scalar(0.5), fd.ops.mul(t0, t1))),
+        )
+        fd.add_output(out)
+    (got,) = fd.execute([x, dy])
+    xd, dyd = x.double(), dy.double()
+    want = dyd * (
+        0.5 * (1 + torch.erf(xd / math.sqrt(2)))
+        + xd * torch.exp(-xd * xd / 2) / math.sqrt(2 * math.pi)
+    )
+    torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5)
+    lines = only_artifact(fd).ptx.splitlines()
+    loads = [i for i, line in enumerate(lines) if "ld.global" in line]
+    first_branch = next(i for i, line in enumerate(lines) if " bra " in line or "\tbra" in line)
+    assert len(loads) >= 2 and max(loads) < first_branch, (loads, first_branch)

@@ -141,6 +141,7 @@ def _body(
     )
     if gen:
         gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks)
+    load_all(ve, spec)
     for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
         acc = spec.accesses[i]
         # an indexed write stores its src (computed in these coordinates) along its
@@ -159,6 +160,15 @@ def _body(
             f"{store}({ptr_of[id(acc.tv)]} + {offsets[i]}, "
             f"{storage_cast(val, acc.tv.dtype)}, mask={smask})"
         )
+
+
+def load_all(ve: ValueEmitter, spec) -> None:
+    """Every load of the tile, before any value is computed: all in flight at once. Emitted
+    where first used, a load after libdevice's ``erff`` (whose branches end ptxas's basic
+    blocks) was issued only once the erf of every element was done: a GELU backward's
+    second input in sm_90 PTX."""
+    for acc in spec.accesses[: spec.n_loads]:
+        ve.value(acc.tv, acc.chain)
 
 
 def _grid_offset(params: PointwiseParams, a: int, idx, tiled: tuple) -> str:

@@ -19,7 +19,7 @@ from .generic_index import GenericIndex, generic_index
 from .helpers import helpers_for
 from .indexing import decompose, offset_expr, one_write_per_element
 from .kernel import Kernel
-from .pointwise import HEADER, kernel_header, load_line
+from .pointwise import HEADER, kernel_header, load_all, load_line
 from .reduction_common import (
     COMBINE,
     COMBINE_PRELUDE,
@@ -338,6 +338,7 @@ class _ReductionEmitter:
                 self.zero_tile,
                 self.params.index64,
             )
+        load_all(ve, self.spec)
         return [
             None if id(red) in self.online else ve.value(red.inputs[0], ()) for red in self.reds
         ]
