@@ -55,15 +55,12 @@ def _expected(op: str, xs: list[torch.Tensor]) -> list[torch.Tensor]:
 
 
 def _rows(kind: str, m: int, n: int, dtype, seed: int = 0) -> torch.Tensor:
-    """``m`` rows of ``n``: contiguous (odd n: rows meet boundaries anywhere); padded
-    (rows of n inside rows of n + 2: an odd stride for an odd n); columns (the transpose of a
-    contiguous [n, m]: rows of stride 1 at a stride of m)."""
+    """``m`` rows of ``n``: contiguous (odd n: rows meet boundaries anywhere) or padded
+    (rows of n inside rows of n + 2: an odd stride for an odd n)."""
     g = torch.Generator().manual_seed(seed + n)
     if kind == "contiguous":
         return (3 * torch.randn(m, n, generator=g)).to(dtype)
-    if kind == "padded":
-        return (3 * torch.randn(m, n + 2, generator=g)).to(dtype)[:, :n]
-    return (3 * torch.randn(n, m, generator=g)).to(dtype).t()
+    return (3 * torch.randn(m, n + 2, generator=g)).to(dtype)[:, :n]
 
 
 def _run(op, xs, tuning=SHORT_STEPS, sms=4):
@@ -92,11 +89,12 @@ def test_misaligned_rows_match_torch(op, kind, n, dtype):
 
 
 @pytest.mark.parametrize("n", [15, 33])
-def test_rows_of_under_two_vectors_keep_the_plain_loop(n):
-    """bf16 rows of 15 (under two 8-element vectors) keep the plain loop; rows of 33 (an
-    fp32 tile of 32 wide) take the aligned one."""
+def test_rows_under_two_vectors_keep_the_plain_loop(n):
+    """bf16 rows of 15 get a tile 8 columns wide (two of 8 unrolled), under two 8-element
+    vectors: the plain loop; rows of 33 get 32 columns and take the aligned loop."""
     x = _rows("contiguous", 6, n, torch.bfloat16)
     fd, params = _run("sum", [x])
+    assert params.block_r == (32 if n >= 16 else 8), params
     assert params.align_rows == (8 if n >= 16 else 0), params
     assert ("NV" in fd.last_triton_code()) == (n >= 16)
 

@@ -325,9 +325,7 @@ class _ReductionEmitter:
         """Loads at one R tile and the fused prologue; returns the values to reduce (None
         for an online sum, whose terms come with its max). ``fixed``: offsets given for
         some accesses (the aligned loop's row loads)."""
-        offsets = self._tile_offsets(ridx)
-        for a, off in fixed.items():
-            offsets[a] = self.w.assign("off", off)
+        offsets = self._tile_offsets(ridx, fixed)
         ve = self._value_emitter(offsets, mask)
         if self.gen:
             self.gen.emit(
@@ -343,12 +341,18 @@ class _ReductionEmitter:
             None if id(red) in self.online else ve.value(red.inputs[0], ()) for red in self.reds
         ]
 
-    def _tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
+    def _tile_offsets(
+        self, ridx: dict[int, str], fixed: dict[int, str] | None = None
+    ) -> list[str | None]:
         """Each affine access's offset over the R tile (None for the others: the generic
-        walk's, written by ``GenericIndex.emit`` once the kernel's values can feed it)."""
+        walk's, written by ``GenericIndex.emit`` once the kernel's values can feed it);
+        ``fixed``: the offsets given for some accesses."""
         w, params = self.w, self.params
         offsets: list[str | None] = []
         for a in range(len(self.spec.accesses)):
+            if fixed and a in fixed:
+                offsets.append(w.assign("off", fixed[a]))
+                continue
             if not is_affine(params, a):
                 offsets.append(None)
                 continue

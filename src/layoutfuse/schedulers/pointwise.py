@@ -307,11 +307,17 @@ def inner_runs(
         return ()
     if split_x != p.groups[gx].size or bx % split_x or split_x < 2:
         return ()
+    return _run_stores(p, gx, gy)
+
+
+def _run_stores(p: Problem, short: int, then: int) -> tuple[int, ...]:
+    """The stores (none broadcast) whose stride-1 group is ``short``, continued in their
+    memory by ``then``."""
     return tuple(
         a
         for a in p.stores()
-        if p.groups[gx].strides[a] == 1
-        and continuation(p, a, gx) == gy
+        if p.groups[short].strides[a] == 1
+        and continuation(p, a, short) == then
         and all(g.strides[a] != 0 for g in p.groups)
     )
 
@@ -340,13 +346,7 @@ def interleaved(
         return ()
     if p.groups[gy].size != by or by < 2:
         return ()
-    return tuple(
-        a
-        for a in p.stores()
-        if p.groups[gy].strides[a] == 1
-        and continuation(p, a, gy) == gx
-        and all(g.strides[a] != 0 for g in p.groups)
-    )
+    return _run_stores(p, gy, gx)
 
 
 def flat_runs(p: Problem, axes: tuple[tuple[int | None, int | None, int], ...]) -> dict[str, Any]:

@@ -237,7 +237,7 @@ def finish_for(
     input_bytes: int,
     device: DeviceInfo,
     tuning: ReductionTuning,
-    programs: int = 0,
+    programs: int,
 ) -> tuple[str, int]:
     """(finish, split): see the module's docstring. Cut to what one program combines (an
     input that fits in L2), the split keeps ``programs * split`` (``programs``: the X
