@@ -73,6 +73,11 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
     return HEADER + prelude() + helpers_for(body) + "\n\n" + body, args
 
 
+def _carried_index(rg: tuple[int, ...], state: list[list[str]]):
+    """``_r_tiles``'s index of tile ``u``: the names that carry its group indices."""
+    return lambda r, u: dict(zip(rg, state[u]))
+
+
 @dataclass(eq=False)
 class _ReductionEmitter:
     """The state the emission steps of one reduction kernel share."""
@@ -210,7 +215,8 @@ class _ReductionEmitter:
 
     def r_loop(self) -> None:
         """The program's chunk of R, ``unroll`` tiles a step; a flat R index is decomposed
-        into its groups per tile (``_nested_r_loop`` avoids that)."""
+        into its groups per tile (``_nested_r_loop`` avoids that), or carried from step to
+        step (``carry_index``)."""
         if self.params.r_nest:
             self._nested_r_loop()
             return
@@ -219,24 +225,57 @@ class _ReductionEmitter:
             return
         w, rg = self.w, self.params.r_groups
 
-        def r_index(r: str) -> dict[int, str]:
+        def r_index(r: str, u: int) -> dict[int, str]:
             return dict(zip(rg, decompose(w, r, [f"n{k}" for k in rg], "rg"))) if rg else {}
 
         w.line("r_lo = pid_s * CHUNK")
-        start = "0"
+        loops = [("0", "CHUNK", "NR")]
         if self.params.full_steps:  # whole steps unmasked along R: vectorized loads
             step = f"({self.step_r})"
             w.line(f"r_full = tl.minimum(CHUNK, NR - r_lo) // {step} * {step}")
-            w.line(f"for r0 in range(0, r_full, {self.step_r}):")
+            loops = [("0", "r_full", None), ("r_full", "CHUNK", "NR")]
+        for lo, hi, bound in loops:
+            carried = self._carried_indices(lo) if self.params.carry_index else None
+            w.line(f"for r0 in range({lo}, {hi}, {self.step_r}):")
             with w.indent():
-                self._step(self._r_tiles("r_lo + r0", None, r_index, counted=True))
-            start = "r_full"
-        w.line(f"for r0 in range({start}, CHUNK, {self.step_r}):")
-        with w.indent():
-            self._step(self._r_tiles("r_lo + r0", "NR", r_index, counted=True))
+                index = r_index if not carried else _carried_index(rg, carried[0])
+                self._step(self._r_tiles("r_lo + r0", bound, index, counted=True))
+                if carried:
+                    self._carry(*carried)
         for i, red in enumerate(self.reds):
             if n_results(red) > 1:
                 self._lane_counts(i)
+
+    def _carried_indices(self, r0: str) -> tuple[list[list[str]], list[str]]:
+        """Before a loop that starts at ``r0``: each tile's group indices, in names the
+        loop carries (``cr<tile>_<group>``), and one step (``unroll`` tiles) decomposed
+        over the groups: what a step adds to each index before it wraps."""
+        w, rg = self.w, self.params.r_groups
+        sizes = [f"n{k}" for k in rg]
+        state = []
+        for u in range(self.params.unroll):
+            r = w.assign("r", f"r_lo + {r0} + {u} * BLOCK_R + {self.tile.r_arange}")
+            names = [f"cr{u}_{j}" for j in range(len(rg))]
+            for name, part in zip(names, decompose(w, r, sizes, "rg")):
+                w.line(f"{name} = {part}")
+            state.append(names)
+        return state, decompose(w, f"({self.step_r})", sizes, "rd")
+
+    def _carry(self, state: list[list[str]], step: list[str]) -> None:
+        """Advance each tile's carried indices by one step: every group but the last adds
+        its part of the step and the carry from the group below, and wraps once at its
+        extent (both terms are under it); the last group adds the rest."""
+        w, rg = self.w, self.params.r_groups
+        for names in state:
+            carry = None
+            for j, (name, d) in enumerate(zip(names, step)):
+                total = f"{name} + {d}" + (f" + {carry}.to({name}.dtype)" if carry else "")
+                if j == len(names) - 1:
+                    w.line(f"{name} = {total}")
+                    continue
+                t = w.assign("ct", total)
+                carry = w.assign("cy", f"{t} >= n{rg[j]}")
+                w.line(f"{name} = tl.where({carry}, {t} - n{rg[j]}, {t})")
 
     def _aligned_r_loop(self) -> None:
         """``align_rows`` = V: each row's chunk walks its whole V-element vectors from its
@@ -286,7 +325,7 @@ class _ReductionEmitter:
                 # 64-bit indexing: another access's stride along g0 times the index can pass
                 # 2**31 (``ro`` is 64-bit already, from ``pid_s``)
                 start = w.assign("r0w", "tl.cast(r0, tl.int64)") if self.params.index64 else "r0"
-                self._step(self._r_tiles(start, f"n{g0}", lambda r: {g0: r, **outer}))
+                self._step(self._r_tiles(start, f"n{g0}", lambda r, u: {g0: r, **outer}))
 
     def _r_tiles(self, r0: str, bound: str | None, r_index, counted: bool = False) -> list[tuple]:
         """The ``unroll`` R tiles of the step at ``r0``: (index per group, mask, count)
@@ -303,7 +342,7 @@ class _ReductionEmitter:
                 if bound is None
                 else f"xmask & ({r} < {bound})"
             )
-            parts.append((r_index(r), w.assign("mask", mask), count, {}))
+            parts.append((r_index(r, u), w.assign("mask", mask), count, {}))
         return parts
 
     def _step(self, tiles_of_step) -> None:

@@ -79,6 +79,10 @@ class ReductionParams:
     # >0: the row loads start their whole steps at their first multiple of this many
     # elements (``aligned_rows``), a masked loop takes the rest of each row
     align_rows: int = 0
+    # a flat R walk over several reduced groups carries each tile's group indices from
+    # step to step (an add and a wrap a group) instead of dividing every element's flat
+    # index by the groups' runtime extents (``carried_index``)
+    carry_index: bool = False
 
     @property
     def pattern(self) -> str:
@@ -113,6 +117,7 @@ def heuristics(
     multiples of a power of two (``size_factors``)."""
     params = _chosen(p, device, tuning)
     params = replace(params, align_rows=aligned_rows(p, params, tuning))
+    params = replace(params, carry_index=carried_index(params, tuning))
     if not tuning.size_factors:
         return params
     return replace(params, factors=size_factors(p, params))
@@ -172,6 +177,22 @@ def aligned_rows(p: Problem, params: ReductionParams, tuning: tiles.ReductionTun
     if v < 2 or params.block_r < 2 * v or per_program < params.block_r:
         return 0
     return v
+
+
+def carried_index(params: ReductionParams, tuning: tiles.ReductionTuning) -> bool:
+    """``carry_index`` where the R loop walks a flat index over two or more reduced
+    groups (not nested, not the aligned row loop). Each element's index was split by
+    ``%`` and ``//`` of the groups' runtime extents every step: a 32-bit division by a
+    runtime value is some 20-30 instructions on sm_90, more than a 2-byte element's load
+    and max (an fp16 max over ``[18126, 96, 7, 7]`` keeping dim 2 ran at 0.70x of
+    torch.compile, whose extents are literals). Carried, a step adds the step's own
+    decomposition to each group's index and wraps it once."""
+    return bool(
+        tuning.carry_index
+        and len(params.r_groups) >= 2
+        and not params.r_nest
+        and not params.align_rows
+    )
 
 
 def size_factors(p: Problem, params: ReductionParams) -> tuple[tuple[str, int], ...]:

@@ -59,6 +59,9 @@ class ReductionTuning:
     # an inner row whose tiles Triton cannot prove 16-byte aligned and whole starts its
     # loop at its first boundary of this many bytes (``align_rows``); 0: the plain loop
     align_row_bytes: int = 16
+    # a flat R walk over several reduced groups carries its group indices from step to
+    # step (``carry_index``); 0: each step divides every element's flat index
+    carry_index: int = 1
     # bytes per thread and loop step, kept in flight as 16-byte vectors
     load_bytes: int = 64
     # fp32 accumulators per thread (4096 per program at 8 warps); wider steps unroll into them
