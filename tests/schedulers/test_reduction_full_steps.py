@@ -2,9 +2,12 @@
 specialize as a multiple of 16 (a column of 321230540, all of [509, 1487573]) kept
 every load one element wide, since the mask ``r < NR`` is then not constant over a
 vector. Such kernels (``ReductionParams.full_steps``) loop over the chunk's whole steps
-without the R mask, then over the rest masked.
+without the R mask, then over the rest masked. So do flat walks over several reduced
+groups at any extent: their loads are one element wide anyway, and the mask is an add
+and a compare per element.
 
-Checked: the choice (odd and 8 * odd extents, not multiples of 16, not the nested walk);
+Checked: the choice (odd and 8 * odd extents, not multiples of 16 over one group, not the
+nested walk);
 numbers against torch for sum, max, var_mean and Welford (its counted steps) in fp32 and
 bf16, rows unsplit and split (every chunk but the last whole); 16-byte loads for sm_90.
 """
@@ -57,6 +60,17 @@ def _run(x, op, dims, target):
     for out, e in zip(outs, expect):
         torch.testing.assert_close(out.double(), e.to(out.dtype).double(), rtol=tol, atol=tol)
     return fd
+
+
+def test_several_reduced_groups_take_whole_steps_at_any_extent():
+    """dims 0 and 2 of [640, 3, 32] (a flat R of 20480, a multiple of 16): its loads are
+    one element wide anyway (R jumps between its groups), and the mask would cost each
+    element an add and a compare, so whole steps run unmasked; the values match torch's."""
+    x = torch.randn(640, 3, 32)
+    fd = _run(x, "sum", [0, 2], ONE_SM)
+    (params,) = schedules(fd)
+    assert len(params.r_groups) == 2 and not params.r_nest, params
+    assert params.full_steps and params.carry_index, params
 
 
 @pytest.mark.parametrize("n, full", [(20001, True), (20008, True), (20000, False), (20480, False)])

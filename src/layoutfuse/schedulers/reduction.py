@@ -70,8 +70,9 @@ class ReductionParams:
     y_group: int | None = None  # outer: the output's stride-1 kept group, tiled as rows
     block_y: int = 1  #   (BLOCK_Y of them), so the store is coalesced along it
     combine_elements: int = 8  # ticket finish: partials per thread per combine step
-    # flat inner R of an extent the launcher does not specialize as a multiple of 16: whole
-    # loop steps run without the R mask (``i < n`` would keep every load one element wide)
+    # flat inner R of an extent the launcher does not specialize as a multiple of 16, or of
+    # several groups: whole loop steps run without the R mask (``i < n`` would keep every
+    # load one element wide; over several groups it costs each element an add and a compare)
     full_steps: bool = False
     # integer arguments the main kernel receives divided by a power of two it multiplies
     # back (``size_factors``), so Triton knows them multiples of it
@@ -321,11 +322,13 @@ def _heuristics(
     finish, split = tiles.finish_for(
         split, tile.block_x, warps, p.numel * item, device, tuning, programs
     )
+    # several reduced groups: each element's R mask is an add and a compare more per load
+    # of one element (no vector to keep), which whole steps drop too
     full_steps = (
         template == "inner"
         and not r_nest
         and not p.generic
-        and nr % 16 != 0
+        and (nr % 16 != 0 or len(rg) > 1)
         and nr >= 2 * tile.block_r * tile.unroll
     )
     return with_split(replace(params, finish=finish, full_steps=full_steps), split, sizes)
