@@ -219,3 +219,27 @@ def test_static_size_one_rows_one_kernel(op, order):
     torch.testing.assert_close(out.double(), expect, rtol=1e-5, atol=1e-5)
     assert [out.stride(d) for d in (0, 2)] == [x.stride(d) for d in (0, 2)]  # dim 1: extent 1
     _one_kernel_pointwise(fd)
+
+
+@pytest.mark.parametrize("correction", [0, 1])
+@pytest.mark.parametrize("op", ["var_mean", "var"])
+def test_the_variance_of_a_nan_or_infinite_element_is_nan(op, correction):
+    """Found by the generated programs (draws 14379 and 15949 of the full run): a variance
+    over a size-1 dim of NaN, inf or -inf is NaN in torch (``x - mean`` is NaN), as the
+    reduction kernels' Welford combine gives it; the in-place form gave 0."""
+    x = torch.tensor([[float("nan")], [1.5], [float("inf")], [-float("inf")], [0.0]])
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        if op == "var_mean":
+            for out in fd.ops.var_mean(t, dims=[1], correction=correction, keepdim=True):
+                fd.add_output(out)
+        else:
+            fd.add_output(fd.ops.var(t, dims=[1], correction=correction, keepdim=False))
+    outs = fd.execute([x])
+    if op == "var_mean":
+        want = list(torch.var_mean(x, dim=1, correction=correction, keepdim=True))
+    else:
+        want = [torch.var(x, dim=1, correction=correction)]
+    assert [p.scheduler for p in schedules(fd)] == ["pointwise"]
+    for got, ref in zip(outs, want):
+        torch.testing.assert_close(got, ref, equal_nan=True, rtol=0, atol=0)

@@ -150,11 +150,14 @@ class ValueEmitter:
         reduction kernels reach it) in the accumulator dtype, or the row's constant."""
         form = one_element_parts(e)[[id(o) for o in e.outputs].index(id(tv))]
         ct = tl_compute(tv.dtype)
-        if form != "x":
+        if form != "x" and "{x}" not in form:
             return self.w.assign("t", f"({self.tile_zeros} + {form}).to({ct})")
         x = self.value(e.inputs[0], ())
         acc = tl_compute(accumulator_dtype(e))
-        return self.w.assign("t", f"({x}).to({acc}).to({ct})")
+        xa = self.w.assign("t", f"({x}).to({acc})")
+        if form == "x":
+            return self.w.assign("t", f"{xa}.to({ct})")
+        return self.w.assign("t", f"({form.format(x=xa)}).to({ct})")
 
     def _pad(self, e: Expr, chain) -> str:
         """``tl.where(inside, input, fill)``: the input's load is masked by the same condition."""

@@ -77,7 +77,7 @@ class ReductionRow:
     bool_inputs: bool = True
     # each part over a single element ``x`` (every reduced extent 1: the pointwise
     # scheduler computes the reduction in place): "x" (the value in the accumulator
-    # dtype), or a number
+    # dtype), an expression of it (``{x}``), or a number
     one_element: tuple[str, ...] = ("x",)
     doc: str = ""
 
@@ -217,7 +217,9 @@ ROWS = (
         _welford_accumulator,
         parts=("mean", "m2", "n"),
         empty_fill=(float("nan"), 0, 0),
-        one_element=("x", "0", "1"),
+        # M2 of one element is 0, but NaN for a NaN or infinite one (``x - x``), as the
+        # combine (``delta * delta * 0``) and torch's var give it
+        one_element=("x", "({x} - {x}) * ({x} - {x})", "1"),
         kind=OpKind.WELFORD,
         doc="(mean, M2, count) over dims, combined with Chan's formula; over no "
         "element (NaN, 0, 0)",
