@@ -40,6 +40,7 @@ PROBES = {
         "whether Triton compiles a reduction shared by a cluster's CTAs (sm_90, no GPU)",
     ),
     "registers": ("registers", "registers and spills of reduction variants (sm_90, no GPU)"),
+    "sass": ("probe_sass", "SASS instructions per byte of each kernel's main loop (sm_90, no GPU)"),
 }
 
 

@@ -54,7 +54,10 @@ def _inputs(case: Case, make) -> list[torch.Tensor]:
         shape = list(case.parent_shape())
         expanded = case.expand is not None and k == case.n_inputs - 1
         if expanded:
-            shape[case.expand] = 1
+            # one element along the expanded dim, after the slice's start where the case
+            # slices that dim too (a size-1 parent sliced from 1 would be empty)
+            sliced_here = case.slice is not None and case.slice[0] == case.expand
+            shape[case.expand] = 1 + (case.slice[1] if sliced_here else 0)
         physical = [shape[d] for d in case.order]
         inputs.append(laid_out(case, make(physical).permute(inverse(case.order)), expanded))
     return inputs

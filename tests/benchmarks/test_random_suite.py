@@ -142,3 +142,17 @@ def test_pinned_outputs_may_keep_an_expanded_dim_unallocated(shape, order, expan
     case = Case("t", "random", "chain", shape, order, out_order=order, expand=expand)
     out = torch.empty_strided(shape, got, device="meta")
     assert (_pinned_strides(case, out) == got) == ok
+
+
+def test_a_case_sliced_and_expanded_along_one_dim_runs():
+    """r101_195 (seed 101 of the CPU draws): dim 0 of [2, 1, 8000] sliced from 1 and
+    expanded. The expanded input's parent holds one element past the slice's start along
+    that dim (it held one, so the slice was empty and the expand failed); the input is a
+    stride-0 view there and layoutfuse matches the reference."""
+    (case,) = [c for c in draw_cases(101, 196, "cpu") if c.name.startswith("r101_195")]
+    assert case.slice is not None and case.slice[0] == case.expand == 0 and case.slice[1] == 1
+    inputs = make_inputs(case, str(torch.get_default_device()))
+    assert [tuple(x.shape) for x in inputs] == [case.shape]
+    assert inputs[-1].stride(case.expand) == 0
+    out = LayoutfuseRunner().prepare(case, inputs)(*inputs)
+    check_result(case, out, reference(case, inputs))
