@@ -202,7 +202,9 @@ def test_an_input_in_l2_keeps_a_program_per_multiprocessor(fill):
     blocks of 512. Cut to what one program combines in ``ticket_steps`` (8 partials a
     block), its split left 64 programs on 132 multiprocessors; it keeps 17 (136 programs),
     the last program of each block combining in more steps (``ticket_fill=0``: 8)."""
-    p = dataclasses.replace(problem("XR", (3939, 2411), DataType.BFloat16), accumulators=3)
+    p = dataclasses.replace(
+        problem("XR", (3939, 2411), DataType.BFloat16), accumulators=3, welford=True
+    )
     tuning = dataclasses.replace(TUNING, ticket_fill=fill)
     params = rd.heuristics(p, H200, tuning)
     programs = -(-3939 // params.block_x)

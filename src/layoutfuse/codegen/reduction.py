@@ -60,12 +60,16 @@ def reduction_source(spec, params: ReductionParams, name: str) -> tuple[str, lis
     k.signature(name, args)
     with k.w.indent():
         multiply_back(k.w, params.factors)
+        if params.fold > 1:
+            k.fold_arguments()
         k.program_indices()
         k.x_offsets()
         k.init_accumulators()
         k.r_loop()
+        if params.fold > 1:
+            k.fold_tail()
         results = k.reduce()
-        if params.split > 1:
+        if params.partials:
             k.store_partials(results)
         else:
             k.store_outputs(results)
@@ -178,6 +182,31 @@ class _ReductionEmitter:
             f"BLOCK_X: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, "
             f"BLOCK_Y: tl.constexpr):"
         )
+
+    # -- a fold (``ReductionParams.fold``) -------------------------------------------------
+
+    def fold_arguments(self) -> None:
+        """The kernel walks ``fold`` rows as one: the kept extent ``n0`` and the reduced
+        ``n1`` are rebound to the folded ones (``G * n0``, whole folds), so are the loads'
+        row strides; ``TAIL`` rows are left after the whole folds, ``n0r`` is a row."""
+        g, w = self.params.fold, self.w
+        w.line(f"TAIL = n1 % {g}")
+        w.line("n0r = n0")
+        w.line(f"n0 = n0 * {g}")
+        w.line(f"n1 = n1 // {g}")
+        for a in range(self.spec.n_loads):
+            if not (self.params.zero_strides[a][1] or self.params.unit_strides[a][1]):
+                w.line(f"s{a}_1 = s{a}_1 * {g}")
+
+    def fold_tail(self) -> None:
+        """The rows past the whole folds (fewer than ``fold``), in the last split program:
+        folded row ``NR``, whose column ``c`` of ``G * n0`` holds row ``c // n0r`` of them."""
+        w = self.w
+        q = w.assign("q", f"{self.idx[self.params.x_groups[0]]} // n0r")
+        start = "tl.cast(NR, tl.int64)" if self.params.index64 else "NR"
+        r = w.assign("r", f"{start} + {self.tile.r_arange}")
+        mask = w.assign("mask", f"xmask & ({r} == NR) & ({q} < TAIL) & (pid_s == SPLIT_N - 1)")
+        self._step([({self.params.r_groups[0]: r}, mask, None, {})])
 
     # -- program indices and masks -------------------------------------------------------
 
@@ -483,7 +512,7 @@ class _ReductionEmitter:
                     f"res{i}",
                     f"res{j}",
                     axis,
-                    nan_rows=self.params.split <= 1,
+                    nan_rows=not self.params.partials,
                 )
                 results.append(f"res{i}")
             elif n_results(red) > 1:
@@ -580,7 +609,7 @@ def emit(spec, params: ReductionParams) -> tuple[Kernel, ...]:
         params.num_warps,
         params,
     )
-    if params.split <= 1 or params.finish != "kernel":
+    if not params.partials or params.finish != "kernel":
         return (main,)
     block_x, block_s = rd.finish_tile(params)
     fsrc, fargs = finish_source(spec, params, "finish_kernel")

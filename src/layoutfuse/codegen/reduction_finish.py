@@ -43,7 +43,7 @@ def partial_names(spec) -> list[str]:
 def workspace_names(spec, params: ReductionParams) -> list[str]:
     """The reduction kernel's workspace parameters: the partial results, and the ticket
     counters when the same launch combines them."""
-    if params.split <= 1:
+    if not params.partials:
         return []
     return partial_names(spec) + (["tickets"] if params.finish == "ticket" else [])
 

@@ -27,6 +27,7 @@ groups are the single coordinates and that access's offset comes from
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -84,6 +85,15 @@ class ReductionParams:
     # step to step (an add and a wrap a group) instead of dividing every element's flat
     # index by the groups' runtime extents (``carried_index``)
     carry_index: bool = False
+    # >1: the outer template reads G consecutive rows of a contiguous [rows, n] input as
+    # one row of G * n elements (16-byte aligned where rows of n are not), and the
+    # finishing kernel folds the G column partials of each column (``folded_rows``)
+    fold: int = 0
+
+    @property
+    def partials(self) -> bool:
+        """The kernel stores partial results that a finish combines (a split, a fold)."""
+        return self.split > 1 or self.fold > 1
 
     @property
     def pattern(self) -> str:
@@ -116,7 +126,10 @@ def heuristics(
 ) -> ReductionParams:
     """The tile, template and split (``_chosen``), and the arguments the kernel is told
     multiples of a power of two (``size_factors``)."""
-    params = _chosen(p, device, tuning)
+    g = folded_rows(p, tuning)
+    params = _folded(p, g, device, tuning) if g else None
+    if params is None:
+        params = _chosen(p, device, tuning)
     params = replace(params, align_rows=aligned_rows(p, params, tuning))
     params = replace(params, carry_index=carried_index(params, tuning))
     if not tuning.size_factors:
@@ -178,6 +191,68 @@ def aligned_rows(p: Problem, params: ReductionParams, tuning: tiles.ReductionTun
     if v < 2 or params.block_r < 2 * v or per_program < params.block_r:
         return 0
     return v
+
+
+def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
+    """``fold``: the rows folded into one where an outer reduction's rows are contiguous
+    (every load walks ``[n1, n0]`` with strides ``(n0, 1)``: the whole input is one run)
+    but no multiple of 16 bytes long, so no row but every 8th (bf16) starts on a vector
+    boundary and every load moves one element: a bf16 sum over rows of 127 or 3939 took
+    6.8 and 11 SASS instructions per byte (``python -m benchmarks probe sass``) against a
+    budget of 8 at the read ceiling, and ran at 0.82x of eager (r3_048, H100). G rows of n0
+    are one row of ``G * n0`` elements, a multiple of 16 bytes: the loads are 16-byte
+    vectors, the ``G * n0`` column results are folded by the finishing kernel (G partials
+    of each column, with the split's). 0 where it does not apply: a Welford (its counted
+    steps), other groups, a broadcast load, rows already aligned, fewer than
+    ``fold_min_rows`` folded rows, inputs under ``fold_min_bytes`` (a second launch)."""
+    if not tuning.fold_rows or p.welford or p.generic or p.based or len(p.groups) != 2:
+        return 0
+    x, r = p.groups
+    if x.reduced or not r.reduced or not p.n_loads:
+        return 0
+    if any(x.strides[a] != 1 or r.strides[a] != x.size for a in range(p.n_loads)):
+        return 0
+    g = 1
+    for a in range(p.n_loads):
+        row_bytes = x.size * p.vector_bytes(a)
+        g = max(g, 16 // math.gcd(row_bytes, 16))
+    if g == 1 or r.size // g < tuning.fold_min_rows:
+        return 0
+    if p.numel * p.narrowest_load_bytes() < tuning.fold_min_bytes:
+        return 0
+    return g
+
+
+def fold_problem(p: Problem, g: int) -> Problem:
+    """``p`` seen with ``g`` rows as one: ``[n1 // g, g * n0]`` (the rows past the last
+    whole fold are the kernel's tail step)."""
+    x, r = p.groups
+    return replace(
+        p,
+        groups=(
+            replace(x, size=x.size * g),
+            replace(r, size=r.size // g, strides=tuple(s * g for s in r.strides)),
+        ),
+    )
+
+
+def _folded(
+    p: Problem, g: int, device: DeviceInfo, tuning: tiles.ReductionTuning
+) -> ReductionParams | None:
+    """The plan of the folded problem, with ``fold`` and a finishing kernel; None where it
+    comes out as anything but the plain outer template."""
+    params = _chosen(fold_problem(p, g), device, tuning)
+    if params.template != "outer" or params.y_group is not None or params.r_nest:
+        return None
+    return replace(params, fold=g, finish="kernel")
+
+
+def folded_sizes(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, ...]:
+    """The group extents the main kernel walks: ``sizes``, or folded (``fold_problem``)."""
+    if params.fold <= 1:
+        return tuple(sizes)
+    n0, n1 = sizes
+    return (n0 * params.fold, n1 // params.fold)
 
 
 def carried_index(params: ReductionParams, tuning: tiles.ReductionTuning) -> bool:
@@ -525,6 +600,7 @@ def _short_rows(
 def _split_units(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, int]:
     """R as the split cuts it: (units, least units per program). Loop steps of
     ``block_r * unroll`` elements, at least 2 per program; nested: outer R rows."""
+    sizes = folded_sizes(params, sizes)
     nr = prod(sizes[k] for k in params.r_groups)
     if params.r_nest:
         return nr // sizes[params.r_groups[0]], 1
@@ -543,7 +619,8 @@ def with_split(params: ReductionParams, split: int, sizes: Sequence[int]) -> Red
 
 def chunk(params: ReductionParams, sizes: Sequence[int]) -> int:
     """R per split program: whole loop steps (nested: outer R rows); all of R unsplit."""
-    nr = prod(sizes[k] for k in params.r_groups)
+    walked = folded_sizes(params, sizes)
+    nr = prod(walked[k] for k in params.r_groups)
     if params.y_group is not None:
         return nr
     units, _ = _split_units(params, sizes)
@@ -573,6 +650,7 @@ def combine_block(params: ReductionParams, block_x: int) -> int:
 
 def grid(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, int]:
     """(programs over the kept groups, split programs along R)."""
+    sizes = folded_sizes(params, sizes)
     nx = prod(sizes[k] for k in params.x_groups)
     if params.template == "inner":
         programs = cdiv(nx, params.block_x)
@@ -588,16 +666,16 @@ def grid(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, int]:
 def finish_tile(params: ReductionParams) -> tuple[int, int]:
     """(BLOCK_X, BLOCK_S) of the finishing kernel: all partials of a column in one tile
     (``BLOCK_S``, a power of two), up to 4096 elements per program."""
-    block_s = next_pow2(params.split)
+    block_s = next_pow2(params.split * max(1, params.fold))
     return max(1, min(1024, 4096 // block_s)), block_s
 
 
 def workspaces(segment: KernelSpec, p: Problem, params: ReductionParams) -> tuple[Workspace, ...]:
     """A split's ``[SPLIT, NX]`` partial results (one per result of each reduction, in
     its accumulator dtype), and the ticket counters of a same-launch finish."""
-    if params.split <= 1:
+    if not params.partials:
         return ()
-    _, _, nx, _ = p.kept_and_reduced()
+    nx = prod(folded_sizes(params, p.sizes)[k] for k in params.x_groups)
     dtypes = [accumulator_dtype(e) for e in segment.reductions for _ in range(n_results(e))]
     out = [Workspace(f"ws{k}", (params.split, nx), dtype) for k, dtype in enumerate(dtypes)]
     if params.finish == "ticket":
@@ -607,22 +685,26 @@ def workspaces(segment: KernelSpec, p: Problem, params: ReductionParams) -> tupl
 
 def launches(segment: KernelSpec, p: Problem, params: ReductionParams) -> tuple[LaunchSpec, ...]:
     """The reduction kernel, then (a split with ``finish="kernel"``) its finishing kernel."""
-    sizes = p.sizes
-    _, _, nx, nr = p.kept_and_reduced()
+    sizes = folded_sizes(params, p.sizes)  # what the main kernel walks
+    nx = prod(sizes[k] for k in params.x_groups)
+    nr = prod(sizes[k] for k in params.r_groups)
     npx = cdiv(sizes[params.x_groups[0]], params.block_x) if params.template == "outer" else 1
     nr_arg = nr // sizes[params.r_groups[0]] if params.r_nest else nr
     main = LaunchSpec(
         0,
-        grid(params, sizes),
+        grid(params, p.sizes),
         (
             ("NX", nx),
             ("NR", nr_arg),
-            ("CHUNK", chunk(params, sizes)),
+            ("CHUNK", chunk(params, p.sizes)),
             ("NPX", npx),
             ("SPLIT_N", params.split),
         ),
     )
-    if params.split <= 1 or params.finish != "kernel":
+    if not params.partials or params.finish != "kernel":
         return (main,)
     block_x, _ = finish_tile(params)
-    return main, LaunchSpec(1, (cdiv(nx, block_x),), (("NX", nx), ("SPLIT", params.split)))
+    # a fold's [SPLIT, G * n0] partials are [SPLIT * G, n0]: G more partials per column
+    _, _, nx_out, _ = p.kept_and_reduced()
+    n_split = params.split * max(1, params.fold)
+    return main, LaunchSpec(1, (cdiv(nx_out, block_x),), (("NX", nx_out), ("SPLIT", n_split)))

@@ -62,6 +62,12 @@ class ReductionTuning:
     # a flat R walk over several reduced groups carries its group indices from step to
     # step (``carry_index``); 0: each step divides every element's flat index
     carry_index: int = 1
+    # contiguous outer rows no multiple of 16 bytes long are read G at a time as one
+    # aligned row (``fold``; 0: off), where that leaves this many folded rows and the
+    # input has this many bytes (the fold adds a finishing kernel)
+    fold_rows: int = 1
+    fold_min_rows: int = 64
+    fold_min_bytes: int = 8 << 20
     # bytes per thread and loop step, kept in flight as 16-byte vectors
     load_bytes: int = 64
     # fp32 accumulators per thread (4096 per program at 8 warps); wider steps unroll into them

@@ -1,0 +1,244 @@
+"""Outer reductions over contiguous rows no multiple of 16 bytes long (``ReductionParams.fold``).
+
+The column sums of a contiguous ``[n1, n0]`` input with n0 = 127 bf16 (rows of 254
+bytes) start a row on a 16-byte boundary only every 8th row: every load moved one
+element. The fold reads G rows as one row of ``G * n0`` elements (a multiple of 16
+bytes: 16-byte loads), and the finishing kernel combines the G partials of each column
+with the split's; the rows past the last whole fold are one masked tail step.
+
+Checked against torch (float64 references): sum, max, min, prod and sibling reductions,
+a fused prologue over two inputs, in fp32, bf16 and fp16, for
+folds of 2, 4 and 8 rows, with and without tail rows, split and unsplit, 2-D and 3-D
+inputs whose dims merge into the two groups, pinned output orders; where it does not
+apply (a Welford, rows already aligned, sliced rows, a broadcast load, small inputs);
+and the sm_90 PTX: 16-byte loads with the fold, none without.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from layoutfuse.codegen.hopper_check import compile_last_run
+from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import configured, schedules, small_gpu
+
+pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
+
+NV = {
+    torch.float32: DataType.Float,
+    torch.bfloat16: DataType.BFloat16,
+    torch.float16: DataType.Half,
+}
+# the interpreter's inputs are small: fold whatever the size
+ANY_SIZE = dict(fold_min_bytes=0, fold_min_rows=4)
+TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
+
+
+def _tuning(fold: int = 1, **fields):
+    return DEFAULT.with_fields(reduction=dict(ANY_SIZE, fold_rows=fold, **fields))
+
+
+def _values(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed + sum(shape))
+    return (torch.randint(-64, 65, shape, generator=g) / 64).to(dtype)
+
+
+def _reference(x: torch.Tensor, op: str, dims) -> torch.Tensor:
+    d = x.double()
+    return {
+        "sum": lambda: d.sum(dims),
+        "max": lambda: d.amax(dims),
+        "min": lambda: d.amin(dims),
+        "prod": lambda: d.prod(dims[0]),  # one dim in these tests
+    }[op]()
+
+
+def _run(x, ops, dims, tuning, sms=4, order=None):
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        for op in ops:
+            out = getattr(fd.ops, op)(t, dims=dims)
+            if order is None:
+                fd.add_output(out)
+            else:
+                fd.add_output(out, stride_order=order)
+    configured(fd, tuning=tuning, target=small_gpu(sms))
+    outs = fd.execute([x])
+    for op, out in zip(ops, outs):
+        want = _reference(x, op, dims)
+        tol = TOL[x.dtype] * max(1.0, float(want.abs().max()))
+        torch.testing.assert_close(out.double(), want.to(x.dtype).double(), atol=tol, rtol=0)
+    (params,) = [p for p in schedules(fd) if p.scheduler == "reduction"]
+    return fd, params, outs
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+@pytest.mark.parametrize("n1", [200, 203])
+@pytest.mark.parametrize("n0", [127, 6, 39])
+def test_folded_columns_match_torch(n0, n1, op, dtype):
+    """Rows of 127 (a fold of 8 in 2 bytes, 4 in fp32), 6 (8 in 2 bytes: 12 bytes; 2 in
+    fp32: 24) and 39; 200 rows (whole folds) and 203 (a tail of 3 or 7 rows)."""
+    x = _values((n1, n0), dtype)
+    _, params, _ = _run(x, [op], [0], _tuning())
+    row_bytes = n0 * x.element_size()
+    want = 16 // math.gcd(row_bytes, 16)
+    assert params.fold == want and params.finish == "kernel", params
+    assert params.template == "outer" and params.x_groups == (0,), params
+
+
+def test_a_split_fold_combines_every_partial():
+    """Rows of 39 fp32 over 2411 rows on 64 multiprocessors: R is split, the finish
+    combines split x 4 partials per column, the tail rows in the last split program."""
+    x = _values((2411, 39), torch.float32)
+    _, params, _ = _run(x, ["sum"], [0], _tuning(), sms=64)
+    assert params.fold == 4 and params.split > 1, params
+
+
+def test_an_unsplit_fold_finishes_its_own_partials():
+    """200 bf16 rows of 127 on 4 multiprocessors: one program per column block, whose
+    G partials per column the finishing kernel still folds."""
+    x = _values((200, 127), torch.bfloat16)
+    _, params, _ = _run(x, ["sum"], [0], _tuning(), sms=4)
+    assert params.fold == 8 and params.split == 1 and params.partials, params
+
+
+def test_siblings_and_a_prologue_fold_together():
+    """sum and max of the same bf16 rows (siblings, one kernel), then the sum of a product
+    of two inputs laid out alike (a prologue over both loads); 2403 rows (fewer take the
+    normalization scheduler's persistent rows)."""
+    x = _values((2403, 127), torch.bfloat16)
+    _, params, _ = _run(x, ["sum", "max"], [0], _tuning())
+    assert params.fold == 8, params
+    y = _values((2403, 127), torch.bfloat16, seed=1)
+    with FusionDefinition() as fd:
+        a, b = fd.from_pytorch(x), fd.from_pytorch(y)
+        prod = fd.ops.mul(fd.ops.cast(a, DataType.Float), fd.ops.cast(b, DataType.Float))
+        fd.add_output(fd.ops.sum(prod, dims=[0]))
+    configured(fd, tuning=_tuning(), target=small_gpu(4))
+    (out,) = fd.execute([x, y])
+    torch.testing.assert_close(out.double(), (x.double() * y.double()).sum(0), atol=1e-4, rtol=0)
+    (params,) = schedules(fd)
+    assert params.fold == 8, params
+
+
+def test_a_prod_folds():
+    """A product over 212 rows of 13 fp16 values near 1: the fold's identity is 1."""
+    x = (1 + _values((212, 13), torch.float32) / 64).to(torch.float16)
+    _, params, _ = _run(x, ["prod"], [0], _tuning())
+    assert params.fold == 8, params
+
+
+@pytest.mark.parametrize("order", [None, [0, 1]], ids=["inferred", "pinned"])
+def test_three_dims_merged_into_rows(order):
+    """Dims 0 and 1 of a contiguous [7, 29, 2, 63] bf16 are the rows; dims 2 and 3 (126
+    elements, 252 bytes: 4-byte aligned, which the size factors tell the kernel) merge
+    into the kept group: a fold of 4. Pinned column-major, the output splits the kept
+    dims into two groups (a transposed store): no fold, the same values."""
+    x = _values((7, 29, 2, 63), torch.bfloat16)
+    fd, params, (out,) = _run(x, ["sum"], [0, 1], _tuning(), order=order)
+    if order is None:
+        assert params.fold == 4 and ("n0", 2) in params.factors, params
+    else:
+        assert params.fold == 0 and len(params.x_groups) == 2, params
+        assert out.stride() == (1, 2), out.stride()
+
+
+def test_a_column_major_input_folds_its_columns():
+    """A column-major [127, 250] fp16 reduced over dim 1: its columns are the contiguous
+    rows of 127."""
+    x = _values((250, 127), torch.float16).t()
+    _, params, _ = _run(x, ["sum"], [1], _tuning())
+    assert params.fold == 8, params
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["welford", "aligned", "sliced", "broadcast", "small", "off"],
+)
+def test_where_the_fold_does_not_apply(case):
+    """A Welford (var_mean: counted steps), rows of 128 bf16 (aligned), every other row of
+    a larger tensor (rows not contiguous), a column bias broadcast over the rows (a load
+    of another layout), an input under ``fold_min_bytes`` (8 MB), ``fold_rows=0``."""
+    x = _values((400, 127), torch.bfloat16)
+    tuning = _tuning()
+    if case == "welford":
+        with FusionDefinition() as fd:
+            var, mean = fd.ops.var_mean(fd.from_pytorch(x), dims=[0], correction=1)
+            fd.add_output(var)
+            fd.add_output(mean)
+        configured(fd, tuning=tuning, target=small_gpu(4))
+        var, mean = fd.execute([x])
+        want_var, want_mean = torch.var_mean(x.double(), 0, correction=1)
+        torch.testing.assert_close(mean.double(), want_mean.to(x.dtype).double(), atol=1e-2, rtol=0)
+        params = schedules(fd)[0]
+        assert getattr(params, "fold", 0) == 0, params
+        return
+    if case == "broadcast":
+        bias = _values((127,), torch.bfloat16, seed=2)
+        with FusionDefinition() as fd:
+            a, b = fd.from_pytorch(x), fd.from_pytorch(bias)
+            fd.add_output(
+                fd.ops.sum(fd.ops.add(a, fd.ops.broadcast_in_dim(b, [400, 127], [1])), [0])
+            )
+        configured(fd, tuning=tuning, target=small_gpu(4))
+        (out,) = fd.execute([x, bias])
+        want = (x.float() + bias.float()).double().sum(0)
+        torch.testing.assert_close(out.double(), want.to(out.dtype).double(), atol=0.1, rtol=0)
+        (params,) = schedules(fd)
+        assert params.fold == 0, params
+        return
+    if case == "aligned":
+        x = _values((400, 128), torch.bfloat16)
+    elif case == "sliced":
+        x = _values((800, 127), torch.bfloat16)[::2]
+    elif case == "small":
+        tuning = DEFAULT
+    elif case == "off":
+        tuning = _tuning(fold=0)
+    _, params, _ = _run(x, ["sum"], [0], tuning)
+    assert params.fold == 0, params
+
+
+def test_folded_loads_are_16_bytes_on_sm90():
+    """The bf16 column sums of [400, 127] compile to 16-byte loads folded, and to none
+    unfolded (every row but one in 8 starts off a boundary)."""
+    x = _values((400, 127), torch.bfloat16)
+    widths = {}
+    for fold in (1, 0):
+        fd, params, _ = _run(x, ["sum"], [0], _tuning(fold))
+        arts = compile_last_run(fd.executor())
+        widths[fold] = arts[0].vector_widths.get("ld.global.v4", 0)
+        assert params.fold == (8 if fold else 0), params
+    assert widths[1] > 0 and widths[0] == 0, widths
+
+
+def _draws(count: int, seed: int = 7):
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n0 = rng.choice([rng.randint(2, 40), rng.randint(41, 400)])
+        n1 = rng.randint(8, 1500)
+        dtype = rng.choice([torch.float32, torch.bfloat16, torch.float16])
+        op = rng.choice(["sum", "max", "min"])
+        out.append((n0, n1, dtype, op))
+    return out
+
+
+@pytest.mark.parametrize("n0,n1,dtype,op", _draws(24), ids=str)
+def test_seeded_draws_match_torch(n0, n1, dtype, op):
+    """Seeded draws of row lengths (aligned ones too: no fold), row counts (under a fold,
+    whole folds, tails) and dtypes on 64 multiprocessors (split or not)."""
+    x = _values((n1, n0), dtype)
+    _, params, _ = _run(x, [op], [0], _tuning(), sms=64)
+    g = 16 // math.gcd(n0 * x.element_size(), 16)
+    assert params.fold in (0, g), params
+    if params.fold == 0 and g > 1 and n1 // g >= ANY_SIZE["fold_min_rows"]:
+        # a fold the plan of the folded problem turned down (not the plain outer template)
+        assert params.template != "outer" or params.y_group is not None, params
