@@ -110,15 +110,22 @@ def _width(ins: str) -> int:
     return 4
 
 
+def _streamed(body: list[tuple[int, str]]) -> int:
+    """Bytes a region loads from the input (not a finish's ``.STRONG`` partials)."""
+    return sum(_width(i) for _, i in body if "LDG" in i and "STRONG" not in i)
+
+
 def region(name: str, cubin: bytes) -> Region:
-    """The longest loop of the kernel, else the whole kernel."""
+    """The loop that streams the most input bytes (the main loop, not a ticket finish's
+    loop over partials), the longest among equals; else the whole kernel."""
     code = sass(cubin)
     body, looped = code, False
     for addr, ins in code:
         m = re.search(r"->(\d+)$", ins)
         if m and int(m.group(1)) < addr:
             loop = [(a, i) for a, i in code if int(m.group(1)) <= a <= addr]
-            if not looped or len(loop) > len(body):
+            key = (_streamed(loop), len(loop))
+            if not looped or key > (_streamed(body), len(body)):
                 body, looped = loop, True
     loads: dict[str, int] = {}
     stores: dict[str, int] = {}

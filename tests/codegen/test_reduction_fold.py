@@ -21,8 +21,10 @@ import math
 import pytest
 import torch
 
+from layoutfuse.analysis.canonical import Group
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers.problem import Problem
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
 
@@ -242,3 +244,29 @@ def test_seeded_draws_match_torch(n0, n1, dtype, op):
     if params.fold == 0 and g > 1 and n1 // g >= ANY_SIZE["fold_min_rows"]:
         # a fold the plan of the folded problem turned down (not the plain outer template)
         assert params.template != "outer" or params.y_group is not None, params
+
+
+def column_problem(n0: int, n1: int, dtype) -> Problem:
+    """The column reduction of a contiguous [n1, n0]: groups X (n0) and R (n1)."""
+    groups = (Group(n0, False, (1, 1), (1,)), Group(n1, True, (n0, 0), (0,)))
+    return Problem(groups, 1, 1, (dtype, dtype), (n0 * n1, n0))
+
+
+def test_the_measured_choice_times_the_unfolded_plan():
+    """A folded problem's candidates (``schedulers/measure``): the fold, then the plan
+    without it; a problem the fold does not touch gets no extra candidate."""
+    from layoutfuse.analysis.device import H200
+    from layoutfuse.schedulers import measure
+    from layoutfuse.schedulers import reduction as rd
+    from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING
+
+    folded = column_problem(127, 1 << 20, DataType.BFloat16)
+    plans = measure.candidates(
+        rd.heuristics, folded, H200, DEFAULT_TUNING, DEFAULT_TUNING.alternatives, 3
+    )
+    assert [p.fold for p in plans[:2]] == [8, 0], plans
+    aligned = column_problem(128, 1 << 20, DataType.BFloat16)
+    plans = measure.candidates(
+        rd.heuristics, aligned, H200, DEFAULT_TUNING, DEFAULT_TUNING.alternatives, 3
+    )
+    assert all(p.fold == 0 for p in plans), plans

@@ -170,6 +170,7 @@ class _ReductionEmitter:
             + bases
             + scalars
             + ["NX", "NR", "CHUNK", "NPX", "SPLIT_N"]
+            + (["NREP"] if params.repeat else [])
         )
 
     def signature(self, name: str, args: list[str]) -> None:
@@ -529,7 +530,20 @@ class _ReductionEmitter:
                     )
                 )
                 results.append(f"res{i}")
+        if self.params.repeat:
+            self._repeat(results)
         return results
+
+    def _repeat(self, results: list[str]) -> None:
+        """``NREP`` copies of each value (``ReductionParams.repeat``): sums and a Welford's
+        M2 and count times NREP; a max, a min and a mean as they are."""
+        k = 0
+        for red in self.reds:
+            parts = results[k : k + n_results(red)]
+            k += n_results(red)
+            scaled = parts[1:] if n_results(red) > 1 else parts if red.op.name == "sum" else []
+            for name in scaled:
+                self.w.line(f"{name} = {name} * NREP")
 
     def store_partials(self, results: list[str]) -> None:
         """A split's partial results into the workspaces; with a ticket, the last program

@@ -87,6 +87,7 @@ def argument_values(
     values: dict[str, Any] = {f"p{i}": env[id(tv)] for i, tv in enumerate(segment.memory)}
     values.update(workspaces)
     values.update({f"o{k}": env[id(o)] for k, o in enumerate(segment.results)})
+    values["NREP"] = problem.repeat
     for k, g in enumerate(problem.groups):
         values[f"n{k}"] = g.size
         for a, s in enumerate(g.strides):

@@ -145,6 +145,10 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         for d in reduced_dims(spec):
             reduced[d] = True
     generic = not all(affine)
+    repeat = 1
+    for d in _repeated_dims(spec, reduced, strides, root_shape, generic):
+        reduced[d] = False  # a kept coordinate no access moves along: canonicalize drops it
+        repeat *= root_shape[d]
     order_by = None
     if generic:
         # the affine loads decide the order; the others' local strides break ties. An
@@ -200,8 +204,35 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         **_reduction_fields(spec),
         based=based,
         random=random,
+        repeat=repeat,
         **_scan_fields(spec, extents),
     )
+
+
+REPEATABLE = ("sum", "max", "min", "welford")
+
+
+def _repeated_dims(
+    spec: KernelSpec,
+    reduced: list[bool],
+    strides: list[tuple[int, ...]],
+    shape: tuple[int, ...],
+    generic: bool,
+) -> list[int]:
+    """Reduced coordinates no access moves along (an expanded input's), of a plain
+    reduction segment whose reductions all take M copies of each value as the kernel can
+    (``Problem.repeat``): M times the sum, the same max and min, a Welford's M2 and count
+    times M. The kernel does not walk them; at least one reduced coordinate of extent > 1
+    is left to walk (else the pointwise scheduler's one-element forms would take it)."""
+    if spec.kind != "reduction" or spec.group is not None or generic or spec.scan is not None:
+        return []
+    if not spec.reductions or any(e.op.name not in REPEATABLE for e in spec.reductions):
+        return []
+    dims = [
+        d for d, r in enumerate(reduced) if r and shape[d] > 1 and all(st[d] == 0 for st in strides)
+    ]
+    left = [d for d, r in enumerate(reduced) if r and shape[d] > 1 and d not in dims]
+    return dims if left else []
 
 
 def _tensor(v: Val) -> TensorView:

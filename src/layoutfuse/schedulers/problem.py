@@ -43,6 +43,8 @@ class Problem:
     random: tuple[int, ...] = ()  # coordinates of random ops (Philox at their linear
     #   index, ``ir.ops.random``)
     scan_dtype: DataType | None = None  # scan: the dtype of the scanned values
+    repeat: int = 1  # reduction: copies of each value in the reduced coordinates the
+    #   groups leave out (no access moves along them: an expanded input's), ``NREP``
 
     @property
     def sizes(self) -> tuple[int, ...]:

@@ -89,6 +89,10 @@ class ReductionParams:
     # one row of G * n elements (16-byte aligned where rows of n are not), and the
     # finishing kernel folds the G column partials of each column (``folded_rows``)
     fold: int = 0
+    # the problem leaves out reduced coordinates no access moves along (``Problem.repeat``
+    # copies of each value): the kernel scales its sums, and a Welford's M2 and count, by
+    # the argument ``NREP``
+    repeat: bool = False
 
     @property
     def partials(self) -> bool:
@@ -131,7 +135,7 @@ def heuristics(
     if params is None:
         params = _chosen(p, device, tuning)
     params = replace(params, align_rows=aligned_rows(p, params, tuning))
-    params = replace(params, carry_index=carried_index(params, tuning))
+    params = replace(params, carry_index=carried_index(params, tuning), repeat=p.repeat > 1)
     if not tuning.size_factors:
         return params
     return replace(params, factors=size_factors(p, params))

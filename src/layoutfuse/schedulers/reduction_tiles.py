@@ -117,9 +117,12 @@ class ReductionTuning:
     transposed_line_bytes: int = 128
     # warps of a tile its template does not fix, by its accumulator elements: (least, warps)
     warps: WarpSteps = ((4096, 8), (1024, 4), (0, 2))
-    # measured choice (``schedulers/measure.py``): outer tiles of narrower rows, and 2-byte
-    # outer tiles of half the bytes per thread, are timed against the rule's
+    # measured choice (``schedulers/measure.py``): a fold against the unfolded plan (the
+    # fold is not yet timed on a GPU; a problem it does not fold gets the same plan, which
+    # is not timed twice), outer tiles of narrower rows, and 2-byte outer tiles of half the
+    # bytes per thread, are timed against the rule's
     alternatives: tuple[Overrides, ...] = (
+        (("fold_rows", 0),),
         (("outer_row_bytes", 256),),
         (("narrow_outer_load_bytes", 64),),
     )
