@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
-from layoutfuse.nvfuser import FusionDefinition
+from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
 from support.reductions import DTYPES, assert_values, define_reduction, make_input
@@ -34,8 +34,12 @@ pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 SHORT = dict(inner_row_bytes=32, outer_row_bytes=32)
 
 
+# the rule's step and warp limits are the GPU's cost; here every walk carries
+ANY_WALK = dict(carry_min_steps=1, carry_max_warps=32)
+
+
 def _tuning(carry: int):
-    return DEFAULT.with_fields(reduction=dict(carry_index=carry, **SHORT))
+    return DEFAULT.with_fields(reduction=dict(carry_index=carry, **SHORT, **ANY_WALK))
 
 
 def _run(x, sizes, alloc, op, dims, dtype, special, carry=1, sms=4):
@@ -52,7 +56,7 @@ def _run(x, sizes, alloc, op, dims, dtype, special, carry=1, sms=4):
             fd.add_output(out)
     configured(fd, tuning=_tuning(carry), target=small_gpu(sms))
     outs = fd.execute([inp.tensor])
-    assert_values(op, outs, dtype, inp.tensor.double(), dims)
+    assert_values(op, outs, dtype, inp.tensor.cpu().double(), dims)
     return fd, inp
 
 
@@ -150,11 +154,44 @@ def test_carried_loop_has_no_division_on_sm90():
     for carry in (0, 1):
         with FusionDefinition() as fd:
             fd.add_output(fd.ops.max(fd.from_pytorch(x), dims=[0, 1, 3]))
-        configured(fd, tuning=DEFAULT.with_fields(reduction=dict(carry_index=carry)))
+        configured(fd, tuning=DEFAULT.with_fields(reduction=dict(carry_index=carry, **ANY_WALK)))
         (out,) = fd.execute([x])
-        torch.testing.assert_close(out, x.amax((0, 1, 3)), rtol=0, atol=0)
+        torch.testing.assert_close(out.cpu(), x.amax((0, 1, 3)), rtol=0, atol=0)
         (params,) = schedules(fd)
         assert params.carry_index == bool(carry) and len(params.r_groups) == 2, params
         (art,) = compile_last_run(fd.executor())
         found[carry] = max(_loop_divisions(art.ptx))
     assert found[0] >= 16 and found[1] == 0, found
+
+
+@pytest.mark.parametrize(
+    "steps_over, warps, carried",
+    [(1, 4, True), (0, 4, False), (1, 8, False)],
+    ids=["steps-and-4-warps", "too-few-steps", "8-warps"],
+)
+def test_the_rule_weighs_steps_and_warps(steps_over, warps, carried):
+    """The carry needs ``carry_min_steps`` loop steps a program (the indices are divided
+    once before the loop: 2 steps ran 0.67x on the H100) and at most ``carry_max_warps``
+    warps (at 8 its registers halved the resident programs: 0.90x)."""
+    import dataclasses
+
+    from layoutfuse.analysis.canonical import Group
+    from layoutfuse.schedulers import reduction as rd
+    from layoutfuse.schedulers.problem import Problem
+    from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING as T
+
+    def problem(n2: int) -> Problem:  # [n2, 7, 7] keeping the middle dim: groups R X R
+        groups = (
+            Group(7, True, (1, 0), (2,)),
+            Group(7, False, (7, 1), (1,)),
+            Group(n2, True, (49, 0), (0,)),
+        )
+        return Problem(groups, 1, 1, (DataType.Half, DataType.Half), (49 * n2, 7))
+
+    base = rd.heuristics(problem(1000), small_gpu(1))
+    step = base.block_r * base.unroll
+    rows = T.carry_min_steps * step if steps_over else step
+    p = problem(-(-rows // 7))
+    params = dataclasses.replace(rd.heuristics(p, small_gpu(1)), num_warps=warps, split=1)
+    assert len(params.r_groups) == 2 and not params.r_nest, params
+    assert rd.carried_index(p, params, T) is carried, params

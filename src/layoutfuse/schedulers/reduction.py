@@ -135,7 +135,7 @@ def heuristics(
     if params is None:
         params = _chosen(p, device, tuning)
     params = replace(params, align_rows=aligned_rows(p, params, tuning))
-    params = replace(params, carry_index=carried_index(params, tuning), repeat=p.repeat > 1)
+    params = replace(params, carry_index=carried_index(p, params, tuning), repeat=p.repeat > 1)
     if not tuning.size_factors:
         return params
     return replace(params, factors=size_factors(p, params))
@@ -259,20 +259,26 @@ def folded_sizes(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, ..
     return (n0 * params.fold, n1 // params.fold)
 
 
-def carried_index(params: ReductionParams, tuning: tiles.ReductionTuning) -> bool:
+def carried_index(p: Problem, params: ReductionParams, tuning: tiles.ReductionTuning) -> bool:
     """``carry_index`` where the R loop walks a flat index over two or more reduced
-    groups (not nested, not the aligned row loop). Each element's index was split by
-    ``%`` and ``//`` of the groups' runtime extents every step: a 32-bit division by a
-    runtime value is some 20-30 instructions on sm_90, more than a 2-byte element's load
-    and max (an fp16 max over ``[18126, 96, 7, 7]`` keeping dim 2 ran at 0.70x of
-    torch.compile, whose extents are literals). Carried, a step adds the step's own
-    decomposition to each group's index and wraps it once."""
-    return bool(
-        tuning.carry_index
-        and len(params.r_groups) >= 2
-        and not params.r_nest
-        and not params.align_rows
-    )
+    groups (not nested, not the aligned row loop), each program takes at least
+    ``carry_min_steps`` loop steps and its tile at most ``carry_max_warps`` warps. Each
+    element's index was split by ``%`` and ``//`` of the groups' runtime extents every
+    step (a 32-bit division by a runtime value is some 25 instructions on sm_90); carried,
+    a step adds the step's own decomposition to each group's index and wraps it once.
+    Measured on the H100 (dcbf512, ``tune-random-20261205-dcbf512-h100.txt``): a bf16 max
+    over ``[48899, 64, 7, 7]`` (12 steps a program, 4 warps) 1.17x; but the carried
+    indices take some 50 registers a thread, which at 8 warps halved the resident
+    programs: an fp16 max over ``[18126, 96, 7, 7]`` (8 steps) 0.90x, and with 2 steps a
+    program (``[8, 6, 50257]``) the divisions before the loop cost more than the loop
+    saves (0.67x). The measured choice also times the plan without it."""
+    if not tuning.carry_index or len(params.r_groups) < 2 or params.r_nest or params.align_rows:
+        return False
+    if params.num_warps > tuning.carry_max_warps:
+        return False
+    _, _, _, nr = p.kept_and_reduced()
+    per_program = nr if params.split <= 1 else min(nr, chunk(params, p.sizes))
+    return per_program >= tuning.carry_min_steps * params.block_r * params.unroll
 
 
 def size_factors(p: Problem, params: ReductionParams) -> tuple[tuple[str, int], ...]:

@@ -62,6 +62,11 @@ class ReductionTuning:
     # a flat R walk over several reduced groups carries its group indices from step to
     # step (``carry_index``); 0: each step divides every element's flat index
     carry_index: int = 1
+    # ... where each program takes at least this many loop steps (the indices are
+    # divided once before the loop) and its tile at most this many warps (the carried
+    # indices' registers then leave the resident programs as they are)
+    carry_min_steps: int = 8
+    carry_max_warps: int = 4
     # contiguous outer rows no multiple of 16 bytes long are read G at a time as one
     # aligned row (``fold``; 0: off), where that leaves this many folded rows and the
     # input has this many bytes (the fold adds a finishing kernel)
@@ -117,12 +122,13 @@ class ReductionTuning:
     transposed_line_bytes: int = 128
     # warps of a tile its template does not fix, by its accumulator elements: (least, warps)
     warps: WarpSteps = ((4096, 8), (1024, 4), (0, 2))
-    # measured choice (``schedulers/measure.py``): a fold against the unfolded plan (the
-    # fold is not yet timed on a GPU; a problem it does not fold gets the same plan, which
-    # is not timed twice), outer tiles of narrower rows, and 2-byte outer tiles of half the
+    # measured choice (``schedulers/measure.py``): a fold against the unfolded plan, and
+    # carried R indices against divided ones (a problem they do not change gets the same
+    # plan, which is not timed twice), outer tiles of narrower rows, and 2-byte outer tiles of half the
     # bytes per thread, are timed against the rule's
     alternatives: tuple[Overrides, ...] = (
         (("fold_rows", 0),),
+        (("carry_index", 0),),
         (("outer_row_bytes", 256),),
         (("narrow_outer_load_bytes", 64),),
     )
