@@ -206,10 +206,11 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
     budget of 8 at the read ceiling, and ran at 0.82x of eager (r3_048, H100). G rows of n0
     are one row of ``G * n0`` elements, a multiple of 16 bytes: the loads are 16-byte
     vectors, the ``G * n0`` column results are folded by the finishing kernel (G partials
-    of each column, with the split's). 0 where it does not apply: a Welford (its counted
-    steps), other groups, a broadcast load, rows already aligned, fewer than
-    ``fold_min_rows`` folded rows, inputs under ``fold_min_bytes`` (a second launch)."""
-    if not tuning.fold_rows or p.welford or p.generic or p.based or len(p.groups) != 2:
+    of each column, with the split's; a Welford's tail step counts per lane, after its
+    counted loop). 0 where it does not apply: other groups, a broadcast load, rows
+    already aligned, fewer than ``fold_min_rows`` folded rows, inputs under
+    ``fold_min_bytes`` (a second launch)."""
+    if not tuning.fold_rows or p.generic or p.based or len(p.groups) != 2:
         return 0
     x, r = p.groups
     if x.reduced or not r.reduced or not p.n_loads:
