@@ -83,12 +83,15 @@ def _run(x, ops, dims, tuning, sms=4, order=None):
 @pytest.mark.parametrize("n1", [200, 203])
 @pytest.mark.parametrize("n0", [127, 6, 39])
 def test_folded_columns_match_torch(n0, n1, op, dtype):
-    """Rows of 127 (a fold of 8 in 2 bytes, 4 in fp32), 6 (8 in 2 bytes: 12 bytes; 2 in
-    fp32: 24) and 39; 200 rows (whole folds) and 203 (a tail of 3 or 7 rows)."""
+    """Rows of 127 (a fold of 8 in 2 bytes, 4 in fp32), 6 (4 in 2 bytes: 12 bytes; none in
+    fp32: 24 bytes, 8-byte aligned) and 39; 200 rows (whole folds) and 203 (a tail)."""
     x = _values((n1, n0), dtype)
     _, params, _ = _run(x, [op], [0], _tuning())
     row_bytes = n0 * x.element_size()
     want = 16 // math.gcd(row_bytes, 16)
+    if want < 4:  # rows 8 bytes aligned (fp32 rows of 6) keep their 8-byte loads
+        assert params.fold == 0, params
+        return
     assert params.fold == want and params.finish == "kernel", params
     assert params.template == "outer" and params.x_groups == (0,), params
 
@@ -249,7 +252,7 @@ def test_seeded_draws_match_torch(n0, n1, dtype, op):
     _, params, _ = _run(x, [op], [0], _tuning(), sms=64)
     g = 16 // math.gcd(n0 * x.element_size(), 16)
     assert params.fold in (0, g), params
-    if params.fold == 0 and g > 1 and n1 // g >= ANY_SIZE["fold_min_rows"]:
+    if params.fold == 0 and g > 2 and n1 // g >= ANY_SIZE["fold_min_rows"]:
         # a fold the plan of the folded problem turned down (not the plain outer template)
         assert params.template != "outer" or params.y_group is not None, params
 

@@ -209,7 +209,9 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
     of each column, with the split's; a Welford's tail step counts per lane, after its
     counted loop). 0 where it does not apply: other groups, a broadcast load, rows
     already aligned, fewer than ``fold_min_rows`` folded rows, inputs under
-    ``fold_min_bytes`` (a second launch)."""
+    ``fold_min_bytes`` (a second launch), and rows already 8 bytes aligned (a fold of 2:
+    the size factors give them 8-byte loads, and the fold's finishing launch and tail
+    cost more than the wider loads save: fp32 rows of 2 ran 0.89x, H100 4e4abfc)."""
     if not tuning.fold_rows or p.generic or p.based or len(p.groups) != 2:
         return 0
     x, r = p.groups
@@ -221,7 +223,7 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
     for a in range(p.n_loads):
         row_bytes = x.size * p.vector_bytes(a)
         g = max(g, 16 // math.gcd(row_bytes, 16))
-    if g == 1 or r.size // g < tuning.fold_min_rows:
+    if g < tuning.fold_least or r.size // g < tuning.fold_min_rows:
         return 0
     if p.numel * p.narrowest_load_bytes() < tuning.fold_min_bytes:
         return 0
@@ -261,8 +263,8 @@ def folded_sizes(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, ..
 
 
 def carried_index(p: Problem, params: ReductionParams, tuning: tiles.ReductionTuning) -> bool:
-    """``carry_index`` where the R loop walks a flat index over two or more reduced
-    groups (not nested, not the aligned row loop), each program takes at least
+    """``carry_index`` where the inner template's R loop walks a flat index over two or
+    more reduced groups (not nested, not the aligned row loop), each program takes at least
     ``carry_min_steps`` loop steps and its tile at most ``carry_max_warps`` warps. Each
     element's index was split by ``%`` and ``//`` of the groups' runtime extents every
     step (a 32-bit division by a runtime value is some 25 instructions on sm_90); carried,
@@ -273,6 +275,8 @@ def carried_index(p: Problem, params: ReductionParams, tuning: tiles.ReductionTu
     programs: an fp16 max over ``[18126, 96, 7, 7]`` (8 steps) 0.90x, and with 2 steps a
     program (``[8, 6, 50257]``) the divisions before the loop cost more than the loop
     saves (0.67x). The measured choice also times the plan without it."""
+    if params.template != "inner":  # an outer tile's R index is per row, shared by its
+        return False  # columns: r1_013's outer walk over 2 groups ran 0.85x carried
     if not tuning.carry_index or len(params.r_groups) < 2 or params.r_nest or params.align_rows:
         return False
     if params.num_warps > tuning.carry_max_warps:

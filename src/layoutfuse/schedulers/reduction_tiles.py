@@ -71,6 +71,9 @@ class ReductionTuning:
     # aligned row (``fold``; 0: off), where that leaves this many folded rows and the
     # input has this many bytes (the fold adds a finishing kernel)
     fold_rows: int = 1
+    # ... of at least this many rows (a fold of 2: rows already 8 bytes aligned, which the
+    # size factors load as 8-byte vectors)
+    fold_least: int = 4
     fold_min_rows: int = 64
     fold_min_bytes: int = 8 << 20
     # bytes per thread and loop step, kept in flight as 16-byte vectors
