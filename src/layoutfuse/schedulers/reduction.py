@@ -225,6 +225,8 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
         g = max(g, 16 // math.gcd(row_bytes, 16))
     if g < tuning.fold_least or r.size // g < tuning.fold_min_rows:
         return 0
+    if x.size * g >= 2**31:  # the folded row's extent and stride are 32-bit arguments
+        return 0
     if p.numel * p.narrowest_load_bytes() < tuning.fold_min_bytes:
         return 0
     return g
