@@ -8,8 +8,8 @@ computed in place, with the pointwise kernel's full tiles and transposed stores.
 Checked: the schedule (pointwise, the reduction scheduler's reason), numbers and output
 strides against torch for sum, prod, max, min, var_mean, Welford and softmax, in fp32,
 bf16, fp16, int32 and Bool, over every memory order of a rank-3 input with a size-1 dim,
-sliced and expanded inputs, pinned output orders; a reduced extent of 1 that is expanded
-(stride 0, extent N) stays a reduction; 16-byte vectors in the sm_90 PTX.
+sliced and expanded inputs, pinned output orders; a reduced dim that is expanded (stride
+0, extent N) is N copies (``Problem.repeat``); 16-byte vectors in the sm_90 PTX.
 """
 
 from __future__ import annotations
@@ -169,12 +169,14 @@ def test_expanded_input():
     _one_kernel_pointwise(fd)
 
 
-def test_an_expanded_reduced_dim_of_extent_n_stays_a_reduction():
-    """Reducing a stride-0 dim of extent 6 sums 6 copies: not one element."""
+def test_an_expanded_reduced_dim_of_extent_n_sums_n_copies():
+    """Reducing a stride-0 dim of extent 6 sums 6 copies, not one element: the pointwise
+    scheduler computes it in place times the copies (``Problem.repeat``), and the values
+    are torch's."""
     x = torch.randn(1, 999).expand(6, 999)
     fd, (out,) = _run(x, "sum", [0])
     (params,) = schedules(fd)
-    assert params.scheduler == "reduction"
+    assert params.scheduler == "pointwise" and params.repeat, params
 
 
 def test_odd_extent_compiles_to_16_byte_vectors():

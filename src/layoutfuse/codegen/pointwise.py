@@ -58,6 +58,7 @@ def pointwise_source(spec, params: PointwiseParams, name: str) -> tuple[str, lis
     walk = gen.arg_names() if gen else []
     bases = [f"b{a}" for a in params.based]
     args = ptrs + sizes + strides + walk + bases + scalars + ["NUM_PX", "NUM_PY"]
+    args += ["NREP"] if params.repeat else []
     for line in kernel_header(spec, params):
         w.line(line)
     w.line("@triton.jit")
@@ -138,6 +139,7 @@ def _body(
         coordinate_run=coordinate_run,
         tile=("BLOCK_Y", "BLOCK_X"),
         vector=thread_vector(spec, params),
+        repeat="NREP" if params.repeat else None,
     )
     if gen:
         gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks)

@@ -99,6 +99,7 @@ class ValueEmitter:
         coordinate_run: Callable[..., int] | None = None,
         tile: tuple[str, ...] = (),
         vector: int = 1,
+        repeat: str | None = None,
     ):
         self.w = writer
         self.load = load
@@ -111,6 +112,7 @@ class ValueEmitter:
         self.coordinate_run = coordinate_run
         self.tile = tile
         self.vector = vector
+        self.repeat = repeat  # copies of each one-element reduction's value (``NREP``)
         self.cache: dict[tuple, str] = {}
 
     def scalar_expr(self, s: Scalar) -> str:
@@ -147,17 +149,22 @@ class ValueEmitter:
 
     def _one_element(self, e: Expr, tv: TensorView) -> str:
         """Output ``tv`` of reduction ``e`` over a single element: the input (reached as the
-        reduction kernels reach it) in the accumulator dtype, or the row's constant."""
-        form = one_element_parts(e)[[id(o) for o in e.outputs].index(id(tv))]
+        reduction kernels reach it) in the accumulator dtype, or the row's constant. Over
+        ``repeat`` copies of it (expanded reduced dims the problem left out): a sum, and
+        a Welford's M2 and count, times the copies."""
+        k = [id(o) for o in e.outputs].index(id(tv))
+        form = one_element_parts(e)[k]
         ct = tl_compute(tv.dtype)
+        scaled = self.repeat is not None and (e.op.name == "sum" or (len(e.outputs) > 1 and k))
+        times = f" * {self.repeat}" if scaled else ""
         if form != "x" and "{x}" not in form:
-            return self.w.assign("t", f"({self.tile_zeros} + {form}).to({ct})")
+            return self.w.assign("t", f"({self.tile_zeros} + {form}{times}).to({ct})")
         x = self.value(e.inputs[0], ())
         acc = tl_compute(accumulator_dtype(e))
         xa = self.w.assign("t", f"({x}).to({acc})")
         if form == "x":
-            return self.w.assign("t", f"{xa}.to({ct})")
-        return self.w.assign("t", f"({form.format(x=xa)}).to({ct})")
+            return self.w.assign("t", f"({xa}{times}).to({ct})")
+        return self.w.assign("t", f"(({form.format(x=xa)}){times}).to({ct})")
 
     def _pad(self, e: Expr, chain) -> str:
         """``tl.where(inside, input, fill)``: the input's load is masked by the same condition."""

@@ -222,17 +222,15 @@ def _repeated_dims(
     """Reduced coordinates no access moves along (an expanded input's), of a plain
     reduction segment whose reductions all take M copies of each value as the kernel can
     (``Problem.repeat``): M times the sum, the same max and min, a Welford's M2 and count
-    times M. The kernel does not walk them; at least one reduced coordinate of extent > 1
-    is left to walk (else the pointwise scheduler's one-element forms would take it)."""
+    times M. The kernel does not walk them; where none is left to walk, the pointwise
+    scheduler computes each reduction in place, scaled the same way."""
     if spec.kind != "reduction" or spec.group is not None or generic or spec.scan is not None:
         return []
     if not spec.reductions or any(e.op.name not in REPEATABLE for e in spec.reductions):
         return []
-    dims = [
+    return [
         d for d, r in enumerate(reduced) if r and shape[d] > 1 and all(st[d] == 0 for st in strides)
     ]
-    left = [d for d, r in enumerate(reduced) if r and shape[d] > 1 and d not in dims]
-    return dims if left else []
 
 
 def _tensor(v: Val) -> TensorView:

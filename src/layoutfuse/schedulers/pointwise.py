@@ -176,6 +176,9 @@ class PointwiseParams:
     # stores whose stride-1 group is X's whole inner group (``whole_splits`` "x"),
     # continued by Y: the tile is regrouped and stored in runs along Y (``inner_runs``)
     inner_runs: tuple[int, ...] = ()
+    # the problem left out reduced coordinates no access moves along (``Problem.repeat``):
+    # one-element sums, and a Welford's M2 and count, are times the argument ``NREP``
+    repeat: bool = False
 
     @property
     def pattern(self) -> str:
@@ -291,6 +294,7 @@ def heuristics(
         **(flat_runs(p, ((gx, gx2, split_x), (gy, gy2, split_y))) if tuning.flat_runs else {}),
         interleaved=inter,
         inner_runs=inner_runs(p, gx, gx2, split_x, gy, gy2, bx) if tuning.interleave else (),
+        repeat=p.repeat > 1,
     )
 
 
