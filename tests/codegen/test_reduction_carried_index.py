@@ -16,17 +16,22 @@ the carried kernel has no ``div``/``rem``, the other has one per element.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 
 import pytest
 import torch
 
+from layoutfuse.analysis.canonical import Group
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers import reduction as rd
+from layoutfuse.schedulers.problem import Problem
+from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING as T
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
-from support.reductions import DTYPES, assert_values, define_reduction, make_input
+from support.reductions import DTYPES, NV_DTYPES, assert_values, define_reduction, make_input
 
 pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
@@ -42,14 +47,14 @@ def _tuning(carry: int):
     return DEFAULT.with_fields(reduction=dict(carry_index=carry, **SHORT, **ANY_WALK))
 
 
-def _run(x, sizes, alloc, op, dims, dtype, special, carry=1, sms=4):
+def _run(sizes, alloc, op, dims, dtype, special, carry=1, sms=4):
     gen = torch.Generator().manual_seed(len(sizes) * 100 + sum(dims))
     inp = make_input(sizes, alloc, dtype, special, gen)
     with FusionDefinition() as fd:
         t = fd.define_tensor(
             shape=inp.shape,
             contiguity=inp.contiguity,
-            dtype=x,
+            dtype=NV_DTYPES[dtype],
             stride_order=inp.stride_order,
         )
         for out in define_reduction(fd, t, op, dims, False):
@@ -58,16 +63,6 @@ def _run(x, sizes, alloc, op, dims, dtype, special, carry=1, sms=4):
     outs = fd.execute([inp.tensor])
     assert_values(op, outs, dtype, inp.tensor.cpu().double(), dims)
     return fd, inp
-
-
-def _nv(dtype):
-    from support.reductions import NV_DTYPES
-
-    return NV_DTYPES[dtype]
-
-
-def _reduced_groups(params) -> int:
-    return len(params.r_groups)
 
 
 # 3-D: two reduced dims apart in memory (the kept dim between them) in every memory order
@@ -80,14 +75,14 @@ CASES = [((6, 5, 7), alloc, tuple(sorted(dims))) for alloc, dims in LAYOUTS_3D] 
 
 
 @pytest.mark.parametrize("carry", [1, 0])
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize("op", ["sum", "max"])
 @pytest.mark.parametrize("sizes,alloc,dims", CASES, ids=str)
 def test_carried_walk_matches_torch(sizes, alloc, dims, op, dtype, carry):
     """Every reduced group wraps in mid-step (steps of 8 or 16 elements over groups of 5,
     6, 7): the carried indices reach the same elements as the divided ones."""
     dt = DTYPES[dtype]
-    fd, _ = _run(_nv(dt), sizes, alloc, op, dims, dt, {}, carry)
+    fd, _ = _run(sizes, alloc, op, dims, dt, {}, carry)
     (params,) = schedules(fd)
     assert params.scheduler == "reduction", params
     assert len(params.r_groups) == len(dims) and not params.r_nest, params
@@ -103,7 +98,7 @@ def test_carried_welford_counts_match_torch(carry):
     scheduler's persistent rows): a Welford, whose per-lane counts come from the step
     (``r0 // BLOCK_R``), not from the indices the carry replaces."""
     dt = torch.float32
-    fd, _ = _run(_nv(dt), (200, 3, 300), (0, 1, 2), "var_mean", (0, 2), dt, {}, carry)
+    fd, _ = _run((200, 3, 300), (0, 1, 2), "var_mean", (0, 2), dt, {}, carry)
     (params,) = schedules(fd)
     assert params.scheduler == "reduction" and params.carry_index == bool(carry), params
 
@@ -113,7 +108,7 @@ def test_carried_walk_over_sliced_and_expanded_dims(special):
     """A sliced reduced dim (stride doubled), an expanded one (stride 0) and a size-1
     kept dim between the reduced ones, in a column-major [9, 3, 11]."""
     dt = torch.bfloat16
-    fd, _ = _run(_nv(dt), (9, 3, 11), (2, 1, 0), "sum", (0, 2), dt, special)
+    fd, _ = _run((9, 3, 11), (2, 1, 0), "sum", (0, 2), dt, special)
     (params,) = schedules(fd)
     inner_walk = len(params.r_groups) >= 2 and params.template == "inner"
     assert params.carry_index == inner_walk, params
@@ -124,7 +119,7 @@ def test_split_chunks_start_their_own_carry():
     divided once); its whole steps run unmasked (``full_steps``), then the rest: two
     loops, each starting its own carry."""
     dt = torch.float32
-    fd, _ = _run(_nv(dt), (37, 3, 41), (0, 1, 2), "sum", (0, 2), dt, {}, sms=64)
+    fd, _ = _run((37, 3, 41), (0, 1, 2), "sum", (0, 2), dt, {}, sms=64)
     (params,) = schedules(fd)
     assert params.carry_index and params.split > 1 and params.full_steps, params
     assert fd.last_triton_code().count("cr0_0 = rg") == 2
@@ -175,12 +170,6 @@ def test_the_rule_weighs_steps_and_warps(steps_over, warps, carried):
     """The carry needs ``carry_min_steps`` loop steps a program (the indices are divided
     once before the loop: 2 steps ran 0.67x on the H100) and at most ``carry_max_warps``
     warps (at 8 its registers halved the resident programs: 0.90x)."""
-    import dataclasses
-
-    from layoutfuse.analysis.canonical import Group
-    from layoutfuse.schedulers import reduction as rd
-    from layoutfuse.schedulers.problem import Problem
-    from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING as T
 
     def problem(n2: int) -> Problem:  # [n2, 7, 7] keeping the middle dim: groups R X R
         groups = (

@@ -22,9 +22,13 @@ import pytest
 import torch
 
 from layoutfuse.analysis.canonical import Group
+from layoutfuse.analysis.device import H200
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers import measure
+from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
+from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
 
@@ -266,11 +270,6 @@ def column_problem(n0: int, n1: int, dtype) -> Problem:
 def test_the_measured_choice_times_the_unfolded_plan():
     """A folded problem's candidates (``schedulers/measure``): the fold, then the plan
     without it; a problem the fold does not touch gets no extra candidate."""
-    from layoutfuse.analysis.device import H200
-    from layoutfuse.schedulers import measure
-    from layoutfuse.schedulers import reduction as rd
-    from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING
-
     folded = column_problem(127, 1 << 20, DataType.BFloat16)
     plans = measure.candidates(
         rd.heuristics, folded, H200, DEFAULT_TUNING, DEFAULT_TUNING.alternatives, 3

@@ -56,6 +56,16 @@ def _run(x, op, dims, sms=4):
     return schedules(fd)
 
 
+# every op over each dtype it takes, the sum over all four
+OP_DTYPES = [
+    ("sum", torch.float32),
+    ("sum", torch.bfloat16),
+    ("sum", torch.float16),
+    ("sum", torch.int32),
+    ("max", torch.float16),
+    ("max", torch.bfloat16),
+    ("min", torch.float32),
+]
 CASES = [
     (order, e, dims)
     for order in itertools.permutations(range(3))
@@ -64,17 +74,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "op,dtype",
-    [
-        ("sum", torch.float32),
-        ("sum", torch.bfloat16),
-        ("max", torch.float16),
-        ("min", torch.float32),
-        ("sum", torch.int32),
-    ],
-    ids=str,
-)
+@pytest.mark.parametrize("op,dtype", OP_DTYPES, ids=str)
 @pytest.mark.parametrize("order,expand,dims", CASES, ids=str)
 def test_expanded_reduced_dims_are_not_walked(order, expand, dims, op, dtype):
     """[5, 6, 7] with one dim expanded, in every memory order, reduced over all dims or
@@ -127,18 +127,7 @@ def test_a_welford_scales_its_m2_and_count():
     assert params.repeat, params
 
 
-@pytest.mark.parametrize(
-    "op,dtype",
-    [
-        ("sum", torch.float32),
-        ("sum", torch.float16),
-        ("sum", torch.int32),
-        ("max", torch.bfloat16),
-        ("min", torch.float32),
-        ("welford", torch.float32),
-    ],
-    ids=str,
-)
+@pytest.mark.parametrize("op,dtype", [*OP_DTYPES, ("welford", torch.float32)], ids=str)
 def test_only_expanded_dims_reduced_run_in_place(op, dtype):
     """Every reduced dim expanded (r1_057: a sum over an expanded dim of extent 14 ran at
     0.65x of torch.compile, walking the copies): nothing is left to walk, the pointwise

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import INTERPRETER_WARNINGS, configured, schedules, small_gpu
-from support.reductions import DTYPES, assert_values, define_reduction, make_input
+from support.reductions import DTYPES, NV_DTYPES, assert_values, define_reduction, make_input
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
@@ -118,7 +118,7 @@ def _example(problem):
         t = fd.define_tensor(
             shape=inp.shape,
             contiguity=inp.contiguity,
-            dtype=fd_dtype(dtype),
+            dtype=NV_DTYPES[dtype],
             stride_order=inp.stride_order,
         )
         if op == "welford":
@@ -139,12 +139,6 @@ def _example(problem):
         FIRED["carry"] += bool(getattr(p, "carry_index", False))
         FIRED["full_steps"] += bool(getattr(p, "full_steps", False))
         FIRED["repeat"] += bool(getattr(p, "repeat", False))
-
-
-def fd_dtype(dtype: torch.dtype):
-    from support.reductions import NV_DTYPES
-
-    return NV_DTYPES[dtype]
 
 
 def test_rules_at_any_size_match_torch():

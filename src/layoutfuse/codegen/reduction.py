@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..dtypes import is_floating
+from ..ir.ops.reductions import copies_scale
 from ..schedulers import reduction as rd
 from ..schedulers.problem import is_affine
 from ..schedulers.reduction import ReductionParams
@@ -535,15 +536,16 @@ class _ReductionEmitter:
         return results
 
     def _repeat(self, results: list[str]) -> None:
-        """``NREP`` copies of each value (``ReductionParams.repeat``): sums and a Welford's
-        M2 and count times NREP; a max, a min and a mean as they are."""
+        """``NREP`` copies of each value (``ReductionParams.repeat``): each result the
+        row's ``copies`` marks (a sum, a Welford's M2 and count) times NREP."""
         k = 0
         for red in self.reds:
-            parts = results[k : k + n_results(red)]
+            scale = copies_scale(red)
+            assert scale is not None, red  # the problem repeats only rows that say how
+            for name, times in zip(results[k : k + n_results(red)], scale):
+                if times:
+                    self.w.line(f"{name} = {name} * NREP")
             k += n_results(red)
-            scaled = parts[1:] if n_results(red) > 1 else parts if red.op.name == "sum" else []
-            for name in scaled:
-                self.w.line(f"{name} = {name} * NREP")
 
     def store_partials(self, results: list[str]) -> None:
         """A split's partial results into the workspaces; with a ticket, the last program

@@ -18,7 +18,7 @@ from ..dtypes import DataType, compute_dtype, is_boolean, is_integral, promote
 from ..ir import Expr, OpKind, Scalar, TensorView
 from ..ir.ops.elementwise import promotion_tiers
 from ..ir.ops.random import NAMES as RANDOM_OPS
-from ..ir.ops.reductions import accumulator_dtype, one_element_parts
+from ..ir.ops.reductions import accumulator_dtype, copies_scale, one_element_parts
 from .helpers import FP8_CONVERT
 from .writer import Writer, tl_compute, tl_dtype
 
@@ -149,21 +149,20 @@ class ValueEmitter:
 
     def _one_element(self, e: Expr, tv: TensorView) -> str:
         """Output ``tv`` of reduction ``e`` over a single element: the input (reached as the
-        reduction kernels reach it) in the accumulator dtype, or the row's constant. Over
-        ``repeat`` copies of it (expanded reduced dims the problem left out): a sum, and
-        a Welford's M2 and count, times the copies."""
+        reduction kernels reach it) in the accumulator dtype, an expression of it, or the
+        row's constant. Over ``repeat`` copies of it (expanded reduced dims the problem
+        left out): times the copies where the row's ``copies`` says so."""
         k = [id(o) for o in e.outputs].index(id(tv))
         form = one_element_parts(e)[k]
+        scale = copies_scale(e)
+        times = f" * {self.repeat}" if self.repeat and scale and scale[k] else ""
         ct = tl_compute(tv.dtype)
-        scaled = self.repeat is not None and (e.op.name == "sum" or (len(e.outputs) > 1 and k))
-        times = f" * {self.repeat}" if scaled else ""
-        if form != "x" and "{x}" not in form:
+        if form == "x":
+            form = "{x}"
+        if "{x}" not in form:
             return self.w.assign("t", f"({self.tile_zeros} + {form}{times}).to({ct})")
         x = self.value(e.inputs[0], ())
-        acc = tl_compute(accumulator_dtype(e))
-        xa = self.w.assign("t", f"({x}).to({acc})")
-        if form == "x":
-            return self.w.assign("t", f"({xa}{times}).to({ct})")
+        xa = self.w.assign("t", f"({x}).to({tl_compute(accumulator_dtype(e))})")
         return self.w.assign("t", f"(({form.format(x=xa)}){times}).to({ct})")
 
     def _pad(self, e: Expr, chain) -> str:

@@ -26,7 +26,7 @@ from ..analysis.index_walk import local_strides
 from ..dtypes import DataType
 from ..ir import TensorView, Val
 from ..ir.ops.random import NAMES as RANDOM_OPS
-from ..ir.ops.reductions import n_results
+from ..ir.ops.reductions import copies_scale, n_results
 from ..ir.ops.scans import scan_dim
 from ..schedulers.problem import Problem, max_offset
 from ..segmenter.segments import KernelSpec
@@ -209,9 +209,6 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
     )
 
 
-REPEATABLE = ("sum", "max", "min", "welford")
-
-
 def _repeated_dims(
     spec: KernelSpec,
     reduced: list[bool],
@@ -220,13 +217,13 @@ def _repeated_dims(
     generic: bool,
 ) -> list[int]:
     """Reduced coordinates no access moves along (an expanded input's), of a plain
-    reduction segment whose reductions all take M copies of each value as the kernel can
-    (``Problem.repeat``): M times the sum, the same max and min, a Welford's M2 and count
-    times M. The kernel does not walk them; where none is left to walk, the pointwise
+    reduction segment whose reductions all say how M copies of each value change them
+    (their rows' ``copies``: M times the sum, the same max and min, a Welford's M2 and
+    count times M; ``Problem.repeat``). The kernel does not walk them; where none is left to walk, the pointwise
     scheduler computes each reduction in place, scaled the same way."""
     if spec.kind != "reduction" or spec.group is not None or generic or spec.scan is not None:
         return []
-    if not spec.reductions or any(e.op.name not in REPEATABLE for e in spec.reductions):
+    if not spec.reductions or any(copies_scale(e) is None for e in spec.reductions):
         return []
     return [
         d for d, r in enumerate(reduced) if r and shape[d] > 1 and all(st[d] == 0 for st in strides)

@@ -207,11 +207,11 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
     are one row of ``G * n0`` elements, a multiple of 16 bytes: the loads are 16-byte
     vectors, the ``G * n0`` column results are folded by the finishing kernel (G partials
     of each column, with the split's; a Welford's tail step counts per lane, after its
-    counted loop). 0 where it does not apply: other groups, a broadcast load, rows
-    already aligned, fewer than ``fold_min_rows`` folded rows, inputs under
-    ``fold_min_bytes`` (a second launch), and rows already 8 bytes aligned (a fold of 2:
-    the size factors give them 8-byte loads, and the fold's finishing launch and tail
-    cost more than the wider loads save: fp32 rows of 2 ran 0.89x, H100 4e4abfc)."""
+    counted loop). 0 where it does not apply: other groups, a broadcast load, fewer than
+    ``fold_min_rows`` folded rows, inputs under ``fold_min_bytes`` (a second launch), and
+    rows already 8 bytes aligned (a fold of 2: the size factors give them 8-byte loads,
+    and the fold's finishing launch and tail cost more than the wider loads save: fp32
+    rows of 2 ran 0.89x, H100 4e4abfc)."""
     if not tuning.fold_rows or p.generic or p.based or len(p.groups) != 2:
         return 0
     x, r = p.groups

@@ -68,11 +68,11 @@ class ReductionTuning:
     carry_min_steps: int = 8
     carry_max_warps: int = 4
     # contiguous outer rows no multiple of 16 bytes long are read G at a time as one
-    # aligned row (``fold``; 0: off), where that leaves this many folded rows and the
-    # input has this many bytes (the fold adds a finishing kernel)
+    # aligned row (``fold``; 0: off)
     fold_rows: int = 1
-    # ... of at least this many rows (a fold of 2: rows already 8 bytes aligned, which the
-    # size factors load as 8-byte vectors)
+    # ... G at least this (a fold of 2: rows already 8 bytes aligned, which the size
+    # factors load as 8-byte vectors), leaving this many folded rows, in inputs of this
+    # many bytes (the fold adds a finishing kernel)
     fold_least: int = 4
     fold_min_rows: int = 64
     fold_min_bytes: int = 8 << 20
@@ -125,10 +125,10 @@ class ReductionTuning:
     transposed_line_bytes: int = 128
     # warps of a tile its template does not fix, by its accumulator elements: (least, warps)
     warps: WarpSteps = ((4096, 8), (1024, 4), (0, 2))
-    # measured choice (``schedulers/measure.py``): a fold against the unfolded plan, and
+    # measured choice (``schedulers/measure.py``): a fold against the unfolded plan,
     # carried R indices against divided ones (a problem they do not change gets the same
-    # plan, which is not timed twice), outer tiles of narrower rows, and 2-byte outer tiles of half the
-    # bytes per thread, are timed against the rule's
+    # plan, which is not timed twice), outer tiles of narrower rows, and 2-byte outer
+    # tiles of half the bytes per thread, are timed against the rule's
     alternatives: tuple[Overrides, ...] = (
         (("fold_rows", 0),),
         (("carry_index", 0),),

@@ -79,6 +79,10 @@ class ReductionRow:
     # scheduler computes the reduction in place): "x" (the value in the accumulator
     # dtype), an expression of it (``{x}``), or a number
     one_element: tuple[str, ...] = ("x",)
+    # each part over M copies of every value (an expanded reduced dim, ``Problem.repeat``):
+    # True where it is M times the part over the values once, False where it is the same;
+    # None: not expressible so (a prod's is a power)
+    copies: tuple[bool, ...] | None = (False,)
     doc: str = ""
 
     @property
@@ -167,6 +171,7 @@ ROWS = (
         float_accumulator,
         promote_integers=True,
         doc="the sum; integers and Bool sum as Int",
+        copies=(True,),
     ),
     ReductionRow(
         "prod",
@@ -177,6 +182,7 @@ ROWS = (
         float_accumulator,
         promote_integers=True,
         doc="the product; integers and Bool multiply as Int",
+        copies=None,
     ),
     ReductionRow(
         "max",
@@ -223,6 +229,7 @@ ROWS = (
         kind=OpKind.WELFORD,
         doc="(mean, M2, count) over dims, combined with Chan's formula; over no "
         "element (NaN, 0, 0)",
+        copies=(False, True, True),
     ),
 )
 ROW_BY_NAME = {r.name: r for r in ROWS}
@@ -245,6 +252,12 @@ def n_results(expr: Expr) -> int:
 def one_element_parts(expr: Expr) -> tuple[str, ...]:
     """Each output of reduction ``expr`` over one element (the row's ``one_element``)."""
     return reduction_row(expr).one_element
+
+
+def copies_scale(expr: Expr) -> tuple[bool, ...] | None:
+    """Which outputs of reduction ``expr`` over M copies of each value are M times the
+    output over the values once (the row's ``copies``; None: not expressible so)."""
+    return reduction_row(expr).copies
 
 
 def accumulator_dtype(expr: Expr) -> DataType:
