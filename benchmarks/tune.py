@@ -185,7 +185,11 @@ def describe(params) -> str:
             f"w={params.num_warps}"
         )
     if params.scheduler == "pointwise":
-        return f"{kind_of(params)} bx={params.block_x} by={params.block_y} w={params.num_warps}"
+        order = " y-first" if params.y_first else " rest-first" if params.rest_first else ""
+        return (
+            f"{kind_of(params)} bx={params.block_x} by={params.block_y} w={params.num_warps}"
+            f"{order}"
+        )
     return (
         f"{params.template} bx={params.block_x} br={params.block_r} u={params.unroll} "
         f"w={params.num_warps} split={params.split} {params.finish}"
