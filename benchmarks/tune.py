@@ -187,8 +187,7 @@ def describe(params) -> str:
     if params.scheduler == "pointwise":
         order = " y-first" if params.y_first else " rest-first" if params.rest_first else ""
         return (
-            f"{kind_of(params)} bx={params.block_x} by={params.block_y} w={params.num_warps}"
-            f"{order}"
+            f"{kind_of(params)} bx={params.block_x} by={params.block_y} w={params.num_warps}{order}"
         )
     return (
         f"{params.template} bx={params.block_x} br={params.block_r} u={params.unroll} "

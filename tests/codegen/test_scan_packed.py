@@ -13,6 +13,8 @@ NaN's payload. Keys of 64 bits keep the (key, index) pairs, as does the tuning's
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -237,3 +239,71 @@ def test_a_vocabulary_row_of_bf16_splits_in_int32_chunks():
     assert (p.mode, p.packed, p.chunk_packed) == ("split", 64, 32)
     want_i = stable_order(x, True)[:, :5]
     assert torch.equal(i, want_i) and torch.equal(v, torch.gather(x, 1, want_i))
+
+
+# chunks of 256 (k=5: a top-k 8 wide, 16 strided groups of 16 keys): filtered candidates
+FILTERED = dict(max_sort_block=16, split_min_chunk=256, split_max_chunk=256, split_chunk_per_k=1)
+
+
+def _filter_rows(pattern: str, dtype: torch.dtype, n: int, largest: bool) -> torch.Tensor:
+    """Rows whose chunks take each path of the filter: random keys (a few candidates a
+    chunk), heavy ties (special values), keys whose least all fall in one strided group
+    (more candidates than slots: the chunk's top-k), a sorted row."""
+    g = torch.Generator().manual_seed(11)
+    if pattern == "special":
+        return special_rows(dtype, n=n, seed=12)
+    x = torch.randn(3, n, generator=g)
+    if pattern == "one_group":
+        x[:, ::16] += 100.0 if largest else -100.0
+    if pattern == "sorted":
+        x = x.sort(dim=1, descending=not largest).values
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("n", [1000, 770])
+@pytest.mark.parametrize("pattern", ["random", "special", "one_group", "sorted"])
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype, narrow", [(F32, True), (BF16, False), (F16, True), (I32, True)])
+def test_split_chunks_filter_their_candidates(dtype, narrow, largest, pattern, n):
+    """A split chunk of 256 keys stores the keys at most the k-th least of its 16 strided
+    groups' least keys (``filter_groups``), compacted, where they fit its 16 slots, else its
+    bitonic top-k: torch's topk either way (rows of 770 end in a chunk of 2 keys, fewer
+    than k). bf16 with ``narrow_keys=False``: the chunks' int32 keys, widened."""
+    if dtype is I32 and pattern == "special":
+        x = special_rows(I32, n=n, seed=12)
+    else:
+        x = _filter_rows(pattern, F32 if dtype is I32 else dtype, n, largest)
+        x = (x * 1000).to(I32) if dtype is I32 else x
+    tuning = {**FILTERED, "narrow_keys": narrow}
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1, largest=largest), x, tuning)
+    want_i = stable_order(x, largest)[:, :5]
+    assert torch.equal(i, want_i)
+    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want_i)))
+    (p,) = schedules(fd)
+    assert (p.mode, p.block_n, p.filter_groups) == ("split", 256, 16)
+    assert "tl.cumsum" in fd.last_triton_code()
+
+
+def test_filtered_candidates_compile_for_sm90():
+    """The filter's reshape, group sort, prefix sum and its branch to the top-k compile for
+    sm_90, for 64-bit keys and for a bf16 chunk's int32 keys."""
+    x = torch.randn(2, 1000, generator=torch.Generator().manual_seed(3))
+    for dtype, narrow in ((F32, True), (BF16, False)):
+        tuning = {**FILTERED, "narrow_keys": narrow}
+        fd, _ = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x.to(dtype), tuning)
+        ptx = {a.name: a.ptx for a in compile_last_run(fd.executor())}
+        assert set(ptx) == {"topk_candidates_kernel", "topk_merge_kernel"}
+        # the branch to the top-k, and the compacted stores (one key each) beside its
+        assert re.search(r"@%p\d+ bra", ptx["topk_candidates_kernel"])
+        assert "st.global.b64" in ptx["topk_candidates_kernel"]
+
+
+def test_the_filter_is_off_for_short_chunks_and_by_tuning():
+    x = torch.randn(2, 1000, generator=torch.Generator().manual_seed(4))
+    fd, _ = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, {**FILTERED, "split_filter": 0})
+    assert schedules(fd)[0].filter_groups == 0 and "tl.cumsum" not in fd.last_triton_code()
+    # chunks of 64 hold 4 keys a group of 16: the top-k
+    short = {**FILTERED, "split_min_chunk": 64, "split_max_chunk": 64}
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, short)
+    assert schedules(fd)[0].filter_groups == 0
+    assert torch.equal(i, stable_order(x, True)[:, :5])

@@ -173,10 +173,9 @@ def chunk_keys(w: Writer, t: ScanTile) -> str:
 
 
 def chunk_keys32(w: Writer, t: ScanTile) -> str:
-    """The K least of this program's chunk of a 16-bit float row (``chunk_packed``), in
-    order, as the row's 64-bit keys: packed in an int32 first (the value's 16-bit order
-    and its index in the chunk, ``0x7FFFFFFF`` past the row), the top-k taken on those,
-    then each pick's value and index in the row packed as ``packed_key`` packs them."""
+    """The keys of this program's chunk of a 16-bit float row (``chunk_packed``), packed
+    in an int32: the value's 16-bit order and its index in the chunk (``0x7FFFFFFF``
+    past the row), in the order of the row's 64-bit keys (``widened``)."""
     w.line("pid = tl.program_id(0)")
     w.line("chunk = pid % NUM_CHUNKS")
     t.rows(w, "pid // NUM_CHUNKS")
@@ -185,43 +184,83 @@ def chunk_keys32(w: Writer, t: ScanTile) -> str:
     s = f"_half_order({x}, {_half(t)})"
     w.line(f"s = ~{s}" if t.p.descending else f"s = {s}")
     w.line(f"low = tl.arange(0, BLOCK_N)[None, :] * 2 + _negative_zero({x}).to(tl.int32)")
-    w.line("key = tl.where(mask, (s << 16) | low, 0x7FFFFFFF)")
-    w.line("top = ~tl.topk(~key, K_BLOCK, dim=1)")
-    w.line("s = top >> 16")
-    if t.p.descending:
-        w.line("s = ~s")
-    w.line(f"v = _half_of(s, (top & 1) != 0, {_half(t)})")
-    w.line("col = (chunk * BLOCK_N + ((top & 0xFFFF) >> 1)).to(tl.int64)")
+    return w.assign("key", "tl.where(mask, (s << 16) | low, 0x7FFFFFFF)")
+
+
+def widened(w: Writer, t: ScanTile, key: str) -> str:
+    """The row's 64-bit keys (as ``packed_key`` packs them) of the chunk's int32 keys
+    ``key`` (``chunk_keys32``): each one's value and its index in the row."""
+    order = w.assign("order", f"~({key} >> 16)" if t.p.descending else f"{key} >> 16")
+    v = w.assign("v", f"_half_of({order}, ({key} & 1) != 0, {_half(t)})")
+    col = w.assign("col", f"(chunk * BLOCK_N + (({key} & 0xFFFF) >> 1)).to(tl.int64)")
     return w.assign(
-        "top",
-        f"_pack(_float_order(v), col * 2 + (top & 1).to(tl.int64), top != 0x7FFFFFFF, "
-        f"{t.p.descending})",
+        "wide",
+        f"_pack(_float_order({v}), {col} * 2 + ({key} & 1).to(tl.int64), "
+        f"{key} != 0x7FFFFFFF, {t.p.descending})",
     )
+
+
+def _slots(t: ScanTile) -> str:
+    """A split chunk's workspace slots: G where its candidates are filtered, else k."""
+    return "GROUPS" if t.p.filter_groups else "K"
 
 
 def _candidates(w: Writer, t: ScanTile) -> None:
     """A split topk's first launch: a program a chunk of a row (one tile in registers)
-    stores its K least keys, in order, into the workspace at [row, chunk, j]
-    (``PACKED_LAST`` where the chunk has fewer than K elements)."""
-    if t.p.chunk_packed == 32:
-        w.line(f"top = {chunk_keys32(w, t)}")
-    else:
-        w.line(f"top = {_least(chunk_keys(w, t))}")
+    stores its candidates into the workspace at [row, chunk, slot], ``PACKED_LAST`` in
+    the slots it leaves: its K least keys in order (``tl.topk``), or, filtered
+    (``filter_groups``), every key at most the K-th least of its G strided groups' least
+    keys, compacted in row order, where they fit the G slots."""
+    narrow = t.p.chunk_packed == 32
+    key = chunk_keys32(w, t) if narrow else chunk_keys(w, t)
+    last = "0x7FFFFFFF" if narrow else "PACKED_LAST"
+    w.line(f"base = ws0 + (rows.to(tl.int64) * NUM_CHUNKS + chunk) * {_slots(t)}")
+    if not t.p.filter_groups:
+        _store_least(w, t, key, narrow)
+        return
+    w.line("gi = tl.arange(0, GROUPS)[None, :]")
+    w.line(f"least = tl.min(tl.reshape({key}, [BLOCK_R, BLOCK_N // GROUPS, GROUPS]), axis=1)")
+    w.line("least = tl.sort(least, dim=1)")
+    w.line(f"cut = tl.min(tl.where(gi == K - 1, least, {last}), axis=1)")
+    w.line(f"sel = {key} <= cut[:, None]")
+    w.line("count = tl.sum(sel.to(tl.int32), axis=1)")
+    w.line("if tl.max(tl.where(rmask, count, 0), axis=0) <= GROUPS:")
+    with w.indent():
+        w.line("slot = tl.cumsum(sel.to(tl.int32), axis=1) - 1")
+        found = widened(w, t, key) if narrow else key
+        w.line(f"tl.store(base[:, None] + slot, {found}, mask=rmask[:, None] & sel)")
+        w.line("left = rmask[:, None] & (gi >= count[:, None])")
+        w.line("tl.store(base[:, None] + gi, PACKED_LAST, mask=left)")
+    w.line("else:")
+    with w.indent():
+        _store_least(w, t, key, narrow)
+
+
+def _store_least(w: Writer, t: ScanTile, key: str, narrow: bool) -> None:
+    """The chunk's K least keys ``key``, in order, into its slots (``base``), by Triton's
+    bitonic top-k; ``PACKED_LAST`` in the filtered slots past K."""
+    top = w.assign("top", _least(key))
+    if narrow:
+        top = widened(w, t, top)
     w.line("j = tl.arange(0, K_BLOCK)[None, :]")
-    w.line("out = ws0 + ((rows.to(tl.int64) * NUM_CHUNKS + chunk) * K)[:, None] + j")
-    w.line("tl.store(out, top, mask=rmask[:, None] & (j < K))")
+    w.line(f"tl.store(base[:, None] + j, {top}, mask=rmask[:, None] & (j < K))")
+    if t.p.filter_groups:
+        w.line("gi = tl.arange(0, GROUPS)[None, :]")
+        w.line("left = rmask[:, None] & (gi >= K)")
+        w.line("tl.store(base[:, None] + gi, PACKED_LAST, mask=left)")
 
 
 def _merge(w: Writer, t: ScanTile) -> None:
     """A split topk's second launch: a program a row tile takes each row's K least of its
-    chunks' candidates (NUM_CHUNKS * K keys of the workspace): a bitonic top-k of one
-    tile of RESULTS_BLOCK where they fit (``in_tile``), else K passes walking them in
+    chunks' candidates (NUM_CHUNKS * slots keys of the workspace): a bitonic top-k of
+    one tile of RESULTS_BLOCK where they fit (``in_tile``), else K passes walking them in
     blocks of it."""
+    slots = _slots(t)
 
     def keys(w: Writer, start: str) -> str:
         w.line(f"c = {start} + tl.arange(0, RESULTS_BLOCK)")
-        w.line("m = rmask[:, None] & (c < NUM_CHUNKS * K)[None, :]")
-        w.line("at = ws0 + rows[:, None].to(tl.int64) * (NUM_CHUNKS * K) + c[None, :]")
+        w.line(f"m = rmask[:, None] & (c < NUM_CHUNKS * {slots})[None, :]")
+        w.line(f"at = ws0 + rows[:, None].to(tl.int64) * (NUM_CHUNKS * {slots}) + c[None, :]")
         return w.assign("key", "tl.load(at, mask=m, other=PACKED_LAST)")
 
     w.line("pid = tl.program_id(0)")
@@ -230,7 +269,7 @@ def _merge(w: Writer, t: ScanTile) -> None:
         _walk(
             w,
             key_dtype(t),
-            "NUM_CHUNKS * K",
+            f"NUM_CHUNKS * {slots}",
             "RESULTS_BLOCK",
             keys,
             lambda w: _store_pick(w, t, "pick"),

@@ -168,6 +168,8 @@ def _constexprs(params: ScanParams, extra: tuple[str, ...]) -> list[tuple[str, i
         consts.append(("RESULTS_BLOCK", params.results_block))
     if params.k_block:
         consts.append(("K_BLOCK", params.k_block))
+    if params.filter_groups:
+        consts.append(("GROUPS", params.filter_groups))
     return consts
 
 

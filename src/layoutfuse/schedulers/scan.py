@@ -59,13 +59,16 @@ compare; a value of at most 16 bits (Half, BFloat16, fp8, Bool) in a row of at m
   the device: ``split_rows_per_sm``): two launches. The first splits each row into
   chunks of ``block_n`` (enough for ``split_programs_per_sm`` programs a multiprocessor,
   from ``split_min_chunk`` and ``split_chunk_per_k`` times k up to ``split_max_chunk``,
-  ``split_chunk``), a program a chunk: its keys in registers, Triton's bitonic top-k
-  (``tl.topk``, ``k_block`` wide) keeps its k least, stored in a workspace of
-  [rows, chunks, k] keys. The second takes each row's k least of its chunks' candidates:
-  a bitonic top-k of one tile of ``results_block`` where they fit
-  ``split_merge_block``, else k passes walking them. 64 vocabulary rows of 50257 with
-  k=50: 832 programs of 4096 elements, then 64 merges of 650 candidates, where a program
-  a row made 50 passes over its 50257 elements.
+  ``split_chunk``), a program a chunk: its keys in registers, its candidates stored in
+  a workspace of [rows, chunks, slots] keys. A chunk of enough keys filters them
+  (``filter_groups``, G slots): the keys at most the k-th least of its G strided groups'
+  least keys hold its k least, and where they fit the slots they are stored compacted
+  (a prefix sum gives each its slot); otherwise, or where the chunk is short, Triton's
+  bitonic top-k (``tl.topk``, ``k_block`` wide) keeps its k least. The second launch
+  takes each row's k least of its chunks' candidates: a bitonic top-k of one tile of
+  ``results_block`` where they fit ``split_merge_block``, else k passes walking them.
+  64 vocabulary rows of 50257 with k=50: 832 programs of 4096 elements, then 64 merges
+  of 13 x 128 slots, where a program a row made 50 passes over its 50257 elements.
 
 Integers accumulate in Int (int64), Half/BFloat16 in Float.
 """
@@ -172,6 +175,12 @@ class ScanTuning:
     # a row's candidates (chunks * k) up to this many are merged in one tile, more are
     # walked in blocks of it a pass
     split_merge_block: int = 4096
+    # a split chunk's candidates are filtered, not sorted (``filter_groups``): its keys in
+    # G = this many times ``k_block`` strided groups, those at most the k-th least of the
+    # groups' least keys (at most G, else the chunk's bitonic top-k); 0: the top-k always
+    split_filter: int = 2
+    # ... where each group has at least this many keys (the chunk at least this many G)
+    split_filter_group_keys: int = 8
 
 
 DEFAULT_TUNING = ScanTuning()
@@ -204,6 +213,10 @@ class ScanParams:
     chunk_packed: int = 0  # topk split of a 16-bit float row: 32 where each chunk's keys
     #   pack in an int32 with their index in the chunk (``chunk_keys32``), repacked in 64
     #   bits for the workspace; 0: the chunk packs as the row does (``packed``)
+    filter_groups: int = 0  # topk split: G, the strided groups a chunk's keys are cut
+    #   into; its candidates are the keys at most the k-th least of the groups' least keys
+    #   (every key of the chunk's k least is: k groups hold a key at most that one), G
+    #   slots a chunk; 0: the chunk's k least by its bitonic top-k, k slots a chunk
 
     @property
     def pattern(self) -> str:
@@ -402,8 +415,9 @@ def _split_select(p: Problem, chunk: int, tuning: ScanTuning) -> ScanParams:
     keys (its candidates, by a bitonic top-k in registers) into a workspace, then a
     program a row takes its k of its chunks' candidates: a bitonic top-k of one tile
     where they fit ``split_merge_block``, else k passes walking them in blocks of it."""
-    candidates = cdiv(_scan_extent(p), chunk) * p.scan_keep
     kb = k_block(p.scan_keep)
+    groups = filter_groups(chunk, kb, tuning)
+    candidates = cdiv(_scan_extent(p), chunk) * (groups or p.scan_keep)
     merge = min(max(next_pow2(candidates), kb), tuning.split_merge_block)
     warps = warps_for(chunk, tuning.warps)
     return _params(
@@ -417,7 +431,24 @@ def _split_select(p: Problem, chunk: int, tuning: ScanTuning) -> ScanParams:
         packed=packs(p, tuning),
         k_block=kb,
         chunk_packed=chunk_packs(p, chunk, tuning),
+        filter_groups=groups,
     )
+
+
+def filter_groups(chunk: int, kb: int, tuning: ScanTuning) -> int:
+    """G of a split chunk's filtered candidates (``ScanParams.filter_groups``):
+    ``split_filter`` times the top-k's width ``kb``, where the chunk holds at least
+    ``split_filter_group_keys`` keys a group; 0 (its bitonic top-k) otherwise.
+
+    Why: the chunk's bitonic top-k sorts its first log2(kb) stages and merges the rest,
+    some 60 compare-exchange steps over a 4096-key tile for k=50, where the filter takes
+    one min per key, a sort of G keys, one compare per key and a prefix sum. For random
+    keys the candidates number about 1.3 k (G = 2 kb; 78 of 128 slots at most in 300
+    draws of 4096); a chunk with more (keys that fall in few groups) takes its top-k."""
+    groups = tuning.split_filter * kb
+    if not groups or chunk < tuning.split_filter_group_keys * groups:
+        return 0
+    return groups
 
 
 def chunk_packs(p: Problem, chunk: int, tuning: ScanTuning) -> int:
@@ -497,6 +528,12 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
             f"each row in {nc} chunks of {params.block_n}, a program selecting a chunk's k "
             f"candidates, then a program a row selecting its k of the {nc * p.scan_keep}"
         )
+        if params.filter_groups:
+            why += (
+                f" (a chunk's candidates filtered: its keys at most the k-th least of "
+                f"{params.filter_groups} strided groups' least keys, {params.filter_groups} "
+                "slots)"
+            )
     return f"mode {params.mode}: {why}"
 
 
@@ -572,7 +609,7 @@ def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Wor
     if params.mode != "split":
         return ()
     if params.op == "topk":
-        size = rows(p) * chunks(p, params) * p.scan_keep
+        size = rows(p) * chunks(p, params) * (params.filter_groups or p.scan_keep)
         key = DataType.Int if params.packed == 64 else DataType.Int32
         return (Workspace("ws0", (max(1, size),), key),)
     return (Workspace("ws0", (rows(p) * chunks(p, params),), params.accumulator),)
