@@ -28,7 +28,8 @@ from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers.problem import Problem, max_offset
-from support.execution import schedules
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import configured, schedules
 
 F32, BF16 = torch.float32, torch.bfloat16
 DTYPES = {F32: DataType.Float, BF16: DataType.BFloat16}
@@ -293,3 +294,31 @@ def test_row_indices_do_not_size_the_tile(dtype):
     assert params.block_x == 64 and params.block_x * params.block_y * table.element_size() == 4096
     (art,) = compile_last_run(fd.executor())
     assert "ld.global.v4" in art.ptx or "ld.global.nc.v4" in art.ptx
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+@pytest.mark.parametrize("shape", [(301, 67), (1001, 512)])
+def test_a_transpose_walks_its_stores_first_by_tuning(shape, dtype):
+    """``transpose_store_first``: a transpose's programs walk Y (the stores' stride-1 axis)
+    before X, so that neighbouring programs complete each output line; the values, the
+    output's strides and the tile are those of the X-first order, and so is a transpose
+    whose grid walks its other groups first (``rest_first`` keeps its order)."""
+    first = dataclasses.replace(pw.DEFAULT_TUNING, transpose_store_first=1)
+    p = copy_problem(shape, (1, 0), (0, 1), dtype)
+    rule, stores_first = pw.heuristics(p, H200), pw.heuristics(p, H200, first)
+    assert not rule.y_first and stores_first.y_first
+    assert dataclasses.replace(stores_first, y_first=False) == rule
+    x = laid_out(shape, (1, 0), dtype)
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.set(fd.from_pytorch(x)), stride_order=[1, 0])
+    fd = configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(transpose_store_first=1)))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x, rtol=0, atol=0)
+    assert out.stride() == (shape[1], 1)
+    (params,) = schedules(fd)
+    assert params.y_first and "py = pid % NUM_PY" in fd.last_triton_code()
+    (art,) = compile_last_run(fd.executor())
+    assert ".target sm_90" in art.ptx
+    rest = copy_problem(BENCH_SHAPE, (1, 2, 3, 0), (3, 2, 1, 0), dtype)
+    kept = pw.heuristics(rest, H200, first)
+    assert kept.rest_first and not kept.y_first

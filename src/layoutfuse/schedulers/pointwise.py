@@ -87,6 +87,11 @@ class PointwiseTuning:
     transpose_min_warps: int = 4
     # ... and at most this many
     transpose_max_warps: int = 16
+    # a transpose's programs walk its Y (the stores' stride-1 axis) before X, so that
+    # neighbouring programs complete each output line (a store of a tile's edge that is
+    # no multiple of a sector, or not aligned to one, leaves partial sectors that the
+    # neighbour along Y completes); 0: X first (the loads' lines first)
+    transpose_store_first: int = 0
     # bytes of the widest dtype in a tile that is not a transpose: 4 KB, 4 warps (32 bytes
     # per thread; H200, tune-flat-20261202-1fd4478: fp32 chains 98.4-99.2% of the copy
     # bandwidth in [1024] / 4 warps where [4096] / 8 read 95.3-96.2%, bf16 chains 82-88%
@@ -257,7 +262,7 @@ def heuristics(
         rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(p, gy, {gx, gx2, gy})
         # a flattened Y spans the stores' contiguous run across its tiles: neighbouring
         # programs along Y then write neighbouring memory
-        y_first = gy2 is not None
+        y_first = gy2 is not None or (bool(tuning.transpose_store_first) and not rest_first)
     else:
         # a load broadcast along Y (zero stride there: per-column statistics of a
         # normalization's epilogue, a bias) is read once per tile column and reused by
