@@ -22,9 +22,11 @@ import pytest
 import torch
 
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
 
 pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
+COPIES = dict(copies_min_bytes=0)  # the copies left out at any size
 
 
 def _expanded(shape, expand: tuple[int, ...], order, dtype, seed=0) -> torch.Tensor:
@@ -153,11 +155,11 @@ def test_only_expanded_dims_reduced_run_in_place(op, dtype):
     assert params.scheduler == "pointwise" and params.repeat, params
 
 
-@pytest.mark.parametrize("case", ["prod", "var_mean", "random"])
+@pytest.mark.parametrize("case", ["prod", "centered", "random"])
 def test_what_keeps_the_walk(case):
-    """A prod (M copies: a power), a var_mean (a normalization segment) and a sum of
-    random numbers (their coordinates move along the dim): the expanded dim is walked,
-    and the values match torch's."""
+    """A prod (M copies: a power), rows centred by their mean (a normalization that stores
+    every copy) and a sum of random numbers (their coordinates move along the dim): the
+    expanded dim is walked, and the values match torch's."""
     x = _expanded((5, 6, 7), (1,), (0, 1, 2), torch.float32)
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
@@ -165,11 +167,10 @@ def test_what_keeps_the_walk(case):
             t = fd.ops.div(t, fd.define_scalar(8.0))
             fd.add_output(fd.ops.prod(t, dims=[1, 2]))
             want = [(x / 8).prod(2).prod(1)]
-        elif case == "var_mean":
-            var, mean = fd.ops.var_mean(t, dims=[1, 2], correction=1)
-            fd.add_output(var)
-            fd.add_output(mean)
-            want = list(torch.var_mean(x, (1, 2), correction=1))
+        elif case == "centered":
+            total = fd.ops.sum(t, dims=[1, 2], keepdim=True)
+            fd.add_output(fd.ops.sub(t, fd.ops.div(total, fd.define_scalar(42.0))))
+            want = [x - x.mean((1, 2), keepdim=True)]
         else:
             u = fd.ops.uniform(
                 fd.define_scalar(0.0),
@@ -187,3 +188,39 @@ def test_what_keeps_the_walk(case):
             torch.testing.assert_close(got, w, rtol=1e-5, atol=1e-4)
     for params in schedules(fd):
         assert not getattr(params, "repeat", False), params
+
+
+@pytest.mark.parametrize("correction", [0, 1])
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=str)
+def test_a_var_mean_over_an_expanded_dim_reads_each_value_once(order, correction):
+    """A var_mean (a Welford whose var feeds no row) over an expanded dim and a read one:
+    not the normalization kernel, which walked every copy (r3_059, 0.58x of
+    torch.compile), but the reduction kernel that leaves the copies out; torch's var and
+    mean, also where the expanded dim is the only one reduced besides a size-1 dim."""
+    x = _expanded((5, 6, 7), (0,), order, torch.float32)
+    with FusionDefinition() as fd:
+        var, mean = fd.ops.var_mean(fd.from_pytorch(x), dims=[0, 2], correction=correction)
+        fd.add_output(var)
+        fd.add_output(mean)
+    configured(fd, target=small_gpu(4), tuning=DEFAULT.with_fields(normalization=COPIES))
+    var, mean = fd.execute([x])
+    want_var, want_mean = torch.var_mean(x.double(), (0, 2), correction=correction)
+    torch.testing.assert_close(var.double(), want_var, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(mean.double(), want_mean, rtol=1e-5, atol=1e-6)
+    (params,) = schedules(fd)
+    assert params.scheduler == "reduction" and params.repeat, params
+
+
+def test_a_var_mean_walks_copies_cheaper_than_a_launch():
+    """Copies that cost less reading than ``copies_min_bytes`` (here 6 KB) stay in the
+    normalization kernel, one launch."""
+    x = _expanded((5, 6, 7), (0,), (0, 1, 2), torch.float32)
+    with FusionDefinition() as fd:
+        var, mean = fd.ops.var_mean(fd.from_pytorch(x), dims=[0, 2], correction=1)
+        fd.add_output(var)
+        fd.add_output(mean)
+    configured(fd, target=small_gpu(4))
+    var, mean = fd.execute([x])
+    torch.testing.assert_close(var, torch.var(x, (0, 2)), rtol=1e-5, atol=1e-5)
+    (params,) = schedules(fd)
+    assert params.scheduler == "normalization", params
