@@ -30,7 +30,7 @@ from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
-from support.execution import INTERPRETER_WARNINGS, configured, schedules
+from support.execution import INTERPRETER_WARNINGS, configured, schedules, small_gpu
 from support.reductions import (
     DEVICE,
     NV_DTYPES,
@@ -169,9 +169,15 @@ def problem(sizes, kinds, store_fastest: int, dtype=DataType.Float) -> Problem:
         ((1024, 256, 512), "XRX", 2, True),  # pinned_mem102_sum0
         ((1024, 512, 256), "XXR", 0, False),  # the output's stride-1 group is the input's
         ((1024, 512, 256), "RXX", 2, False),  # inner: the input's stride-1 group is reduced
-        ((1024, 4, 256), "XXR", 1, False),  # 4 < a 32-byte store column
+        ((1024, 4, 256), "XXR", 1, False),  # 32 tiles of 16-byte store columns: too few
         ((16, 4096, 256), "XXR", 1, False),  # 16 < a 128-byte input row
         ((256, 1024, 512), "XXR", 1, False),  # 1024 tiles: 1.3 waves, a split is needed
+        # R of 7 fp32 (28 bytes: the plain tile's sector-apart stores move more than its
+        # loads): 512 tiles, as many as leave the plain tile unsplit, suffice; a store
+        # group of 7 fills 28 bytes of the 32-byte column
+        ((16384, 7, 7), "XXR", 1, True),
+        ((16384, 64, 7), "XXR", 1, True),
+        ((4096, 7, 7), "XXR", 1, False),  # 128 tiles: the plain tile would split
     ],
 )
 def test_the_transposed_store_is_chosen_when_it_fills_the_device(sizes, kinds, fastest, chosen):
@@ -179,9 +185,36 @@ def test_the_transposed_store_is_chosen_when_it_fills_the_device(sizes, kinds, f
     assert (p.y_group is not None) == chosen, p
     if chosen:
         assert p.y_group == fastest and p.split == 1
-        assert p.block_y * 4 == 32 and p.block_x * 4 == 128  # a sector, a line
+        # a sector (or the group's 7 elements in 8 of them), a line
+        assert p.block_y == min(8, 1 << (sizes[fastest] - 1).bit_length()) and p.block_x == 32
         programs, _ = rd.grid(p, problem(sizes, kinds, fastest).sizes)
-        assert programs >= 2 * 132 * 6
+        short = sizes[kinds.index("R")] * 4 <= 32
+        assert programs >= (2 * 132 if short else 2 * 132 * 6)
+
+
+@pytest.mark.parametrize("order", [(2, 3, 0, 1), (3, 2, 0, 1)], ids=str)
+def test_a_var_mean_of_short_rows_stores_along_its_output(order):
+    """A var_mean over 7 strided values a row whose outputs are stored along another kept
+    dim of 7 (r1_077's pattern: [23235, 3, 7, 7] in mem2301, reduced over dim 3, outputs
+    row-major) runs in the reduction kernel's transposed tile, not the normalization
+    kernel's outer tile (a result a sector apart): torch's values, row-major outputs."""
+    shape = (40, 3, 7, 7)
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn([shape[d] for d in order], generator=g).permute(
+        *[order.index(d) for d in range(4)]
+    )
+    with FusionDefinition() as fd:
+        var, mean = fd.ops.var_mean(fd.from_pytorch(x), dims=[3], correction=1)
+        fd.add_output(var, stride_order=[2, 1, 0])
+        fd.add_output(mean, stride_order=[2, 1, 0])
+    var, mean = configured(fd, target=small_gpu(1)).execute([x])
+    want_var, want_mean = torch.var_mean(x.double(), 3, correction=1)
+    torch.testing.assert_close(var.double(), want_var, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(mean.double(), want_mean, rtol=1e-5, atol=1e-6)
+    assert var.stride() == mean.stride() == (21, 7, 1)
+    (params,) = schedules(fd)
+    assert params.scheduler == "reduction" and params.template == "outer", params
+    assert params.y_group is not None and params.block_y == 8, params
 
 
 # --- compiled for sm_90 at the benchmark's sizes ------------------------------------------------

@@ -62,7 +62,7 @@ from ..ir.ops.reductions import accumulator_dtype, copies_scale
 from ..segmenter.segments import KernelSpec
 from .launch import LaunchSpec, Workspace
 from .measure import Overrides
-from .problem import Problem, generic_fields, stride_flags
+from .problem import Problem, generic_fields, store_group, stride_flags
 from .warps import THREADS_PER_WARP
 
 NAME = "normalization"
@@ -78,6 +78,9 @@ class NormalizationTuning:
     # would be read as this many bytes or more, takes its finer plan (the reduction
     # kernel leaves the copies out): about the reading a launch costs
     copies_min_bytes: int = 4 << 20
+    # a group whose results feed no row, over outer columns, whose stores walk another
+    # kept group with stride 1, takes the reduction kernel (its transposed tile); 0: kept
+    rowless_stores: int = 1
     # warps of a program at most
     max_warps: int = 16
     # bytes of input a thread holds per tile: they set the warps
@@ -271,6 +274,11 @@ def can_schedule(
             "a reduced dim is expanded and no row is stored: the reduction kernel leaves "
             "its copies out (Problem.repeat), then the epilogue"
         )
+    if tuning.rowless_stores and _stores_across_columns(p):
+        return (
+            "no row is stored and the stores' stride-1 group is not the tile's columns: the "
+            "reduction kernel's transposed tile stores along it"
+        )
     plan = _plan(p, device, tuning)
     if plan.mode == "segmented":
         return plan.why
@@ -281,6 +289,19 @@ def can_schedule(
     if p.cross and plan.mode != "persistent":
         return f"cross reductions need whole rows in one tile ({plan.why})"
     return None
+
+
+def _stores_across_columns(p: Problem) -> bool:
+    """A group whose results feed only per-row outputs (a var_mean), over outer columns
+    (group 0, the input's stride-1 group, kept: the outer template's tile columns), whose
+    stores all walk another kept group with stride 1: the outer tile would store each
+    result a sector apart, where the reduction scheduler's transposed tile stores along
+    that group (r1_077: a var_mean over dim 3 of [23235, 3, 7, 7] stored along dim 2, at
+    0.63x of torch.compile)."""
+    if p.rows or p.cross or p.generic or p.groups[0].reduced:
+        return False
+    y = store_group(p)
+    return y is not None and y != 0
 
 
 def _copies_left_out(segment: KernelSpec, p: Problem, tuning: NormalizationTuning) -> bool:

@@ -143,3 +143,12 @@ def is_affine(params: PointwiseParams | ReductionParams | NormalizationParams, a
 
 def max_offset(extents: Sequence[int], strides: Sequence[int]) -> int:
     return sum((n - 1) * abs(s) for n, s in zip(extents, strides) if n > 0)
+
+
+def store_group(p: Problem) -> int | None:
+    """The kept group every store walks with stride 1 (None: no store, or they differ)."""
+    found = {
+        next((k for k, g in enumerate(p.groups) if not g.reduced and g.strides[a] == 1), None)
+        for a in p.stores()
+    }
+    return found.pop() if len(found) == 1 else None

@@ -39,7 +39,7 @@ from ..ir.ops.reductions import accumulator_dtype, n_results
 from ..segmenter.segments import KernelSpec
 from . import reduction_tiles as tiles
 from .launch import LaunchSpec, Workspace
-from .problem import Problem, generic_fields, stride_flags
+from .problem import Problem, generic_fields, store_group, stride_flags
 from .warps import THREADS_PER_WARP, warps_for
 
 NAME = "reduction"
@@ -454,15 +454,6 @@ def _warps_and_resident(
     return warps, resident
 
 
-def store_group(p: Problem) -> int | None:
-    """The kept group every store walks with stride 1 (None: no store, or they differ)."""
-    found = {
-        next((k for k, g in enumerate(p.groups) if not g.reduced and g.strides[a] == 1), None)
-        for a in p.stores()
-    }
-    return found.pop() if len(found) == 1 else None
-
-
 def _transposed(
     p: Problem,
     params: ReductionParams,
@@ -472,19 +463,20 @@ def _transposed(
     tuning: tiles.ReductionTuning,
 ) -> ReductionParams | None:
     """The outer template with a transposed store, when the stores' stride-1 kept group is
-    not the input's, both span a whole tile edge (a store sector, an input line), no store
-    is expanded along them, and the tiles fill ``waves`` waves without a split."""
+    not the input's, the input's spans a whole tile edge (an input line; the stores' may be
+    shorter than their sector: a group of 7 fp32 stores 28 of its 32 bytes, where the
+    plain tile stores 4 a sector), no store is expanded along them, and the tiles make ``waves`` waves without a split; or,
+    where R is so short that the plain tile's stores (a sector per result) move more
+    bytes than its loads (R of at most a sector: r1_077, a var_mean over 7 fp32 stored
+    along a group of 7, 0.63x of torch.compile), the ``split_below`` programs per
+    multiprocessor that leave the plain tile unsplit."""
     y = store_group(p)
     if params.template != "outer" or p.generic or y is None or y == 0:
         return None
     n0, n_y = p.groups[0].size, p.groups[y].size
     out_item = min(p.vector_bytes(a) for a in p.stores())
     tile = tiles.transposed_tile(item, out_item, n0, n_y, nr, tuning)
-    if (
-        n_y < tile.block_y
-        or n0 < tile.block_x
-        or any(params.zero_strides[a][k] for a in p.stores() for k in (0, y))
-    ):
+    if n0 < tile.block_x or any(params.zero_strides[a][k] for a in p.stores() for k in (0, y)):
         return None
     acc_elements = tile.block_x * tile.block_r * tile.block_y
     warps = warps_for(acc_elements, tuning.warps)
@@ -501,7 +493,13 @@ def _transposed(
         num_warps=warps,
         split=1,
     )
-    return transposed if grid(transposed, p.sizes)[0] >= tuning.waves * resident else None
+    programs = grid(transposed, p.sizes)[0]
+    enough = tuning.waves * resident
+    if nr * item <= tuning.transposed_store_bytes:
+        # rows so short that the plain tile's stores (a sector each) move more than its
+        # loads: as many programs as leave the plain tile unsplit do
+        enough = min(enough, tuning.split_below * device.sm_count)
+    return transposed if programs >= enough else None
 
 
 def _stacked(
