@@ -253,22 +253,30 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise():
         for s in segs
     )
 
-    # 2 blocks of 256 bytes, 4 of 128 cannot fill 8: 64-byte rows
+    # 2 blocks of 256 bytes cannot fill 4: rows of a line (128 bytes), 4 blocks
     fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(8)
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(4)
     )
     (params,) = schedules(fd)
-    assert (params.mode, params.block_x) == ("looped", 16)
-    # 16 column blocks of a sector (32 bytes) cannot fill 32
+    assert (params.mode, params.block_x) == ("looped", 32)
+    # 4 column blocks of a line cannot fill 8, and narrower rows are not looped
+    # (``loop_min_row_bytes``: the segmented plan read 2x faster than 64-byte rows)
     fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(32)
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(8)
     )
     # softmax's max and sum: one reduction kernel (a running pair), then the pointwise one
     assert [p.scheduler for p in schedules(fd)] == ["reduction", "pointwise"]
     assert schedules(fd)[0].family == "outer"
     segs = fd.segment([x])
-    assert all("16 column blocks cannot fill 32" in s["reason"] for s in segs)
+    assert all("4 column blocks cannot fill 8" in s["reason"] for s in segs)
     assert "softmax's max and sum in one pass" in segs[0]["reason"]
+    # rows of a sector may still be looped where the tuning allows them
+    narrow = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_min_row_bytes=32))
+    fd, x, _ = run_case(
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=narrow, target=small_gpu(16)
+    )
+    (params,) = schedules(fd)
+    assert (params.mode, params.block_x) == ("looped", 8)
 
 
 def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():

@@ -28,8 +28,7 @@ from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers.problem import Problem, max_offset
-from layoutfuse.schedulers.tuning import DEFAULT
-from support.execution import configured, schedules
+from support.execution import schedules
 
 F32, BF16 = torch.float32, torch.bfloat16
 DTYPES = {F32: DataType.Float, BF16: DataType.BFloat16}
@@ -138,8 +137,8 @@ def test_short_stride1_dim_flattens_the_tile_axis(in_order, out_order, want_axes
     # programs walk the grid first only where the store's run continues on the grid
     # (mem1230 -> mem3210: each program's 4 KB runs then abut its neighbours')
     assert params.rest_first == (in_order == (1, 2, 3, 0)), params
-    # ... and Y first where Y is flattened: the stores' runs continue across Y's tiles
-    assert params.y_first == (params.split_y > 1), params
+    # ... and Y (the stores' stride-1 axis) first otherwise (``transpose_store_first``)
+    assert params.y_first == (not params.rest_first), params
     x, y = pw.axis_extents(params, [g.size for g in p.groups])
     px, py = pw.tile_counts(params, [g.size for g in p.groups])
     assert (px, py) == (-(-x // params.block_x), -(-y // params.block_y))
@@ -206,7 +205,7 @@ def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, w
     # the bf16 tile covers Y (128) whole in two of them, and the store continues on the
     # grid there: the grid-first program order runs
     assert params.rest_first == (dtype == BF16 and in_order in ((1, 2, 3, 0), (3, 2, 1, 0)))
-    assert params.y_first == (out_order == (3, 2, 1, 0) and in_order == (0, 1, 2, 3))
+    assert params.y_first == (not params.rest_first)
     assert params.transpose and axes(params, p) == want_axes
     assert (params.block_x, params.block_y, params.num_warps) == pw.transpose_tile(
         4096, 4096, dtype.itemsize, pw.DEFAULT_TUNING
@@ -298,20 +297,20 @@ def test_row_indices_do_not_size_the_tile(dtype):
 
 @pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
 @pytest.mark.parametrize("shape", [(301, 67), (1001, 512)])
-def test_a_transpose_walks_its_stores_first_by_tuning(shape, dtype):
+def test_a_transpose_walks_its_stores_first(shape, dtype):
     """``transpose_store_first``: a transpose's programs walk Y (the stores' stride-1 axis)
     before X, so that neighbouring programs complete each output line; the values, the
-    output's strides and the tile are those of the X-first order, and so is a transpose
-    whose grid walks its other groups first (``rest_first`` keeps its order)."""
-    first = dataclasses.replace(pw.DEFAULT_TUNING, transpose_store_first=1)
+    output's strides and the tile are those of the X-first order (the tuning's 0), and a
+    transpose whose grid walks its other groups first (``rest_first``) keeps its order."""
+    first = pw.DEFAULT_TUNING
+    x_first = dataclasses.replace(pw.DEFAULT_TUNING, transpose_store_first=0)
     p = copy_problem(shape, (1, 0), (0, 1), dtype)
-    rule, stores_first = pw.heuristics(p, H200), pw.heuristics(p, H200, first)
+    rule, stores_first = pw.heuristics(p, H200, x_first), pw.heuristics(p, H200, first)
     assert not rule.y_first and stores_first.y_first
     assert dataclasses.replace(stores_first, y_first=False) == rule
     x = laid_out(shape, (1, 0), dtype)
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.set(fd.from_pytorch(x)), stride_order=[1, 0])
-    fd = configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(transpose_store_first=1)))
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, x, rtol=0, atol=0)
     assert out.stride() == (shape[1], 1)

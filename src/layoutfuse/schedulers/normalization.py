@@ -21,11 +21,12 @@ Modes, chosen from the reduced extent and the device:
   fit but the kept extent fills the GPU with at least ``sm_count`` programs. Outer
   template: one program per column block, tile ``[BLOCK_R, BLOCK_X]`` with rows of
   ``loop_row_bytes`` (``loop_outer_tile`` elements, ``loop_outer_warps`` warps); chosen
-  when the columns do not fit, one pass suffices and the blocks fill the GPU. Walking
-  strided columns twice reads below the target, but above the segmented plan (its
-  reduction kernels, then a pointwise kernel: three reads and a write); narrower rows
-  read slower still. Groups that need more passes go segmented, and so do sibling
-  reductions alone (one split reduction kernel reads them once).
+  when the columns do not fit, one pass suffices and the blocks of rows of at least a
+  line (``loop_min_row_bytes``) fill the GPU. Walking strided columns twice reads below
+  the target, but above the segmented plan (its reduction kernels, then a pointwise
+  kernel) in rows of a line or more; in narrower rows the segmented plan read 2x faster.
+  Groups that need more passes go segmented, and so do sibling reductions alone (one
+  split reduction kernel reads them once).
 * ``segmented``: the rows do not fit and looping does not pay (few, very long rows;
   strided columns that need more than one pass): each reduction runs as its own (split)
   reduction kernel, then pointwise kernels (the segment's fallback plan); softmax's max
@@ -116,8 +117,14 @@ class NormalizationTuning:
     # inner kernels: the row length and row strides passed divided by their power-of-two
     # factor, which the kernel multiplies back (``size_factors``); 0: passed as they are
     size_factors: int = 1
-    # outer looped: bytes of the stride-1 kept group per tile row, halved to min_row_bytes
+    # outer looped: bytes of the stride-1 kept group per tile row, halved to
+    # loop_min_row_bytes (fewer column blocks than multiprocessors: the segmented plan)
     loop_row_bytes: int = 256
+    # ... a cache line: a bf16 log_softmax over 128256 strided rows of [4, 1695] ran 651
+    # GB/s looped in rows of 64 bytes (212 blocks) against 1298 segmented (a split online
+    # reduction in rows of 1 KB, then the pointwise kernel; H100 at 4170aed,
+    # tune-ab18-20261206-4170aed-h100.txt, r1_021: torch.compile 1177)
+    loop_min_row_bytes: int = 128
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
     loop_outer_tile: int = 4096
     # outer looped: warps of the tile
@@ -648,8 +655,8 @@ def _outer_loop(
     """Mode, BLOCK_X, BLOCK_R, warps and reason for outer columns too long for one tile:
     one program per column block walks it twice (the reductions' pass, then the store),
     when one pass suffices and the blocks fill the GPU (rows of ``loop_row_bytes``, halved
-    down to ``min_row_bytes`` where that makes enough blocks: narrow rows still beat the
-    segmented plan); else the segmented plan.
+    down to ``loop_min_row_bytes`` where that makes enough blocks); else the segmented
+    plan.
 
     Tiles of ``loop_outer_tile`` elements at ``loop_outer_warps`` warps; where the column
     blocks are fewer than ``loop_few_blocks`` per multiprocessor, more warps, so the few
@@ -660,8 +667,8 @@ def _outer_loop(
     heuristics"."""
     t = tuning
     _, _, nx, nr = p.kept_and_reduced()
-    # narrower rows (down to a sector) where the blocks are too few
-    block_x, programs = _column_blocks(p, t.loop_row_bytes, t.min_row_bytes, device.sm_count)
+    # narrower rows (down to a line) where the blocks are too few
+    block_x, programs = _column_blocks(p, t.loop_row_bytes, t.loop_min_row_bytes, device.sm_count)
     tile, warps = t.loop_outer_tile, t.loop_outer_warps
     if programs < t.loop_few_blocks * device.sm_count:
         if p.narrowest_load_bytes() >= 4:

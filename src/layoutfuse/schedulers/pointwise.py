@@ -90,8 +90,12 @@ class PointwiseTuning:
     # a transpose's programs walk its Y (the stores' stride-1 axis) before X, so that
     # neighbouring programs complete each output line (a store of a tile's edge that is
     # no multiple of a sector, or not aligned to one, leaves partial sectors that the
-    # neighbour along Y completes); 0: X first (the loads' lines first)
-    transpose_store_first: int = 0
+    # neighbour along Y completes); 0: X first (the loads' lines first). H100 at 4170aed
+    # (tune-ab18-20261206-4170aed-h100.txt), the rule's tile: fp32 [104907, 1051]
+    # column-major to row-major 1534 -> 2531 GB/s, bf16 [825, 5, 623, 61] 1425 -> 2468,
+    # fp32 [2, 668, 6144] 2568 -> 2803, bf16 [3852, 6144] 1914 -> 2193; 7% lost on a
+    # [4 x 14, 32000] fp32 one of 4-row Y tiles (1503 -> 1400), the rest within noise
+    transpose_store_first: int = 1
     # bytes of the widest dtype in a tile that is not a transpose: 4 KB, 4 warps (32 bytes
     # per thread; H200, tune-flat-20261202-1fd4478: fp32 chains 98.4-99.2% of the copy
     # bandwidth in [1024] / 4 warps where [4096] / 8 read 95.3-96.2%, bf16 chains 82-88%
