@@ -50,20 +50,23 @@ def _plan(shape, k, dtype=torch.float32, sms=132) -> tuple[ScanParams, list[tupl
 
 
 @pytest.mark.parametrize(
-    "shape, k, chunk, grids, merge, in_tile",
+    "shape, k, chunk, grids, merge, in_tile, groups",
     [
         # 64 vocabulary rows: 9 chunks would fill 4 programs a multiprocessor, but a
-        # chunk is at most 4096 elements: 13 chunks, 650 candidates a row
-        ((64, 50257), 50, 4096, [(832,), (64,)], 1024, True),
-        ((64, 50257), 256, 4096, [(832,), (64,)], 4096, True),
-        ((4, 1 << 20), 256, 4096, [(1024,), (4,)], 4096, False),  # 65536 candidates
-        ((16, 8192), 8, 1024, [(128,), (16,)], 64, True),  # 33 chunks fill; at least 1024
+        # chunk is at most 4096 elements: 13 chunks, each filtered into 128 slots (2 x 64
+        # groups), 1664 candidates a row
+        ((64, 50257), 50, 4096, [(832,), (64,)], 2048, True, 128),
+        # 13 x 512 filtered slots would not fit the merge's tile: each chunk's top-k
+        ((64, 50257), 256, 4096, [(832,), (64,)], 4096, True, 0),
+        ((4, 1 << 20), 256, 4096, [(1024,), (4,)], 4096, False, 0),  # 65536 candidates
+        ((16, 8192), 8, 1024, [(128,), (16,)], 128, True, 16),  # 33 chunks fill; >= 1024
     ],
 )
-def test_long_rows_split_into_chunks(shape, k, chunk, grids, merge, in_tile):
+def test_long_rows_split_into_chunks(shape, k, chunk, grids, merge, in_tile, groups):
     params, launched = _plan(shape, k)
     assert (params.mode, params.block_n, params.results_block) == ("split", chunk, merge)
     assert params.in_tile is in_tile and params.packed == 64
+    assert params.filter_groups == groups
     assert launched == grids
 
 

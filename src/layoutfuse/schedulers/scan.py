@@ -416,7 +416,7 @@ def _split_select(p: Problem, chunk: int, tuning: ScanTuning) -> ScanParams:
     program a row takes its k of its chunks' candidates: a bitonic top-k of one tile
     where they fit ``split_merge_block``, else k passes walking them in blocks of it."""
     kb = k_block(p.scan_keep)
-    groups = filter_groups(chunk, kb, tuning)
+    groups = filter_groups(chunk, kb, cdiv(_scan_extent(p), chunk), tuning)
     candidates = cdiv(_scan_extent(p), chunk) * (groups or p.scan_keep)
     merge = min(max(next_pow2(candidates), kb), tuning.split_merge_block)
     warps = warps_for(chunk, tuning.warps)
@@ -435,10 +435,12 @@ def _split_select(p: Problem, chunk: int, tuning: ScanTuning) -> ScanParams:
     )
 
 
-def filter_groups(chunk: int, kb: int, tuning: ScanTuning) -> int:
+def filter_groups(chunk: int, kb: int, chunks: int, tuning: ScanTuning) -> int:
     """G of a split chunk's filtered candidates (``ScanParams.filter_groups``):
     ``split_filter`` times the top-k's width ``kb``, where the chunk holds at least
-    ``split_filter_group_keys`` keys a group; 0 (its bitonic top-k) otherwise.
+    ``split_filter_group_keys`` keys a group and a row's ``chunks`` x G slots fit the
+    merge's tile (``split_merge_block``: more are walked, k passes); 0 (its bitonic
+    top-k) otherwise.
 
     Why: the chunk's bitonic top-k sorts its first log2(kb) stages and merges the rest,
     some 60 compare-exchange steps over a 4096-key tile for k=50, where the filter takes
@@ -448,7 +450,7 @@ def filter_groups(chunk: int, kb: int, tuning: ScanTuning) -> int:
     groups = tuning.split_filter * kb
     if not groups or chunk < tuning.split_filter_group_keys * groups:
         return 0
-    return groups
+    return groups if chunks * groups <= tuning.split_merge_block else 0
 
 
 def chunk_packs(p: Problem, chunk: int, tuning: ScanTuning) -> int:
