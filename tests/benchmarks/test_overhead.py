@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 
+import pytest
 import torch
 
 from benchmarks import overhead
@@ -31,9 +33,15 @@ def test_the_stubbed_run_reports_every_stage(tmp_path):
     for kind in ("add", "sum"):
         stages = result["rows"][kind]["stages_us"]
         assert set(stages) == {"execute", "frontend", "key", "alloc", "launch"}
-        # key is a difference of two timings (executor replay less plan replay): a fraction
-        # of a microsecond behind the guard, which noise can take below 0 on a fast host
-        assert stages["execute"] > 0 and stages["execute"] > stages["key"] > -stages["execute"]
+        # frontend, key and launch are differences of two timings (each the best of 20
+        # calls): key is a fraction of a microsecond behind the guard, which noise on a busy
+        # host (CI's two pytest workers) takes below 0 or past the whole execute's time.
+        # What holds: every stage was timed, and the whole call and an allocation took time
+        assert all(math.isfinite(v) for v in stages.values()), stages
+        assert stages["execute"] > 0 and stages["alloc"] > 0, stages
+        # ... and the stages add up to the whole call
+        parts = stages["frontend"] + stages["key"] + stages["launch"] + stages["alloc"]
+        assert parts == pytest.approx(stages["execute"], rel=1e-9, abs=1e-9)
 
 
 def test_thunder_style_rows_replay_and_report_their_kernels(tmp_path):
