@@ -31,7 +31,7 @@ from layoutfuse.schedulers.problem import Problem
 from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING as T
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
-from support.reductions import DTYPES, NV_DTYPES, assert_values, define_reduction, make_input
+from support.reductions import DTYPES, assert_values, define_reduction, make_input
 
 pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
@@ -51,12 +51,7 @@ def _run(sizes, alloc, op, dims, dtype, special, carry=1, sms=4):
     gen = torch.Generator().manual_seed(len(sizes) * 100 + sum(dims))
     inp = make_input(sizes, alloc, dtype, special, gen)
     with FusionDefinition() as fd:
-        t = fd.define_tensor(
-            shape=inp.shape,
-            contiguity=inp.contiguity,
-            dtype=NV_DTYPES[dtype],
-            stride_order=inp.stride_order,
-        )
+        t = inp.define(fd)
         for out in define_reduction(fd, t, op, dims, False):
             fd.add_output(out)
     configured(fd, tuning=_tuning(carry), target=small_gpu(sms))

@@ -109,6 +109,18 @@ def _run(build, x, tuning):
     return fd, fd.execute([x])
 
 
+def _topk(x, k, largest, tuning):
+    """``fd.ops.topk`` of ``x``'s rows under ``tuning``, checked against torch's stable
+    order: the indices exactly, the values bit for bit (the sign of zero) but a NaN's
+    payload. Returns the definition (its schedule, its code) and (values, indices)."""
+    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, k, 1, largest=largest), x, tuning)
+    want_i = stable_order(x, largest)[:, :k]
+    assert torch.equal(i, want_i)
+    assert v.dtype == x.dtype
+    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want_i)))
+    return fd, (v, i)
+
+
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("mode", ["block", "rank", "merge"])
 @pytest.mark.parametrize("dtype", [*PACKED, torch.bool])
@@ -125,12 +137,7 @@ def test_argsort_of_special_values(dtype, mode, descending):
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("dtype", PACKED)
 def test_topk_of_special_values(dtype, mode, largest, k):
-    x = special_rows(dtype, seed=2)
-    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, k, 1, largest=largest), x, MODES[mode])
-    want_i = stable_order(x, largest)[:, :k]
-    assert torch.equal(i, want_i)
-    assert v.dtype == x.dtype
-    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want_i)))
+    fd, _ = _topk(special_rows(dtype, seed=2), k, largest, MODES[mode])
     (p,) = schedules(fd)
     # (k=1 of split-walk: the three candidates fit the merge's tile)
     want = "split" if (mode, k) == ("split-walk", 1) else mode
@@ -162,10 +169,7 @@ def test_keys_pack_up_to_32_bits(dtype, packed):
 def test_narrow_keys_in_an_int64_give_the_same(dtype, mode):
     """``narrow_keys=False``: 16-bit keys packed in an int64, as an fp32's."""
     x = special_rows(dtype, seed=6)
-    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1), x, {**MODES[mode], "narrow_keys": False})
-    want = stable_order(x, True)[:, :5]
-    assert torch.equal(i, want)
-    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want)))
+    fd, _ = _topk(x, 5, True, {**MODES[mode], "narrow_keys": False})
     assert (schedules(fd)[0].mode, schedules(fd)[0].packed) == (mode, 64)
 
 
@@ -208,10 +212,7 @@ def test_split_chunks_of_16_bit_keys_pack_in_32_bits(dtype, largest):
     (NaNs, zeros of both signs, ties) as the chunks packed in 64 bits."""
     x = special_rows(dtype, seed=4)
     tuning = {**MODES["split"], "narrow_keys": False}
-    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 13, 1, largest=largest), x, tuning)
-    want_i = stable_order(x, largest)[:, :13]
-    assert torch.equal(i, want_i)
-    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want_i)))
+    fd, (v, i) = _topk(x, 13, largest, tuning)
     (p,) = schedules(fd)
     assert (p.mode, p.packed, p.chunk_packed) == ("split", 64, 32)
     assert "(s << 16) | low" in fd.last_triton_code()
@@ -274,11 +275,7 @@ def test_split_chunks_filter_their_candidates(dtype, narrow, largest, pattern, n
     else:
         x = _filter_rows(pattern, F32 if dtype is I32 else dtype, n, largest)
         x = (x * 1000).to(I32) if dtype is I32 else x
-    tuning = {**FILTERED, "narrow_keys": narrow}
-    fd, (v, i) = _run(lambda fd, t: fd.ops.topk(t, 5, 1, largest=largest), x, tuning)
-    want_i = stable_order(x, largest)[:, :5]
-    assert torch.equal(i, want_i)
-    assert torch.equal(_bits(v), _bits(torch.gather(x, 1, want_i)))
+    fd, _ = _topk(x, 5, largest, {**FILTERED, "narrow_keys": narrow})
     (p,) = schedules(fd)
     assert (p.mode, p.block_n, p.filter_groups) == ("split", 256, 16)
     assert "tl.cumsum" in fd.last_triton_code()

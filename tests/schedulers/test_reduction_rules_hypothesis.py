@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import INTERPRETER_WARNINGS, configured, schedules, small_gpu
-from support.reductions import DTYPES, NV_DTYPES, assert_values, define_reduction, make_input
+from support.reductions import DTYPES, assert_values, define_reduction, make_input
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
@@ -115,12 +115,7 @@ def _example(problem):
     dtype = DTYPES[dtype_name]
     inp = make_input(shape, alloc, dtype, special, torch.Generator().manual_seed(seed))
     with FusionDefinition() as fd:
-        t = fd.define_tensor(
-            shape=inp.shape,
-            contiguity=inp.contiguity,
-            dtype=NV_DTYPES[dtype],
-            stride_order=inp.stride_order,
-        )
+        t = inp.define(fd)
         if op == "welford":
             for out in fd.ops.welford(t, dims=list(reduced)):
                 fd.add_output(out)

@@ -40,7 +40,6 @@ from support.execution import INTERPRETER_WARNINGS
 from support.reductions import (
     DEVICE,
     DTYPES,
-    NV_DTYPES,
     OPS,
     assert_family,
     assert_layout,
@@ -87,12 +86,7 @@ def run_case(case: Case, seed: int = 0) -> None:
     x = inp.tensor
     pinned = pinned_order(case.output, case.alloc, case.reduced)
     with FusionDefinition() as fd:
-        t0 = fd.define_tensor(
-            shape=inp.shape,
-            contiguity=inp.contiguity,
-            dtype=NV_DTYPES[x.dtype],
-            stride_order=inp.stride_order,
-        )
+        t0 = inp.define(fd)
         for out in define_reduction(fd, t0, case.op, case.reduced, False):
             fd.add_output(out, stride_order=pinned)
     outs = fd.execute([x])

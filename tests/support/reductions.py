@@ -54,6 +54,15 @@ class InputSpec:
     contiguity: list[bool | None]
     stride_order: list[int]
 
+    def define(self, fd: FusionDefinition):
+        """The input declared in ``fd`` (``define_tensor`` with its arguments)."""
+        return fd.define_tensor(
+            shape=self.shape,
+            contiguity=self.contiguity,
+            dtype=NV_DTYPES[self.tensor.dtype],
+            stride_order=self.stride_order,
+        )
+
 
 def make_input(
     sizes: Sequence[int],

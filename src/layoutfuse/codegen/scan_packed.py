@@ -244,8 +244,7 @@ def _store_least(w: Writer, t: ScanTile, key: str, narrow: bool) -> None:
         top = widened(w, t, top)
     w.line("j = tl.arange(0, K_BLOCK)[None, :]")
     w.line(f"tl.store(base[:, None] + j, {top}, mask=rmask[:, None] & (j < K))")
-    if t.p.filter_groups:
-        w.line("gi = tl.arange(0, GROUPS)[None, :]")
+    if t.p.filter_groups:  # (``gi``: the slots, from ``_candidates``)
         w.line("left = rmask[:, None] & (gi >= K)")
         w.line("tl.store(base[:, None] + gi, PACKED_LAST, mask=left)")
 

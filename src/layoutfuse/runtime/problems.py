@@ -219,8 +219,9 @@ def _repeated_dims(
     """Reduced coordinates no access moves along (an expanded input's), of a plain
     reduction segment whose reductions all say how M copies of each value change them
     (their rows' ``copies``: M times the sum, the same max and min, a Welford's M2 and
-    count times M; ``Problem.repeat``). The kernel does not walk them; where none is left to walk, the pointwise
-    scheduler computes each reduction in place, scaled the same way."""
+    count times M; ``Problem.repeat``). The kernel does not walk them; where none is left
+    to walk, the pointwise scheduler computes each reduction in place, scaled the same
+    way."""
     if spec.kind != "reduction" or spec.group is not None or generic or spec.scan is not None:
         return []
     if not spec.reductions or any(copies_scale(e) is None for e in spec.reductions):

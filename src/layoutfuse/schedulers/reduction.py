@@ -465,8 +465,8 @@ def _transposed(
     """The outer template with a transposed store, when the stores' stride-1 kept group is
     not the input's, the input's spans a whole tile edge (an input line; the stores' may be
     shorter than their sector: a group of 7 fp32 stores 28 of its 32 bytes, where the
-    plain tile stores 4 a sector), no store is expanded along them, and the tiles make ``waves`` waves without a split; or,
-    where R is so short that the plain tile's stores (a sector per result) move more
+    plain tile stores 4 a sector), no store is expanded along them, and the tiles make
+    ``waves`` waves without a split; or, where R is so short that the plain tile's stores (a sector per result) move more
     bytes than its loads (R of at most a sector: r1_077, a var_mean over 7 fp32 stored
     along a group of 7, 0.63x of torch.compile), the ``split_below`` programs per
     multiprocessor that leave the plain tile unsplit."""

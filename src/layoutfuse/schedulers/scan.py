@@ -416,8 +416,9 @@ def _split_select(p: Problem, chunk: int, tuning: ScanTuning) -> ScanParams:
     program a row takes its k of its chunks' candidates: a bitonic top-k of one tile
     where they fit ``split_merge_block``, else k passes walking them in blocks of it."""
     kb = k_block(p.scan_keep)
-    groups = filter_groups(chunk, kb, cdiv(_scan_extent(p), chunk), tuning)
-    candidates = cdiv(_scan_extent(p), chunk) * (groups or p.scan_keep)
+    nc = cdiv(_scan_extent(p), chunk)
+    groups = filter_groups(chunk, kb, nc, tuning)
+    candidates = nc * (groups or p.scan_keep)
     merge = min(max(next_pow2(candidates), kb), tuning.split_merge_block)
     warps = warps_for(chunk, tuning.warps)
     return _params(
@@ -528,7 +529,8 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
         why = (
             f"k={p.scan_keep} of {rows(p)} rows of {n}, too few rows to fill the device: "
             f"each row in {nc} chunks of {params.block_n}, a program selecting a chunk's k "
-            f"candidates, then a program a row selecting its k of the {nc * p.scan_keep}"
+            f"candidates, then a program a row selecting its k of the "
+            f"{nc * (params.filter_groups or p.scan_keep)}"
         )
         if params.filter_groups:
             why += (
