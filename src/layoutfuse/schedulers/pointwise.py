@@ -101,6 +101,10 @@ class PointwiseTuning:
     # bandwidth in [1024] / 4 warps where [4096] / 8 read 95.3-96.2%, bf16 chains 82-88%
     # in [2048] / 4 against 80-86%)
     tile_bytes: int = 4096
+    # a tile with an indirect load (a gather: take_along_axis, index_select) holds at least
+    # this many elements: its gathered elements are loaded one by one, and the int64
+    # indices, the widest dtype, would size it at 512 (4 a thread); 0: tile_bytes alone
+    gather_tile_elements: int = 0
     # elements of a tile whose load is broadcast along Y (read once per column, reused by
     # its rows), spanning this many Y rows
     broadcast_tile_elements: int = 4096
@@ -395,7 +399,10 @@ def tile_elements(p: Problem, tuning: PointwiseTuning) -> int:
     moves along X (group 0). An access of stride 0 there is one element per tile row: the
     int64 row indices of an index_select of bf16 rows sized its tile as 512 elements (1 KB
     of rows a program) where the rows moved 2 bytes an element."""
-    return max(1, tuning.tile_bytes // widest_itemsize(p, along=0))
+    elements = max(1, tuning.tile_bytes // widest_itemsize(p, along=0))
+    if p.generic:
+        elements = max(elements, tuning.gather_tile_elements)
+    return elements
 
 
 SPECIALIZED_MULTIPLE = 16  # Triton's launcher marks an int argument divisible by 16
