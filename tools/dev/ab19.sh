@@ -7,7 +7,7 @@ out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
 PART=f OUT=$out COMMIT=$commit SEEDS="${SEEDS:-3}" RANDOM_S=${RANDOM_S:-170} THUNDER_FILTERS=none bash tools/gpu-run.sh
 export PYTHONPATH=$PWD/src:$PWD PYTHONUNBUFFERED=1 LAYOUTFUSE_CACHE_DIR=/tmp/lfcache
-for f in ${GATHER_CASES:-take_along_axis_full index_select_rows}; do
+for f in ${GATHER_CASES-take_along_axis_full index_select_rows}; do
   t0=$(date +%s)
   LAYOUTFUSE_MEASURE=0 timeout ${GATHER_S:-45} python3 tools/dev/tune_ops.py $out/tune-ops-$f-$day-$commit-$gpu.json --peers --filter $f \
     pointwise.gather_tile_elements=0 pointwise.gather_tile_elements=1024 pointwise.gather_tile_elements=2048 2>&1 | grep -v "Warn\|warn" | cut -c1-200

@@ -123,6 +123,19 @@ class ReductionTuning:
     transposed_store_bytes: int = 32
     # transposed store: contiguous input bytes per row (one cache line)
     transposed_line_bytes: int = 128
+    # an outer reduction whose input fits in L2 (never timed by the measured choice) takes
+    # the rows per tile and the split of fewest DRAM round trips on its critical path
+    # (``few_rounds``): a program's loop steps, plus the ticket and each combine step of
+    # its split; a grid under a program per multiprocessor adds the bytes it moves over
+    # ``round_bytes`` per round trip at its share of the device. 0: the rule's tile and split
+    few_rounds: int = 0
+    # ... bytes the device reads in one DRAM round trip at full rate (H100/H200: 3.4-4.8
+    # TB/s over about a microsecond)
+    round_bytes: int = 4 << 20
+    # ... rows of at least this many bytes of the stride-1 kept group (a cache line)
+    few_rounds_row_bytes: int = 128
+    # ... taken only where its rounds are below this fraction of the rule's plan's
+    few_rounds_gain: float = 0.75
     # warps of a tile its template does not fix, by its accumulator elements: (least, warps)
     warps: WarpSteps = ((4096, 8), (1024, 4), (0, 2))
     # measured choice (``schedulers/measure.py``): a fold against the unfolded plan,
