@@ -13,6 +13,11 @@ for f in ${GATHER_CASES-take_along_axis_full index_select_rows}; do
     pointwise.gather_tile_elements=0 pointwise.gather_tile_elements=1024 pointwise.gather_tile_elements=2048 2>&1 | grep -v "Warn\|warn" | cut -c1-200
   echo "gather $f rc=$? $(( $(date +%s) - t0 )) s"
 done
+if [ -n "${TUNE_CASES:-}" ]; then  # rule plans (LAYOUTFUSE_MEASURE=0) under tunings: TUNE_CASES;--tuning= --tuning ...
+  t0=$(date +%s)
+  LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-80} python3 -m benchmarks tune ${TUNE_CASES%%;*} ${TUNE_CASES#*;} 2>&1 | grep -v "Warn\|warn" | tee $out/tune-ab19-$day-$commit-$gpu.txt | cut -c1-260
+  echo "tune rc=$? $(( $(date +%s) - t0 )) s"
+fi
 if [ -n "${PEER_CASES:-}" ]; then  # each kernel's time on the three systems (small cases)
   t0=$(date +%s)
   timeout ${PEER_S:-70} python3 tools/dev/peer_kernels.py $PEER_CASES 2>&1 | grep -v "Warn\|warn" | tee $out/peer-kernels-$day-$commit-$gpu.txt | cut -c1-300
