@@ -81,9 +81,18 @@ def test_a_small_welford_takes_fewer_rounds_in_one_wave():
     assert after.finish == "ticket"
 
 
-def test_an_input_larger_than_l2_keeps_the_rule():
-    shape, dims = (8192, 4096), (0,)  # 128 MB of fp32
+@pytest.mark.parametrize("rows", [8192, 3957])
+def test_an_input_over_the_l2_share_keeps_the_rule(rows):
+    # 128 MB of fp32; and 44 MB (random suite r3_051, which lost 7% in 256-byte rows):
+    # under H200's 60 MB L2, over half of it
+    shape, dims = (rows, 2782), (0,)
     assert plan(shape, dims, "sum", ON) == plan(shape, dims, "sum", OFF)
+
+
+def test_the_rule_is_the_default():
+    assert tiles.DEFAULT_TUNING.few_rounds == 1
+    shape, dims = (113, 8, 512), (0, 1)
+    assert plan(shape, dims, "var_mean", DEFAULT) == plan(shape, dims, "var_mean", ON)
 
 
 @pytest.mark.parametrize(

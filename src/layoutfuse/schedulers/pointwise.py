@@ -103,8 +103,11 @@ class PointwiseTuning:
     tile_bytes: int = 4096
     # a tile with an indirect load (a gather: take_along_axis, index_select) holds at least
     # this many elements: its gathered elements are loaded one by one, and the int64
-    # indices, the widest dtype, would size it at 512 (4 a thread); 0: tile_bytes alone
-    gather_tile_elements: int = 0
+    # indices, the widest dtype, would size it at 512 (4 a thread); 0: tile_bytes alone.
+    # H100 at 9ed053e (tune-ops-take_along_axis_full-20261206-9ed053e-h100.json), a row
+    # permutation of [8192, 4096] by int64 indices: fp32 2434 -> 2691 GB/s (2048: 2944),
+    # bf16 2569 -> 2776 (2048: 1604); torch.compile 2713 and 2801 in the same run
+    gather_tile_elements: int = 1024
     # elements of a tile whose load is broadcast along Y (read once per column, reused by
     # its rows), spanning this many Y rows
     broadcast_tile_elements: int = 4096

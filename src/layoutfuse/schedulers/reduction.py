@@ -458,8 +458,8 @@ def _few_rounds(
     device: DeviceInfo,
     tuning: tiles.ReductionTuning,
 ) -> ReductionParams:
-    """An outer reduction whose input fits in L2 (``few_rounds``): narrower rows per tile
-    (down to ``few_rounds_row_bytes``, each loop step keeping its elements in more R
+    """An outer reduction whose input fits in ``few_rounds_l2`` of L2 (``few_rounds``):
+    narrower rows per tile    (down to ``few_rounds_row_bytes``, each loop step keeping its elements in more R
     rows) and the split whose critical path has the fewest DRAM round trips (``_rounds``),
     where that is under ``few_rounds_gain`` of the rule's plan. Such an input is never
     timed by the measured choice, and its time is latency: a Welford over the 904 rows
@@ -470,7 +470,7 @@ def _few_rounds(
         not tuning.few_rounds
         or params.y_group is not None
         or params.fold
-        or p.numel * item > device.l2_bytes
+        or p.numel * item > tuning.few_rounds_l2 * device.l2_bytes
     ):
         return params
     base = _rounds(p, params, resident, device, tuning)

@@ -128,7 +128,14 @@ class ReductionTuning:
     # (``few_rounds``): a program's loop steps, plus the ticket and each combine step of
     # its split; a grid under a program per multiprocessor adds the bytes it moves over
     # ``round_bytes`` per round trip at its share of the device. 0: the rule's tile and split
-    few_rounds: int = 0
+    few_rounds: int = 1
+    # ... where its input is at most this fraction of L2: rows narrower than 1 KB lose
+    # bandwidth that a larger input needs (H100 at 9ed053e, tune-ab19-20261206-9ed053e-h100
+    # .txt: a Welford over the 904 rows of a [113, 8, 512] fp32 tensor 110 -> 205 GB/s,
+    # fp16 [617, 1024] max 113 -> 154, fp32 [4096, 582] sum 762 -> 887, bf16 var_mean
+    # [2411, 3939] 716 -> 755, three others 1.06-1.25x; a 44 MB fp32 sum of [3957, 2782]
+    # rows lost 7%, 1774 -> 1646)
+    few_rounds_l2: float = 0.5
     # ... bytes the device reads in one DRAM round trip at full rate (H100/H200: 3.4-4.8
     # TB/s over about a microsecond)
     round_bytes: int = 4 << 20
