@@ -39,8 +39,9 @@ NV = {
     torch.bfloat16: DataType.BFloat16,
     torch.float16: DataType.Half,
 }
-# the interpreter's inputs are small: fold whatever the size
-ANY_SIZE = dict(fold_min_bytes=0, fold_min_rows=4)
+# the interpreter's inputs are small: fold whatever the size; fp32 rows too (the rule
+# folds 2-byte loads only, ``fold_max_item``: the mechanism is the same)
+ANY_SIZE = dict(fold_min_bytes=0, fold_min_rows=4, fold_max_item=4)
 TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
 
 
@@ -280,3 +281,13 @@ def test_the_measured_choice_times_the_unfolded_plan():
         rd.heuristics, aligned, H200, DEFAULT_TUNING, DEFAULT_TUNING.alternatives, 3
     )
     assert all(p.fold == 0 for p in plans), plans
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_the_default_folds_2_byte_loads_only(dtype):
+    """Rows of 127 (a fold of 4 in fp32, 8 in bf16) under the default ``fold_max_item``:
+    fp32 keeps its element loads (its fold ran 0.81x in the seeds), bf16 folds."""
+    x = _values((200, 127), dtype)
+    tuning = DEFAULT.with_fields(reduction=dict(fold_min_bytes=0, fold_min_rows=4))
+    _, params, _ = _run(x, ["sum"], [0], tuning)
+    assert params.fold == (8 if dtype == torch.bfloat16 else 0), params

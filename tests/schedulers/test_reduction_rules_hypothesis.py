@@ -30,6 +30,7 @@ ANYWHERE = DEFAULT.with_fields(
     reduction=dict(
         fold_min_bytes=0,
         fold_min_rows=4,
+        fold_max_item=4,
         carry_min_steps=1,
         carry_max_warps=32,
         inner_row_bytes=32,

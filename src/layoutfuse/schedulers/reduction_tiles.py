@@ -74,6 +74,12 @@ class ReductionTuning:
     # factors load as 8-byte vectors), leaving this many folded rows, in inputs of this
     # many bytes (the fold adds a finishing kernel)
     fold_least: int = 4
+    # ... of loads at most this many bytes an element: 4-byte rows no multiple of 16 bytes
+    # keep their element loads (H100 seeds: a fp32 var_mean over rows of 3269, 149 us
+    # unfolded at 4e4abfc, 185 folded at 9ed053e, torch.compile 172; fp32 rows of 2
+    # folded ran 0.89x; every fold that gained read 2-byte elements: r3_048 1.68x,
+    # r2_040 1.47x, r1_049 1.20x)
+    fold_max_item: int = 2
     fold_min_rows: int = 64
     fold_min_bytes: int = 8 << 20
     # bytes per thread and loop step, kept in flight as 16-byte vectors
