@@ -39,9 +39,9 @@ NV = {
     torch.bfloat16: DataType.BFloat16,
     torch.float16: DataType.Half,
 }
-# the interpreter's inputs are small: fold whatever the size; fp32 rows too (the rule
-# folds 2-byte loads only, ``fold_max_item``: the mechanism is the same)
-ANY_SIZE = dict(fold_min_bytes=0, fold_min_rows=4, fold_max_item=4)
+# the interpreter's inputs are small: fold whatever the size; fp32 Welfords too (the rule
+# folds a Welford's 2-byte loads only, ``fold_welford_max_item``: the mechanism is the same)
+ANY_SIZE = dict(fold_min_bytes=0, fold_min_rows=4, fold_welford_max_item=4)
 TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
 
 
@@ -284,10 +284,19 @@ def test_the_measured_choice_times_the_unfolded_plan():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_the_default_folds_2_byte_loads_only(dtype):
-    """Rows of 127 (a fold of 4 in fp32, 8 in bf16) under the default ``fold_max_item``:
-    fp32 keeps its element loads (its fold ran 0.81x in the seeds), bf16 folds."""
-    x = _values((200, 127), dtype)
+def test_a_welford_folds_2_byte_loads_only(dtype):
+    """Columns of [200, 39] under the default ``fold_welford_max_item``: a fp32 Welford
+    keeps its element loads (its fold ran 0.81x on an H100), a bf16 one folds, and a
+    fp32 sum folds (1.09x)."""
+    x = _values((200, 39), dtype)
     tuning = DEFAULT.with_fields(reduction=dict(fold_min_bytes=0, fold_min_rows=4))
-    _, params, _ = _run(x, ["sum"], [0], tuning)
+    with FusionDefinition() as fd:
+        for out in fd.ops.welford(fd.from_pytorch(x), dims=[0]):
+            fd.add_output(out)
+    configured(fd, tuning=tuning, target=small_gpu(4))
+    mean = fd.execute([x])[0]
+    torch.testing.assert_close(mean.double(), x.double().mean(0), atol=TOL[dtype], rtol=0)
+    (params,) = [p for p in schedules(fd) if p.scheduler == "reduction"]
     assert params.fold == (8 if dtype == torch.bfloat16 else 0), params
+    _, summed, _ = _run(x, ["sum"], [0], tuning)
+    assert summed.fold == (8 if dtype == torch.bfloat16 else 4), summed

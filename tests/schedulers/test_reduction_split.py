@@ -21,6 +21,7 @@ from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionCache, FusionDefinition
 from layoutfuse.runtime.pipeline import default_heuristics
 from layoutfuse.schedulers import reduction as rd
+from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import INTERPRETER_WARNINGS, configured, schedules
 from support.reductions import (
     DEVICE,
@@ -150,14 +151,17 @@ def finish_kernel(scheduler, problem, device, tuning):
     return dataclasses.replace(params, finish="kernel") if scheduler.name == "reduction" else params
 
 
-def run_repeatedly(layout: Layout, op: str, dtype: torch.dtype, runs: int = 2, heuristics=None):
+def run_repeatedly(
+    layout: Layout, op: str, dtype: torch.dtype, runs: int = 2, heuristics=None, tuning=None
+):
     """Fresh data each run (the first plans, the later ones replay); returns the definition
     and the last run's outputs. ``heuristics``: the executor's params chooser (None: the
-    schedulers' own)."""
+    schedulers' own); ``tuning``: theirs (None: the defaults)."""
     FusionCache.reset()  # a fresh executor: no plans of another test's inputs
     fd = define(layout, op, dtype)
-    if heuristics is not None:
-        configured(fd, heuristics=heuristics)
+    if heuristics is not None or tuning is not None:
+        settings = {"heuristics": heuristics, "tuning": tuning}
+        configured(fd, **{k: v for k, v in settings.items() if v is not None})
     for seed in range(runs):
         x = make_input(layout, op, dtype, seed)
         outs = fd.execute([x])
@@ -196,10 +200,12 @@ def test_finishing_kernel_path_is_selectable(layout, op):
 
 
 def test_many_splits_combine_in_several_steps():
-    """64 partials per column of a [16, 256]-tiled outer kernel: combined 16 at a time."""
+    """64 partials per column of a [16, 256]-tiled outer kernel: combined 16 at a time
+    (the split rule alone: ``few_rounds`` would take fewer partials of narrower rows)."""
     lay = Layout((2048, 256), (0, 1), (0,), "outer")
+    rule = DEFAULT.with_fields(reduction=dict(few_rounds=0))
     for dtype in DTYPES.values():
-        fd, _ = run_repeatedly(lay, "sum", dtype)
+        fd, _ = run_repeatedly(lay, "sum", dtype, tuning=rule)
         params = reduction_params(fd)
         assert params.split > rd.combine_block(params, params.block_x) > 1, params
 

@@ -122,9 +122,10 @@ def test_a_tuning_variant_reaches_the_reduction_kernel_through_the_executor():
     BLOCK_S), so a variant of it is a kernel of its own."""
     lay = LAYOUTS["outer"]
     x = make_input(lay, "sum", torch.float32, 0)
-    (default,) = planned(define_reduction(lay, "sum", torch.float32), [x])
+    rule = DEFAULT.with_fields(reduction=dict(few_rounds=0))  # the split rule alone
+    (default,) = planned(define_reduction(lay, "sum", torch.float32), [x], tuning=rule)
     assert default.split > 1 and default.finish == "ticket", default
-    variant = DEFAULT.with_fields(reduction=dict(ticket_steps=0))
+    variant = rule.with_fields(reduction=dict(ticket_steps=0))
     (kernel,) = planned(
         define_reduction(lay, "sum", torch.float32),
         [x],
@@ -132,7 +133,7 @@ def test_a_tuning_variant_reaches_the_reduction_kernel_through_the_executor():
         target=small_gpu(H200.sm_count, l2_bytes=0),
     )
     assert (kernel.split, kernel.finish) == (default.split, "kernel")
-    wide = DEFAULT.with_fields(reduction=dict(combine_elements=16))
+    wide = rule.with_fields(reduction=dict(combine_elements=16))
     (combined,) = planned(define_reduction(lay, "sum", torch.float32), [x], tuning=wide)
     assert combined.combine_elements == 16 and combined != default
     assert rd.combine_block(combined, combined.block_x) >= rd.combine_block(

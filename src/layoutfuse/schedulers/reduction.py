@@ -207,8 +207,8 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
     are one row of ``G * n0`` elements, a multiple of 16 bytes: the loads are 16-byte
     vectors, the ``G * n0`` column results are folded by the finishing kernel (G partials
     of each column, with the split's; a Welford's tail step counts per lane, after its
-    counted loop). 0 where it does not apply: loads wider than ``fold_max_item`` bytes an
-    element, other groups, a broadcast load, fewer than
+    counted loop). 0 where it does not apply: a Welford's loads wider than
+    ``fold_welford_max_item`` bytes an element, other groups, a broadcast load, fewer than
     ``fold_min_rows`` folded rows, inputs under ``fold_min_bytes`` (a second launch), and
     rows already 8 bytes aligned (a fold of 2: the size factors give them 8-byte loads,
     and the fold's finishing launch and tail cost more than the wider loads save: fp32
@@ -218,7 +218,8 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
     x, r = p.groups
     if x.reduced or not r.reduced or not p.n_loads:
         return 0
-    if max(itemsize(p.dtypes[a]) for a in range(p.n_loads)) > tuning.fold_max_item:
+    widest = max(itemsize(p.dtypes[a]) for a in range(p.n_loads))
+    if p.welford and widest > tuning.fold_welford_max_item:
         return 0
     if any(x.strides[a] != 1 or r.strides[a] != x.size for a in range(p.n_loads)):
         return 0

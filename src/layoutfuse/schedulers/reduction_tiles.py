@@ -74,12 +74,13 @@ class ReductionTuning:
     # factors load as 8-byte vectors), leaving this many folded rows, in inputs of this
     # many bytes (the fold adds a finishing kernel)
     fold_least: int = 4
-    # ... of loads at most this many bytes an element: 4-byte rows no multiple of 16 bytes
-    # keep their element loads (H100 seeds: a fp32 var_mean over rows of 3269, 149 us
-    # unfolded at 4e4abfc, 185 folded at 9ed053e, torch.compile 172; fp32 rows of 2
-    # folded ran 0.89x; every fold that gained read 2-byte elements: r3_048 1.68x,
-    # r2_040 1.47x, r1_049 1.20x)
-    fold_max_item: int = 2
+    # ... a Welford's of loads at most this many bytes an element: its fold's tail counts
+    # per lane and its finish folds three partials a column, more than 4-byte element
+    # loads cost (H100 at 08cee37, tune-ab19-20261206-08cee37-h100.txt: a fp32 var_mean
+    # over rows of 3269, 2837 GB/s unfolded against 2309 folded; a fp32 max over rows of
+    # 385 folded 2876 against 2631 unfolded, which it keeps; bf16 and fp16 Welfords
+    # gained: r2_040 1.47x, r1_049 1.20x)
+    fold_welford_max_item: int = 2
     fold_min_rows: int = 64
     fold_min_bytes: int = 8 << 20
     # bytes per thread and loop step, kept in flight as 16-byte vectors
