@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..analysis.accesses import chain_step
 from ..dtypes import is_floating
+from ..ir import Expr, OpKind, TensorView
 from ..ir.ops.reductions import copies_scale
 from ..schedulers import reduction as rd
 from ..schedulers.problem import is_affine
@@ -42,6 +44,10 @@ from .writer import Writer, factored_args, multiply_back, storage_cast, tl_compu
 
 if TYPE_CHECKING:
     from ..segmenter.specs import KernelSpec
+
+# pointwise ops that give 0 where every tensor operand is 0 (and no operand is a scalar)
+ZERO_KEEPING = frozenset({"cast", "neg", "abs", "add", "sub", "mul"})
+
 
 __all__ = [
     "COMBINE",
@@ -477,9 +483,33 @@ class _ReductionEmitter:
             emit_counted_welford_step(w, f"acc{i}_mean", f"acc{i}_m2", val, mask, count, ct)
         elif n_results(red) > 1:
             _emit_lane_welford_step(w, i, val, mask, ct)
+        elif op == "sum" and self.params.zero_selects and self._zero_where_masked(red.inputs[0]):
+            w.line(f"acc{i} = {COMBINE[op]}(acc{i}, ({val}).to({ct}))")
         else:
             w.line(f"v = tl.where({mask}, ({val}).to({ct}), {identity(op, acc_t)})")
             w.line(f"acc{i} = {COMBINE[op]}(acc{i}, v)")
+
+    def _zero_where_masked(self, tv: TensorView, chain: tuple[Expr, ...] = ()) -> bool:
+        """Whether ``tv`` is 0 in every masked lane of a step: a load (masked with
+        ``other=0``), or casts, negations, absolute values, sums, differences and
+        products of such (a pad's fill, a scalar or any other op: not known). A sum over
+        it then adds those zeros without selecting them. The select would keep each load's
+        predicate live until its value is used; with more masked loads a thread than
+        predicate registers (7), ptxas issued each load after the previous one's math, a
+        DRAM round trip each (16 scalar loads a step of an fp32 [512, 8] tile: 16 round
+        trips where one would do; sm_90 SASS, ``tests/codegen/test_reduction_loads_first.py``)."""
+        if (id(tv), tuple(id(e) for e in chain)) in self.load_index:
+            return True
+        e = tv.definition
+        if e is None:
+            return False
+        if e.op.kind is OpKind.SHAPE and e.op.name != "pad":
+            return self._zero_where_masked(e.inputs[0], chain_step(chain, e))
+        if e.op.kind is OpKind.POINTWISE and e.op.name in ZERO_KEEPING:
+            return all(
+                isinstance(v, TensorView) and self._zero_where_masked(v, chain) for v in e.inputs
+            )
+        return False
 
     def _lane_counts(self, i: int) -> None:
         """After a ``counted`` loop: each lane's Welford count, the tiles of the chunk in

@@ -93,6 +93,10 @@ class ReductionParams:
     # copies of each value): the kernel scales its sums, and a Welford's M2 and count, by
     # the argument ``NREP``
     repeat: bool = False
+    # a sum over values that are 0 wherever their loads are masked (``other=0``: loads,
+    # casts, negations, absolute values, sums, differences and products of such) adds them
+    # without selecting the identity into masked lanes (``ReductionTuning.zero_selects``)
+    zero_selects: bool = True
 
     @property
     def partials(self) -> bool:
@@ -400,6 +404,7 @@ def _heuristics(
         n_groups=len(groups),
         unroll=tile.unroll,
         combine_elements=tuning.combine_elements,
+        zero_selects=bool(tuning.zero_selects),
     )
     transposed = _transposed(p, params, item, nr, device, tuning)
     if transposed is None:

@@ -150,6 +150,13 @@ class ReductionTuning:
     few_rounds_row_bytes: int = 128
     # ... taken only where its rounds are below this fraction of the rule's plan's
     few_rounds_gain: float = 0.75
+    # a sum whose masked lanes are 0 without a select takes none (``ReductionParams.
+    # zero_selects``; the select kept each load's predicate live until its use, and with
+    # more masked loads a thread than predicate registers ptxas issued each load after the
+    # previous one's math: a sliced fp32 RMS norm's 16 scalar loads a step took 21 us
+    # where torch.compile took 3.5, H100 at 9ed053e; sm_90 SASS now issues them first).
+    # Not yet timed on the GPU; 0: the select, as before
+    zero_selects: int = 1
     # warps of a tile its template does not fix, by its accumulator elements: (least, warps)
     warps: WarpSteps = ((4096, 8), (1024, 4), (0, 2))
     # measured choice (``schedulers/measure.py``): a fold against the unfolded plan,
