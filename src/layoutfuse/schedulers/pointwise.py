@@ -101,9 +101,10 @@ class PointwiseTuning:
     # bandwidth in [1024] / 4 warps where [4096] / 8 read 95.3-96.2%, bf16 chains 82-88%
     # in [2048] / 4 against 80-86%)
     tile_bytes: int = 4096
-    # a tile with an indirect load (a gather: take_along_axis, index_select) holds at least
-    # this many elements: its gathered elements are loaded one by one, and the int64
-    # indices, the widest dtype, would size it at 512 (4 a thread); 0: tile_bytes alone.
+    # a generic tile (index maps: gathers, cat, pad) holds at least this many elements: a
+    # gather's elements are loaded one by one, and its int64 indices, the widest dtype,
+    # would size it at 512 (4 a thread); of the others only tiles of 8-byte dtypes grow.
+    # 0: tile_bytes alone.
     # H100 at 9ed053e (tune-ops-take_along_axis_full-20261206-9ed053e-h100.json), a row
     # permutation of [8192, 4096] by int64 indices: fp32 2434 -> 2691 GB/s (2048: 2944),
     # bf16 2569 -> 2776 (2048: 1604); torch.compile 2713 and 2801 in the same run

@@ -468,9 +468,9 @@ def _few_rounds(
     tuning: tiles.ReductionTuning,
 ) -> ReductionParams:
     """An outer reduction whose input fits in ``few_rounds_l2`` of L2 (``few_rounds``):
-    narrower rows per tile    (down to ``few_rounds_row_bytes``, each loop step keeping its elements in more R
-    rows) and the split whose critical path has the fewest DRAM round trips (``_rounds``),
-    where that is under ``few_rounds_gain`` of the rule's plan. Such an input is never
+    narrower rows per tile (down to ``few_rounds_row_bytes``, each loop step keeping its
+    elements in more R rows) and the split whose critical path has the fewest DRAM round
+    trips (``_rounds``), where that is under ``few_rounds_gain`` of the rule's plan. Such an input is never
     timed by the measured choice, and its time is latency: a Welford over the 904 rows
     of a [113, 8, 512] fp32 tensor took 2 programs of 1 KB rows in 19 chunks (38 programs
     of 3 steps each, then 3 combine steps), 0.53x of torch.compile (H100, 4e4abfc)."""
