@@ -470,14 +470,14 @@ def _few_rounds(
     """An outer reduction whose input fits in ``few_rounds_l2`` of L2 (``few_rounds``):
     narrower rows per tile (down to ``few_rounds_row_bytes``, each loop step keeping its
     elements in more R rows) and the split whose critical path has the fewest DRAM round
-    trips (``_rounds``), where that is under ``few_rounds_gain`` of the rule's plan. Such an input is never
-    timed by the measured choice, and its time is latency: a Welford over the 904 rows
-    of a [113, 8, 512] fp32 tensor took 2 programs of 1 KB rows in 19 chunks (38 programs
-    of 3 steps each, then 3 combine steps), 0.53x of torch.compile (H100, 4e4abfc)."""
+    trips (``_rounds``), where that is under ``few_rounds_gain`` of the rule's plan. Such
+    an input is never timed by the measured choice, and its time is latency: a Welford
+    over the 904 rows of a [113, 8, 512] fp32 tensor took 2 programs of 1 KB rows in 19
+    chunks (38 programs of 3 steps each, then 3 combine steps), 0.53x of torch.compile
+    (H100, 4e4abfc). (Plain outer tiles only: Y-stacked ones return before it.)"""
     item = p.narrowest_load_bytes()
     if (
         not tuning.few_rounds
-        or params.y_group is not None
         or params.fold
         or p.numel * item > tuning.few_rounds_l2 * device.l2_bytes
     ):
@@ -547,8 +547,8 @@ def _transposed(
     not the input's, the input's spans a whole tile edge (an input line; the stores' may be
     shorter than their sector: a group of 7 fp32 stores 28 of its 32 bytes, where the
     plain tile stores 4 a sector), no store is expanded along them, and the tiles make
-    ``waves`` waves without a split; or, where R is so short that the plain tile's stores (a sector per result) move more
-    bytes than its loads (R of at most a sector: r1_077, a var_mean over 7 fp32 stored
+    ``waves`` waves without a split; or, where R is so short that the plain tile's stores
+    (a sector per result) move more bytes than its loads (R of at most a sector: r1_077, a var_mean over 7 fp32 stored
     along a group of 7, 0.63x of torch.compile), the ``split_below`` programs per
     multiprocessor that leave the plain tile unsplit."""
     y = store_group(p)
