@@ -49,12 +49,12 @@ def scripted(monkeypatch, times):
     a time that is an exception is raised. Returns the list of calls made."""
     calls = []
 
-    def fake(run, sync, tuning):
+    def fake(run, clock, tuning):
         t = times[len(calls)]
         calls.append(t)
         if isinstance(t, Exception):
             raise t
-        REAL_TIME_RUNS(run, sync, tuning)
+        REAL_TIME_RUNS(run, clock, tuning)
         return t
 
     monkeypatch.setattr(measure, "time_runs", fake)
@@ -262,3 +262,32 @@ def test_a_segment_writing_what_it_reads_is_not_repeatable(monkeypatch):
     env = {id(a.tv): y for a in seg.segment.accesses}
     assert not _repeatable(seg.segment, env)
     FusionCache.reset()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="times a CUDA device")
+def test_the_device_clock_counts_the_device_not_the_host():
+    """A run that waits 2 ms on the host before launching a small kernel: the host's clock
+    counts the wait, the device clock only the kernel (the flush and spin ahead of the
+    start event keep the device busy while the host launches); a read of 8x the L2
+    takes the device clock about the time its bytes take at the device's bandwidth."""
+    import time
+
+    from layoutfuse.schedulers.measure import MeasureTuning
+
+    info = device_info(torch.device("cuda"))
+    tuning = MeasureTuning(spin_cycles=20_000_000)  # some 10 ms: outlasts the host's 2
+    clock = measure.DeviceClock(torch.device("cuda"), info.l2_bytes, tuning)
+    x = torch.zeros(1024, device="cuda")
+
+    def late_add():
+        time.sleep(0.002)
+        x.add_(1.0)
+
+    wall = measure.WallClock(torch.cuda.synchronize)
+    assert wall.time(late_add) >= 2.0
+    assert clock.time(late_add) < 1.0
+    big = torch.ones(8 * info.l2_bytes // 4, device="cuda")
+    read_ms = measure.time_runs(lambda: big.sum(), clock, tuning)
+    gbps = big.numel() * 4 / read_ms / 1e6
+    assert 500 < gbps < 10_000, gbps
+    assert float(x[0]) >= 3.0  # every run ran

@@ -123,6 +123,53 @@ def test_outer_tiles_stay_within_the_extents(dtype, n0, nr):
     assert p.block_x * p.block_r >= 32 * p.num_warps or p.num_warps <= 4
 
 
+@pytest.mark.parametrize(
+    "n, block, least, want",
+    [
+        (96, 256, 32, 32),  # 128 and 64 pad 96 by a third, 32 not at all
+        (192, 256, 32, 64),
+        (320, 256, 32, 64),
+        (513, 256, 32, 64),  # 768, 640, then 576 elements: within 1/8
+        (96, 128, 64, 128),  # none narrower pads less (64 pads the same): the widest
+        (100, 128, 32, 128),  # 128 at every width: the widest
+        (4096, 256, 32, 256),  # no padding
+        (25, 32, 32, 32),  # nothing narrower allowed
+    ],
+)
+def test_least_padded_rows(n, block, least, want):
+    assert tiles.least_padded(n, block, least, TUNING.pad_waste) == want
+
+
+@pytest.mark.parametrize("dtype, c", [(DataType.Float, 96), (DataType.BFloat16, 192)])
+@pytest.mark.parametrize("c_times", [1, 5])
+def test_outer_rows_pad_the_kept_group_little(dtype, c, c_times):
+    """A channels-last sum over W ([N*H, W, C] as XRX): C = 96 fp32 read [16, 64] tiles with
+    a third of the second block's lanes masked; rows now narrow (to a cache line at
+    least) until the blocks pad C by at most ``pad_waste``; a padding-free C keeps them."""
+    n0 = c * c_times
+    p = rd.heuristics(problem("XRX", (n0, 56, 356 * 56), dtype), H200)
+    item = 4 if dtype == DataType.Float else 2
+    padding = -(-n0 // p.block_x) * p.block_x / n0
+    assert padding <= TUNING.pad_waste or p.block_x * item == TUNING.pad_row_bytes, p
+    assert p.block_x * item >= TUNING.pad_row_bytes
+    off = rd.heuristics(
+        problem("XRX", (n0, 56, 356 * 56), dtype), H200, dataclasses.replace(TUNING, pad_waste=9.0)
+    )
+    assert off.block_x >= p.block_x
+
+
+def test_a_channels_last_sum_over_w_matches_torch():
+    """[N, C, H, W] channels-last, summed over W, C = 96 (32-column blocks, every lane)."""
+    x = torch.randn(3, 96, 5, 7).to(memory_format=torch.channels_last)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.sum(t, dims=[3]))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x.sum(3), rtol=1e-5, atol=1e-5)
+    (params,) = [p for p in schedules(fd) if isinstance(p, rd.ReductionParams)]
+    assert params.template == "outer" and params.block_x == 32, params
+
+
 def test_a_short_r_is_not_unrolled_past_itself():
     p = rd.heuristics(problem("XR", (524288, 1), DataType.BFloat16), H200)
     assert p.unroll == 1 and p.block_r == 1

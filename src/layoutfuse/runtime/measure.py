@@ -14,8 +14,11 @@ kept per process and written to the kernel cache directory as a data record
 - two threads of one process that meet the same problem first measure it once (one
   lock per key); two processes may both measure it, and each record write is atomic.
 
-The first call's cost is that of compiling each candidate and ``1 + reps`` runs of each
-(one more only, past ``long_ms``); it is reported on the choice (``cost_s``) and in the
+On a CUDA device each run is timed on the device (``DeviceClock``: CUDA events, the L2
+emptied before, the host's launch time not counted), as the benchmark times it; on the
+CPU interpreter by the host's clock. The first call's cost is that of compiling each
+candidate and ``1 + reps`` runs of each (one more only, past ``long_ms``), and on CUDA a
+buffer of ``flush_l2`` L2s while it measures; it is reported on the choice (``cost_s``) and in the
 segment's reason. ``LAYOUTFUSE_MEASURE=0`` turns the measured choice off (the rule's plan
 runs), as does ``Tuning.measure.enabled``.
 """
@@ -33,11 +36,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from ..codegen import kernel_cache
 from ..errors import KernelCacheWarning
 from ..schedulers.measure import MeasureTuning
 
-RECORD_FORMAT = "layoutfuse-choice-1"
+RECORD_FORMAT = "layoutfuse-choice-2"  # 2: device time (DeviceClock)
 
 
 @dataclass(frozen=True)
@@ -143,20 +148,60 @@ def _measure(
     return Choice(tuple(times), winner, False, time.perf_counter() - t0)
 
 
-def time_runs(run: Callable[[], None], sync: Callable[[], None], tuning: MeasureTuning) -> float:
-    """The median milliseconds of ``run`` after one untimed run (which compiles it): ``reps``
-    runs, or one where the untimed one took over ``long_ms``."""
-    t0 = time.perf_counter()
-    run()
-    sync()
-    reps = 1 if (time.perf_counter() - t0) * 1e3 > tuning.long_ms else max(1, tuning.reps)
-    times = []
-    for _ in range(reps):
+class WallClock:
+    """Host milliseconds of a run to its end (the CPU interpreter: no device to time)."""
+
+    def __init__(self, sync: Callable[[], None]):
+        self.sync = sync
+
+    def time(self, run: Callable[[], None]) -> float:
         t0 = time.perf_counter()
         run()
-        sync()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+        self.sync()
+        return (time.perf_counter() - t0) * 1e3
+
+
+class DeviceClock:
+    """Device milliseconds of a run on a CUDA device, as the benchmark times it: CUDA
+    events around the run, after a read of ``flush_l2`` times the L2's bytes. The read
+    empties the L2 of the run before (a problem of one or two L2s would otherwise read
+    from it) and, with ``spin_cycles`` of waiting after it, keeps the device busy while the
+    host launches the run, so the host's launch time is not counted: it is the same for every candidate and overlaps the
+    device in a stream of calls. Host wall time had counted it: 0.32-0.35 ms for a sum
+    whose kernel ran 0.22 (an H100, session 19), which both blurred the candidates'
+    difference and weighed a plan of two launches against one of one."""
+
+    def __init__(self, device: Any, l2_bytes: int, tuning: MeasureTuning):
+        elems = max(1, int(l2_bytes * tuning.flush_l2) // 4)
+        self.flush = torch.zeros(elems, dtype=torch.float32, device=device)
+        self.spin = tuning.spin_cycles
+
+    def sync(self) -> None:
+        torch.cuda.synchronize(self.flush.device)
+
+    def time(self, run: Callable[[], None]) -> float:
+        cuda = torch.cuda
+        start = cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        end = cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        self.flush.sum()
+        if self.spin and hasattr(cuda, "_sleep"):  # the device waits while the host launches
+            cuda._sleep(self.spin)  # type: ignore[no-untyped-call]
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end))
+
+
+def time_runs(run: Callable[[], None], clock: Any, tuning: MeasureTuning) -> float:
+    """The median milliseconds of ``run`` on ``clock`` (``DeviceClock``, ``WallClock``)
+    after one untimed run (which compiles it): ``reps`` runs, or one where the untimed
+    one took over ``long_ms``."""
+    t0 = time.perf_counter()
+    run()
+    clock.sync()
+    reps = 1 if (time.perf_counter() - t0) * 1e3 > tuning.long_ms else max(1, tuning.reps)
+    return float(statistics.median(clock.time(run) for _ in range(reps)))
 
 
 def _record_name(key: str) -> str:

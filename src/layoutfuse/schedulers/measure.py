@@ -57,6 +57,13 @@ class MeasureTuning:
     # another plan replaces the rule's only when at least this fraction faster: within it
     # the medians are run-to-run noise, and the rule's plan is the reproducible one
     min_gain: float = 0.03
+    # on CUDA, each timed run follows a read of this many times the L2's bytes (a buffer
+    # held while the candidates are timed): the L2 holds none of the run before, and the
+    # device is busy while the host launches the run (``runtime.measure.DeviceClock``)
+    flush_l2: float = 2.0
+    # ... and this many clock cycles of waiting on the device (``torch.cuda._sleep``; some
+    # 100 us), which the host's launch of the run (tens of us) must not outlast
+    spin_cycles: int = 200_000
 
 
 DEFAULT_TUNING = MeasureTuning()
