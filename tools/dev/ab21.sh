@@ -26,4 +26,5 @@ LAYOUTFUSE_MEASURE=0 timeout 30 python3 -m benchmarks tune r1_036 --tuning= --tu
   --tuning pointwise.transpose_edge_bytes=128,pointwise.transpose_thread_bytes=32 --tuning pointwise.transpose_edge_bytes=512 2>&1 | grep -v "Warn\|warn" >> $f
 echo "candidates rc=$? $(( $(date +%s) - t0 )) s" >> $f
 cut -c1-230 $f
+timeout 60 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_measure.py tests/schedulers/test_reduction_tiles.py --device cuda 2>&1 | tail -3
 PART=f OUT=$out COMMIT=$commit SEEDS="${SEEDS:-1}" RANDOM_S=${RANDOM_S:-260} THUNDER_FILTERS=none bash tools/gpu-run.sh
