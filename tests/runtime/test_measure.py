@@ -290,4 +290,4 @@ def test_the_device_clock_counts_the_device_not_the_host():
     read_ms = measure.time_runs(lambda: big.sum(), clock, tuning)
     gbps = big.numel() * 4 / read_ms / 1e6
     assert 500 < gbps < 10_000, gbps
-    assert float(x[0]) >= 3.0  # every run ran
+    assert float(x[0]) == 2.0  # both runs ran
