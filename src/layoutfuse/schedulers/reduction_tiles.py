@@ -162,7 +162,9 @@ class ReductionTuning:
     # more masked loads a thread than predicate registers ptxas issued each load after the
     # previous one's math: a sliced fp32 RMS norm's 16 scalar loads a step took 21 us
     # where torch.compile took 3.5, H100 at 9ed053e; sm_90 SASS now issues them first).
-    # Not yet timed on the GPU; 0: the select, as before
+    # H100 at 455f162, against the select (0), GB/s: r3_015 246 / 110, r2_104 2541 / 1738,
+    # r2_034 2379 / 2093, r3_012 114 / 104; r3_112 697 / 790 and r3_062 110 / 152 (small
+    # inputs of 7-10 us, both ahead of eager in the seeds); 10 others within 3%
     zero_selects: int = 1
     # warps of a tile its template does not fix, by its accumulator elements: (least, warps)
     warps: WarpSteps = ((4096, 8), (1024, 4), (0, 2))
