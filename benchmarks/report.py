@@ -97,7 +97,7 @@ BEHIND_MARGIN = 0.02  # layoutfuse slower than the faster peer by more than this
 
 def behind(rows: list[dict], systems: list[str], subject: str = "layoutfuse") -> list[dict]:
     """The cases where ``subject`` is more than 2% slower than the faster of the other
-    systems (or fails where a peer runs), worst first, with its schedule."""
+    systems (or fails where a peer runs), by time, worst first, with its schedule."""
     peers = [s for s in systems if s != subject]
     if subject not in systems or not peers:
         return []
@@ -106,9 +106,20 @@ def behind(rows: list[dict], systems: list[str], subject: str = "layoutfuse") ->
         runs = {s: row[s] for s in peers if s in row and not row[s]["error"]}
         if not runs:
             continue
-        best = max(runs, key=lambda s: runs[s]["gbps"])
+        # by time: a system that left an expanded output unwritten counts fewer bytes
+        timed = all(r.get("ms") for r in runs.values())
+        best = (
+            min(runs, key=lambda s: runs[s]["ms"])
+            if timed
+            else max(runs, key=lambda s: runs[s]["gbps"])
+        )
         mine = row.get(subject) or {}
-        ratio = 0.0 if mine.get("error") else mine["gbps"] / runs[best]["gbps"]
+        if mine.get("error"):
+            ratio = 0.0
+        elif timed and mine.get("ms"):
+            ratio = runs[best]["ms"] / mine["ms"]
+        else:
+            ratio = mine["gbps"] / runs[best]["gbps"]
         if ratio < 1 - BEHIND_MARGIN:
             found.append(
                 {

@@ -17,6 +17,7 @@ if importlib.util.find_spec("layoutfuse") is None:  # run from a checkout withou
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from benchmarks import report  # noqa: E402
+from benchmarks.harness import unwritten_bytes  # noqa: E402
 from benchmarks.layoutfuse_runner import LayoutfuseRunner  # noqa: E402
 from benchmarks.random_cases import BYTES, VOCAB, draw_cases  # noqa: E402
 from benchmarks.reference import as_outputs, check_result, make_inputs, reference  # noqa: E402
@@ -112,6 +113,25 @@ def test_behind_lists_cases_past_two_percent_worst_first():
     assert found[1]["peer"] == "compile" and found[1]["ratio"] == pytest.approx(0.5)
     assert found[2]["schedule"] == "sched-slow"
     assert "2% behind" in report.behind_lines(found)[0]
+
+
+def test_behind_compares_times_where_a_system_wrote_fewer_bytes():
+    """A system that left an expanded output unwritten counts fewer bytes, so its GB/s is
+    not comparable: the cases behind a peer are found by time."""
+    rows = [_row("expanded", 1, 100, 120), _row("slow", 200, 100, 120)]
+    for row, ms in zip(rows, ((0.001, 4.0, 3.0), (2.0, 4.0, 1.0))):
+        for system, t in zip(("layoutfuse", "eager", "compile"), ms):
+            row[system]["ms"] = t
+    found = report.behind(rows, ["layoutfuse", "eager", "compile"])
+    assert [b["case"] for b in found] == ["slow"]
+    assert found[0]["peer"] == "compile" and found[0]["ratio"] == pytest.approx(0.5)
+
+
+def test_unwritten_bytes_count_an_expanded_outputs_copies():
+    x = torch.zeros(5, 1, dtype=torch.bfloat16).expand(5, 7)
+    assert unwritten_bytes(x) == 5 * 6 * 2
+    assert unwritten_bytes([torch.zeros(5, 7), x.contiguous()]) == 0
+    assert unwritten_bytes((torch.zeros(3, 1).expand(3, 4), x)) == 3 * 3 * 4 + 60
 
 
 def test_without_a_seed_the_suite_picks_one_and_prints_it(capsys):
