@@ -11,6 +11,8 @@ against torch on tiny shapes (fp32, a pinned output, an expanded input).
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -21,10 +23,16 @@ from layoutfuse.dtypes import DataType, itemsize
 from layoutfuse.nvfuser import DataType as NvType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
+from layoutfuse.schedulers import reduction_tiles as tiles
 from layoutfuse.schedulers.problem import Problem
+from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import INTERPRETER_WARNINGS, configured, schedules
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
+# stacking itself: short stride-1 groups that would span the tile's columns with the next
+# kept group (``reduction._spanned``, tests/schedulers/test_reduction_spanned.py) do not
+UNSPANNED = dataclasses.replace(tiles.DEFAULT_TUNING, span_row_bytes=0)
+UNSPANNED_ALL = DEFAULT.with_fields(reduction=dict(span_row_bytes=0))
 
 
 def _problem(sizes, kinds, dtype=DataType.Float) -> Problem:
@@ -53,7 +61,7 @@ def _problem(sizes, kinds, dtype=DataType.Float) -> Problem:
 )
 def test_short_images_stack_rows_of_the_next_kept_group(sizes):
     p = _problem(sizes, "XRX")
-    params = rd.heuristics(p, H200)
+    params = rd.heuristics(p, H200, UNSPANNED)
     assert params.template == "outer" and params.y_group == 2 and params.split == 1
     assert params.block_y >= 2
     programs, _ = rd.grid(params, p.sizes)
@@ -71,7 +79,7 @@ def test_short_images_stack_rows_of_the_next_kept_group(sizes):
     ],
 )
 def test_full_steps_and_narrow_inputs_do_not_stack(sizes, kinds, dtype):
-    params = rd.heuristics(_problem(sizes, kinds, dtype), H200)
+    params = rd.heuristics(_problem(sizes, kinds, dtype), H200, UNSPANNED)
     assert params.template == "outer" and params.y_group is None
 
 
@@ -95,7 +103,7 @@ def test_stacked_numbers(layout, op):
         )
         out = getattr(fd.ops, op)(t, dims=[2], keepdim=False)
         fd.add_output(out, stride_order=[0, 1, 2] if layout == "pinned" else None)
-    configured(fd, target=SMALL)
+    configured(fd, target=SMALL, tuning=UNSPANNED_ALL)
     for seed in range(2):
         g = torch.Generator().manual_seed(seed)
         if layout == "expanded":
@@ -132,7 +140,7 @@ def test_rows_shorter_than_a_sector_stack_the_next_kept_group(dtype):
     random r3_079): the tile was [1024, 2] x 2, one 4-byte row per R step and program
     (9% of the read ceiling); rows of the next kept group now stack along Y."""
     p = _sliced_problem(2, 4, 109545, 1536, dtype)
-    params = rd.heuristics(p, H200)
+    params = rd.heuristics(p, H200, UNSPANNED)
     assert params.template == "outer" and params.y_group == 1 and params.block_x == 2
     assert params.block_x * params.block_y * itemsize(dtype) >= 32  # a sector per R row
     programs, _ = rd.grid(params, p.sizes)
@@ -145,7 +153,7 @@ def test_rows_shorter_than_a_sector_stack_the_next_kept_group(dtype):
 )
 def test_rows_of_a_sector_do_not_stack(n0, pitch):
     dtype = DataType.BFloat16 if n0 == 32 else DataType.Float
-    params = rd.heuristics(_sliced_problem(n0, pitch, 109545, 1536, dtype), H200)
+    params = rd.heuristics(_sliced_problem(n0, pitch, 109545, 1536, dtype), H200, UNSPANNED)
     assert params.y_group is None
 
 
@@ -161,7 +169,7 @@ def test_short_rows_numbers(dtype):
             stride_order=[0, 1, 2],
         )
         fd.add_output(fd.ops.sum(t, dims=[2], keepdim=False))
-    configured(fd, target=SMALL)
+    configured(fd, target=SMALL, tuning=UNSPANNED_ALL)
     for seed in range(2):
         g = torch.Generator().manual_seed(seed)
         base = torch.randn(37, 300, 4, generator=g).to(dtype).permute(2, 1, 0)

@@ -595,7 +595,7 @@ class _ReductionEmitter:
             if self.transposed
             else []
             if params.template == "inner"
-            else [xg[0]]
+            else list(xg[: params.x_span])
         )
         values = list(results)
         if spec.epilogue:  # the per-row epilogue, from the results

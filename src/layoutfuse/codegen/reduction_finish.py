@@ -30,6 +30,7 @@ from .reduction_common import (
     prelude,
     reduce_line,
 )
+from .reduction_tile import span_columns
 from .writer import Writer, storage_cast, tl_compute, typed_params
 
 WELFORD_PARTS = ROW_BY_NAME["welford"].parts  # its results, by name
@@ -60,10 +61,10 @@ def emit_ticket_finish(w: Writer, spec, params: ReductionParams, out_ptr) -> Non
             w.line("fx = pid * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
             w.line("fmask = fx < NX")
         else:
-            g0 = params.x_groups[0]
+            n_cols = span_columns(params.x_groups, params.x_span)
             w.line("fx0 = px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
-            w.line(f"fmask = fx0 < n{g0}")
-            w.line(f"fx = fx0 + n{g0} * rest")
+            w.line(f"fmask = fx0 < {n_cols}")
+            w.line(f"fx = fx0 + {n_cols} * rest")
         results = _emit_combine(w, spec, params, "fx", "fmask", "SPLIT_N", "BLOCK_S", ".cg")
         _emit_output_stores(w, spec, params, results, "fx", "fmask", out_ptr, "c")
         w.line("tl.atomic_xchg(tickets + pid, 0, sem='relaxed', scope='gpu')")  # next launch

@@ -41,7 +41,7 @@ def tiled_groups(params: ReductionParams) -> set[int]:
     if params.y_group is not None:
         return {xg[0], params.y_group, *rg}
     inner = params.template == "inner"
-    return set(xg if inner else xg[:1]) | set(rg[:1] if params.r_nest else rg)
+    return set(xg if inner else xg[: params.x_span]) | set(rg[:1] if params.r_nest else rg)
 
 
 def emit_program_indices(w: Writer, params: ReductionParams) -> dict[int, str]:
@@ -54,7 +54,7 @@ def emit_program_indices(w: Writer, params: ReductionParams) -> dict[int, str]:
         return _inner_indices(w, params.x_groups)
     if params.y_group is not None:
         return _transposed_indices(w, params.x_groups, params.y_group)
-    return _outer_indices(w, params.x_groups)
+    return _outer_indices(w, params.x_groups, params.x_span)
 
 
 def _inner_indices(w: Writer, xg: list[int]) -> dict[int, str]:
@@ -78,13 +78,27 @@ def _transposed_indices(w: Writer, xg: list[int], y: int) -> dict[int, str]:
     return idx
 
 
-def _outer_indices(w: Writer, xg: list[int]) -> dict[int, str]:
+def _outer_indices(w: Writer, xg: list[int], span: int = 1) -> dict[int, str]:
+    """Span 2: the block's columns are a flat index over the first two kept groups (the
+    first's index ``%`` its extent, the second's ``//``)."""
     idx: dict[int, str] = {}
     w.line("px = pid % NPX")
     w.line("rest = pid // NPX")
-    idx[xg[0]] = w.assign("xg", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
-    w.line(f"xmask = {idx[xg[0]]} < n{xg[0]}")
-    if len(xg) > 1:
-        idx.update(zip(xg[1:], decompose(w, "rest", [f"n{k}" for k in xg[1:]], "xg")))
-    w.line(f"x = {idx[xg[0]]} + n{xg[0]} * rest")
+    cols = w.assign("xg", "px * BLOCK_X + tl.arange(0, BLOCK_X)[None, :]")
+    n_cols = span_columns(xg, span)
+    w.line(f"xmask = {cols} < {n_cols}")
+    if span == 1:
+        idx[xg[0]] = cols
+    else:
+        idx[xg[0]] = w.assign("xg", f"{cols} % n{xg[0]}")
+        idx[xg[1]] = w.assign("xg", f"{cols} // n{xg[0]}")
+    if len(xg) > span:
+        more = xg[span:]
+        idx.update(zip(more, decompose(w, "rest", [f"n{k}" for k in more], "xg")))
+    w.line(f"x = {cols} + {n_cols} * rest")
     return idx
+
+
+def span_columns(xg, span: int) -> str:
+    """The columns an outer tile's blocks cover, as an expression of the kernel's extents."""
+    return f"n{xg[0]}" if span == 1 else f"(n{xg[0]} * n{xg[1]})"

@@ -97,6 +97,10 @@ class ReductionParams:
     # casts, negations, absolute values, sums, differences and products of such) adds them
     # without selecting the identity into masked lanes (``ReductionTuning.zero_selects``)
     zero_selects: bool = True
+    # outer template: the kept groups the tile's columns span (2: a short stride-1 kept
+    # group and the next kept one, each column's indices its flat index ``%`` and ``//``
+    # the first's extent: ``_spanned``)
+    x_span: int = 1
 
     @property
     def partials(self) -> bool:
@@ -408,6 +412,8 @@ def _heuristics(
     )
     transposed = _transposed(p, params, item, nr, device, tuning)
     if transposed is None:
+        transposed = _spanned(p, params, item, nr, device, tuning)
+    if transposed is None:
         transposed = _stacked(p, params, tile, item, device, tuning)
     if transposed is None:
         transposed = _short_rows(p, params, item, nr, device, tuning)
@@ -583,6 +589,47 @@ def _transposed(
     return transposed if programs >= enough else None
 
 
+def _spanned(
+    p: Problem,
+    params: ReductionParams,
+    item: int,
+    nr: int,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+) -> ReductionParams | None:
+    """The outer template's tile with its columns spanning the stride-1 kept group and the
+    next kept one (``x_span=2``), where the first holds fewer than ``span_row_bytes``: a
+    max over H of contiguous [1000, 256, 14, 14] fp32 read [8, 16, 16] Y-stacked tiles, 14
+    of each 16 columns and rows used (0.86x of torch.compile, whose tile spans (N C, W)).
+    The tile holds R whole up to ``span_rows`` rows, its columns the rest of the 4-byte
+    template's step (``outer_load_bytes`` per thread of ``tile_warps`` warps); unsplit,
+    where the grid makes a program per multiprocessor at least."""
+    xg = params.x_groups
+    n0 = p.groups[0].size
+    if (
+        params.template != "outer"
+        or p.generic
+        or len(xg) < 2
+        or n0 * item >= tuning.span_row_bytes
+        or any(params.zero_strides[a][k] for a in p.stores() for k in xg[:2])
+    ):
+        return None
+    step = max(tuning.outer_load_bytes, 4 * item) * tuning.tile_threads // item
+    block_r = min(next_pow2(nr), tuning.span_rows)
+    n_span = n0 * p.groups[xg[1]].size
+    block_x = min(next_pow2(n_span), max(1, step // block_r))
+    spanned = replace(
+        params,
+        block_x=block_x,
+        block_r=block_r,
+        unroll=1,
+        num_warps=warps_for(block_x * block_r, tuning.warps),
+        split=1,
+        x_span=2,
+    )
+    return spanned if grid(spanned, p.sizes)[0] >= device.sm_count else None
+
+
 def _stacked(
     p: Problem,
     params: ReductionParams,
@@ -754,9 +801,14 @@ def grid(params: ReductionParams, sizes: Sequence[int]) -> tuple[int, int]:
         n0, n_y = sizes[0], sizes[params.y_group]
         programs = cdiv(n0, params.block_x) * cdiv(n_y, params.block_y) * (nx // (n0 * n_y))
     else:
-        n0 = sizes[0]
+        n0 = span_extent(params, sizes)
         programs = cdiv(n0, params.block_x) * (nx // n0 if n0 else 0)
     return programs, params.split
+
+
+def span_extent(params: ReductionParams, sizes: Sequence[int]) -> int:
+    """The columns an outer tile's blocks cover: the first ``x_span`` kept groups."""
+    return prod(sizes[k] for k in params.x_groups[: params.x_span])
 
 
 def finish_tile(params: ReductionParams) -> tuple[int, int]:
@@ -784,7 +836,7 @@ def launches(segment: KernelSpec, p: Problem, params: ReductionParams) -> tuple[
     sizes = folded_sizes(params, p.sizes)  # what the main kernel walks
     nx = prod(sizes[k] for k in params.x_groups)
     nr = prod(sizes[k] for k in params.r_groups)
-    npx = cdiv(sizes[params.x_groups[0]], params.block_x) if params.template == "outer" else 1
+    npx = cdiv(span_extent(params, sizes), params.block_x) if params.template == "outer" else 1
     nr_arg = nr // sizes[params.r_groups[0]] if params.r_nest else nr
     main = LaunchSpec(
         0,

@@ -100,6 +100,10 @@ class ReductionTuning:
     # torch.compile, H100 at 08cee37)
     pad_row_bytes: int = 128
     pad_waste: float = 1.125
+    # outer template: a stride-1 kept group of fewer bytes spans its tile's columns with
+    # the next kept group (``reduction._spanned``), R whole up to this many rows a step
+    span_row_bytes: int = 64
+    span_rows: int = 16
     # contiguous bytes of one row of an inner tile, per loop step
     inner_row_bytes: int = 8192
     # partials per thread in a ticket combine step: the combine adds no registers
