@@ -472,6 +472,28 @@ def test_short_columns_widen_the_outer_tile():
     compile_last_run(fd.executor())
 
 
+@pytest.mark.parametrize("n", [20001, 20002])
+def test_misaligned_short_columns_widen_twice_as_far(n):
+    """The same softmax over 7 rows that are not 16 bytes apart (20001 or 20002 fp32): the
+    columns load an element (or two) at a time, and the tile widens to
+    ``scalar_column_tile`` elements (a layer norm over 61 rows 694173 apart: 2271 -> 2600
+    GB/s on the H100); values against torch."""
+    x = torch.randn(7, n, device=torch.get_default_device())
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        m = fd.ops.max(t, dims=[0], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(t, m))
+        fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[0], keepdim=True)))
+    configured(fd, target=small_gpu(8))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.softmax(x, 0))
+    (params,) = schedules(fd)
+    t = DEFAULT.normalization
+    assert params.template == "outer" and params.mode == "persistent", params
+    assert params.block_r == 8 and params.block_x * params.block_r == t.scalar_column_tile
+    compile_last_run(fd.executor())
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_short_stride1_kept_group_spans_two_groups(dtype):
     """log_softmax over dim 0 of a [2, 3, 5003] tensor whose dim 1 (3) is innermost: the

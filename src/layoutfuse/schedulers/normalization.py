@@ -96,6 +96,13 @@ class NormalizationTuning:
     epilogue_outer_tile: int = 4096
     # outer persistent, short columns: rows widen until the tile holds this many elements
     short_column_tile: int = 4096
+    # ... this many where the rows are not 16-byte aligned (a load's stride along R, in
+    # bytes, no multiple of 16: its columns load an element at a time, and twice the
+    # elements a thread keep twice the bytes in flight). H100 at f677978 (tune-ab24), GB/s
+    # against 4096: a layer norm over 61 rows 694173 apart 2271 -> 2600 (torch.compile
+    # 2843), a log_softmax over 127 rows 399550 apart 1939 -> 2323, a layer norm over 251
+    # rows 209 apart 1894 -> 2173; aligned rows lost (336 apart: 1703 -> 1217)
+    scalar_column_tile: int = 8192
     # ... while the column blocks make this many programs per multiprocessor
     short_column_waves: int = 2
     # ... for loads of at least this many bytes (measured, H200 at 6cd3542: fp32 layer
@@ -507,7 +514,7 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
         block_x = min(next_pow2(n0), max(1, t.row_bytes // item))
         if block_x * block_r > t.max_tile:
             block_x = min(next_pow2(n0), max(1, t.min_row_bytes // item))
-        elif block_x * block_r < t.short_column_tile:
+        elif block_x * block_r < _column_tile(p, t):
             span = _column_span(p, item, block_x * block_r, t)
             if span > 1 or item >= t.short_column_min_item:
                 block_x = _short_columns(p, device, block_x, block_r, t, span)
@@ -594,6 +601,22 @@ def _column_span(p: Problem, item: int, tile: int, t: NormalizationTuning) -> in
     return 2 if tile < t.span_below else 1
 
 
+def _column_tile(p: Problem, t: NormalizationTuning) -> int:
+    """The elements an outer persistent tile of short columns widens to."""
+    return t.scalar_column_tile if _misaligned_rows(p) else t.short_column_tile
+
+
+def _misaligned_rows(p: Problem) -> bool:
+    """Whether a load's rows (its stride along a reduced group) are no multiple of 16 bytes
+    apart: its column tile then loads an element at a time."""
+    for a in range(p.n_loads):
+        item = itemsize(p.dtypes[a])
+        for g in p.groups:
+            if g.reduced and g.size > 1 and (g.strides[a] * item) % 16:
+                return True
+    return False
+
+
 def _short_columns(
     p: Problem,
     device: DeviceInfo,
@@ -603,13 +626,14 @@ def _short_columns(
     span: int = 1,
 ) -> int:
     """BLOCK_X of an outer tile whose whole columns are short (``block_r`` rows): wider
-    rows, up to ``short_column_tile`` elements, while the column blocks still make
+    rows, up to ``short_column_tile`` elements (``scalar_column_tile`` where the rows are
+    not 16-byte aligned: ``_misaligned_rows``), while the column blocks still make
     ``short_column_waves`` programs per multiprocessor. A var_mean over 7 strided rows ran
     [8, 16] fp32 tiles (64-byte rows, one warp) at 41% of torch.compile."""
     _, _, nx, _ = p.kept_and_reduced()
     n0 = _span_extent(p, span)
     want = t.short_column_waves * device.sm_count
-    wide = min(next_pow2(n0), max(block_x, t.short_column_tile // block_r))
+    wide = min(next_pow2(n0), max(block_x, _column_tile(p, t) // block_r))
     while wide > block_x and -(-n0 // wide) * (nx // n0) < want:
         wide //= 2
     return wide
