@@ -181,15 +181,16 @@ class DeviceClock:
 
     def time(self, run: Callable[[], None]) -> float:
         cuda = torch.cuda
-        start = cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-        end = cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-        self.flush.sum()
-        if self.spin and hasattr(cuda, "_sleep"):  # the device waits while the host launches
-            cuda._sleep(self.spin)  # type: ignore[no-untyped-call]
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
+        with cuda.device(self.flush.device):  # the events and the spin on the run's device
+            start = cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            end = cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            self.flush.sum()
+            if self.spin and hasattr(cuda, "_sleep"):  # the device waits while the host launches
+                cuda._sleep(self.spin)  # type: ignore[no-untyped-call]
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
         return float(start.elapsed_time(end))
 
 
