@@ -135,9 +135,11 @@ def test_an_epilogue_reading_memory_stays_a_pointwise_kernel():
     assert kinds == ["reduction", "pointwise"], kinds
 
 
-def test_epilogue_of_a_stacked_tile():
+@pytest.mark.parametrize("spanned", [False, True])
+def test_epilogue_of_a_stacked_tile(spanned):
     """The epilogue through the outer tile with Y rows stacked (sums over H of [40, 6, 5,
-    7] images, as tests/schedulers/test_reduction_stacked.py)."""
+    7] images, as tests/schedulers/test_reduction_stacked.py), or with its columns spanning
+    W and the images (``x_span``, tests/schedulers/test_reduction_spanned.py)."""
     gen = torch.Generator().manual_seed(1)
     x = torch.randn((40, 6, 5, 7), generator=gen)
     with FusionDefinition() as fd:
@@ -146,7 +148,9 @@ def test_epilogue_of_a_stacked_tile():
         s2 = fd.ops.sum(fd.ops.mul(t, t), dims=[2])
         fd.add_output(fd.ops.cast(s, DataType.BFloat16))
         fd.add_output(fd.ops.mul(s2, fd.define_scalar(0.5)))
-    fields = dict(normalization=dict(max_tile=4))
+    fields = dict(
+        normalization=dict(max_tile=4), reduction=dict(span_row_bytes=64 if spanned else 0)
+    )
     configured(fd, tuning=DEFAULT.with_fields(**fields), target=DeviceInfo("cpu", 2, 256, 1 << 20))
     for _ in range(2):
         a, b = fd.execute([x])
@@ -154,6 +158,7 @@ def test_epilogue_of_a_stacked_tile():
         torch.testing.assert_close(b, 0.5 * (x.double() ** 2).sum(2).float(), rtol=1e-5, atol=1e-4)
         assert a.stride() == (42, 7, 1)
     params = _check_one_reduction_kernel(fd)
-    assert params.template == "outer" and params.y_group is not None, params
+    assert params.template == "outer" and (params.y_group is None) == spanned, params
+    assert params.x_span == (2 if spanned else 1), params
     (art, *_) = compile_last_run(fd.executor())
     assert ".target sm_90" in art.ptx
