@@ -28,6 +28,7 @@ from support.execution import INTERPRETER_WARNINGS, configured, schedules
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 SMALL = DeviceInfo("cpu", 2, 256, 1 << 20, 65536)
+ONE_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)  # any grid fills it: the sweep spans
 TUNING = tiles.DEFAULT_TUNING
 
 
@@ -130,3 +131,79 @@ def test_spanned_numbers(layout, op):
     if layout == "dense":
         (art,) = compile_last_run(fd.executor())
         assert ".target sm_90" in art.ptx
+
+
+def _draw(k: int):
+    """Draw ``k``: a rank-3/4 input whose innermost dim is short (1-15), its other dims
+    2-9, in any memory order that keeps the short dim
+    innermost; reduced over the dim next to it in memory (else the two merge into one
+    longer kept group) or, one draw in four, another; sometimes sliced along the
+    outermost dim or with the output pinned to the reverse order."""
+    import random
+
+    rng = random.Random(k)
+    rank = rng.choice([3, 4])
+    inner = rng.randint(1, 15)
+    shape = [rng.randint(2, 9) for _ in range(rank - 1)] + [inner]
+    rng.shuffle(shape)
+    inner_dim = shape.index(inner)
+    others = [d for d in range(rank) if d != inner_dim]
+    rng.shuffle(others)
+    alloc = others + [inner_dim]  # outermost first, the short dim innermost
+    dims = [others[-1] if rng.random() < 0.75 else rng.choice(others)]
+    op = rng.choice(["sum", "max", "var_mean"])
+    dtype = rng.choice([torch.float32, torch.bfloat16])
+    return shape, alloc, dims, op, dtype, rng.random() < 0.3, rng.random() < 0.3
+
+
+@pytest.mark.parametrize("k", range(24))
+def test_spanned_sweep(k):
+    """A seeded sample of short-innermost layouts reduced over one other dim, on a device of
+    one SM: values against torch (``assert_values``) wherever the plan spans or not, and
+    the pinned output's order."""
+    from support.reductions import assert_values, strided
+
+    shape, alloc, dims, op, dtype, sliced, pinned = _draw(k)
+    gen = torch.Generator().manual_seed(k)
+    if sliced:
+        outer = alloc[0]
+        wide = list(shape)
+        wide[outer] *= 2
+        x = strided(wide, alloc, dtype, gen).narrow(outer, 1, shape[outer])
+    else:
+        x = strided(shape, alloc, dtype, gen)
+    rank = len(shape)
+    kept = [d for d in range(rank) if d not in dims]
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        if op == "var_mean":
+            outs = fd.ops.var_mean(t, dims=dims, correction=1)
+        else:
+            outs = [getattr(fd.ops, op)(t, dims=dims)]
+        for out in outs:
+            fd.add_output(out, stride_order=list(range(len(kept))) if pinned else None)
+    configured(fd, target=ONE_SM)
+    results = fd.execute([x])
+    assert_values(op, results, dtype, x.cpu().double(), dims)
+    if pinned:
+        assert all(r.stride() == tuple(sorted(r.stride())) for r in results), results[0].stride()
+
+
+def test_the_sweep_spans_most_reduction_draws():
+    """The sweep above exercises the spanned tile: most of its sum and max draws plan it."""
+    from support.reductions import strided
+
+    spanned = total = 0
+    for k in range(24):
+        shape, alloc, dims, op, dtype, _, _ = _draw(k)
+        if op == "var_mean":  # the normalization scheduler's
+            continue
+        x = strided(shape, alloc, dtype, torch.Generator().manual_seed(k))
+        with FusionDefinition() as fd:
+            fd.add_output(getattr(fd.ops, op)(fd.from_pytorch(x), dims=dims))
+        configured(fd, target=ONE_SM)
+        plan = fd.executor().plan([x])
+        (params,) = plan.params
+        total += 1
+        spanned += params.x_span == 2
+    assert spanned >= total // 2, (spanned, total)
