@@ -3,7 +3,9 @@ indices and masks over it.
 
 * ``inner`` template: a ``[BLOCK_X, BLOCK_R]`` tile of rows; ``x`` is the row.
 * ``outer`` template: a ``[BLOCK_R, BLOCK_X]`` tile whose columns are the stride-1 kept
-  group; the other kept groups go along the grid; ``x`` is the output element.
+  group (``x_span=2``: a flat index over it and the next kept group, each one's index
+  ``%`` and ``//`` the first's extent); the other kept groups go along the grid; ``x`` is
+  the output element.
 * transposed (``y_group`` set): a ``[BLOCK_Y, BLOCK_R, BLOCK_X]`` tile; Y is the output's
   stride-1 kept group, so the ``[BLOCK_Y, 1, BLOCK_X]`` result is stored along it; X is
   the input's.
