@@ -291,3 +291,16 @@ def test_the_device_clock_counts_the_device_not_the_host():
     gbps = big.numel() * 4 / read_ms / 1e6
     assert 500 < gbps < 10_000, gbps
     assert float(x[0]) == 2.0  # both runs ran
+
+
+def test_no_room_for_the_flush_buffer_times_without_it(monkeypatch):
+    """A device without room for the L2 flush's buffer: the clock goes without it, the
+    call does not fail (the buffer is made with ``torch.zeros``)."""
+
+    def full(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    assert measure.flush_buffer(torch.device("cpu"), 0) is None
+    assert measure.flush_buffer(torch.device("cpu"), 64).numel() == 16
+    monkeypatch.setattr(measure.torch, "zeros", full)
+    assert measure.flush_buffer(torch.device("cpu"), 1 << 20) is None

@@ -166,25 +166,28 @@ class DeviceClock:
     events around the run, after a read of ``flush_l2`` times the L2's bytes. The read
     empties the L2 of the run before (a problem of one or two L2s would otherwise read
     from it) and, with ``spin_cycles`` of waiting after it, keeps the device busy while the
-    host launches the run, so the host's launch time is not counted: it is the same for every candidate and overlaps the
-    device in a stream of calls. Host wall time had counted it: 0.32-0.35 ms for a sum
-    whose kernel ran 0.22 (an H100, session 19), which both blurred the candidates'
-    difference and weighed a plan of two launches against one of one."""
+    host launches the run, so the host's launch time is not counted: it is the same for
+    every candidate and overlaps the device in a stream of calls. Host wall time had
+    counted it: 0.32-0.35 ms for a sum whose kernel ran 0.22 (an H100, session 19), which
+    both blurred the candidates' difference and weighed a plan of two launches against
+    one of one. Where the device has no room for the read's buffer, the runs are timed
+    without it (``flush_buffer``): the measurement must not fail the call."""
 
     def __init__(self, device: Any, l2_bytes: int, tuning: MeasureTuning):
-        elems = max(1, int(l2_bytes * tuning.flush_l2) // 4)
-        self.flush = torch.zeros(elems, dtype=torch.float32, device=device)
+        self.device = torch.device(device)
+        self.flush = flush_buffer(self.device, int(l2_bytes * tuning.flush_l2))
         self.spin = tuning.spin_cycles
 
     def sync(self) -> None:
-        torch.cuda.synchronize(self.flush.device)
+        torch.cuda.synchronize(self.device)
 
     def time(self, run: Callable[[], None]) -> float:
         cuda = torch.cuda
-        with cuda.device(self.flush.device):  # the events and the spin on the run's device
+        with cuda.device(self.device):  # the events and the spin on the run's device
             start = cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             end = cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-            self.flush.sum()
+            if self.flush is not None:
+                self.flush.sum()
             if self.spin and hasattr(cuda, "_sleep"):  # the device waits while the host launches
                 cuda._sleep(self.spin)  # type: ignore[no-untyped-call]
             start.record()
@@ -192,6 +195,17 @@ class DeviceClock:
             end.record()
             end.synchronize()
         return float(start.elapsed_time(end))
+
+
+def flush_buffer(device: torch.device, nbytes: int) -> torch.Tensor | None:
+    """A buffer of ``nbytes`` (fp32 zeros) to read the L2 empty with, or None where the
+    device has no room for it (or ``nbytes`` is 0)."""
+    if nbytes < 4:
+        return None
+    try:
+        return torch.zeros(nbytes // 4, dtype=torch.float32, device=device)
+    except torch.OutOfMemoryError:
+        return None
 
 
 def time_runs(run: Callable[[], None], clock: Any, tuning: MeasureTuning) -> float:
