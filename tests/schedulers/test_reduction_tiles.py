@@ -134,6 +134,7 @@ def test_outer_tiles_stay_within_the_extents(dtype, n0, nr):
         (100, 128, 32, 128),  # 128 at every width: the widest
         (4096, 256, 32, 256),  # no padding
         (25, 32, 32, 32),  # nothing narrower allowed
+        (0, 128, 32, 128),  # no columns: the block as it is
     ],
 )
 def test_least_padded_rows(n, block, least, want):

@@ -18,8 +18,8 @@ On a CUDA device each run is timed on the device (``DeviceClock``: CUDA events, 
 emptied before, the host's launch time not counted), as the benchmark times it; on the
 CPU interpreter by the host's clock. The first call's cost is that of compiling each
 candidate and ``1 + reps`` runs of each (one more only, past ``long_ms``), and on CUDA a
-buffer of ``flush_l2`` L2s while it measures; it is reported on the choice (``cost_s``) and in the
-segment's reason. ``LAYOUTFUSE_MEASURE=0`` turns the measured choice off (the rule's plan
+buffer of ``flush_l2`` L2s while it measures; it is reported on the choice (``cost_s``)
+and in the segment's reason. ``LAYOUTFUSE_MEASURE=0`` turns the measured choice off (the rule's plan
 runs), as does ``Tuning.measure.enabled``.
 """
 

@@ -281,10 +281,12 @@ def _outer_tile(
 
 
 def least_padded(n: int, block: int, least: int, waste: float) -> int:
-    """``block`` (a power of two), halved down to ``least`` while its blocks pad ``n``
-    elements by more than ``waste`` (``cdiv(n, b) * b / n``) and a narrower one pads them
-    less: the narrowest block of the least padding met on the way (96 columns: 128 and 64
-    pad them by a third, 32 not at all)."""
+    """``block`` (a power of two), halved down to ``least`` while the best block so far pads
+    ``n`` elements by more than ``waste`` (``cdiv(n, b) * b / n``): the widest block of
+    the least padding met on the way (96 columns: 128 and 64 pad them by a third, 32 not
+    at all; 100 columns: every width pads them to 128, so the first)."""
+    if n <= 0:
+        return block
 
     def padding(b: int) -> float:
         return -(-n // b) * b / n
