@@ -450,12 +450,9 @@ def test_softmax_of_an_expanded_input(pinned):
     compile_last_run(fd.executor())
 
 
-def test_short_columns_widen_the_outer_tile():
-    """Softmax over 7 strided rows (dim 0 of a row-major [7, 20000]): the outer persistent
-    tile's rows widen past 64 bytes until it holds ``short_column_tile`` elements (an
-    [8, 16] tile of one warp ran at 41% of torch.compile), while the column blocks still
-    make ``short_column_waves`` programs per multiprocessor."""
-    x = torch.randn(7, 20000, device=torch.get_default_device())
+def _softmax_over_rows(x):
+    """Softmax over dim 0 of ``x`` on a device of 8 SMs, checked against torch: its
+    definition and the outer persistent plan it took."""
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
         m = fd.ops.max(t, dims=[0], keepdim=True)
@@ -465,8 +462,18 @@ def test_short_columns_widen_the_outer_tile():
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, torch.softmax(x, 0))
     (params,) = schedules(fd)
-    t = DEFAULT.normalization
     assert params.template == "outer" and params.mode == "persistent", params
+    return fd, params
+
+
+def test_short_columns_widen_the_outer_tile():
+    """Softmax over 7 strided rows (dim 0 of a row-major [7, 20000]): the outer persistent
+    tile's rows widen past 64 bytes until it holds ``short_column_tile`` elements (an
+    [8, 16] tile of one warp ran at 41% of torch.compile), while the column blocks still
+    make ``short_column_waves`` programs per multiprocessor."""
+    x = torch.randn(7, 20000, device=torch.get_default_device())
+    fd, params = _softmax_over_rows(x)
+    t = DEFAULT.normalization
     assert params.block_r == 8 and params.block_x * params.block_r == t.short_column_tile
     assert -(-20000 // params.block_x) >= t.short_column_waves * 8
     compile_last_run(fd.executor())
@@ -479,17 +486,8 @@ def test_misaligned_short_columns_widen_twice_as_far(n):
     ``scalar_column_tile`` elements (a layer norm over 61 rows 694173 apart: 2271 -> 2600
     GB/s on the H100); values against torch."""
     x = torch.randn(7, n, device=torch.get_default_device())
-    with FusionDefinition() as fd:
-        t = fd.from_pytorch(x)
-        m = fd.ops.max(t, dims=[0], keepdim=True)
-        e = fd.ops.exp(fd.ops.sub(t, m))
-        fd.add_output(fd.ops.div(e, fd.ops.sum(e, dims=[0], keepdim=True)))
-    configured(fd, target=small_gpu(8))
-    (out,) = fd.execute([x])
-    torch.testing.assert_close(out, torch.softmax(x, 0))
-    (params,) = schedules(fd)
+    fd, params = _softmax_over_rows(x)
     t = DEFAULT.normalization
-    assert params.template == "outer" and params.mode == "persistent", params
     assert params.block_r == 8 and params.block_x * params.block_r == t.scalar_column_tile
     compile_last_run(fd.executor())
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from layoutfuse.analysis.canonical import Group
 from layoutfuse.analysis.device import H200, DeviceInfo
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.dtypes import DataType
@@ -23,29 +22,13 @@ from layoutfuse.nvfuser import DataType as NvType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers import reduction_tiles as tiles
-from layoutfuse.schedulers.problem import Problem
 from support.execution import INTERPRETER_WARNINGS, configured, schedules
+from support.reductions import dense_problem
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 SMALL = DeviceInfo("cpu", 2, 256, 1 << 20, 65536)
 ONE_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)  # any grid fills it: the sweep spans
 TUNING = tiles.DEFAULT_TUNING
-
-
-def _problem(sizes, kinds, dtype=DataType.Float) -> Problem:
-    """Groups innermost first, the input dense in that order, the store dense over the
-    kept groups in the same order."""
-    load, store, running, out = [], [], 1, 1
-    for n, kind in zip(sizes, kinds):
-        load.append(running)
-        running *= n
-        store.append(out if kind == "X" else 0)
-        out *= n if kind == "X" else 1
-    groups = tuple(
-        Group(n, kind == "R", (ls, st), (k,))
-        for k, (n, ls, st, kind) in enumerate(zip(sizes, load, store, kinds))
-    )
-    return Problem(groups, 1, 1, (dtype, dtype), (running, out))
 
 
 @pytest.mark.parametrize(
@@ -58,7 +41,7 @@ def _problem(sizes, kinds, dtype=DataType.Float) -> Problem:
     ],
 )
 def test_short_rows_span_the_next_kept_group(sizes, dtype):
-    p = _problem(sizes, "XRX", dtype)
+    p = dense_problem(sizes, "XRX", dtype)
     params = rd.heuristics(p, H200)
     assert params.template == "outer" and params.x_span == 2 and params.y_group is None
     assert sizes[0] * 4 < TUNING.span_row_bytes * 2  # the group is short
@@ -78,7 +61,7 @@ def test_short_rows_span_the_next_kept_group(sizes, dtype):
     ],
 )
 def test_wide_rows_one_kept_group_and_small_grids_do_not_span(sizes, kinds, dtype):
-    params = rd.heuristics(_problem(sizes, kinds, dtype), H200)
+    params = rd.heuristics(dense_problem(sizes, kinds, dtype), H200)
     assert params.x_span == 1
 
 

@@ -27,28 +27,13 @@ from layoutfuse.schedulers import reduction_tiles as tiles
 from layoutfuse.schedulers.problem import Problem
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import INTERPRETER_WARNINGS, configured, schedules
+from support.reductions import dense_problem
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 # stacking itself: short stride-1 groups that would span the tile's columns with the next
 # kept group (``reduction._spanned``, tests/schedulers/test_reduction_spanned.py) do not
 UNSPANNED = dataclasses.replace(tiles.DEFAULT_TUNING, span_row_bytes=0)
 UNSPANNED_ALL = DEFAULT.with_fields(reduction=dict(span_row_bytes=0))
-
-
-def _problem(sizes, kinds, dtype=DataType.Float) -> Problem:
-    """Groups innermost first, the input dense in that order, the store dense over the
-    kept groups in the same order."""
-    load, store, running, out = [], [], 1, 1
-    for n, kind in zip(sizes, kinds):
-        load.append(running)
-        running *= n
-        store.append(out if kind == "X" else 0)
-        out *= n if kind == "X" else 1
-    groups = tuple(
-        Group(n, kind == "R", (ls, st), (k,))
-        for k, (n, ls, st, kind) in enumerate(zip(sizes, load, store, kinds))
-    )
-    return Problem(groups, 1, 1, (dtype, dtype), (running, out))
 
 
 @pytest.mark.parametrize(
@@ -60,7 +45,7 @@ def _problem(sizes, kinds, dtype=DataType.Float) -> Problem:
     ],
 )
 def test_short_images_stack_rows_of_the_next_kept_group(sizes):
-    p = _problem(sizes, "XRX")
+    p = dense_problem(sizes, "XRX")
     params = rd.heuristics(p, H200, UNSPANNED)
     assert params.template == "outer" and params.y_group == 2 and params.split == 1
     assert params.block_y >= 2
@@ -79,7 +64,7 @@ def test_short_images_stack_rows_of_the_next_kept_group(sizes):
     ],
 )
 def test_full_steps_and_narrow_inputs_do_not_stack(sizes, kinds, dtype):
-    params = rd.heuristics(_problem(sizes, kinds, dtype), H200, UNSPANNED)
+    params = rd.heuristics(dense_problem(sizes, kinds, dtype), H200, UNSPANNED)
     assert params.template == "outer" and params.y_group is None
 
 

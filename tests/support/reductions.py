@@ -16,7 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
+from layoutfuse.analysis.canonical import Group
+from layoutfuse.dtypes import DataType as IrType
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from layoutfuse.schedulers.problem import Problem
 from support.execution import as_list
 
 OPS = ("sum", "max", "min", "var_mean")
@@ -307,3 +310,20 @@ def pinned_order(output: str, alloc: Sequence[int], reduced: Sequence[int]) -> l
         return list(range(n - 1, -1, -1))
     reversed_alloc = [kept.index(d) for d in reversed(alloc) if d in kept]
     return [n - 1 - reversed_alloc.index(j) for j in range(n)]
+
+
+def dense_problem(sizes: Sequence[int], kinds: str, dtype: IrType = IrType.Float) -> Problem:
+    """A one-input reduction problem: groups innermost first (``kinds``: ``X`` kept, ``R``
+    reduced), the input dense in that order, the store dense over the kept groups in the
+    same order."""
+    load, store, running, out = [], [], 1, 1
+    for n, kind in zip(sizes, kinds):
+        load.append(running)
+        running *= n
+        store.append(out if kind == "X" else 0)
+        out *= n if kind == "X" else 1
+    groups = tuple(
+        Group(n, kind == "R", (ls, st), (k,))
+        for k, (n, ls, st, kind) in enumerate(zip(sizes, load, store, kinds))
+    )
+    return Problem(groups, 1, 1, (dtype, dtype), (running, out))

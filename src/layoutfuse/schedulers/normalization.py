@@ -514,10 +514,10 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
         block_x = min(next_pow2(n0), max(1, t.row_bytes // item))
         if block_x * block_r > t.max_tile:
             block_x = min(next_pow2(n0), max(1, t.min_row_bytes // item))
-        elif block_x * block_r < _column_tile(p, t):
+        elif block_x * block_r < (column_tile := _column_tile(p, t)):
             span = _column_span(p, item, block_x * block_r, t)
             if span > 1 or item >= t.short_column_min_item:
-                block_x = _short_columns(p, device, block_x, block_r, t, span)
+                block_x = _short_columns(p, device, block_x, block_r, column_tile, t, span)
     # an epilogue-only outer reduction keeps one small tile: beyond it the reduction
     # scheduler's wider outer tiles (and its split) read faster, and the epilogue runs after
     limit = t.max_tile if loop or template == "inner" else t.epilogue_outer_tile
@@ -622,18 +622,19 @@ def _short_columns(
     device: DeviceInfo,
     block_x: int,
     block_r: int,
+    column_tile: int,
     t: NormalizationTuning,
     span: int = 1,
 ) -> int:
     """BLOCK_X of an outer tile whose whole columns are short (``block_r`` rows): wider
-    rows, up to ``short_column_tile`` elements (``scalar_column_tile`` where the rows are
-    not 16-byte aligned: ``_misaligned_rows``), while the column blocks still make
+    rows, up to ``column_tile`` elements (``_column_tile``: ``short_column_tile``, or
+    ``scalar_column_tile`` where the rows are not 16-byte aligned), while the column blocks still make
     ``short_column_waves`` programs per multiprocessor. A var_mean over 7 strided rows ran
     [8, 16] fp32 tiles (64-byte rows, one warp) at 41% of torch.compile."""
     _, _, nx, _ = p.kept_and_reduced()
     n0 = _span_extent(p, span)
     want = t.short_column_waves * device.sm_count
-    wide = min(next_pow2(n0), max(block_x, _column_tile(p, t) // block_r))
+    wide = min(next_pow2(n0), max(block_x, column_tile // block_r))
     while wide > block_x and -(-n0 // wide) * (nx // n0) < want:
         wide //= 2
     return wide
