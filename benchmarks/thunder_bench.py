@@ -202,14 +202,20 @@ class Systems:
             return self.thunder_info.get("error", "thunder not loaded")
         return None
 
-    def make(self, system: str, fn: Callable, without: tuple[str, ...] = ()) -> Callable:
+    def make(
+        self,
+        system: str,
+        fn: Callable,
+        without: tuple[str, ...] = (),
+        options: tuple[tuple[str, object], ...] = (),
+    ) -> Callable:
         if system == "eager":
             return fn
         if system == "compile":
             torch._dynamo.reset()
             return torch.compile(fn)
         executors = [e for e in self.executors if e.name not in without]
-        return self.thunder.jit(fn, executors=executors)
+        return self.thunder.jit(fn, executors=executors, **dict(options))
 
 
 def measure(systems: Systems, system: str, row: Row, built: Built, grad_out, want, timing, device):
@@ -221,7 +227,8 @@ def measure(systems: Systems, system: str, row: Row, built: Built, grad_out, wan
         res["error"] = f"unavailable: {skipped}"
         return res
     try:
-        fn = systems.make(system, built.fn, row.program.thunder_without)
+        program = row.program
+        fn = systems.make(system, built.fn, program.thunder_without, program.thunder_options)
         call = step(fn, built, row.mode, grad_out)
         got = call()
         synchronize(device)
@@ -274,6 +281,7 @@ def run_row(systems: Systems, row: Row, sizes: Sizes, device: str, timing: Timin
         mode=row.mode,
         shapes=[list(a.shape) for a in built.args],
         thunder_without=list(row.program.thunder_without),
+        thunder_options=dict(row.program.thunder_options),
         params=sum(p.numel() for p in built.params),
     )
     grad_out = None

@@ -108,6 +108,8 @@ class Program:
     # Thunder executors left out of its default list for this program, so that the
     # nvFuser executor (layoutfuse) gets the regions a default executor would take
     thunder_without: tuple[str, ...] = ()
+    # options of ``thunder.jit`` (compile options such as ``nv_enable_sdpa``)
+    thunder_options: tuple[tuple[str, object], ...] = ()
 
 
 def _randn(shape, dtype, device, gen, scale=1.0) -> torch.Tensor:
@@ -155,6 +157,9 @@ PROGRAMS = [
     Program("softmax", ("fp32",), MODES, _function(softmax, "BSH")),
     Program("add_sum", ("bf16",), ("fwd",), _function(add_sum, "BSH", "BSH")),
     Program("nanogpt_block", BOTH, MODES, _block),
+    # the same block with Thunder's nvFuser SDPA switched on (Half and BFloat16 only): its
+    # attention runs through layoutfuse's sdpfa_fwd/sdpfa_bwd, on the kernel torch picks
+    Program("nanogpt_block_sdpa", ("bf16",), MODES, _block, ("sdpa",), (("nv_enable_sdpa", True),)),
     # Thunder 0.2.6 hands a cross-entropy to its torch.compile executor by default
     Program("cross_entropy", BOTH, MODES, _cross_entropy, ("torchcompile_xentropy",)),
 ]

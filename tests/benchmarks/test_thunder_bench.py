@@ -56,11 +56,19 @@ def test_quick_run_every_region_on_layoutfuse_matching_eager(tmp_path):
         assert census["region_count"] == sum(len(r) for r in census["regions"].values()) > 0
         assert census["kernels_total"] == sum(sum(k) for k in census["kernels_per_region"].values())
         # Thunder's torch.compile cross-entropy left out: the nvFuser executor gets it
-        assert row["thunder_without"] == (
-            ["torchcompile_xentropy"] if row["program"] == "cross_entropy" else []
-        )
+        # Thunder's SDPA executor left out of the block with nvFuser's SDPA switched on
+        assert row["thunder_without"] == {
+            "cross_entropy": ["torchcompile_xentropy"],
+            "nanogpt_block_sdpa": ["sdpa"],
+        }.get(row["program"], [])
         if row["case"] in KERNELS:
             assert census["kernels_per_region"] == KERNELS[row["case"]], row["case"]
+        outside = census["outside_regions"].values()
+        attention = [op for ops in outside for op in ops if "sdpa" in op or "scaled_dot" in op]
+        if row["program"] == "nanogpt_block_sdpa":
+            assert row["thunder_options"] == {"nv_enable_sdpa": True}
+            if doc["env"]["device"] == "cuda":  # in a region: sdpfa_fwd/_bwd (on the CPU,
+                assert not attention, row["case"]  # Thunder leaves it to torch)
     block = next(r for r in doc["rows"] if r["case"] == "nanogpt_block-bf16-fwd_bwd")
     assert len(block["shapes"]) == 1 and block["params"] > 0
     # the output, the input's gradient and every parameter's, each against eager

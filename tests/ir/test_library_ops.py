@@ -209,3 +209,57 @@ def test_sdpfa_dropout_needs_flash_attention():
         fd.add_output(out)
     with pytest.raises(UnsupportedError, match="dropout_p=0.5"):
         fd.execute([q, k, v])
+
+
+_ON_GPU = torch.get_default_device().type == "cuda"
+
+
+@pytest.mark.skipif(not _ON_GPU, reason="torch's attention kernels run on the GPU")
+@pytest.mark.parametrize("tdtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("L,E", [(128, 64), (100, 128), (77, 40)])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpfa_runs_the_kernel_torch_picks(tdtype, L, E, is_causal):
+    """The forward is bit for bit ``F.scaled_dot_product_attention``'s (the same kernel:
+    cuDNN, memory-efficient or flash, as torch's dispatch picks), on operands transposed
+    out of a [B, L, H, E] projection as a model's are, and the backward matches autograd's
+    through it (the logsumexp handed between them in [B, H, L], whatever the kernel's)."""
+    B, H = 2, 3
+    gen = torch.Generator(device="cuda").manual_seed(L + E)
+    q, k, v = (
+        torch.randn(B, L, H, E, device="cuda", generator=gen, dtype=tdtype).transpose(1, 2)
+        for _ in range(3)
+    )
+    grad = torch.randn(B, L, H, E, device="cuda", generator=gen, dtype=tdtype).transpose(1, 2)
+    dtype = {torch.bfloat16: DataType.BFloat16, torch.float16: DataType.Half}.get(
+        tdtype, DataType.Float
+    )
+    with FusionDefinition() as fd:
+        tq, tk, tv, tg = (_define(fd, t, dtype) for t in (q, k, v, grad))
+        out, lse, seed, offset = fd.ops.sdpfa_fwd(tq, tk, tv, None, None, 0.0, is_causal, None)
+        dq, dk, dv = fd.ops.sdpfa_bwd(tg, tq, tk, tv, out, lse, 0.0, is_causal, seed, offset, None)
+        for t in (out, lse, dq, dk, dv):
+            fd.add_output(t)
+    got_out, got_lse, *got_grads = fd.execute([q, k, v, grad])
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    ref = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=is_causal)
+    ref.backward(grad)
+    assert torch.equal(got_out, ref.detach())
+    assert got_lse.shape == (B, H, L) and got_lse.dtype == torch.float32
+    scores = (q.float() @ k.float().transpose(-2, -1)) / E**0.5
+    if is_causal:
+        scores = scores.masked_fill(torch.ones(L, L, device="cuda").triu(1).bool(), -torch.inf)
+    torch.testing.assert_close(got_lse, torch.logsumexp(scores, -1), rtol=2e-2, atol=2e-2)
+    for g, leaf in zip(got_grads, leaves):
+        assert g.dtype == tdtype and g.shape == leaf.shape
+        torch.testing.assert_close(g, leaf.grad, rtol=2e-2, atol=2e-2)
+
+
+def test_efficient_attention_logsumexp_is_padded_to_32_rows():
+    from layoutfuse.ir.ops.attention import _padded_lse
+
+    lse = torch.randn(2, 3, 45)
+    padded = _padded_lse(lse[..., :40])
+    assert padded.shape == (2, 3, 64) and padded.is_contiguous()
+    assert torch.equal(padded[..., :40], lse[..., :40]) and not padded[..., 40:].any()
+    whole = torch.randn(2, 3, 64)
+    assert _padded_lse(whole) is whole

@@ -7,17 +7,27 @@ philox_seed, philox_offset, scale) -> (grad_query, grad_key, grad_value)``; quer
 [B, H, L, E], key [B, H, S, E], value [B, H, S, Ev]; logsumexp [B, H, L] is Float;
 philox_seed is a UInt64 [2] (torch's rng state since 2.7), philox_offset a UInt64 [].
 
-On the GPU with Half or BFloat16 operands (one head dim for query and value, a multiple of
-8 up to 256) they run through torch's flash attention
-(``aten._scaled_dot_product_flash_attention`` and its backward). Elsewhere (the CPU,
-Float operands) they run the math of attention through torch's matmuls, in Float (Double
-for Double): scores = q k^T * scale, p = softmax(scores) (causal: the upper triangle
-masked), out = p v, logsumexp of the scores; the backward from p and the saved
-logsumexp. The math path has no dropout (dropout_p must be 0; its philox state is 0).
+On the GPU they run the kernel torch's own dispatch picks for the operands
+(``aten._fused_sdp_choice``, as ``F.scaled_dot_product_attention`` would), where this op's
+outputs carry what its backward needs: cuDNN's attention (Half and BFloat16 on Hopper; its
+logsumexp is [B, H, L, 1], handed out as [B, H, L]) and the memory-efficient kernel (Float;
+its logsumexp has L padded to 32, handed out sliced and padded again for the backward)
+without dropout, whose philox state is not the [2] rng state of nvFuser's signature; torch's
+flash attention (``aten._scaled_dot_product_flash_attention``: Half or BFloat16, one head
+dim for query and value, a multiple of 8 up to 256) otherwise. The backward recomputes the
+choice from the same dtypes, shapes and options (``_backend``), so both halves take one
+kernel. On an H100 cuDNN's took 50 us forward and 161 us backward where flash took 78 and
+247 (bf16 [8, 12, 1024, 64], causal: ``tools/dev/sdpa_probe.py``,
+``sdpa-probe-20261206-b1b6ce2-h100.txt``). Elsewhere (the CPU, or what no kernel takes)
+they run the math of attention through torch's matmuls, in Float (Double for Double):
+scores = q k^T * scale, p = softmax(scores) (causal: the upper triangle masked), out = p v,
+logsumexp of the scores; the backward from p and the saved logsumexp. The math path has no
+dropout (dropout_p must be 0; its philox state is 0).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -38,6 +48,45 @@ def _flash(q: torch.Tensor, v: torch.Tensor) -> bool:
     one head dim for query and value (its backward requires it), a multiple of 8 up to 256."""
     e = q.shape[-1]
     return q.is_cuda and q.dtype in _FLASH_DTYPES and v.shape[-1] == e and e % 8 == 0 and e <= 256
+
+
+def _backend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_p: float, is_causal: bool
+) -> str:
+    """The kernel of these operands: "cudnn", "efficient", "flash" or "math" (see the
+    module's docstring). A function of the device, dtype, shapes and options only, so that
+    the backward, given the forward's operands, picks what the forward did."""
+    if not q.is_cuda:
+        return "math"
+    choice = _torch_choice(
+        q.device, q.dtype, tuple(q.shape), tuple(k.shape), tuple(v.shape), dropout_p > 0, is_causal
+    )
+    if dropout_p == 0 and choice in ("cudnn", "efficient"):
+        return choice
+    return "flash" if _flash(q, v) else "math"
+
+
+@functools.lru_cache(maxsize=256)
+def _torch_choice(
+    device: torch.device,
+    dtype: torch.dtype,
+    q: tuple[int, ...],
+    k: tuple[int, ...],
+    v: tuple[int, ...],
+    dropout: bool,
+    is_causal: bool,
+) -> str:
+    """``aten._fused_sdp_choice`` on contiguous operands of these shapes."""
+    from torch.nn.attention import SDPBackend
+
+    ops = [torch.empty(s, dtype=dtype, device=device) for s in (q, k, v)]
+    picked = torch.ops.aten._fused_sdp_choice(*ops, None, 0.5 if dropout else 0.0, is_causal)
+    names = {
+        SDPBackend.CUDNN_ATTENTION.value: "cudnn",
+        SDPBackend.EFFICIENT_ATTENTION.value: "efficient",
+        SDPBackend.FLASH_ATTENTION.value: "flash",
+    }
+    return names.get(int(picked), "math")
 
 
 def _last_contiguous(*ts: torch.Tensor) -> list[torch.Tensor]:
@@ -86,6 +135,22 @@ def _philox(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     )
 
 
+def _no_rng(device: torch.device) -> torch.Tensor:
+    """The philox seed or offset of a kernel run without dropout (unread)."""
+    return torch.zeros((), dtype=torch.int64, device=device)
+
+
+def _padded_lse(lse: torch.Tensor) -> torch.Tensor:
+    """The memory-efficient kernel's logsumexp layout: [B, H, L padded to 32], contiguous."""
+    B, H, L = lse.shape
+    padded = -(-L // 32) * 32
+    if padded == L and lse.is_contiguous():
+        return lse
+    out = lse.new_zeros(B, H, padded)
+    out[..., :L] = lse
+    return out
+
+
 # --- forward -------------------------------------------------------------------------------
 def _fwd_shape(s: Mapping[str, Dims], attrs: Mapping[str, Any]) -> list[Dims]:
     q, k, v = s["query"], s["key"], s["value"]
@@ -102,16 +167,28 @@ def _fwd_shape(s: Mapping[str, Dims], attrs: Mapping[str, Any]) -> list[Dims]:
 def _fwd_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
     q, k, val = v["query"], v["key"], v["value"]
     dropout_p, is_causal, scale = _options(v, q)
-    if _flash(q, val):
-        fq, fk, fv = _last_contiguous(q, k, val)
-        out, lse, _, _, _, _, seed, offset, _ = torch.ops.aten._scaled_dot_product_flash_attention(
-            fq, fk, fv, dropout_p, is_causal, return_debug_mask=False, scale=scale
+    backend = _backend(q, k, val, dropout_p, is_causal)
+    if backend == "math":
+        _no_dropout("sdpfa_fwd", dropout_p)
+        p, lse = _probabilities(q, k, scale, is_causal)
+        out = torch.matmul(p, val.to(p.dtype)).to(q.dtype)
+        return (out, lse.to(torch.float32), *_philox(q.device))
+    fq, fk, fv = _last_contiguous(q, k, val)
+    L = q.shape[2]
+    if backend == "cudnn":
+        out, lse, *_ = torch.ops.aten._scaled_dot_product_cudnn_attention(
+            fq, fk, fv, None, True, 0.0, is_causal, False, scale=scale
         )
-        return out, lse, seed, offset
-    _no_dropout("sdpfa_fwd", dropout_p)
-    p, lse = _probabilities(q, k, scale, is_causal)
-    out = torch.matmul(p, val.to(p.dtype)).to(q.dtype)
-    return (out, lse.to(torch.float32), *_philox(q.device))
+        return (out, lse[..., 0], *_philox(q.device))
+    if backend == "efficient":
+        out, lse, _, _ = torch.ops.aten._scaled_dot_product_efficient_attention(
+            fq, fk, fv, None, True, 0.0, is_causal, scale=scale
+        )
+        return (out, lse[..., :L], *_philox(q.device))
+    out, lse, _, _, _, _, seed, offset, _ = torch.ops.aten._scaled_dot_product_flash_attention(
+        fq, fk, fv, dropout_p, is_causal, return_debug_mask=False, scale=scale
+    )
+    return out, lse, seed, offset
 
 
 SDPFA_FWD = library_row(
@@ -121,7 +198,8 @@ SDPFA_FWD = library_row(
         _fwd_shape,
         lambda d, attrs: [d["query"], DataType.Float, DataType.UInt64, DataType.UInt64],
         _fwd_run,
-        "flash attention on the GPU, else the math through matmuls",
+        "torch's attention kernel on the GPU (cuDNN, memory-efficient or flash), else the "
+        "math through matmuls",
         doc="scaled-dot-product attention, forward",
     )
 )
@@ -176,15 +254,45 @@ def _bwd_shape(s: Mapping[str, Dims], attrs: Mapping[str, Any]) -> list[Dims]:
 def _bwd_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
     g, q, k, val, out, lse = (v[n] for n in _BWD_TENSORS)
     dropout_p, is_causal, scale = _options(v, q)
-    if _flash(q, val):
-        L, S = q.shape[2], k.shape[2]
-        # cum_seq_q and cum_seq_k are undefined (None) for tensors that are not nested
-        fg, fq, fk, fv, fo = _last_contiguous(g, q, k, val, out)
-        dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_backward(
-            fg, fq, fk, fv, fo, lse, None, None, L, S, dropout_p, is_causal,
-            v["philox_seed"], v["philox_offset"], scale=scale,
+    backend = _backend(q, k, val, dropout_p, is_causal)
+    if backend == "math":
+        return _math_bwd(g, q, k, val, out, dropout_p, is_causal, scale)
+    L, S = q.shape[2], k.shape[2]
+    fg, fq, fk, fv, fo = _last_contiguous(g, q, k, val, out)
+    if backend == "cudnn":
+        if fg.stride() != fo.stride():  # cuDNN's backward reads both in one layout
+            fg = torch.empty_like(fo).copy_(fg)
+        rng = _no_rng(q.device)
+        dq, dk, dv = torch.ops.aten._scaled_dot_product_cudnn_attention_backward(
+            fg, fq, fk, fv, fo, lse.unsqueeze(-1), rng, rng, None, None, None, L, S, 0.0,
+            is_causal, scale=scale,
         )  # fmt: skip
         return dq, dk, dv
+    if backend == "efficient":
+        rng = torch.zeros((), dtype=torch.int64)
+        dq, dk, dv, _ = torch.ops.aten._scaled_dot_product_efficient_attention_backward(
+            fg, fq, fk, fv, None, fo, _padded_lse(lse), rng, rng, 0.0,
+            [True, True, True, False], is_causal, scale=scale,
+        )  # fmt: skip
+        return dq, dk, dv
+    # cum_seq_q and cum_seq_k are undefined (None) for tensors that are not nested
+    dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+        fg, fq, fk, fv, fo, lse, None, None, L, S, dropout_p, is_causal,
+        v["philox_seed"], v["philox_offset"], scale=scale,
+    )  # fmt: skip
+    return dq, dk, dv
+
+
+def _math_bwd(
+    g: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    val: torch.Tensor,
+    out: torch.Tensor,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     _no_dropout("sdpfa_bwd", dropout_p)
     ct = _math_dtype(q)
     p, _ = _probabilities(q, k, scale, is_causal)
@@ -204,7 +312,7 @@ SDPFA_BWD = library_row(
         _bwd_shape,
         lambda d, attrs: [d["query"], d["key"], d["value"]],
         _bwd_run,
-        "flash attention on the GPU, else the math through matmuls",
+        "the forward's attention kernel's backward on the GPU, else the math through matmuls",
         doc="scaled-dot-product attention, backward",
     )
 )
