@@ -93,7 +93,7 @@ def test_default_normalization_params_are_the_persistent_tile():
     assert (params.mode, params.template, params.block_x, params.block_r) == (
         "persistent",
         "inner",
-        32,
+        16,  # rows of 128 fp32 (512 bytes) in a tile of inner_tile_bytes (8192)
         128,
     ), params
 
