@@ -278,3 +278,80 @@ def test_library_operands_computed_by_reductions_and_normalizations():
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
     kinds = [s[0] for s in _segments(fd, [x, y])]
     assert kinds[-1] == "library" and {"normalization", "reduction"} <= set(kinds)
+
+
+def _heads_fusion(fd, dtype, B, T, H, E, step):
+    """GPT-2's attention around one library call: q, k and v sliced out of a [B, T, 3C]
+    projection (every ``step``-th of their channels), split into heads and transposed,
+    then the output transposed back and merged (C = H * E)."""
+    C = H * E
+    qkv = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=dtype)
+    heads = []
+    for k in range(3):
+        x = fd.ops.slice(qkv, [0, 0, k * C * step], [B, T, (k + 1) * C * step], [1, 1, step])
+        x = fd.ops.reshape(x, [B, T, H, E])
+        heads.append(fd.ops.permute(x, [0, 2, 1, 3]))
+    out, *_ = fd.ops.sdpfa_fwd(*heads, None, True, None)
+    y = fd.ops.reshape(fd.ops.permute(out, [0, 2, 1, 3]), [B, T, C])
+    fd.add_output(fd.ops.mul(y, fd.define_scalar(2.0)))
+
+
+def _heads_reference(qkv, H, E, step):
+    B, T, _ = qkv.shape
+    C = H * E
+    q, k, v = (
+        qkv[:, :, j * C * step : (j + 1) * C * step : step].reshape(B, T, H, E).transpose(1, 2)
+        for j in range(3)
+    )
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), is_causal=True
+    )
+    return (out.transpose(1, 2).reshape(B, T, C) * 2.0).to(qkv.dtype)
+
+
+@pytest.mark.parametrize("tdtype,dtype", DTYPES)
+@pytest.mark.parametrize("step", [1, 2])
+def test_attention_heads_are_views_of_the_projection(tdtype, dtype, step):
+    """q, k and v reach torch as views of the input (no kernel copies them): three view
+    segments, the library call, one kernel for the output; replays make the views again of
+    each call's input."""
+    B, T, H, E = 2, 5, 2, 8
+    with FusionDefinition() as fd:
+        _heads_fusion(fd, dtype, B, T, H, E, step)
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        qkv = torch.randn(B, T, 3 * H * E * step, generator=g).to(tdtype)
+        (out,) = fd.execute([qkv])
+        torch.testing.assert_close(out, _heads_reference(qkv, H, E, step), **_tol(tdtype))
+    executor = fd.executor()
+    assert executor.planned_runs == 1
+    record = executor.plan([qkv])
+    kinds = [s.scheduler for s in record.segments]
+    assert kinds == ["view", "view", "view", "library", "pointwise"], kinds
+    (call,) = [c for c in record.library_calls if "ViewFn" not in repr(c.fn)]
+    for operand in call.args[:3]:  # the views share the input's memory
+        assert operand.untyped_storage().data_ptr() == qkv.untyped_storage().data_ptr()
+    reasons = [s["reason"] for s in fd.segment([qkv]) if s["scheduler"] == "view"]
+    assert all("a view of T0 (slice, reshape, permute), no kernel" in r for r in reasons)
+
+
+def test_a_view_segment_copies_a_reshape_its_strides_cannot_express():
+    """An input stored [T, B, C] and read logically [B, T, C]: merging B and T is no view
+    of its strides, so the view segment copies (torch's reshape); the replay does again."""
+    g = torch.Generator().manual_seed(11)
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float,
+                             stride_order=[1, 2, 0])  # fmt: skip
+        w = _tensor(fd, 2, DataType.Float)
+        flat = fd.ops.reshape(x, [6, 4])
+        fd.add_output(fd.ops.exp(fd.ops.matmul(flat, w)))
+    for _ in range(2):
+        a = torch.randn(3, 2, 4, generator=g).transpose(0, 1)  # [2, 3, 4], B outermost no more
+        b = torch.randn(4, 5, generator=g)
+        (out,) = fd.execute([a, b])
+        torch.testing.assert_close(out, torch.exp(a.reshape(6, 4) @ b), rtol=1e-5, atol=1e-5)
+    assert fd.executor().planned_runs == 1
+    assert [s["scheduler"] for s in fd.segment([a, b])] == ["view", "library", "pointwise"]
+    (view_call, _) = fd.executor().plan([a, b]).library_calls
+    (operand,) = view_call.results  # a copy: not the input's memory
+    assert operand.untyped_storage().data_ptr() != a.untyped_storage().data_ptr()

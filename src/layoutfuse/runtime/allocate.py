@@ -10,11 +10,12 @@ expanded views of a buffer that has size 1 there.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from ..dtypes import to_torch
-from ..ir import Expr, Fusion, TensorView, Val
+from ..ir import Expr, Fusion, Scalar, TensorView, Val
 from .validate import Bindings
 
 
@@ -100,12 +101,16 @@ def view_chain(fusion: Fusion, tv: TensorView, source: TensorView) -> list[Expr]
     return chain[::-1]
 
 
-def make_view(chain: Sequence[Expr], base: torch.Tensor, bindings: Bindings) -> torch.Tensor | None:
+def make_view(
+    chain: Sequence[Expr], base: torch.Tensor, bindings: Any, copy_reshapes: bool = False
+) -> torch.Tensor | None:
     """``base`` through the view ops of ``chain``, or None where one is not a view.
 
     Only ops that never copy are used (``permute``, ``view``, ``unsqueeze``,
-    ``expand``, integer indexing, ``as_strided``), so the result shares ``base``'s
-    memory. A reshape that the actual strides cannot express gives None.
+    ``expand``, integer and slice indexing, ``as_strided``), so the result shares
+    ``base``'s memory. A reshape that the actual strides cannot express gives None, or with
+    ``copy_reshapes`` a copy (torch's ``reshape``). A slice takes constant bounds only.
+    ``bindings``: anything with ``shape(tv)``, the extents of each op's output.
     """
     t = base.as_strided(base.shape, base.stride(), base.storage_offset())
     for expr in chain:
@@ -129,7 +134,14 @@ def make_view(chain: Sequence[Expr], base: torch.Tensor, bindings: Bindings) -> 
             try:
                 t = t.view(tuple(bindings.shape(out)))
             except RuntimeError:
-                return None
+                if not copy_reshapes:
+                    return None
+                t = t.reshape(tuple(bindings.shape(out)))
+        elif name == "slice" and all(
+            isinstance(b, Scalar) and b.is_constant for b in expr.inputs[1:]
+        ):
+            bounds = [b.value for b in expr.inputs[1:] if isinstance(b, Scalar)]
+            t = expr.op.reference(t, *bounds, **expr.attrs)
         else:
             return None
     return t

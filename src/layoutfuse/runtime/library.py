@@ -21,7 +21,32 @@ from ..dtypes import to_torch
 from ..errors import UnsupportedError
 from ..ir import Expr, Scalar, TensorView
 from ..ir.ops.library import row_of
+from .allocate import make_view
 from .launch import TensorArg
+
+
+class ViewFn:
+    """A view segment's call (``segmenter/specs.py:view_spec``): its source tensor through
+    the chain's view ops (``allocate.make_view``, the extents of this call's shapes), or,
+    where the source's strides cannot express a reshape as a view, through torch's
+    ``reshape`` (a copy). Replays call it again on each call's source."""
+
+    def __init__(self, chain: Sequence[Expr], shapes: Sequence[tuple[int, ...]]):
+        self.chain = tuple(chain)
+        self.shapes = {id(e.outputs[0]): tuple(s) for e, s in zip(chain, shapes)}
+
+    def shape(self, tv: TensorView) -> tuple[int, ...]:
+        return self.shapes[id(tv)]
+
+    def __call__(self, base: torch.Tensor) -> list[torch.Tensor]:
+        view = make_view(self.chain, base, self)
+        if view is None:
+            view = make_view(self.chain, base, self, copy_reshapes=True)
+        assert view is not None  # every op of a view segment's chain has a torch form
+        return [view]
+
+    def __repr__(self) -> str:
+        return f"ViewFn({', '.join(e.op.name for e in self.chain)})"
 
 
 class LibraryFn:
@@ -48,7 +73,7 @@ class LibraryCall:
     among them, per result its destination (a fusion output it was copied into) or None,
     the results torch made, and how many kernel launches ran before it."""
 
-    fn: LibraryFn
+    fn: LibraryFn | ViewFn
     args: tuple[Any, ...]
     scalar_slots: tuple[tuple[int, Scalar], ...]
     dests: tuple[Any, ...]
@@ -113,4 +138,4 @@ def call_library(
     return fn, tuple(args), tuple(slots), dests, results
 
 
-__all__ = ["LibraryCall", "LibraryFn", "call_library"]
+__all__ = ["LibraryCall", "LibraryFn", "ViewFn", "call_library"]

@@ -19,7 +19,9 @@ A **library segment** (kind ``"library"``: matmul, linear, attention; ``ir/ops/l
 is a segment kind of its own, not a scheduler: it has no problem, params or kernels, so it
 skips steps 2-6 and calls its row's torch execution with the segment's operands
 (``runtime/library.py``); its ``SegmentRun`` names the scheduler ``"library"`` and its
-call is recorded (``RunRecord.library_calls``) for the replay plan.
+call is recorded (``RunRecord.library_calls``) for the replay plan. A **view segment**
+(kind ``"view"``) makes a library op's operand as a torch view of an input or a library
+result (``library.ViewFn``), recorded the same way.
 
 What a call did comes back as a ``RunRecord`` (the segments, their schedulers, params and
 reasons, and the launches), which the executor keeps as its last run and turns into a
@@ -55,7 +57,7 @@ from ..schedulers.tuning import DEFAULT, Tuning
 from ..segmenter.segments import KernelSpec, segment
 from . import measure
 from .launch import LaunchRecord, argument_values, bind
-from .library import LibraryCall, call_library
+from .library import LibraryCall, ViewFn, call_library
 from .measure import Choice
 from .problems import build_problem
 from .schedule import SCHEDULERS, Scheduler, choose
@@ -179,6 +181,9 @@ class CompiledFusion:
         if spec.kind == "library":
             self._run_library(spec, call)
             return
+        if spec.kind == "view":
+            self._run_view(spec, call)
+            return
         if spec.group is None and any(n == 0 for n in shape_of(spec.root, call.extents)):
             self._fill_empty(spec, call)
             return
@@ -288,6 +293,21 @@ class CompiledFusion:
         call.record.segments.append(SegmentRun(spec, "library", None, None, (), spec.reason))
         call.record.library_calls.append(
             LibraryCall(fn, args, slots, dests, results, len(call.record.launches), elapsed)
+        )
+
+    def _run_view(self, spec: KernelSpec, call: _Call) -> None:
+        """A view segment: a library operand as a torch view of a tensor in memory, no
+        kernel (``library.ViewFn``); recorded as a call, so that replays make it again."""
+        base = call.env[id(spec.memory[0])]
+        outs = [e.outputs[0] for e in spec.exprs]
+        fn = ViewFn(
+            spec.exprs, [shape_of(o, call.extents) for o in outs if isinstance(o, TensorView)]
+        )
+        (view,) = fn(base)
+        call.env[id(spec.root)] = view
+        call.record.segments.append(SegmentRun(spec, "view", None, None, (), spec.reason))
+        call.record.library_calls.append(
+            LibraryCall(fn, (base,), (), (None,), (view,), len(call.record.launches))
         )
 
     def _fill_empty(self, spec: KernelSpec, call: _Call) -> None:

@@ -21,7 +21,10 @@ gets a scan kernel of its own, with its prologue and its pointwise epilogue
 (``segmenter.scans``); its results live in memory for every other kernel. A library op
 (matmul, linear, attention: ``ir/ops/library.py``) is a segment of its own, run through
 torch; the kernels around it read and write its operands and results in memory
-(``segment``). Each cut says why it was made (``Segment.reason``).
+(``segment``), except an operand that view ops alone make of an input or a library
+result (permute, reshape, slice, ...: attention's heads split from a projection), which a
+view segment makes as a torch view, no kernel (``view_spec``). Each cut says why it was
+made (``Segment.reason``).
 
 A normalization kernel carries its fallback plan (``KernelSpec.fallback``, built in
 ``segmenter.specs``), which the runtime takes when the normalization scheduler says its
@@ -55,7 +58,15 @@ from .normalization import (
     xspace_output,
 )
 from .scans import scan_epilogues, scan_specs
-from .specs import KernelSpec, group_spec, kernel_spec, library_spec, reduction_spec
+from .specs import (
+    KernelSpec,
+    group_spec,
+    kernel_spec,
+    library_spec,
+    reduction_spec,
+    view_chain_of,
+    view_spec,
+)
 
 __all__ = ["KernelSpec", "segment", "siblings"]
 
@@ -157,14 +168,20 @@ def segment(
     A library op (matmul, attention: ``ir/ops/library.py``) is a segment of its own
     (``library_spec``): its results are in memory for the kernels after it, as inputs
     are, and the kernels before it store its operands that they compute (in buffers
-    when they are not outputs). The library segment's results are not among the buffers:
-    torch makes them (those that are outputs are copied into their destinations)."""
+    when they are not outputs), unless view ops alone make them of an input or a library
+    result: a view segment each (``view_spec``). The library segment's results are not
+    among the buffers: torch makes them (those that are outputs are copied into their
+    destinations)."""
     library = [e for e in fusion.exprs if e.op.kind is OpKind.LIBRARY]
     results = {id(o) for e in library for o in e.outputs}
     kernel_outputs = [o for o in computed_outputs if id(o) not in results]
     operands = _library_operands(library, fusion, results)
     extra = [t for t in operands if all(t is not o for o in kernel_outputs)]
-    specs, intermediates = _kernel_segments(fusion, kernel_outputs + extra, results, library)
+    in_memory = results | {id(t) for t in fusion.inputs}
+    chains = {id(t): view_chain_of(t, in_memory) for t in extra}
+    views = [view_spec(t, chains[id(t)]) for t in extra if chains[id(t)]]
+    extra = [t for t in extra if not chains[id(t)]]
+    specs, intermediates = _kernel_segments(fusion, kernel_outputs + extra, results, library, views)
     return specs, intermediates + extra
 
 
@@ -184,9 +201,14 @@ def _library_operands(library: list[Expr], fusion: Fusion, results: set[int]) ->
 
 
 def _kernel_segments(
-    fusion: Fusion, computed_outputs: list[TensorView], results: set[int], library: list[Expr]
+    fusion: Fusion,
+    computed_outputs: list[TensorView],
+    results: set[int],
+    library: list[Expr],
+    views: list[KernelSpec],
 ) -> tuple[list[KernelSpec], list[TensorView]]:
-    """The segments of ``segment``: ``results`` (library results) live in memory."""
+    """The segments of ``segment``: ``results`` (library results) live in memory;
+    ``views``: the view segments of library operands."""
     seg = _Segmentation.of(fusion, computed_outputs, results)
     _normalization_groups(seg)
     _chained_groups(seg)
@@ -201,7 +223,7 @@ def _kernel_segments(
     write_specs, write_buffers = _write_specs(seg, memory_ids)
     specs += write_specs
     intermediates += write_buffers
-    specs += [library_spec(e) for e in library]
+    specs += views + [library_spec(e) for e in library]
     scan_kernels, scan_buffers = scan_specs(
         seg.fusion, seg.scans, seg.output_ids, memory_ids, epilogues
     )

@@ -13,18 +13,20 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..analysis.accesses import Access, is_indirect, upstream_accesses, upstream_tensors
+from ..dtypes import is_complex
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
 from ..ir.ops import COORDINATE_OPS
 from ..ir.ops.library import row_of
 from ..ir.ops.movement import MOVEMENT_OPS, index_scalars
 from ..ir.ops.random import N_PARAMS
 from ..ir.ops.random import NAMES as RANDOM_OPS
+from ..ir.ops.shape import VIEW_OPS
 from .normalization import Group, group_reached
 
 
 @dataclass(eq=False)
 class KernelSpec:
-    kind: str  # "pointwise", "reduction", "normalization", "library" or "scan"
+    kind: str  # "pointwise", "reduction", "normalization", "library", "view" or "scan"
     root: TensorView  # the iteration tensor
     exprs: list[Expr]
     memory: list[TensorView]  # pointer arguments: loaded tensors, then stored ones
@@ -195,6 +197,56 @@ def library_spec(e: Expr) -> KernelSpec:
         scalars,
         reason=row_of(e).reason,
         outputs=outputs,
+    )
+
+
+# ops a view segment takes: torch expresses each as a view of its operand (a reshape where
+# the strides allow it; the runtime copies where they do not), a slice of static bounds
+VIEW_SEGMENT_OPS = VIEW_OPS | {"slice"}
+
+
+def view_chain_of(tv: TensorView, in_memory: set[int]) -> list[Expr]:
+    """The exprs that make ``tv`` of a tensor in memory (``in_memory``: ids of inputs and
+    library results) through view ops alone, first to last; [] where there are none."""
+    chain: list[Expr] = []
+    v = tv
+    while id(v) not in in_memory:
+        e = v.definition
+        if (
+            e is None
+            or e.op.name not in VIEW_SEGMENT_OPS
+            or not isinstance(e.inputs[0], TensorView)
+        ):
+            return []
+        if e.op.name == "slice" and not all(
+            isinstance(b, Scalar) and b.is_constant for b in e.inputs[1:]
+        ):
+            return []  # bounds known only at run time
+        if is_complex(v.dtype):
+            return []  # complex tensors run as their real parts
+        chain.append(e)
+        v = e.inputs[0]
+    return chain[::-1]
+
+
+def view_spec(tv: TensorView, chain: list[Expr]) -> KernelSpec:
+    """A view segment: a library op's operand ``tv`` as a torch view of the tensor in
+    memory that ``chain`` (``view_chain_of``) starts from. No kernel: the runtime applies
+    the chain's ops to the tensor (``runtime/library.py:ViewFn``)."""
+    source = chain[0].inputs[0]
+    assert isinstance(source, TensorView)
+    ops = ", ".join(e.op.name for e in chain)
+    return KernelSpec(
+        "view",
+        tv,
+        list(chain),
+        [source, tv],
+        [Access(source, ()), Access(tv, ())],
+        1,
+        0,
+        [],
+        reason=f"a library op's operand: a view of T{source.index} ({ops}), no kernel",
+        outputs=[tv],
     )
 
 
