@@ -86,15 +86,18 @@ def _run(x, ops, dims, tuning, sms=4, order=None):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("op", ["sum", "max", "min"])
 @pytest.mark.parametrize("n1", [200, 203])
-@pytest.mark.parametrize("n0", [127, 6, 39])
+@pytest.mark.parametrize("n0", [127, 6, 39, 4])
 def test_folded_columns_match_torch(n0, n1, op, dtype):
     """Rows of 127 (a fold of 8 in 2 bytes, 4 in fp32), 6 (4 in 2 bytes: 12 bytes; none in
-    fp32: 24 bytes, 8-byte aligned) and 39; 200 rows (whole folds) and 203 (a tail)."""
+    fp32: 24 bytes, 8-byte aligned), 39 and 4 (2 in 2 bytes: 8 bytes); 200 rows (whole
+    folds) and 203 (a tail)."""
     x = _values((n1, n0), dtype)
     _, params, _ = _run(x, [op], [0], _tuning())
     row_bytes = n0 * x.element_size()
     want = 16 // math.gcd(row_bytes, 16)
-    if want < 4:  # rows 8 bytes aligned (fp32 rows of 6) keep their 8-byte loads
+    if want == 1 or (want < 4 and x.element_size() > 2):
+        # rows 16 bytes aligned, or 8 bytes aligned in fp32 (rows of 6): their 8-byte
+        # loads stay; 2-byte rows 8 bytes aligned fold by 2 (16-byte loads of 8 elements)
         assert params.fold == 0, params
         return
     assert params.fold == want and params.finish == "kernel", params
@@ -259,7 +262,8 @@ def test_seeded_draws_match_torch(n0, n1, dtype, op):
     _, params, _ = _run(x, [op], [0], _tuning(), sms=64)
     g = 16 // math.gcd(n0 * x.element_size(), 16)
     assert params.fold in (0, g), params
-    if params.fold == 0 and g > 2 and n1 // g >= ANY_SIZE["fold_min_rows"]:
+    least = 2 if x.element_size() <= 2 else 4
+    if params.fold == 0 and g >= least and n1 // g >= ANY_SIZE["fold_min_rows"]:
         # a fold the plan of the folded problem turned down (not the plain outer template)
         assert params.template != "outer" or params.y_group is not None, params
 

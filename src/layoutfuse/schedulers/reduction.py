@@ -218,9 +218,10 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
     counted loop). 0 where it does not apply: a Welford's loads wider than
     ``fold_welford_max_item`` bytes an element, other groups, a broadcast load, fewer than
     ``fold_min_rows`` folded rows, inputs under ``fold_min_bytes`` (a second launch), and
-    rows already 8 bytes aligned (a fold of 2: the size factors give them 8-byte loads,
-    and the fold's finishing launch and tail cost more than the wider loads save: fp32
-    rows of 2 ran 0.89x, H100 4e4abfc)."""
+    rows already 8 bytes aligned whose loads are wider than ``fold_narrow_item`` (a fold
+    of 2: the size factors give them 8-byte loads, and the fold's finishing launch and
+    tail cost more than the wider loads save: fp32 rows of 2 ran 0.89x, H100 4e4abfc; a
+    fp16 max over rows of 1652 folded by 2 ran 1.56x, H100 97edecc)."""
     if not tuning.fold_rows or p.generic or p.based or len(p.groups) != 2:
         return 0
     x, r = p.groups
@@ -235,7 +236,8 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
     for a in range(p.n_loads):
         row_bytes = x.size * p.vector_bytes(a)
         g = max(g, 16 // math.gcd(row_bytes, 16))
-    if g < tuning.fold_least or r.size // g < tuning.fold_min_rows:
+    least = tuning.fold_least_narrow if widest <= tuning.fold_narrow_item else tuning.fold_least
+    if g < least or r.size // g < tuning.fold_min_rows:
         return 0
     if x.size * g >= 2**31:  # the folded row's extent and stride are 32-bit arguments
         return 0

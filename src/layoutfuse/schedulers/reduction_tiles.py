@@ -74,6 +74,12 @@ class ReductionTuning:
     # factors load as 8-byte vectors), leaving this many folded rows, in inputs of this
     # many bytes (the fold adds a finishing kernel)
     fold_least: int = 4
+    # ... G at least this for loads of at most ``fold_narrow_item`` bytes an element: a
+    # fold of 2 turns their 8-byte loads (4 elements) into 16-byte ones. H100 at 97edecc
+    # (tune-ab30-20261206-97edecc-h100.txt): a fp16 max over rows of 1652 (3304 bytes)
+    # 2248 GB/s folded against 1444; the fp32 folds of 2 in that A/B lost 0.86x and 0.90x
+    fold_least_narrow: int = 2
+    fold_narrow_item: int = 2
     # ... a Welford's of loads at most this many bytes an element: its fold's tail counts
     # per lane and its finish folds three partials a column, more than 4-byte element
     # loads cost (H100 at 08cee37, tune-ab19-20261206-08cee37-h100.txt: a fp32 var_mean
