@@ -355,3 +355,53 @@ def test_a_view_segment_copies_a_reshape_its_strides_cannot_express():
     (view_call, _) = fd.executor().plan([a, b]).library_calls
     (operand,) = view_call.results  # a copy: not the input's memory
     assert operand.untyped_storage().data_ptr() != a.untyped_storage().data_ptr()
+
+
+def test_expanded_and_squeezed_operands_are_views():
+    """A [1, 4, 6] input squeezed to [4, 6] and a [6] bias broadcast to [3, 6, 5]
+    (stride 0 over the batch) reach torch as views of the inputs: two view segments, the
+    matmul, one kernel."""
+    g = torch.Generator().manual_seed(12)
+    a = torch.randn(1, 4, 6, generator=g)
+    b = torch.randn(6, 5, generator=g)
+    with FusionDefinition() as fd:
+        ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
+        sa = fd.ops.squeeze(ta, [0])
+        wb = fd.ops.broadcast_in_dim(tb, shape=[3, 6, 5], broadcast_dims=[1, 2])
+        fd.add_output(fd.ops.relu(fd.ops.matmul(sa, wb)))
+    for _ in range(2):
+        (out,) = fd.execute([a, b])
+        torch.testing.assert_close(out, torch.relu(a[0] @ b.expand(3, 6, 5)), rtol=1e-5, atol=1e-5)
+    assert out.shape == (3, 4, 5)
+    record = fd.executor().plan([a, b])
+    assert [s.scheduler for s in record.segments] == ["view", "view", "library", "pointwise"]
+    views = [c.results[0] for c in record.library_calls if "ViewFn" in repr(c.fn)]
+    assert views[1].stride()[0] == 0  # the expanded batch dim
+    assert fd.executor().planned_runs == 1
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_an_operand_that_is_also_an_output(pinned):
+    """The permuted operand is an output too. Unpinned, the output is a view of the input
+    (the output layout pass) and so is the operand: no kernel at all. Pinned to the input's
+    own order, a kernel stores the output and torch reads that buffer: no view segment."""
+    g = torch.Generator().manual_seed(13)
+    a, b = torch.randn(6, 4, generator=g), torch.randn(6, 5, generator=g)
+    with FusionDefinition() as fd:
+        ta, tb = fd.from_pytorch(a), fd.from_pytorch(b)
+        at = fd.ops.permute(ta, [1, 0])
+        if pinned:
+            fd.add_output(at, stride_order=[1, 0])
+        else:
+            fd.add_output(at)
+        fd.add_output(fd.ops.matmul(at, tb))
+    at_out, mm = fd.execute([a, b])
+    torch.testing.assert_close(at_out, a.t())
+    torch.testing.assert_close(mm, a.t() @ b, rtol=1e-5, atol=1e-5)
+    kinds = [s["scheduler"] for s in fd.segment([a, b])]
+    if pinned:
+        assert kinds == ["pointwise", "library"], kinds
+        assert at_out.stride() == (6, 1)
+    else:
+        assert kinds == ["view", "library"], kinds
+        assert at_out.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
