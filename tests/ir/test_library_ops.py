@@ -263,3 +263,34 @@ def test_efficient_attention_logsumexp_is_padded_to_32_rows():
     assert torch.equal(padded[..., :40], lse[..., :40]) and not padded[..., 40:].any()
     whole = torch.randn(2, 3, 64)
     assert _padded_lse(whole) is whole
+
+
+@pytest.mark.parametrize(
+    "picked,dtype,dropout,want",
+    [
+        ("cudnn", torch.bfloat16, 0.0, "cudnn"),
+        ("cudnn", torch.bfloat16, 0.1, "flash"),  # cuDNN's philox state is not nvFuser's
+        ("efficient", torch.float32, 0.0, "efficient"),
+        ("efficient", torch.float32, 0.1, "math"),  # no flash in fp32: the math refuses it
+        ("flash", torch.float16, 0.1, "flash"),
+        ("math", torch.float16, 0.0, "flash"),  # flash takes these operands
+        ("math", torch.float32, 0.0, "math"),
+    ],
+)
+def test_the_attention_kernel_follows_torchs_pick(monkeypatch, picked, dtype, dropout, want):
+    """``_backend`` on the GPU: torch's pick where the outputs carry its backward's state
+    (no dropout for cuDNN and the memory-efficient kernel), else flash where it takes the
+    operands, else the math. (Operands on "meta" stand in for CUDA tensors here.)"""
+    from layoutfuse.ir.ops import attention
+
+    q = torch.empty(2, 3, 16, 64, dtype=dtype, device="meta")
+    monkeypatch.setattr(attention, "_torch_choice", lambda *a: picked)
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda t: True))
+    assert attention._backend(q, q, q, dropout, True) == want
+
+
+def test_the_attention_kernel_on_the_cpu_is_the_math():
+    from layoutfuse.ir.ops import attention
+
+    q = torch.empty(2, 3, 16, 64, dtype=torch.bfloat16)
+    assert attention._backend(q, q, q, 0.0, False) == "math"
