@@ -405,3 +405,80 @@ def test_an_operand_that_is_also_an_output(pinned):
     else:
         assert kinds == ["view", "library"], kinds
         assert at_out.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+
+
+def _planned(fd):
+    (plan,) = fd.executor()._plans.values()
+    return plan
+
+
+def test_a_library_result_that_is_an_output_is_returned_as_torch_made_it():
+    """matmul's row-major result is laid out as its output: returned, not copied into a
+    buffer of its own; the kernel after it reads it; replays return each call's result
+    (a new tensor per call) with the new data."""
+    with FusionDefinition() as fd:
+        t0, t1 = _tensor(fd, 2, DataType.Float), _tensor(fd, 2, DataType.Float)
+        m = fd.ops.matmul(t0, t1)
+        fd.add_output(m)
+        fd.add_output(fd.ops.exp(m))
+    seen = []
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        a, b = torch.randn(4, 6, generator=g), torch.randn(6, 5, generator=g)
+        mm, e = fd.execute([a, b])
+        torch.testing.assert_close(mm, a @ b, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(e, torch.exp(a @ b), rtol=1e-5, atol=1e-5)
+        assert mm.stride() == (5, 1)
+        seen.append(mm.untyped_storage().data_ptr())
+    assert fd.executor().planned_runs == 1
+    plan = _planned(fd)
+    assert plan.bound == {0: 0} and "out0.copy_" not in plan.source, plan.source
+    assert len(set(seen)) == 3  # each call's own result
+
+
+def test_a_library_result_laid_out_otherwise_is_copied_into_its_output():
+    """The output pinned column-major: torch's row-major result is copied into it."""
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(4, 6, generator=g), torch.randn(6, 5, generator=g)
+    with FusionDefinition() as fd:
+        t0, t1 = _tensor(fd, 2, DataType.Float), _tensor(fd, 2, DataType.Float)
+        fd.add_output(fd.ops.matmul(t0, t1), stride_order=[0, 1])
+    for _ in range(2):
+        (mm,) = fd.execute([a, b])
+        torch.testing.assert_close(mm, a @ b, rtol=1e-5, atol=1e-5)
+        assert mm.stride() == (1, 4)
+    plan = _planned(fd)
+    assert plan.bound == {} and "out0.copy_" in plan.source
+
+
+def test_a_library_result_returned_twice_is_copied():
+    """The same result added as two outputs: two buffers of their own, both filled."""
+    g = torch.Generator().manual_seed(4)
+    a, b = torch.randn(3, 4, generator=g), torch.randn(4, 2, generator=g)
+    with FusionDefinition() as fd:
+        t0, t1 = _tensor(fd, 2, DataType.Float), _tensor(fd, 2, DataType.Float)
+        m = fd.ops.matmul(t0, t1)
+        fd.add_output(m)
+        fd.add_output(m)
+    for _ in range(2):
+        x, y = fd.execute([a, b])
+        torch.testing.assert_close(x, a @ b, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(y, a @ b, rtol=1e-5, atol=1e-5)
+        assert x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr()
+
+
+def test_attention_results_kept_for_the_backward_are_returned_as_made():
+    """The forward's output, logsumexp and philox state as outputs (as Thunder keeps them
+    for the backward): each is returned as the library call made it."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 2, 4, 8, generator=g) for _ in range(3))
+    with FusionDefinition() as fd:
+        tq, tk, tv = (_tensor(fd, 4, DataType.Float) for _ in range(3))
+        for t in fd.ops.sdpfa_fwd(tq, tk, tv, None, True, None):
+            fd.add_output(t)
+    for _ in range(2):
+        out, lse, seed, offset = fd.execute([q, k, v])
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+        assert lse.shape == (1, 2, 4) and seed.shape == (2,) and offset.shape == ()
+    assert _planned(fd).bound == {0: 0, 1: 1, 2: 2, 3: 3}

@@ -79,6 +79,7 @@ class FusionExecutor:
         self._guarded: Callable[..., list[Any] | None] = no_plan
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
         self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
+        self._bindable: frozenset[int] | None = None  # see ``_bindable_outputs``
         # 0-dim tensor inputs (Thunder's is_cpu scalars): only then does a call look for CPU
         # scalars to move beside GPU inputs (``cpu_scalars_to_device``), off the cached path
         self._scalar_tensors = any(
@@ -291,11 +292,37 @@ class FusionExecutor:
         }
         # cast: the extents are the dict validate_inputs built (Bindings shows it read-only)
         extents = cast(dict[int, int], bindings.extents)
-        record = compiled.run(tensors, extents, scalars, bindings.device, launch, profile)
+        # only a planned call binds (the complex lowering's parts are views: never)
+        bindable = self._bindable_outputs() if plan_args is not None else frozenset()
+        record = compiled.run(tensors, extents, scalars, bindings.device, launch, profile, bindable)
+        for pos, spec in enumerate(self.fusion.outputs):  # library results returned as made
+            if id(spec.value) in record.bound:
+                outputs[pos] = record.bound[id(spec.value)]
         if launch:
             for dst, src in late_copies:
                 writable(dst).copy_(writable_source(dst, src))
         return record, late_copies
+
+    def _bindable_outputs(self) -> frozenset[int]:
+        """Ids of the outputs whose destination a library result may replace: computed
+        outputs that appear once, write no input (no alias) and that no other output is a
+        view of (``library.call_library`` checks the result's layout)."""
+        if self._bindable is None:
+            layouts = self.output_layouts()
+            values = [spec.value for spec in self.fusion.outputs]
+            viewed = {lay.view_of_output for lay in layouts.values() if lay.kind == "view"}
+            inputs = {id(v) for v in self.fusion.inputs}
+            self._bindable = frozenset(
+                id(tv)
+                for pos, (tv, spec) in enumerate(zip(values, self.fusion.outputs))
+                if isinstance(tv, TensorView)
+                and spec.alias_input is None
+                and sum(v is tv for v in values) == 1
+                and pos not in viewed
+                and id(tv) not in inputs
+                and getattr(layouts.get(pos), "kind", None) != "view"
+            )
+        return self._bindable
 
     def _run_lowered(
         self,

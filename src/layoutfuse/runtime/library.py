@@ -21,7 +21,7 @@ from ..dtypes import to_torch
 from ..errors import UnsupportedError
 from ..ir import Expr, Scalar, TensorView
 from ..ir.ops.library import row_of
-from .allocate import make_view
+from .allocate import make_view, same_storage
 from .launch import TensorArg
 
 
@@ -99,13 +99,18 @@ def call_library(
     shapes: Sequence[tuple[int, ...]],
     launch: bool,
     empty: Any,
+    bindable: frozenset[int] = frozenset(),
+    bound: dict[int, torch.Tensor] | None = None,
 ) -> tuple[
     LibraryFn, tuple[Any, ...], tuple[tuple[int, Scalar], ...], tuple[Any, ...], tuple[Any, ...]
 ]:
     """Run ``expr`` (``launch``; else make empty results of the outputs' ``shapes`` with
     ``empty(shape, dtype)``), writing its results into ``env``: copied into the
-    destinations already there, bound otherwise. Returns the call's function, arguments,
-    scalar slots, destinations and results."""
+    destinations already there, bound otherwise. A result whose output is in ``bindable``
+    (ids of outputs the executor may return as torch made them) and that is laid out as
+    its destination is not copied: it replaces the destination (in ``bound``, by the
+    output's id; its destination in the returned ones becomes None). Returns the call's
+    function, arguments, scalar slots, destinations and results."""
     fn = LibraryFn(expr)
     args: list[Any] = []
     slots: list[tuple[int, Scalar]] = []
@@ -125,7 +130,8 @@ def call_library(
         results = tuple(fn(*args))
     else:
         results = tuple(empty(s, o.dtype) for s, o in zip(shapes, expr.outputs))
-    for o, shape, dst, r in zip(expr.outputs, shapes, dests, results):
+    kept = list(dests)
+    for k, (o, shape, dst, r) in enumerate(zip(expr.outputs, shapes, dests, results)):
         if tuple(r.shape) != tuple(shape):
             raise UnsupportedError(
                 f"{expr!r}: torch returned shape {tuple(r.shape)} for T{o.index}, "
@@ -133,9 +139,27 @@ def call_library(
             )
         if dst is None:
             env[id(o)] = r
+        elif (
+            launch and bound is not None and id(o) in bindable and _bindable(r, dst, args, results)
+        ):
+            env[id(o)] = bound[id(o)] = r
+            kept[k] = None
         elif launch:
             dst.copy_(r)
-    return fn, tuple(args), tuple(slots), dests, results
+    return fn, tuple(args), tuple(slots), tuple(kept), results
+
+
+def _bindable(
+    r: torch.Tensor, dst: torch.Tensor, args: Sequence[Any], results: Sequence[Any]
+) -> bool:
+    """Whether torch's result ``r`` can be returned in place of ``dst``: the same shape,
+    strides, dtype and device (the output's layout as its rules chose it), memory of its
+    own (no operand's, no other result's)."""
+    if (r.shape, r.stride(), r.dtype, r.device) != (dst.shape, dst.stride(), dst.dtype, dst.device):
+        return False
+    others = [a for a in args if isinstance(a, torch.Tensor)]
+    others += [x for x in results if isinstance(x, torch.Tensor) and x is not r]
+    return not any(same_storage(r, x) for x in others)
 
 
 __all__ = ["LibraryCall", "LibraryFn", "ViewFn", "call_library"]

@@ -97,6 +97,9 @@ class RunRecord:
     segments: list[SegmentRun] = field(default_factory=list)
     launches: list[LaunchRecord] = field(default_factory=list)
     library_calls: list[LibraryCall] = field(default_factory=list)  # in run order
+    # outputs a library call's results replaced (by the output's TensorView id): the
+    # executor returns these tensors for them (``library.call_library``)
+    bound: dict[int, torch.Tensor] = field(default_factory=dict)
 
     @property
     def params(self) -> list[Any]:
@@ -128,6 +131,7 @@ class _Call:
     launch: bool
     profile: bool = False
     record: RunRecord = field(default_factory=RunRecord)
+    bindable: frozenset[int] = frozenset()  # outputs a library result may replace
 
 
 class CompiledFusion:
@@ -161,13 +165,16 @@ class CompiledFusion:
         device: torch.device,
         launch: bool = True,
         profile: bool = False,
+        bindable: frozenset[int] = frozenset(),
     ) -> RunRecord:
         """Run every segment on ``tensors`` (inputs and destinations by TensorView id);
         ``launch=False`` plans, emits and binds without launching (meta tensors too);
         ``profile``: each launch's time is measured (CUDA events on the GPU, the host's
-        clock around the interpreter on the CPU)."""
+        clock around the interpreter on the CPU); ``bindable``: ids of the outputs whose
+        destination a library result laid out the same way may replace (``record.bound``)."""
         info = self.target or device_info(device)
         call = _Call(dict(tensors), extents, scalars, device, info, launch, profile)
+        call.bindable = bindable
         for tv in self.intermediates:
             call.env[id(tv)] = self._empty(shape_of(tv, extents), tv.dtype, device)
         for spec in self.specs:
@@ -288,6 +295,8 @@ class CompiledFusion:
             shapes,
             call.launch,
             lambda shape, dtype: self._empty(shape, dtype, call.device),
+            call.bindable,
+            call.record.bound,
         )
         elapsed = timer.stop() if timer is not None else None
         call.record.segments.append(SegmentRun(spec, "library", None, None, (), spec.reason))

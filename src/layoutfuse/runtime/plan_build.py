@@ -54,6 +54,8 @@ def build_plan(
     written = {id(a) for r in log for a in r.args if isinstance(a, torch.Tensor)}
     written |= {id(dst) for dst, _ in copies}
     written |= {id(d) for c in library_calls for d in c.dests if d is not None}
+    # library results returned as made (``library.call_library``): outputs of their own
+    written |= {id(r) for c in library_calls for d, r in zip(c.dests, c.results) if d is None}
     # a complex output whose parts a launch writes (``parts``: by returned position)
     written |= {id(returned[parts[a][1]]) for a in written if a in parts and parts[a][0] == "out"}
     out_ids: dict[int, int] = {}
@@ -103,13 +105,15 @@ def build_plan(
         out_ids[id(t)] = j
     made: dict[int, int] = {}  # id of a library call's result -> its made number
 
+    bound: dict[int, int] = {}  # returned output j -> the made result it is
+
     def ref(t: torch.Tensor) -> Ref:
         if id(t) in in_ids:
             return ("in", in_ids[id(t)])
+        if id(t) in made:  # (before "out": a made result returned as an output)
+            return ("made", made[id(t)])
         if id(t) in out_ids:
             return ("out", out_ids[id(t)])
-        if id(t) in made:
-            return ("made", made[id(t)])
         if id(t) in parts:
             return ("part", parts[id(t)])
         return _scratch_or_kept(t, kept, scratch)
@@ -161,6 +165,8 @@ def build_plan(
                 else:
                     made[id(r)] = len(made)
                     results.append(("made", made[id(r)]))
+                    if id(r) in out_ids:  # an output returned as the call made it
+                        bound[out_ids[id(r)]] = made[id(r)]
             launches.append(PlannedCall(c.fn, tuple(spec), tuple(results)))
         return True
 
@@ -196,9 +202,13 @@ def build_plan(
         if 0 in dst.stride() and dst.numel() > 1:
             return None  # an expanded destination: the executor copies its first elements
         planned_copies.append((ref(dst), ref(src)))
+    if any(k in bound for k, *_ in output_views.values()) or any(
+        r == ("out", j) for copy in planned_copies for r in copy for j in bound
+    ):
+        return None  # a view or a copy of an output made between the launches
     outputs = [
         None
-        if j in views or j in output_views or j in scalar_outputs
+        if j in views or j in output_views or j in scalar_outputs or j in bound
         else (tuple(t.shape), t.stride(), t.dtype, t.device)
         for j, t in enumerate(returned)
     ]
@@ -212,6 +222,7 @@ def build_plan(
         copies=planned_copies,
         scalar_outputs=scalar_outputs,
         index_checks=index_checks,
+        bound=bound,
     )
 
 

@@ -110,8 +110,8 @@ class PlannedCall:
 @dataclass
 class LaunchPlan:
     # per returned output: (shape, strides, dtype, device) of a new buffer, or None for a
-    # view of an input (``views``) or of another output (``output_views``) or a scalar
-    # output (``scalar_outputs``)
+    # view of an input (``views``) or of another output (``output_views``), a scalar
+    # output (``scalar_outputs``) or a library call's result (``bound``)
     outputs: list[tuple[Any, ...] | None]
     launches: list[PlannedLaunch | PlannedCall]  # in run order
     tensor_inputs: list[bool]  # per input, whether it is a tensor (a scalar as 0-dim: .item())
@@ -131,6 +131,9 @@ class LaunchPlan:
     scalar_outputs: dict[int, tuple[Any, torch.dtype]] = field(default_factory=dict)
     # host-side bounds checks of indexed reads of CPU index inputs, made before the launches
     index_checks: tuple[IndexCheck, ...] = ()
+    # returned output j -> the library call's result k it is (``("made", k)``): returned
+    # as the call made it, no buffer of its own
+    bound: dict[int, int] = field(default_factory=dict)
     # replay(inputs) -> new outputs, every launch replayed: compiled from ``source``
     replay: Callable[[Any], list[torch.Tensor]] = field(init=False, repr=False)
     source: str = field(init=False, repr=False)
@@ -191,6 +194,8 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     for k, fn in sorted(hosts.items()):
         body.append(f"host{k} = {name('host_fn', fn)}(inputs)")
     for j, out in enumerate(plan.outputs):
+        if j in plan.bound:
+            continue  # made by its library call, returned as it is
         if j in plan.scalar_outputs:
             value, dtype = plan.scalar_outputs[j]
             env["scalar_tensor"] = torch.tensor
@@ -284,7 +289,10 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         body += calls
     for (to_kind, to), (from_kind, frm) in plan.copies:
         body.append(f"{_arg_source(to_kind, to, name)}.copy_({_arg_source(from_kind, frm, name)})")
-    body.append(f"return [{', '.join(f'out{j}' for j in range(len(plan.outputs)))}]")
+    returned = [
+        f"made{plan.bound[j]}" if j in plan.bound else f"out{j}" for j in range(len(plan.outputs))
+    ]
+    body.append(f"return [{', '.join(returned)}]")
     return "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body), env
 
 
