@@ -269,3 +269,36 @@ def test_four_processes_cold_start_on_one_empty_cache_dir(tmp_path):
     assert results == [(True, [])] * 4
     entries = sorted(p.name for p in cache_dir.iterdir())
     assert entries and all(name.startswith("kernel_") and name.endswith(".py") for name in entries)
+
+
+def test_threads_replay_library_calls_with_views_and_returned_results():
+    """A matmul of a sliced, transposed input (a view segment), its result returned as
+    torch made it and read by the kernel after it: 8 threads replay it 25 times each on
+    inputs of their own; every call gets its own views and results."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        w = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        xt = fd.ops.permute(fd.ops.slice(x, [0, 2], [6, 10], [1, 2]), [1, 0])  # [4, 6]
+        m = fd.ops.matmul(xt, w)
+        fd.add_output(m)
+        fd.add_output(fd.ops.tanh(m))
+
+    def inputs(k: int) -> list[torch.Tensor]:
+        g = torch.Generator().manual_seed(k)
+        return [torch.randn(6, 12, generator=g), torch.randn(6, 5, generator=g)]
+
+    def right(k: int) -> bool:
+        a, b = inputs(k)
+        m, t = fd.execute([a, b])
+        want = a[:, 2:10:2].t() @ b
+        return torch.allclose(m, want, atol=1e-5) and torch.allclose(t, torch.tanh(want), atol=1e-5)
+
+    assert right(0)
+
+    def work(t: int) -> list[int]:
+        return [k for k in range(100 + 25 * t, 125 + 25 * t) if not right(k)]
+
+    assert _in_threads(work) == [[]] * 8
+    assert fd.executor().planned_runs == 1
+    (plan,) = fd.executor()._plans.values()
+    assert plan.bound == {0: 1}  # the matmul's result (made after the view's)
