@@ -15,7 +15,8 @@ from typing import Any
 import torch
 
 from ..dtypes import to_torch
-from ..ir import Expr, Fusion, Scalar, TensorView, Val
+from ..ir import Expr, Fusion, TensorView, Val
+from ..ir.ops.movement import static_slice_bounds
 from .validate import Bindings
 
 
@@ -137,10 +138,7 @@ def make_view(
                 if not copy_reshapes:
                     return None
                 t = t.reshape(tuple(bindings.shape(out)))
-        elif name == "slice" and all(
-            isinstance(b, Scalar) and b.is_constant for b in expr.inputs[1:]
-        ):
-            bounds = [b.value for b in expr.inputs[1:] if isinstance(b, Scalar)]
+        elif name == "slice" and (bounds := static_slice_bounds(expr)) is not None:
             t = expr.op.reference(t, *bounds, **expr.attrs)
         else:
             return None

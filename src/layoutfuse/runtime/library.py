@@ -39,9 +39,7 @@ class ViewFn:
         return self.shapes[id(tv)]
 
     def __call__(self, base: torch.Tensor) -> list[torch.Tensor]:
-        view = make_view(self.chain, base, self)
-        if view is None:
-            view = make_view(self.chain, base, self, copy_reshapes=True)
+        view = make_view(self.chain, base, self, copy_reshapes=True)
         assert view is not None  # every op of a view segment's chain has a torch form
         return [view]
 

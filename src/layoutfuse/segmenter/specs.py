@@ -17,7 +17,7 @@ from ..dtypes import is_complex
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
 from ..ir.ops import COORDINATE_OPS
 from ..ir.ops.library import row_of
-from ..ir.ops.movement import MOVEMENT_OPS, index_scalars
+from ..ir.ops.movement import MOVEMENT_OPS, index_scalars, static_slice_bounds
 from ..ir.ops.random import N_PARAMS
 from ..ir.ops.random import NAMES as RANDOM_OPS
 from ..ir.ops.shape import VIEW_OPS
@@ -218,9 +218,7 @@ def view_chain_of(tv: TensorView, in_memory: set[int]) -> list[Expr]:
             or not isinstance(e.inputs[0], TensorView)
         ):
             return []
-        if e.op.name == "slice" and not all(
-            isinstance(b, Scalar) and b.is_constant for b in e.inputs[1:]
-        ):
+        if e.op.name == "slice" and static_slice_bounds(e) is None:
             return []  # bounds known only at run time
         if is_complex(v.dtype):
             return []  # complex tensors run as their real parts

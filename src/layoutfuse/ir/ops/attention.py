@@ -269,7 +269,7 @@ def _bwd_run(v: Mapping[str, Any], attrs: Mapping[str, Any]) -> tuple[torch.Tens
         )  # fmt: skip
         return dq, dk, dv
     if backend == "efficient":
-        rng = torch.zeros((), dtype=torch.int64)
+        rng = _no_rng(torch.device("cpu"))  # the kernel's philox state lives on the host
         dq, dk, dv, _ = torch.ops.aten._scaled_dot_product_efficient_attention_backward(
             fg, fq, fk, fv, None, fo, _padded_lse(lse), rng, rng, 0.0,
             [True, True, True, False], is_causal, scale=scale,

@@ -204,6 +204,15 @@ def slice_(
     return out
 
 
+def static_slice_bounds(e: Expr) -> list[Any] | None:
+    """A slice expr's bound inputs as values (what ``_slice_ref`` takes after the tensor),
+    or None where one is known only at run time."""
+    bounds = e.inputs[1:]
+    if not all(isinstance(b, Scalar) and b.is_constant for b in bounds):
+        return None
+    return [b.value for b in bounds if isinstance(b, Scalar)]
+
+
 def index_scalars(e: Expr) -> tuple[Any, ...]:
     """The inputs of a movement expr that its kernel reads (its index map's scalars, a
     pad's fill and widths): the runtime ones are kernel arguments."""
@@ -490,4 +499,5 @@ __all__ = [
     "select",
     "slice_",
     "slice_range",
+    "static_slice_bounds",
 ]
