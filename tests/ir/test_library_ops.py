@@ -292,5 +292,5 @@ def test_the_attention_kernel_follows_torchs_pick(monkeypatch, picked, dtype, dr
 def test_the_attention_kernel_on_the_cpu_is_the_math():
     from layoutfuse.ir.ops import attention
 
-    q = torch.empty(2, 3, 16, 64, dtype=torch.bfloat16)
+    q = torch.empty(2, 3, 16, 64, dtype=torch.bfloat16, device="cpu")
     assert attention._backend(q, q, q, 0.0, False) == "math"

@@ -469,7 +469,10 @@ def test_a_library_result_returned_twice_is_copied():
 
 def test_attention_results_kept_for_the_backward_are_returned_as_made():
     """The forward's output, logsumexp and philox state as outputs (as Thunder keeps them
-    for the backward): each is returned as the library call made it."""
+    for the backward): each is returned as the library call made it, in the layout torch's
+    kernel gives it (on the GPU the memory-efficient kernel's output is [B, L, H, E] in
+    memory and its logsumexp a slice of a padded one: ``F.scaled_dot_product_attention``'s
+    own strides, no copy)."""
     g = torch.Generator().manual_seed(5)
     q, k, v = (torch.randn(1, 2, 4, 8, generator=g) for _ in range(3))
     with FusionDefinition() as fd:
@@ -480,5 +483,6 @@ def test_attention_results_kept_for_the_backward_are_returned_as_made():
         out, lse, seed, offset = fd.execute([q, k, v])
         ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+        assert out.stride() == ref.stride()
         assert lse.shape == (1, 2, 4) and seed.shape == (2,) and offset.shape == ()
     assert _planned(fd).bound == {0: 0, 1: 1, 2: 2, 3: 3}

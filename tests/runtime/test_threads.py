@@ -283,9 +283,13 @@ def test_threads_replay_library_calls_with_views_and_returned_results():
         fd.add_output(m)
         fd.add_output(fd.ops.tanh(m))
 
+    device = torch.empty(0).device  # the suite's device: threads do not inherit it
+
     def inputs(k: int) -> list[torch.Tensor]:
         g = torch.Generator().manual_seed(k)
-        return [torch.randn(6, 12, generator=g), torch.randn(6, 5, generator=g)]
+        return [
+            torch.randn(r, c, generator=g, device="cpu").to(device) for r, c in ((6, 12), (6, 5))
+        ]
 
     def right(k: int) -> bool:
         a, b = inputs(k)

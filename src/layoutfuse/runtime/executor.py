@@ -25,7 +25,7 @@ bookkeeping without generated kernels, for tests of those.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import torch
@@ -79,7 +79,7 @@ class FusionExecutor:
         self._guarded: Callable[..., list[Any] | None] = no_plan
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
         self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
-        self._bindable: frozenset[int] | None = None  # see ``_bindable_outputs``
+        self._bindable: Mapping[int, bool] | None = None  # see ``_bindable_outputs``
         # 0-dim tensor inputs (Thunder's is_cpu scalars): only then does a call look for CPU
         # scalars to move beside GPU inputs (``cpu_scalars_to_device``), off the cached path
         self._scalar_tensors = any(
@@ -293,7 +293,7 @@ class FusionExecutor:
         # cast: the extents are the dict validate_inputs built (Bindings shows it read-only)
         extents = cast(dict[int, int], bindings.extents)
         # only a planned call binds (the complex lowering's parts are views: never)
-        bindable = self._bindable_outputs() if plan_args is not None else frozenset()
+        bindable = self._bindable_outputs() if plan_args is not None else {}
         record = compiled.run(tensors, extents, scalars, bindings.device, launch, profile, bindable)
         for pos, spec in enumerate(self.fusion.outputs):  # library results returned as made
             if id(spec.value) in record.bound:
@@ -303,17 +303,20 @@ class FusionExecutor:
                 writable(dst).copy_(writable_source(dst, src))
         return record, late_copies
 
-    def _bindable_outputs(self) -> frozenset[int]:
-        """Ids of the outputs whose destination a library result may replace: computed
+    def _bindable_outputs(self) -> Mapping[int, bool]:
+        """The outputs whose destination a library result may replace, by id: computed
         outputs that appear once, write no input (no alias) and that no other output is a
-        view of (``library.call_library`` checks the result's layout)."""
+        view of. The value says whether the result's strides are free: an output whose
+        layout the user did not pin takes the layout torch made (attention's output as its
+        kernel lays it out, as ``F.scaled_dot_product_attention`` returns it); a pinned one
+        only a result laid out as pinned (``library.call_library`` checks)."""
         if self._bindable is None:
             layouts = self.output_layouts()
             values = [spec.value for spec in self.fusion.outputs]
             viewed = {lay.view_of_output for lay in layouts.values() if lay.kind == "view"}
             inputs = {id(v) for v in self.fusion.inputs}
-            self._bindable = frozenset(
-                id(tv)
+            self._bindable = {
+                id(tv): getattr(layouts.get(pos), "kind", None) in ("inferred", "row_major")
                 for pos, (tv, spec) in enumerate(zip(values, self.fusion.outputs))
                 if isinstance(tv, TensorView)
                 and spec.alias_input is None
@@ -321,7 +324,7 @@ class FusionExecutor:
                 and pos not in viewed
                 and id(tv) not in inputs
                 and getattr(layouts.get(pos), "kind", None) != "view"
-            )
+            }
         return self._bindable
 
     def _run_lowered(

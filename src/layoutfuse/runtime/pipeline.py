@@ -36,7 +36,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,7 +131,8 @@ class _Call:
     launch: bool
     profile: bool = False
     record: RunRecord = field(default_factory=RunRecord)
-    bindable: frozenset[int] = frozenset()  # outputs a library result may replace
+    # outputs a library result may replace, by id: whether its strides are free
+    bindable: Mapping[int, bool] = field(default_factory=dict)
 
 
 class CompiledFusion:
@@ -165,16 +166,17 @@ class CompiledFusion:
         device: torch.device,
         launch: bool = True,
         profile: bool = False,
-        bindable: frozenset[int] = frozenset(),
+        bindable: Mapping[int, bool] | None = None,
     ) -> RunRecord:
         """Run every segment on ``tensors`` (inputs and destinations by TensorView id);
         ``launch=False`` plans, emits and binds without launching (meta tensors too);
         ``profile``: each launch's time is measured (CUDA events on the GPU, the host's
-        clock around the interpreter on the CPU); ``bindable``: ids of the outputs whose
-        destination a library result laid out the same way may replace (``record.bound``)."""
+        clock around the interpreter on the CPU); ``bindable``: the outputs whose destination
+        a library result may replace (``record.bound``), by id: whether any strides do
+        (``FusionExecutor._bindable_outputs``)."""
         info = self.target or device_info(device)
         call = _Call(dict(tensors), extents, scalars, device, info, launch, profile)
-        call.bindable = bindable
+        call.bindable = bindable or {}
         for tv in self.intermediates:
             call.env[id(tv)] = self._empty(shape_of(tv, extents), tv.dtype, device)
         for spec in self.specs:
