@@ -21,7 +21,7 @@ KERNELS = {
     "layer_norm-fp32-fwd": {"forward": [1]},
     "layer_norm-fp32-fwd_bwd": {"forward": [1], "backward": [2]},
     "softmax-fp32-fwd_bwd": {"forward": [1], "backward": [1]},
-    "bias_gelu-fp32-fwd_bwd": {"forward": [1], "backward": [2]},
+    "bias_gelu-fp32-fwd_bwd": {"forward": [1], "backward": [1]},
     # the log-sum-exp, the target's logit and the mean in one normalization kernel
     "cross_entropy-fp32-fwd": {"forward": [2]},
 }

@@ -57,8 +57,9 @@ KERNELS = {
     ("rms_norm", "bf16"): ([1], [2]),
     ("softmax", "fp32"): ([1], [1]),
     ("softmax", "bf16"): ([1], [1]),
-    ("bias_gelu", "fp32"): ([1], [2]),
-    ("bias_gelu", "bf16"): ([1], [2]),
+    # dgelu stored from the loop of the bias grad's sum (bf16: the sum's cast after it)
+    ("bias_gelu", "fp32"): ([1], [1]),
+    ("bias_gelu", "bf16"): ([1], [1]),
     ("gelu_mlp", "fp32"): ([1], [1]),
     ("gelu_mlp", "bf16"): ([1], [1]),
 }

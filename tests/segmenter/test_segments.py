@@ -246,16 +246,31 @@ def test_an_upstream_output_listed_first_is_stored_by_the_downstream_kernel():
 
 
 def test_a_pointwise_output_beside_a_reduction_says_so():
-    """exp(x) is an output, and so is the sum of it: the pointwise kernel does not come
-    after the reduction, and its reason says beside."""
+    """exp(y) is an output, and so is the sum of x (other coordinates): the pointwise
+    kernel does not come after the reduction, and its reason says beside."""
+
+    def body(x, y):
+        return [api.exp(y), api.sum(x, [0])]
+
+    specs, _ = cut(build((2, 2), body))
+    reasons = [s.reason for s in specs if s.kind == "pointwise"]
+    assert reasons == ["pointwise work beside the reductions"], reasons
+
+
+def test_a_pointwise_output_of_the_reduction_input_is_stored_from_its_loop():
+    """exp(x) is an output, and so is the sum of it: one reduction kernel stores both, its
+    pointwise kernel only in its fallback plan."""
 
     def body(x):
         e = api.exp(x)
         return [e, api.sum(e, [0])]
 
-    specs, _ = cut(build((2,), body))
-    reasons = [s.reason for s in specs if s.kind == "pointwise"]
-    assert reasons == ["pointwise work beside the reductions"], reasons
+    (spec,), _ = cut(build((2,), body))
+    assert spec.kind == "reduction" and [o.index for o in spec.loop_stores] == [
+        spec.outputs[-1].index
+    ]
+    assert "from its loop" in spec.reason
+    assert [s.kind for s in spec.fallback] == ["pointwise", "reduction"]
 
 
 # --- every fusion -------------------------------------------------------------------------------------

@@ -398,7 +398,8 @@ class _ReductionEmitter:
     def _load_values(
         self, ridx: dict[int, str], mask: str, fixed: dict[int, str]
     ) -> list[str | None]:
-        """Loads at one R tile and the fused prologue; returns the values to reduce (None
+        """Loads at one R tile and the fused prologue, and the loop stores (outputs of the
+        tile's coordinates, ``KernelSpec.loop_stores``); returns the values to reduce (None
         for an online sum, whose terms come with its max). ``fixed``: offsets given for
         some accesses (the aligned loop's row loads)."""
         offsets = self._tile_offsets(ridx, fixed)
@@ -413,9 +414,16 @@ class _ReductionEmitter:
                 self.params.index64,
             )
         load_all(ve, self.spec)
-        return [
+        values = [
             None if id(red) in self.online else ve.value(red.inputs[0], ()) for red in self.reds
         ]
+        first = self.spec.n_loads + len(self.spec.results)
+        for j, out in enumerate(self.spec.loop_stores):  # outputs of these coordinates
+            self.w.line(
+                f"tl.store({self.ptr_of[id(out)]} + {offsets[first + j]}, "
+                f"{storage_cast(ve.value(out, ()), out.dtype)}, mask={mask})"
+            )
+        return values
 
     def _tile_offsets(
         self, ridx: dict[int, str], fixed: dict[int, str] | None = None

@@ -279,8 +279,9 @@ class CompiledFusion:
         for tv in spec.fallback_buffers:
             if id(tv) not in call.env:
                 call.env[id(tv)] = self._empty(shape_of(tv, call.extents), tv.dtype, call.device)
-        # the rejection by the scheduler of the segment's own kind (normalization, scan)
-        kind = "scan" if spec.scan is not None else "normalization"
+        # the rejection by the scheduler of the segment's own kind (normalization, scan,
+        # a reduction with loop stores)
+        kind = "scan" if spec.scan is not None else spec.kind
         why = dict(rejected).get(kind, "; ".join(w for _, w in rejected))
         for part in spec.fallback:
             self._run_segment(part, call, f"; instead of one {kind} kernel: {why}")

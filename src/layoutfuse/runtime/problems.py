@@ -58,9 +58,9 @@ def access_strides(
         real = real_strides(spec, i, env, extents)
         if (
             spec.kind == "reduction"
-            and spec.n_loads <= i < spec.n_loads + spec.n_stores
+            and spec.n_loads <= i < spec.n_loads + spec.n_stores - len(spec.loop_stores)
             and not a.backward  # an epilogue's output: per row, as below
-        ):
+        ):  # a result (a loop store has the root's coordinates: as a load, below)
             st: tuple[int, ...] | None = _with_reduced(real, reduced_dims(spec), rank)
         elif a.cross:
             # a cross reduction's result (or its epilogue's): its strides over the group's
@@ -258,7 +258,11 @@ def _reduction_fields(spec: KernelSpec) -> dict[str, Any]:
     accumulators = sum(n_results(e) for e in spec.reductions) or 1
     welford = any(n_results(e) > 1 for e in spec.reductions)
     if spec.group is None:
-        return {"accumulators": accumulators, "welford": welford}
+        return {
+            "accumulators": accumulators,
+            "welford": welford,
+            "loop_stores": len(spec.loop_stores),
+        }
     group = spec.group
     return {
         "accumulators": accumulators,

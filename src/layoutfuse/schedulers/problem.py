@@ -45,6 +45,8 @@ class Problem:
     scan_dtype: DataType | None = None  # scan: the dtype of the scanned values
     repeat: int = 1  # reduction: copies of each value in the reduced coordinates the
     #   groups leave out (no access moves along them: an expanded input's), ``NREP``
+    loop_stores: int = 0  # reduction: the last stores are full-size outputs stored from
+    #   the R loop (``KernelSpec.loop_stores``), not results
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -79,6 +81,13 @@ class Problem:
 
     def stores(self) -> range:
         return range(self.n_loads, self.n_loads + self.n_stores)
+
+    def result_stores(self) -> range:
+        """The stores of results: all but a reduction's loop stores."""
+        return range(self.n_loads, self.n_loads + self.n_stores - self.loop_stores)
+
+    def loop_store_accesses(self) -> range:
+        return range(self.n_loads + self.n_stores - self.loop_stores, self.n_loads + self.n_stores)
 
     def innermost_group(self, access: int) -> int | None:
         """The group where ``access`` has its smallest non-zero stride."""
@@ -149,6 +158,6 @@ def store_group(p: Problem) -> int | None:
     """The kept group every store walks with stride 1 (None: no store, or they differ)."""
     found = {
         next((k for k, g in enumerate(p.groups) if not g.reduced and g.strides[a] == 1), None)
-        for a in p.stores()
+        for a in p.result_stores()
     }
     return found.pop() if len(found) == 1 else None

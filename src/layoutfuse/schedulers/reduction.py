@@ -130,6 +130,27 @@ def can_schedule(
         return "no problem could be built for the segment's extents"
     if p.family == "pointwise":
         return "every reduced extent is 1: elementwise, the pointwise scheduler's"
+    return _why_not_loop_stores(p)
+
+
+def _why_not_loop_stores(p: Problem) -> str | None:
+    """Why the kernel cannot store the segment's loop stores (``Problem.loop_stores``) as
+    each tile is computed: the tiles must visit every element once, through strides, and
+    each store must walk with its smallest stride the group a load walks with its own (a
+    coalesced store beside the coalesced load; an expanded load's dims do not matter).
+    None where it can."""
+    if not p.loop_stores:
+        return None
+    if p.generic:
+        return "an access no stride pattern addresses (a generic walk) beside the loop's stores"
+    if p.repeat > 1:
+        return (
+            "a reduced dim no access moves along (an expanded input's) is not walked: "
+            "the loop's stores would miss its copies"
+        )
+    loads = {p.innermost_group(a) for a in range(p.n_loads)}
+    if any(p.innermost_group(a) not in loads for a in p.loop_store_accesses()):
+        return "a loop store laid out unlike every load (its stores would not be coalesced)"
     return None
 
 
@@ -222,7 +243,7 @@ def folded_rows(p: Problem, tuning: tiles.ReductionTuning) -> int:
     of 2: the size factors give them 8-byte loads, and the fold's finishing launch and
     tail cost more than the wider loads save: fp32 rows of 2 ran 0.89x, H100 4e4abfc; a
     fp16 max over rows of 1652 folded by 2 ran 1.56x, H100 97edecc)."""
-    if not tuning.fold_rows or p.generic or p.based or len(p.groups) != 2:
+    if not tuning.fold_rows or p.generic or p.based or p.loop_stores or len(p.groups) != 2:
         return 0
     x, r = p.groups
     if x.reduced or not r.reduced or not p.n_loads:
@@ -563,9 +584,11 @@ def _transposed(
     if params.template != "outer" or p.generic or y is None or y == 0:
         return None
     n0, n_y = p.groups[0].size, p.groups[y].size
-    out_item = min(p.vector_bytes(a) for a in p.stores())
+    out_item = min(p.vector_bytes(a) for a in p.result_stores())
     tile = tiles.transposed_tile(item, out_item, n0, n_y, nr, tuning)
-    if n0 < tile.block_x or any(params.zero_strides[a][k] for a in p.stores() for k in (0, y)):
+    if n0 < tile.block_x or any(
+        params.zero_strides[a][k] for a in p.result_stores() for k in (0, y)
+    ):
         return None
     acc_elements = tile.block_x * tile.block_r * tile.block_y
     warps = warps_for(acc_elements, tuning.warps)
@@ -613,7 +636,7 @@ def _spanned(
         or p.generic
         or len(xg) < 2
         or n0 * item >= tuning.span_row_bytes
-        or any(params.zero_strides[a][k] for a in p.stores() for k in xg[:2])
+        or any(params.zero_strides[a][k] for a in p.result_stores() for k in xg[:2])
     ):
         return None
     step = max(tuning.outer_load_bytes, 4 * item) * tuning.tile_threads // item
@@ -659,7 +682,9 @@ def _stacked(
     elements = tile.block_x * tile.block_r * tile.unroll
     step = tuning.outer_load_bytes * tuning.tile_threads // item
     y = xg[1]
-    if 2 * elements > step or any(params.zero_strides[a][k] for a in p.stores() for k in (0, y)):
+    if 2 * elements > step or any(
+        params.zero_strides[a][k] for a in p.result_stores() for k in (0, y)
+    ):
         return None
     block_y = min(next_pow2(p.groups[y].size), step // elements)
     while block_y >= 2:  # the most rows whose grid still fills the waves
@@ -715,7 +740,7 @@ def _short_rows(
         or len(groups) < 2
         or groups[1].reduced
         or groups[0].size * item >= tuning.short_row_bytes
-        or any(params.zero_strides[a][k] for a in p.stores() for k in (0, 1))
+        or any(params.zero_strides[a][k] for a in p.result_stores() for k in (0, 1))
     ):
         return None
     block_x = next_pow2(groups[0].size)

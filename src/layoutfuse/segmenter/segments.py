@@ -60,6 +60,7 @@ from .normalization import (
 from .scans import scan_epilogues, scan_specs
 from .specs import (
     KernelSpec,
+    epilogue_outputs,
     group_spec,
     kernel_spec,
     library_spec,
@@ -95,6 +96,9 @@ class _Segmentation:
     covered: set[int] = field(default_factory=set)  # outputs a kernel already stores
     groups: list[_GroupKernel] = field(default_factory=list)
     live: set[int] = field(default_factory=set)  # ids of the exprs the outputs need
+    # a plain reduction's per-row epilogue (by the reduction's id), where its kernel also
+    # stores outputs from its loop (``_sibling_groups``): a reduction kernel, not a group
+    epilogues: dict[int, tuple[TensorView, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -153,6 +157,12 @@ class _Segmentation:
     def grouped(self) -> set[int]:
         """Ids of the reductions a normalization kernel computes (its cross ones too)."""
         return {id(e) for g in self.groups for e in g.group.reductions + g.group.cross}
+
+    def memory_ids(self) -> set[int]:
+        """What the kernels read from memory: the inputs, every reduction's results and
+        indexed write's output."""
+        ids = self.inputs | {id(o) for e in self.reductions for o in e.outputs}
+        return ids | {id(e.outputs[0]) for e in self.writes}
 
     def needed(self, e: Expr) -> bool:
         """Whether reduction ``e``'s results are an output or used again by an expr the
@@ -214,11 +224,13 @@ def _kernel_segments(
     _chained_groups(seg)
     _cross_reductions(seg)
     _sibling_groups(seg)
-    memory_ids = seg.inputs | {id(o) for e in seg.reductions for o in e.outputs}
-    memory_ids |= {id(e.outputs[0]) for e in seg.writes}
+    memory_ids = seg.memory_ids()
     epilogues = scan_epilogues(seg.scans, seg.pending, seg.covered, memory_ids)
+    loop_stores = _loop_stores(seg, memory_ids)
     specs = _pointwise_specs(seg, memory_ids)
-    reduction_specs, intermediates = _reduction_specs(seg, memory_ids, _stored_apart(seg, specs))
+    reduction_specs, intermediates = _reduction_specs(
+        seg, memory_ids, _stored_apart(seg, specs), loop_stores
+    )
     specs += reduction_specs
     write_specs, write_buffers = _write_specs(seg, memory_ids)
     specs += write_specs
@@ -477,6 +489,17 @@ def _sibling_groups(seg: _Segmentation) -> None:
         ]
         if len(cluster) == 1 and all(o.definition is cluster[0] for o in xs):
             continue  # no epilogue: a plain reduction kernel
+        epilogue = epilogue_outputs(group, [Access(o, (), store=True) for o in xs], seg.inputs)
+        if (
+            len(cluster) == 1
+            and all(o.definition is cluster[0] or o in epilogue for o in xs)
+            and _loop_store_candidates(seg, cluster[0], seg.memory_ids())
+        ):
+            # a reduction kernel stores the epilogue after its results, and outputs of
+            # its coordinates from its loop (a bf16 bias grad beside its bf16 dgelu)
+            seg.epilogues[id(cluster[0])] = epilogue
+            seg.covered |= {id(o) for o in epilogue}
+            continue
         seg.covered |= {id(o) for o in xs}
         seg.groups.append(
             _GroupKernel(group, [], [Access(o, (), store=True, backward=True) for o in xs])
@@ -602,30 +625,132 @@ def _partners(seg: _Segmentation, root: TensorView) -> tuple[TensorView, ...]:
     return tuple(out)
 
 
+def _loop_stores(seg: _Segmentation, memory_ids: set[int]) -> dict[int, tuple[TensorView, ...]]:
+    """Per plain reduction (by id), the pending outputs its kernel stores from its R loop
+    (``_loop_store_candidates``). The kernel reads their inputs once for both, where a
+    pointwise kernel would store them and the reduction read them (or theirs) again: a
+    GELU backward's dgelu and the bias grad that sums it, nvFuser's reduction with a
+    pointwise output."""
+    grouped = seg.grouped()
+    found: dict[int, tuple[TensorView, ...]] = {}
+    for e in seg.reductions:
+        if id(e) in grouped or not seg.needed(e):
+            continue
+        outs = _loop_store_candidates(seg, e, memory_ids)
+        if outs:
+            seg.covered |= {id(o) for o in outs}
+            found[id(e)] = tuple(outs)
+    return found
+
+
+def _loop_store_candidates(seg: _Segmentation, e: Expr, memory_ids: set[int]) -> list[TensorView]:
+    """The pending outputs not yet stored that reduction ``e``'s kernel can store from its
+    loop: of its input's coordinates (the same rank, no broadcast dims, a tensor reached
+    from both through pointwise ops alone), computed from what the kernel reads, not from
+    its own results."""
+    x = e.inputs[0]
+    if not isinstance(x, TensorView) or any(d.is_broadcast for d in x.shape_domain):
+        return []
+    leaves = _pointwise_leaves(x, memory_ids)
+    results = list(e.outputs)
+    ups_x = upstream_tensors(x, memory_ids)
+    outs: list[TensorView] = []
+    for o in seg.pending:
+        if (
+            id(o) in seg.covered
+            or len(o.shape_domain) != len(x.shape_domain)
+            or any(d.is_broadcast for d in o.shape_domain)
+            or not leaves & _pointwise_leaves(o, memory_ids)
+        ):
+            continue
+        ups_o = upstream_tensors(o, memory_ids)
+        if any(id(r) in ups_o for r in results):
+            continue  # computed from the reduction's own results
+        if waits_on(_computed_loads([ups_x, ups_o], memory_ids), [o, *results], memory_ids):
+            continue
+        outs.append(o)
+    return outs
+
+
+def _with_loop_stores(
+    seg: _Segmentation, e: Expr, memory_ids: set[int], outs: tuple[TensorView, ...]
+) -> KernelSpec:
+    """``e``'s reduction kernel storing ``outs`` from its loop; its fallback (where the
+    reduction scheduler declines the loop's stores: an expanded input, a store laid out
+    unlike the loads) a pointwise kernel of them, then the reduction kernel alone, which
+    reads what the pointwise kernel stores where that loads fewer bytes."""
+    epilogue = seg.epilogues.get(id(e), ())
+    fills = _epilogue_fills(e, epilogue, memory_ids)
+    spec = reduction_spec(e, memory_ids, (), None, epilogue, fills, loop_stores=outs)
+    pointwise = kernel_spec(
+        "pointwise",
+        outs[0],
+        memory_ids,
+        [Access(o, (), store=True) for o in outs],
+        reason="outputs of a reduction input's coordinates, stored apart from the reduction",
+        beside=outs[1:],
+    )
+    plain = _plain_reduction(e, memory_ids, _stored_apart(seg, [pointwise]), epilogue)
+    spec.fallback = [pointwise, plain]
+    return spec
+
+
+def _epilogue_fills(
+    e: Expr, epilogue: tuple[TensorView, ...], memory_ids: set[int]
+) -> tuple[KernelSpec, ...]:
+    """Pointwise kernels of a reduction's epilogue, from its results' fills (an empty
+    extent: no reduction kernel runs)."""
+    return tuple(
+        kernel_spec(
+            "pointwise",
+            o,
+            memory_ids,
+            [Access(o, (), store=True)],
+            reason="per-row values after the reductions",
+        )
+        for o in epilogue
+    )
+
+
+def _plain_reduction(
+    e: Expr, memory_ids: set[int], stored: set[int], epilogue: tuple[TensorView, ...] = ()
+) -> KernelSpec:
+    """``e``'s reduction kernel (with its per-row ``epilogue``), reading an output that a
+    pointwise kernel stores (``stored``) instead of recomputing it where that loads fewer
+    bytes of its coordinates (``_streamed_bytes``)."""
+    fills = _epilogue_fills(e, epilogue, memory_ids)
+    spec = reduction_spec(e, memory_ids, (), None, epilogue, fills)
+    if stored:
+        reading = reduction_spec(e, memory_ids | stored, (), None, epilogue, fills)
+        if _streamed_bytes(reading) < _streamed_bytes(spec):
+            spec = dataclasses.replace(
+                reading, reason=reading.reason + "; it reads an output another kernel stores"
+            )
+    return spec
+
+
 def _reduction_specs(
-    seg: _Segmentation, memory_ids: set[int], stored: set[int] = frozenset()
+    seg: _Segmentation,
+    memory_ids: set[int],
+    stored: set[int] = frozenset(),
+    loop_stores: dict[int, tuple[TensorView, ...]] | None = None,
 ) -> tuple[list[KernelSpec], list[TensorView]]:
     """A reduction kernel for each needed reduction outside the normalization kernels,
-    and its results that are not outputs (they need buffers). A reduction reads an output
-    that a pointwise kernel of fusion inputs stores (``stored``) instead of recomputing it,
-    where that loads fewer bytes of its coordinates (``_streamed_bytes``): the bias grad
-    of an fp32 GELU backward sums the stored dgelu (one tensor) instead of reading dy and
-    x again."""
+    and its results that are not outputs (they need buffers). ``loop_stores``: the outputs
+    a reduction kernel stores from its loop (``_loop_stores``). Otherwise a reduction reads
+    an output that a pointwise kernel of fusion inputs stores (``stored``) where that
+    loads fewer bytes (``_plain_reduction``)."""
     grouped = seg.grouped()
     specs: list[KernelSpec] = []
     intermediates: list[TensorView] = []
     for e in seg.reductions:
         if id(e) in grouped or not seg.needed(e):
             continue
-        spec = reduction_spec(e, memory_ids)
-        if stored:
-            reading = reduction_spec(e, memory_ids | stored)
-            if _streamed_bytes(reading) < _streamed_bytes(spec):
-                spec = dataclasses.replace(
-                    reading, reason=reading.reason + "; it reads an output another kernel stores"
-                )
-        specs.append(spec)
         intermediates += [o for o in e.outputs if id(o) not in seg.output_ids]
+        if loop_stores and id(e) in loop_stores:
+            specs.append(_with_loop_stores(seg, e, memory_ids, loop_stores[id(e)]))
+        else:
+            specs.append(_plain_reduction(e, memory_ids, stored))
     return specs, intermediates
 
 

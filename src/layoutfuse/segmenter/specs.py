@@ -49,6 +49,10 @@ class KernelSpec:
     # from the results' fills) compute them
     epilogue: list[TensorView] = field(default_factory=list)
     epilogue_kernels: list[KernelSpec] = field(default_factory=list)
+    # a reduction kernel's outputs of its input's coordinates, stored from its R loop as
+    # each tile is computed (a GELU backward's dgelu beside the bias grad that sums it):
+    # the last stores; ``fallback`` holds the plan without them (a pointwise kernel)
+    loop_stores: list[TensorView] = field(default_factory=list)
 
     @property
     def reductions(self) -> list[Expr]:
@@ -255,14 +259,18 @@ def reduction_spec(
     online: dict[int, Expr] | None = None,
     epilogue: tuple[TensorView, ...] = (),
     epilogue_fallback: tuple[KernelSpec, ...] = (),
+    loop_stores: tuple[TensorView, ...] = (),
 ) -> KernelSpec:
     """A reduction kernel: ``e``, with ``siblings`` (reductions of the same rows, computed
     from the same loads into their own accumulators and outputs); ``online``: softmax's
     sum among them, with its max ``e`` (id(sum) -> max), one running pair per lane.
     ``epilogue``: per-row outputs computed from the results alone, stored after them
-    (``epilogue_fallback``: their pointwise kernels, for an empty extent)."""
+    (``epilogue_fallback``: their pointwise kernels, for an empty extent). ``loop_stores``:
+    outputs of the input's coordinates stored from the R loop (``KernelSpec.loop_stores``;
+    the caller gives the fallback)."""
     stores = [Access(o, (), store=True) for r in (e, *siblings) for o in r.outputs]
     stores += [Access(o, (), store=True, backward=True) for o in epilogue]
+    stores += [Access(o, (), store=True) for o in loop_stores]
     why = (
         f"{e.op.name} over dims {e.attrs['dims']}: one reduction per kernel"
         if not siblings
@@ -277,6 +285,11 @@ def reduction_spec(
     )
     if epilogue:
         why += "; its per-row epilogue stored with its results"
+    if loop_stores:
+        why += (
+            f"; it stores {', '.join(f'T{o.index}' for o in loop_stores)} of its input's "
+            "coordinates from its loop (one read for both)"
+        )
     spec = kernel_spec(
         "reduction",
         e.inputs[0],
@@ -286,7 +299,9 @@ def reduction_spec(
         reason=why,
         siblings=siblings,
         online=online,
+        beside=loop_stores,
     )
+    spec.loop_stores = list(loop_stores)
     if epilogue:
         results = {id(o) for r in (e, *siblings) for o in r.outputs}
         found = {id(x): x for x in spec.exprs}
@@ -422,7 +437,7 @@ def _fallback_plan(
 ) -> list[KernelSpec]:
     """The group's multi-kernel plan: each reduction its own kernel (siblings: one kernel
     for all), then pointwise kernels for the rest."""
-    epilogue = _epilogue(group, xstores, memory_ids)
+    epilogue = epilogue_outputs(group, xstores, memory_ids)
     if epilogue:
         done = {id(o) for o in epilogue}
         rest = [a for a in xstores if id(a.tv) not in done]
@@ -436,7 +451,7 @@ def _fallback_plan(
     )
 
 
-def _epilogue(group: Group, xstores: list[Access], memory_ids: set[int]) -> tuple:
+def epilogue_outputs(group: Group, xstores: list[Access], memory_ids: set[int]) -> tuple:
     """The per-row outputs of an epilogue group (sibling reductions, no use on the rows)
     that its reduction kernel can compute at its stores: from the group's results, scalars
     and constants (``full``) alone, through pointwise ops (a dw cast to bf16, mean = sum /
