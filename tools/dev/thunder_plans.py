@@ -34,6 +34,8 @@ def patched_execute(self, inputs, **kwargs):
     )
     for p in rec.params:
         print("   ", p)
+    for s in rec.segments:
+        print("      seg:", s.scheduler, s.reason[:200])
     return run_reference(self._entry.fusion, list(inputs))
 
 

@@ -100,6 +100,9 @@ class ScanTuning:
     # rows of a cumsum tile where the stride-1 dim is a row coordinate (not the scanned
     # one): 256 bytes of fp32 per access; the tile walks the scanned dim in blocks
     outer_rows: int = 64
+    # ... down to this many bytes of a row segment (a 32-byte sector), where fewer rows a
+    # tile give the device the row tiles of ``loop``: one pass (``split`` reads twice)
+    outer_min_bytes: int = 32
     # elements of a cumsum tile (rows x the scanned block)
     tile_elements: int = 4096
     # a longer row's chunk, in elements (modes ``loop`` and ``split``)
@@ -280,7 +283,7 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
     if p.groups and not p.groups[0].reduced:
         # the stride-1 side is a row coordinate: a tile spans outer_rows of it, so
         # every load and store moves whole segments, and walks the dim in blocks
-        block_r = min(next_pow2(nrows), tuning.outer_rows)
+        block_r = _outer_rows(p, n, nrows, device, tuning)
         block_n = min(next_pow2(n), max(1, tuning.tile_elements // block_r))
     else:
         block_n = next_pow2(n) if next_pow2(n) <= tuning.max_block else tuning.chunk
@@ -301,6 +304,23 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         results_block=results if mode == "split" else 0,
         accumulator=accumulates_in(p.dtypes[p.n_loads]),
     )
+
+
+def _outer_rows(p: Problem, n: int, nrows: int, device: DeviceInfo, tuning: ScanTuning) -> int:
+    """Rows of a cumsum tile whose stride-1 side is a row coordinate: ``outer_rows``,
+    halved while a row longer than a tile leaves fewer row tiles than ``loop`` needs and a
+    row segment keeps ``outer_min_bytes`` (a cumsum over the outer dim of [8192, 4096]:
+    64 row tiles of 64 took the three-launch split, 512 of 8 walk their rows in one pass).
+    Where even the narrowest tiles are too few, ``outer_rows`` (the split's)."""
+    block_r = min(next_pow2(nrows), tuning.outer_rows)
+    if next_pow2(n) <= max(1, tuning.tile_elements // block_r):
+        return block_r  # the row fits a tile (mode ``block``)
+    item = max(itemsize(p.dtypes[a]) for a in range(p.n_loads + p.n_stores))
+    want = tuning.loop_tiles_per_sm * device.sm_count
+    narrow = block_r
+    while cdiv(nrows, narrow) < want and (narrow // 2) * item >= tuning.outer_min_bytes:
+        narrow //= 2
+    return narrow if cdiv(nrows, narrow) >= want else block_r
 
 
 def _sort_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanParams:
