@@ -51,8 +51,8 @@ def main(names: list[str]) -> None:
                 torch.cuda.synchronize()
         print(f"== {name}")
         for ev in prof.events():
-            if ev.name in COPIES and (DEVICE == "cpu" or any(k.device_time > 1 for k in ev.kernels)):
-                dev_us = sum(k.device_time for k in ev.kernels) if ev.kernels else 0.0
+            if ev.name in COPIES and (DEVICE == "cpu" or any(k.duration > 1 for k in ev.kernels)):
+                dev_us = sum(k.duration for k in ev.kernels) if ev.kernels else 0.0
                 print(f"{ev.name} shapes={ev.input_shapes} device_us={dev_us:.1f}")
                 for f in _frames(ev):
                     print("     ", f)

@@ -32,7 +32,8 @@ def _layoutfuse(op, xs, text: str):
         kv if "." in kv.split("=")[0] else "normalization." + kv for kv in text.split(",") if kv
     )
     fd.executor().configure(tuning=parse_tuning(fields))
-    op.checker(xs)(tuple(fd.execute(xs)))
+    outs = fd.execute(xs)
+    op.checker(xs)(outs[0] if len(outs) == 1 else tuple(outs))  # as the harness's call
     return lambda: fd.execute(xs), [repr(s.params) for s in fd.executor().last_run.segments]
 
 
