@@ -12,9 +12,11 @@ normalization kernel that reads their inputs once (``siblings``); a reduction wh
 uses other reductions of its rows again with no full-size output to root a normalization
 (a log-sum-exp: the max, then the sum of ``exp(x - max)``) joins them in one kernel of
 per-row results (``_chained_groups``). A plain reduction has its pointwise and shape
-prologue recomputed from memory, or reads an output a pointwise kernel stores where that
-loads fewer bytes (``_reduction_specs``); its outputs are written to memory (the fusion's
-output or an intermediate buffer). Every remaining output computed
+prologue recomputed from memory, and stores the outputs of its input's coordinates from
+its R loop (``_loop_stores``: a GELU backward's dgelu beside the bias grad; a single
+reduction with a per-row epilogue is then a reduction kernel, not a group), or reads an
+output a pointwise kernel stores where that loads fewer bytes (``_reduction_specs``); its
+outputs are written to memory (the fusion's output or an intermediate buffer). Every remaining output computed
 by pointwise work gets a pointwise kernel; outputs upstream of another output's kernel,
 in the same coordinates, are stored by that kernel. A per-row op (cumsum, argsort, topk)
 gets a scan kernel of its own, with its prologue and its pointwise epilogue
