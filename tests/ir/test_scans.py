@@ -223,6 +223,27 @@ def test_cumsum_rows_longer_than_a_tile(mode, sms, shape, order, dim, dtype):
     assert len(kernels) == (3 if mode == "split" else 1)
 
 
+NARROW = DEFAULT.with_fields(
+    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=16, outer_min_bytes=8)
+)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_cumsum_over_a_strided_dim_in_narrowed_tiles(order, dtype):
+    """Along the outer dim of [150, 40] (row-major: the stride-1 side is a row coordinate)
+    on 4 multiprocessors: 3 tiles of 16 rows are too few for the loop, 5 of 8 are enough
+    (``_outer_rows``); column-major, the scanned dim is the stride-1 side: no narrowing."""
+    x = laid_out((150, 40), order, dtype, seed=5)
+    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 0), [x], target=small_gpu(4), tuning=NARROW)
+    check_cumsum(out, x, 0)
+    (p,) = scan_params(fd)
+    if order == (0, 1):
+        assert (p.mode, p.block_r, p.block_n) == ("loop", 8, 8), p
+    else:
+        assert p.block_r != 8, p
+
+
 def test_cumsum_fuses_its_pointwise_prologue():
     g = torch.Generator().manual_seed(2)
     x, y = torch.randn(4, 33, generator=g), torch.randn(4, 33, generator=g)

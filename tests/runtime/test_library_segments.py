@@ -451,6 +451,44 @@ def test_a_library_result_laid_out_otherwise_is_copied_into_its_output():
     assert plan.bound == {} and "out0.copy_" in plan.source
 
 
+def test_a_library_result_viewed_by_another_output_is_returned_as_made():
+    """matmul's result and a reshape of it (a view of the result, as Thunder returns the
+    attention output and its heads merged): the result is returned as torch made it and
+    the reshape is a view of it, made again by every replay."""
+    g = torch.Generator().manual_seed(6)
+    with FusionDefinition() as fd:
+        t0, t1 = _tensor(fd, 3, DataType.Float), _tensor(fd, 3, DataType.Float)
+        m = fd.ops.matmul(t0, t1)  # [2, 4, 5]
+        fd.add_output(m)
+        fd.add_output(fd.ops.reshape(m, [8, 5]))
+    for k in range(3):
+        a, b = torch.randn(2, 4, 3, generator=g), torch.randn(2, 3, 5, generator=g)
+        mm, flat = fd.execute([a, b])
+        torch.testing.assert_close(mm, a @ b, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(flat, (a @ b).reshape(8, 5), rtol=1e-5, atol=1e-5)
+        assert flat.untyped_storage().data_ptr() == mm.untyped_storage().data_ptr()
+    assert fd.executor().planned_runs == 1
+    plan = _planned(fd)
+    assert plan.bound == {0: 0} and "out0.copy_" not in plan.source, plan.source
+
+
+def test_a_library_result_whose_view_it_cannot_make_is_copied():
+    """The result transposed, then flattened, as an output beside it: a view of a
+    row-major buffer laid out for it, not of torch's result; the result is copied into
+    that buffer."""
+    g = torch.Generator().manual_seed(7)
+    with FusionDefinition() as fd:
+        t0, t1 = _tensor(fd, 2, DataType.Float), _tensor(fd, 2, DataType.Float)
+        m = fd.ops.matmul(t0, t1)  # [4, 5]
+        fd.add_output(m)
+        fd.add_output(fd.ops.reshape(fd.ops.permute(m, [1, 0]), [20]))
+    for _ in range(2):
+        a, b = torch.randn(4, 3, generator=g), torch.randn(3, 5, generator=g)
+        mm, flat = fd.execute([a, b])
+        torch.testing.assert_close(mm, a @ b, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(flat, (a @ b).t().reshape(20), rtol=1e-5, atol=1e-5)
+
+
 def test_a_library_result_returned_twice_is_copied():
     """The same result added as two outputs: two buffers of their own, both filled."""
     g = torch.Generator().manual_seed(4)

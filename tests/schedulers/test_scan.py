@@ -181,3 +181,41 @@ def test_the_merge_rule():
     # ... and at the default weight, rows up to about 730
     assert not merges(700, 64, ScanTuning(max_sort_block=16))
     assert merges(800, 64, ScanTuning(max_sort_block=16))
+
+
+def _cumsum_plan(shape, dim, dtype, sms=132) -> tuple[ScanParams, list[tuple[int, ...]]]:
+    """The cumsum's params and grids, along ``dim`` of a row-major ``shape``."""
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.cumsum(fd.from_pytorch(x), dim))
+    fd = configured(fd, target=small_gpu(sms))
+    record = fd.executor().plan([x])
+    (params,) = [p for p in record.params if isinstance(p, ScanParams)]
+    return params, [launch.grid for launch in record.launches]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize(
+    "shape, sms, mode, block_r, grids",
+    [
+        # 4096 columns in tiles of 64: 64 tiles, too few for the loop; tiles of 16 rows
+        # (64 or 32 bytes a segment) give 256, one pass
+        ((8192, 4096), 132, "loop", 16, [(256,)]),
+        # 256 columns: 32 tiles of 8 (fp32) or 16 of 16 (bf16) would still leave most
+        # multiprocessors idle: the split's three launches in tiles of 64
+        ((8192, 256), 132, "split", 64, None),
+        # 16384 columns fill 132 multiprocessors in tiles of 64: the loop as it is
+        ((2048, 16384), 132, "loop", 64, [(256,)]),
+        # a smaller GPU: 64 tiles of 64 rows are one a multiprocessor
+        ((8192, 4096), 32, "loop", 64, [(64,)]),
+    ],
+)
+def test_a_cumsum_over_the_outer_dim_narrows_its_tiles_for_one_pass(
+    shape, sms, mode, block_r, grids, dtype
+):
+    params, got = _cumsum_plan(shape, 0, dtype, sms)
+    assert (params.mode, params.block_r) == (mode, block_r), params
+    if grids is not None:
+        assert got == grids
+    else:
+        assert len(got) == 3  # block sums, their running sums, the scan again

@@ -25,7 +25,7 @@ bookkeeping without generated kernels, for tests of those.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import torch
@@ -79,7 +79,7 @@ class FusionExecutor:
         self._guarded: Callable[..., list[Any] | None] = no_plan
         self.planned_runs = 0  # runs that validated and planned (the others replayed)
         self._seeds: frozenset[int] | None = None  # see ``_seed_inputs``
-        self._bindable: Mapping[int, bool] | None = None  # see ``_bindable_outputs``
+        self._bindable: dict[int, Any] | None = None  # see ``_bindable_outputs``
         # 0-dim tensor inputs (Thunder's is_cpu scalars): only then does a call look for CPU
         # scalars to move beside GPU inputs (``cpu_scalars_to_device``), off the cached path
         self._scalar_tensors = any(
@@ -293,39 +293,69 @@ class FusionExecutor:
         # cast: the extents are the dict validate_inputs built (Bindings shows it read-only)
         extents = cast(dict[int, int], bindings.extents)
         # only a planned call binds (the complex lowering's parts are views: never)
-        bindable = self._bindable_outputs() if plan_args is not None else {}
+        bindable = self._bind_checks(bindings) if plan_args is not None else {}
         record = compiled.run(tensors, extents, scalars, bindings.device, launch, profile, bindable)
+        rules = self._bindable_outputs() if record.bound else {}
         for pos, spec in enumerate(self.fusion.outputs):  # library results returned as made
             if id(spec.value) in record.bound:
-                outputs[pos] = record.bound[id(spec.value)]
+                result = outputs[pos] = record.bound[id(spec.value)]
+                for q, chain in rules[id(spec.value)][1]:  # the outputs that view it
+                    outputs[q] = make_view(chain, result, bindings)
         if launch:
             for dst, src in late_copies:
                 writable(dst).copy_(writable_source(dst, src))
         return record, late_copies
 
-    def _bindable_outputs(self) -> Mapping[int, bool]:
+    def _bindable_outputs(self) -> dict[int, tuple[bool, tuple[tuple[int, list[Any]], ...]]]:
         """The outputs whose destination a library result may replace, by id: computed
-        outputs that appear once, write no input (no alias) and that no other output is a
-        view of. The value says whether the result's strides are free: an output whose
-        layout the user did not pin takes the layout torch made (attention's output as its
-        kernel lays it out, as ``F.scaled_dot_product_attention`` returns it); a pinned one
-        only a result laid out as pinned (``library.call_library`` checks)."""
+        outputs that appear once and write no input (no alias). The value: whether the
+        result's strides are free (an output whose layout the user did not pin takes the
+        layout torch made: attention's output as its kernel lays it out, as
+        ``F.scaled_dot_product_attention`` returns it; a pinned one only a result laid out
+        as pinned), and the outputs that are views of it with their view chains (made
+        again of the result: it is bound only where every one of them is a view of it)."""
         if self._bindable is None:
             layouts = self.output_layouts()
             values = [spec.value for spec in self.fusion.outputs]
-            viewed = {lay.view_of_output for lay in layouts.values() if lay.kind == "view"}
             inputs = {id(v) for v in self.fusion.inputs}
-            self._bindable = {
-                id(tv): getattr(layouts.get(pos), "kind", None) in ("inferred", "row_major")
-                for pos, (tv, spec) in enumerate(zip(values, self.fusion.outputs))
-                if isinstance(tv, TensorView)
-                and spec.alias_input is None
-                and sum(v is tv for v in values) == 1
-                and pos not in viewed
-                and id(tv) not in inputs
-                and getattr(layouts.get(pos), "kind", None) != "view"
-            }
+            found = {}
+            for pos, (tv, spec) in enumerate(zip(values, self.fusion.outputs)):
+                layout = layouts.get(pos)
+                if (
+                    not isinstance(tv, TensorView)
+                    or spec.alias_input is not None
+                    or sum(v is tv for v in values) != 1
+                    or id(tv) in inputs
+                    or getattr(layout, "kind", None) == "view"
+                ):
+                    continue
+                views = tuple(
+                    (q, view_chain(self.fusion, cast(TensorView, values[q]), tv))
+                    for q, lay in layouts.items()
+                    if lay.kind == "view" and lay.view_of_output == pos
+                )
+                found[id(tv)] = (getattr(layout, "kind", None) in ("inferred", "row_major"), views)
+            self._bindable = found
         return self._bindable
+
+    def _bind_checks(
+        self, bindings: Bindings
+    ) -> dict[int, Callable[[torch.Tensor, torch.Tensor], bool]]:
+        """Per bindable output (``_bindable_outputs``), whether a result laid out as torch
+        made it may replace its destination: any strides where they are free, and every
+        output that views it a view of it."""
+
+        def check(
+            free: bool, views: tuple[tuple[int, list[Any]], ...]
+        ) -> Callable[[torch.Tensor, torch.Tensor], bool]:
+            def accepts(r: torch.Tensor, dst: torch.Tensor) -> bool:
+                if not free and r.stride() != dst.stride():
+                    return False
+                return all(make_view(chain, r, bindings) is not None for _, chain in views)
+
+            return accepts
+
+        return {i: check(free, views) for i, (free, views) in self._bindable_outputs().items()}
 
     def _run_lowered(
         self,

@@ -11,7 +11,7 @@ its strides). ``LibraryCall`` records the call for the replay plan (``replay.py`
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +97,7 @@ def call_library(
     shapes: Sequence[tuple[int, ...]],
     launch: bool,
     empty: Any,
-    bindable: Mapping[int, bool] | None = None,
+    bindable: Mapping[int, Callable[[torch.Tensor, torch.Tensor], bool]] | None = None,
     bound: dict[int, torch.Tensor] | None = None,
 ) -> tuple[
     LibraryFn, tuple[Any, ...], tuple[tuple[int, Scalar], ...], tuple[Any, ...], tuple[Any, ...]
@@ -105,10 +105,11 @@ def call_library(
     """Run ``expr`` (``launch``; else make empty results of the outputs' ``shapes`` with
     ``empty(shape, dtype)``), writing its results into ``env``: copied into the
     destinations already there, bound otherwise. A result whose output is in ``bindable``
-    (ids of outputs the executor may return as torch made them, each with whether its
-    strides are free: not pinned) and that is laid out as its destination, or any way
-    where they are free, is not copied: it replaces the destination (in ``bound``, by the
-    output's id; its destination in the returned ones becomes None). Returns the call's
+    (ids of outputs the executor may return as torch made them, each with its check of
+    the result's layout: the destination's where it is pinned, and the outputs that view
+    it) of the destination's shape, dtype and device, in memory of its own, is not
+    copied: it replaces the destination (in ``bound``, by the output's id; its destination
+    in the returned ones becomes None). Returns the call's
     function, arguments, scalar slots, destinations and results."""
     fn = LibraryFn(expr)
     args: list[Any] = []
@@ -143,7 +144,8 @@ def call_library(
             and bound is not None
             and bindable is not None
             and id(o) in bindable
-            and _bindable(r, dst, args, results, bindable[id(o)])
+            and _bindable(r, dst, args, results)
+            and bindable[id(o)](r, dst)
         ):
             env[id(o)] = bound[id(o)] = r
             kept[k] = None
@@ -153,14 +155,12 @@ def call_library(
 
 
 def _bindable(
-    r: torch.Tensor, dst: torch.Tensor, args: Sequence[Any], results: Sequence[Any], free: bool
+    r: torch.Tensor, dst: torch.Tensor, args: Sequence[Any], results: Sequence[Any]
 ) -> bool:
-    """Whether torch's result ``r`` can be returned in place of ``dst``: the same shape,
-    dtype and device, the same strides unless they are ``free`` (else the output's layout
-    as its rules chose it), memory of its own (no operand's, no other result's)."""
+    """Whether torch's result ``r`` can be returned in place of ``dst`` whatever its
+    layout: the same shape, dtype and device, memory of its own (no operand's, no other
+    result's)."""
     if (r.shape, r.dtype, r.device) != (dst.shape, dst.dtype, dst.device):
-        return False
-    if not free and r.stride() != dst.stride():
         return False
     others = [a for a in args if isinstance(a, torch.Tensor)]
     others += [x for x in results if isinstance(x, torch.Tensor) and x is not r]

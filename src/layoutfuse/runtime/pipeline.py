@@ -131,8 +131,11 @@ class _Call:
     launch: bool
     profile: bool = False
     record: RunRecord = field(default_factory=RunRecord)
-    # outputs a library result may replace, by id: whether its strides are free
-    bindable: Mapping[int, bool] = field(default_factory=dict)
+    # outputs a library result may replace, by id: whether a result may (its layout, the
+    # outputs that view it)
+    bindable: Mapping[int, Callable[[torch.Tensor, torch.Tensor], bool]] = field(
+        default_factory=dict
+    )
 
 
 class CompiledFusion:
@@ -166,14 +169,14 @@ class CompiledFusion:
         device: torch.device,
         launch: bool = True,
         profile: bool = False,
-        bindable: Mapping[int, bool] | None = None,
+        bindable: Mapping[int, Callable[[torch.Tensor, torch.Tensor], bool]] | None = None,
     ) -> RunRecord:
         """Run every segment on ``tensors`` (inputs and destinations by TensorView id);
         ``launch=False`` plans, emits and binds without launching (meta tensors too);
         ``profile``: each launch's time is measured (CUDA events on the GPU, the host's
         clock around the interpreter on the CPU); ``bindable``: the outputs whose destination
-        a library result may replace (``record.bound``), by id: whether any strides do
-        (``FusionExecutor._bindable_outputs``)."""
+        a library result may replace (``record.bound``), by id: whether a result may
+        (``FusionExecutor._bind_checks``)."""
         info = self.target or device_info(device)
         call = _Call(dict(tensors), extents, scalars, device, info, launch, profile)
         call.bindable = bindable or {}

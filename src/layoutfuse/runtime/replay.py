@@ -217,6 +217,8 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             f"dtype={name('dtype', dtype)}, device={name('device', device)})"
         )
     for j, (k, shape, stride, delta) in sorted(plan.output_views.items()):
+        if k in plan.bound:
+            continue  # a view of a library call's result: after the calls
         body.append(
             f"out{j} = out{k}.as_strided({shape!r}, {stride!r}, out{k}.storage_offset() + {delta})"
         )
@@ -287,6 +289,13 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         body.append("    return fall_back(inputs)")
     else:
         body += calls
+    for j, (k, shape, stride, delta) in sorted(plan.output_views.items()):
+        if k in plan.bound:  # of the result as the call made it
+            base = f"made{plan.bound[k]}"
+            body.append(
+                f"out{j} = {base}.as_strided({shape!r}, {stride!r}, "
+                f"{base}.storage_offset() + {delta})"
+            )
     for (to_kind, to), (from_kind, frm) in plan.copies:
         body.append(f"{_arg_source(to_kind, to, name)}.copy_({_arg_source(from_kind, frm, name)})")
     returned = [
