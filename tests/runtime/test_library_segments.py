@@ -461,7 +461,7 @@ def test_a_library_result_viewed_by_another_output_is_returned_as_made():
         m = fd.ops.matmul(t0, t1)  # [2, 4, 5]
         fd.add_output(m)
         fd.add_output(fd.ops.reshape(m, [8, 5]))
-    for k in range(3):
+    for _ in range(3):
         a, b = torch.randn(2, 4, 3, generator=g), torch.randn(2, 3, 5, generator=g)
         mm, flat = fd.execute([a, b])
         torch.testing.assert_close(mm, a @ b, rtol=1e-5, atol=1e-5)

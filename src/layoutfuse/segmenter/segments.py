@@ -62,6 +62,7 @@ from .normalization import (
 from .scans import scan_epilogues, scan_specs
 from .specs import (
     KernelSpec,
+    epilogue_kernels,
     epilogue_outputs,
     group_spec,
     kernel_spec,
@@ -682,7 +683,7 @@ def _with_loop_stores(
     unlike the loads) a pointwise kernel of them, then the reduction kernel alone, which
     reads what the pointwise kernel stores where that loads fewer bytes."""
     epilogue = seg.epilogues.get(id(e), ())
-    fills = _epilogue_fills(e, epilogue, memory_ids)
+    fills = epilogue_kernels(epilogue, memory_ids)
     spec = reduction_spec(e, memory_ids, (), None, epilogue, fills, loop_stores=outs)
     pointwise = kernel_spec(
         "pointwise",
@@ -697,30 +698,13 @@ def _with_loop_stores(
     return spec
 
 
-def _epilogue_fills(
-    e: Expr, epilogue: tuple[TensorView, ...], memory_ids: set[int]
-) -> tuple[KernelSpec, ...]:
-    """Pointwise kernels of a reduction's epilogue, from its results' fills (an empty
-    extent: no reduction kernel runs)."""
-    return tuple(
-        kernel_spec(
-            "pointwise",
-            o,
-            memory_ids,
-            [Access(o, (), store=True)],
-            reason="per-row values after the reductions",
-        )
-        for o in epilogue
-    )
-
-
 def _plain_reduction(
     e: Expr, memory_ids: set[int], stored: set[int], epilogue: tuple[TensorView, ...] = ()
 ) -> KernelSpec:
     """``e``'s reduction kernel (with its per-row ``epilogue``), reading an output that a
     pointwise kernel stores (``stored``) instead of recomputing it where that loads fewer
     bytes of its coordinates (``_streamed_bytes``)."""
-    fills = _epilogue_fills(e, epilogue, memory_ids)
+    fills = epilogue_kernels(epilogue, memory_ids)
     spec = reduction_spec(e, memory_ids, (), None, epilogue, fills)
     if stored:
         reading = reduction_spec(e, memory_ids | stored, (), None, epilogue, fills)

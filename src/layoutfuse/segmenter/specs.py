@@ -373,20 +373,28 @@ def _without_cross(
     plain = dataclasses.replace(group, cross=[], cross_epilogue=())
     first, *others = group.cross
     epilogue = group.cross_epilogue
-    parts = tuple(
+    parts = epilogue_kernels(epilogue, memory_ids, "per-column")
+    return [
+        group_spec(plain, memory, stores, [a for a in xstores if not a.cross], memory_ids),
+        reduction_spec(first, memory_ids, tuple(others), None, epilogue, parts),
+    ]
+
+
+def epilogue_kernels(
+    epilogue: tuple[TensorView, ...], memory_ids: set[int], what: str = "per-row"
+) -> tuple[KernelSpec, ...]:
+    """A pointwise kernel per output of a reduction kernel's epilogue, computed from its
+    results' fills where no reduction kernel runs (an empty extent)."""
+    return tuple(
         kernel_spec(
             "pointwise",
             o,
             memory_ids,
             [Access(o, (), store=True)],
-            reason="per-column values after the reductions",
+            reason=f"{what} values after the reductions",
         )
         for o in epilogue
     )
-    return [
-        group_spec(plain, memory, stores, [a for a in xstores if not a.cross], memory_ids),
-        reduction_spec(first, memory_ids, tuple(others), None, epilogue, parts),
-    ]
 
 
 def _group_exprs(group: Group, reached, memory: set[int], xstores: list[Access]) -> list[Expr]:
