@@ -13,11 +13,9 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from benchmarks import thunder_setup
-from benchmarks.thunder_bench import step
-from benchmarks.thunder_programs import FULL, PROGRAMS, QUICK
+sys.path.insert(0, os.path.dirname(__file__))
+from thunder_host import DEVICE, bf16_step  # noqa: E402
 
-DEVICE = os.environ.get("DEV", "cuda")
 COPIES = ("aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy")
 
 
@@ -32,16 +30,8 @@ def _frames(event) -> list[str]:
 
 
 def main(names: list[str]) -> None:
-    thunder, impl = thunder_setup.load()
     for name in names or ["nanogpt_block_sdpa"]:
-        program = next(p for p in PROGRAMS if p.name == name)
-        sizes = FULL if DEVICE == "cuda" else QUICK["cpu"]
-        built = program.build(sizes, torch.bfloat16, DEVICE, torch.Generator().manual_seed(0))
-        executors = [e for e in thunder.get_default_executors() if e.name != "nvfuser"]
-        executors = [e for e in executors if e.name not in program.thunder_without] + [impl.ex]
-        fn = thunder.jit(built.fn, executors=executors, **dict(program.thunder_options))
-        out = built.fn(*built.args)
-        call = step(fn, built, "fwd_bwd", torch.randn_like(out))
+        call = bf16_step(name)
         for _ in range(3):
             call()
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])

@@ -28,18 +28,23 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def main() -> None:
+def bf16_step(name: str):
+    """One forward+backward call of program ``name`` in bf16, jitted by Thunder with
+    layoutfuse as nvFuser (FULL's sizes on the GPU, QUICK's on the CPU)."""
     thunder, impl = thunder_setup.load()
+    program = next(p for p in PROGRAMS if p.name == name)
+    sizes = FULL if DEVICE == "cuda" else QUICK["cpu"]
+    built = program.build(sizes, torch.bfloat16, DEVICE, torch.Generator().manual_seed(0))
+    executors = [e for e in thunder.get_default_executors() if e.name != "nvfuser"]
+    executors = [e for e in executors if e.name not in program.thunder_without] + [impl.ex]
+    fn = thunder.jit(built.fn, executors=executors, **dict(program.thunder_options))
+    out = built.fn(*built.args)
+    return step(fn, built, "fwd_bwd", torch.randn_like(out))
+
+
+def main() -> None:
     for name in ("nanogpt_block", "nanogpt_block_sdpa"):
-        program = next(p for p in PROGRAMS if p.name == name)
-        sizes = FULL if DEVICE == "cuda" else QUICK["cpu"]
-        built = program.build(sizes, torch.bfloat16, DEVICE, torch.Generator().manual_seed(0))
-        executors = [e for e in thunder.get_default_executors() if e.name != "nvfuser"]
-        executors = [e for e in executors if e.name not in program.thunder_without] + [impl.ex]
-        fn = thunder.jit(built.fn, executors=executors, **dict(program.thunder_options))
-        out = built.fn(*built.args)
-        grad = torch.randn_like(out)
-        call = step(fn, built, "fwd_bwd", grad)
+        call = bf16_step(name)
         for _ in range(5):
             call()
         sync()
