@@ -79,7 +79,7 @@ MIN_RAN = 0.8
 MAX_REPORTED = 5  # failing programs reported in full; the run goes on past them
 # The op families beyond the pointwise rows: each op (and drawing tag) must run.
 FAMILIES = {
-    "reduction": {"sum", "prod", "max", "min", "var", "var_mean"},
+    "reduction": {"sum", "prod", "max", "min", "var", "var_mean", "reduced_output"},
     "normalization": set(PATTERNS),
     "shape": {"broadcast_in_dim", "broadcast", "expand", "permute", "reshape", "squeeze"},
     "movement": {"slice", "pad", "cat", "select", "slice_step", "pad_value", "cat3"},

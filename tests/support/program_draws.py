@@ -345,7 +345,19 @@ class Drawing(FamilyDraws):
     def outputs(self) -> None:
         made = [k for ids in self.p.step_outputs for k in ids]
         chosen = [made[-1]]
-        if len(made) > 1 and self.chance(1 / 3):
+        reduced = [
+            step.args[0]
+            for step in self.p.steps[: len(self.p.step_outputs)]
+            if step.op in REDUCTIONS + ("var_mean", "var")
+            and step.args[0] in made
+            and step.args[0] not in chosen
+        ]
+        if reduced and self.chance(1 / 2):
+            # a reduced value an output too (a backward's dgelu beside the bias grad that
+            # sums it): the reduction kernel stores it from its loop
+            chosen.append(self.pick(reduced))
+            self.p.tags.add("reduced_output")
+        elif len(made) > 1 and self.chance(1 / 3):
             chosen.append(self.pick(made[:-1]))
         for k in chosen:
             rank = len(self.p.values[k].shape)
