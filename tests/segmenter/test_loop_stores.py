@@ -268,3 +268,20 @@ def test_the_loop_stores_are_vectorized_on_sm90():
     (artifact, *finish) = compile_last_run(fd.executor())
     widths = ptx_vector_widths(artifact.ptx)
     assert widths.get("st.global.v4", 0) >= 1 and widths.get("ld.global.v4", 0) >= 2, widths
+
+
+def test_an_epilogue_whose_loop_store_a_scan_kernel_takes():
+    """``exp(cumsum(x))`` is an output and its column sum cast to fp16 another: the scan's
+    kernel stores ``exp`` as its epilogue, so the sum has no loop store left; its cast is
+    still stored after its results (it had been left to no kernel)."""
+    x = torch.randn(6, 9, generator=torch.Generator().manual_seed(9)).to(torch.get_default_device())
+    with FusionDefinition() as fd:
+        y = fd.ops.exp(fd.ops.cumsum(fd.from_pytorch(x * 0.1), 1))
+        fd.add_output(y)
+        fd.add_output(fd.ops.cast(fd.ops.sum(y, dims=[0]), DataType.Half))
+    y, s = fd.execute([x * 0.1])
+    want = torch.exp(torch.cumsum(x * 0.1, 1))
+    torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(s, want.sum(0).half())
+    kinds = [(seg["scheduler"], seg["ops"][-1]) for seg in _segments(fd, [x * 0.1])]
+    assert kinds == [("scan", "exp"), ("reduction", "cast")], kinds

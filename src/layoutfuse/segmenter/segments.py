@@ -735,8 +735,8 @@ def _reduction_specs(
         intermediates += [o for o in e.outputs if id(o) not in seg.output_ids]
         if loop_stores and id(e) in loop_stores:
             specs.append(_with_loop_stores(seg, e, memory_ids, loop_stores[id(e)]))
-        else:
-            specs.append(_plain_reduction(e, memory_ids, stored))
+        else:  # (an epilogue taken from its group: its loop stores went to a scan's kernel)
+            specs.append(_plain_reduction(e, memory_ids, stored, seg.epilogues.get(id(e), ())))
     return specs, intermediates
 
 
