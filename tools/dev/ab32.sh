@@ -6,12 +6,7 @@
 # plan before) and the loop threshold (loop_tiles_per_sm=1), eager and torch.compile
 # beside them; (3) the Thunder benchmark (loop stores, library results in torch's layout);
 # (4) the ops suite, as far as its time allows. Carry .wheels.
-set -u
-out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
-pip install -q --no-deps --target /tmp/tsite .wheels/*.whl > /dev/null 2>&1
-export PYTHONPATH=$PWD/src:$PWD:/tmp/tsite PYTHONUNBUFFERED=1 LAYOUTFUSE_CACHE_DIR=/tmp/lfcache
-export LAYOUTFUSE_BENCH_COMMIT=$commit
+. "$(dirname "$0")/device_env.sh"
 t0=$(date +%s)
 timeout 90 python3 tools/dev/copy_probe.py nanogpt_block_sdpa > $out/copy-probe-$day-$commit-$gpu.txt 2>&1
 echo "copy probe rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/copy-probe-$day-$commit-$gpu.txt | cut -c1-160 | head -60

@@ -4,12 +4,7 @@
 # library result that other outputs view (the SDPA block's last 0.038 ms of copies), then
 # the whole suite with CUDA tensors (loop stores, the generated programs' reduced outputs,
 # eded723's epilogue fix). Carry .wheels. About 330 s.
-set -u
-out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
-pip install -q --no-deps --target /tmp/tsite .wheels/*.whl > /dev/null 2>&1
-export PYTHONPATH=$PWD/src:$PWD:/tmp/tsite PYTHONUNBUFFERED=1 LAYOUTFUSE_CACHE_DIR=/tmp/lfcache
-export LAYOUTFUSE_BENCH_COMMIT=$commit
+. "$(dirname "$0")/device_env.sh"
 t0=$(date +%s)
 timeout 90 python3 tools/dev/copy_probe.py nanogpt_block_sdpa > $out/copy-probe-$day-$commit-$gpu.txt 2>&1
 echo "copy probe rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/copy-probe-$day-$commit-$gpu.txt | cut -c1-160 | head -40

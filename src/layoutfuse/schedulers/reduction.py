@@ -137,17 +137,13 @@ def _why_not_loop_stores(p: Problem) -> str | None:
     """Why the kernel cannot store the segment's loop stores (``Problem.loop_stores``) as
     each tile is computed: the tiles must visit every element once, through strides, and
     each store must walk with its smallest stride the group a load walks with its own (a
-    coalesced store beside the coalesced load; an expanded load's dims do not matter).
-    None where it can."""
+    coalesced store beside the coalesced load; an expanded load's dims do not matter). (A
+    loop store moves along every dim, so none is left out as repeated: ``Problem.repeat``
+    stays 1.) None where it can."""
     if not p.loop_stores:
         return None
     if p.generic:
         return "an access no stride pattern addresses (a generic walk) beside the loop's stores"
-    if p.repeat > 1:
-        return (
-            "a reduced dim no access moves along (an expanded input's) is not walked: "
-            "the loop's stores would miss its copies"
-        )
     loads = {p.innermost_group(a) for a in range(p.n_loads)}
     if any(p.innermost_group(a) not in loads for a in p.loop_store_accesses()):
         return "a loop store laid out unlike every load (its stores would not be coalesced)"
