@@ -59,7 +59,7 @@ def _one_program(fd, x, out, ticket: int, epoch: int, words: dict[int, list[int]
     tensors = {x.data_ptr(): x, out.data_ptr(): out, tickets.data_ptr(): tickets}
     tensors[flags.data_ptr()] = flags
     args = [tensors[a.data_ptr()] if hasattr(a, "data_ptr") else a for a in launch.args]
-    backend.launch(launch.loaded, (1,), *args, device_type="cpu", **launch.meta)
+    backend.launch(launch.loaded, (1,), *args, device_type=x.device.type, **launch.meta)
     return flags, tickets
 
 
