@@ -1,4 +1,4 @@
-"""The scan scheduler's kernels (cumsum's block, loop, lookback and split modes; argsort and topk's
+"""The scan scheduler's kernels (cumsum's block, loop and split modes; argsort and topk's
 bitonic sort, rank, selection and merge sort) compiled for sm_90 without a GPU.
 
 Each test runs a fusion on the default device (CPU: Triton's interpreter), then compiles
@@ -118,18 +118,12 @@ def test_select_of_long_rows_compiles_for_sm90(dtype, split):
     assert all(a.local_bytes == 0 for a in arts), [a.resources for a in arts]
 
 
-@pytest.mark.parametrize(
-    "mode, sms, lookback, kernels",
-    [("loop", 1, True, 1), ("lookback", 64, True, 1), ("split", 64, False, 3)],
-)
+@pytest.mark.parametrize("mode, sms, kernels", [("loop", 1, 1), ("split", 64, 3)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
-def test_long_row_kernels_compile_for_sm90(mode, sms, lookback, kernels, dtype):
-    if mode == "lookback" and dtype == torch.int64:  # an int64 running sum splits
-        mode, kernels = "split", 3
+def test_long_row_kernels_compile_for_sm90(mode, sms, kernels, dtype):
     g = torch.Generator().manual_seed(1)
     x = (torch.randn(5, 150, generator=g) * 4).to(dtype)
-    tuning = LONG.with_fields(scan=dict(lookback=lookback))
-    fd = configured(_fusion("cumsum", x, 1), target=small_gpu(sms), tuning=tuning)
+    fd = configured(_fusion("cumsum", x, 1), target=small_gpu(sms), tuning=LONG)
     fd.execute([x])
     assert schedules(fd)[0].mode == mode
     assert len(compiled(fd)) == kernels
@@ -175,12 +169,10 @@ def test_cumsum_along_a_strided_dim_moves_16_byte_vectors_across_rows():
     [((5, 5000), 1, 132, "split"), ((5, 5000), 1, 1, "loop"), ((1024, 64), 0, 132, "split")],
 )
 def test_default_long_row_kernels_compile_for_sm90(shape, dim, sms, mode):
-    """At the default tuning without the look-back (2048-element chunks, the middle pass's
-    [2, 1024] tile): Triton 3.6's OptimizeThreadLocality pass once asserted on the middle
-    pass's loop."""
+    """At the default tuning (2048-element chunks, the middle pass's [2, 1024] tile): Triton
+    3.6's OptimizeThreadLocality pass once asserted on the middle pass's loop."""
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(5))
-    tuning = DEFAULT.with_fields(scan=dict(lookback=False))
-    fd = configured(_fusion("cumsum", x, dim), target=small_gpu(sms), tuning=tuning)
+    fd = configured(_fusion("cumsum", x, dim), target=small_gpu(sms))
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, torch.cumsum(x.abs(), dim), rtol=1e-5, atol=1e-2)
     assert schedules(fd)[0].mode == mode

@@ -5,7 +5,7 @@ dtypes float32, bfloat16, float16, int32 and int64, against torch: cumsum in fp3
 tolerance scaled by the row's length (exact for integers, which give int64); argsort
 exactly as torch's stable sort (NaN the largest, ties in index order); topk's values as
 torch's, its indices pointing at them (and, among ties, the lower index first). Rows that
-fit a tile and rows that do not (cumsum's ``loop``, ``lookback`` and ``split`` modes; argsort's and
+fit a tile and rows that do not (cumsum's ``loop`` and ``split`` modes; argsort's and
 topk's ``rank`` and ``merge``; at small sizes through the scan tuning); the schedule
 chosen, the output's strides, what ``fd.segment`` says. The default run takes a seeded
 sample of each sweep; ``--full`` runs all of it.
@@ -193,17 +193,13 @@ def test_float64_cumsum_and_argsort():
     assert torch.equal(a, torch.argsort(x, dim=1, stable=True))
 
 
-@pytest.mark.parametrize(
-    "lookback, mode, reason", [(True, "lookback", "look-back"), (False, "split", "chunk sums")]
-)
-def test_cumsum_longer_than_the_default_tile_splits_into_chunks(lookback, mode, reason):
+def test_cumsum_longer_than_the_default_tile_splits_into_chunks():
     x = laid_out((2, 5000), (0, 1), F32, seed=7)
-    tuning = DEFAULT.with_fields(scan=dict(lookback=lookback))
-    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 1), [x], tuning=tuning)
+    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 1), [x])
     check_cumsum(out, x, 1)
     (p,) = scan_params(fd)
-    assert (p.mode, p.block_n) == (mode, 2048)
-    assert reason in fd.segment([x])[0]["reason"]
+    assert (p.mode, p.block_n) == ("split", 2048)
+    assert "chunk sums" in fd.segment([x])[0]["reason"]
 
 
 LONG = DEFAULT.with_fields(
@@ -211,67 +207,24 @@ LONG = DEFAULT.with_fields(
 )
 
 
-NO_LOOKBACK = LONG.with_fields(scan=dict(lookback=False))
-
-
-def _long_mode(mode: str, dtype) -> str:
-    """The mode a long row takes where ``mode`` is asked for: an int64 running sum (integer
-    inputs) does not pack with its look-back flag, so it splits."""
-    return "split" if mode == "lookback" and not dtype.is_floating_point else mode
-
-
-@pytest.mark.parametrize(
-    "mode, sms, tuning", [("loop", 1, LONG), ("lookback", 64, LONG), ("split", 64, NO_LOOKBACK)]
-)
+@pytest.mark.parametrize("mode, sms", [("loop", 1), ("split", 64)])
 @pytest.mark.parametrize(
     "shape, order, dim",
     [((5, 150), (0, 1), 1), ((150, 5), (0, 1), 0), ((3, 101, 4), (2, 0, 1), 1)],
 )
 @pytest.mark.parametrize("dtype", [F32, BF16, I64])
-def test_cumsum_rows_longer_than_a_tile(mode, sms, tuning, shape, order, dim, dtype):
+def test_cumsum_rows_longer_than_a_tile(mode, sms, shape, order, dim, dtype):
     x = laid_out(shape, order, dtype, seed=3)
-    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, dim), [x], target=small_gpu(sms), tuning=tuning)
+    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, dim), [x], target=small_gpu(sms), tuning=LONG)
     check_cumsum(out, x, dim)
     (p,) = scan_params(fd)
-    assert p.mode == _long_mode(mode, dtype) and p.block_n == 32
+    assert p.mode == mode and p.block_n == 32
     kernels = fd.executor().last_run.launches
-    assert len(kernels) == (3 if p.mode == "split" else 1)
-
-
-WINDOW = LONG.with_fields(scan=dict(lookback_window=2))
-
-
-@pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_cases((F32, BF16, F16))))
-def test_cumsum_look_back_layouts(rank, order, dim, variant, dtype):
-    """The one-pass look-back over rows of 3 to 6 chunks of 8, in every memory order,
-    sliced and expanded, its window 2 predecessors: three calls (three epochs of its kept
-    flags) give torch's sums, dense in the input's order, and leave the ticket count at
-    zero with the epoch advanced once a call."""
-    shape = {2: (24, 45), 3: (17, 18, 19)}[rank]
-    x = make_input(rank, order, dim, variant, dtype, shape=shape)
-    tuning = WINDOW.with_fields(scan=dict(max_block=8, chunk=8, tile_elements=16))
-    fd = None
-    for _ in range(3):
-        fd, (out,) = (
-            run(lambda fd, t: fd.ops.cumsum(t, dim), [x], target=small_gpu(1024), tuning=tuning)
-            if fd is None
-            else (fd, fd.execute([x]))
-        )
-        check_cumsum(out, x, dim)
-    if variant != "expanded":
-        assert out.stride() == dense_strides_like(x)
-    (p,) = scan_params(fd)
-    assert (p.mode, p.results_block) == ("lookback", 2), p
-    (launch,) = fd.executor().last_run.launches
-    pointer = launch.args[launch.kernel.arg_names.index("tickets")].data_ptr()
-    kept = {t.data_ptr(): t for t in fd.executor()._compiled._tickets.values()}
-    assert kept[pointer].tolist() == [3 << 32]
+    assert len(kernels) == (3 if mode == "split" else 1)
 
 
 NARROW = DEFAULT.with_fields(
-    scan=dict(
-        max_block=32, chunk=32, tile_elements=64, outer_rows=16, outer_min_bytes=8, lookback=False
-    )
+    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=16, outer_min_bytes=8)
 )
 
 
@@ -279,21 +232,16 @@ NARROW = DEFAULT.with_fields(
 @pytest.mark.parametrize("order", [(0, 1), (1, 0)])
 def test_cumsum_over_a_strided_dim_in_narrowed_tiles(order, dtype):
     """Along the outer dim of [150, 40] (row-major: the stride-1 side is a row coordinate)
-    on 4 multiprocessors, without the look-back: 3 tiles of 16 rows are too few for the
-    loop, 5 of 8 are enough (``_outer_rows``); column-major, the scanned dim is the stride-1
-    side: no narrowing. With the look-back, the tiles keep their 16 rows and the row's
-    chunks fill the device in one pass."""
+    on 4 multiprocessors: 3 tiles of 16 rows are too few for the loop, 5 of 8 are enough
+    (``_outer_rows``); column-major, the scanned dim is the stride-1 side: no narrowing."""
     x = laid_out((150, 40), order, dtype, seed=5)
-    for tuning in (NARROW, NARROW.with_fields(scan=dict(lookback=True))):
-        fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 0), [x], target=small_gpu(4), tuning=tuning)
-        check_cumsum(out, x, 0)
-        (p,) = scan_params(fd)
-        if order == (1, 0):
-            assert p.mode == "loop" and p.block_r != 8, p
-        elif tuning is NARROW:
-            assert (p.mode, p.block_r, p.block_n) == ("loop", 8, 8), p
-        else:
-            assert (p.mode, p.block_r, p.block_n) == ("lookback", 16, 4), p
+    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 0), [x], target=small_gpu(4), tuning=NARROW)
+    check_cumsum(out, x, 0)
+    (p,) = scan_params(fd)
+    if order == (0, 1):
+        assert (p.mode, p.block_r, p.block_n) == ("loop", 8, 8), p
+    else:
+        assert p.block_r != 8, p
 
 
 def test_cumsum_fuses_its_pointwise_prologue():
@@ -306,14 +254,11 @@ def test_cumsum_fuses_its_pointwise_prologue():
     assert "cumsum along dim 1" in seg["reason"]
 
 
-@pytest.mark.parametrize(
-    "mode, sms, tuning",
-    [("block", 1, None), ("loop", 1, LONG), ("lookback", 64, LONG), ("split", 64, NO_LOOKBACK)],
-)
-def test_cumsum_epilogue_joins_the_scan_kernel(mode, sms, tuning):
+@pytest.mark.parametrize("mode, sms", [("block", 1), ("loop", 1), ("split", 64)])
+def test_cumsum_epilogue_joins_the_scan_kernel(mode, sms):
     g = torch.Generator().manual_seed(3)
     x, y = torch.randn(4, 150, generator=g).to(BF16), torch.randn(4, 150, generator=g)
-    settings = {} if mode == "block" else dict(target=small_gpu(sms), tuning=tuning)
+    settings = {} if mode == "block" else dict(target=small_gpu(sms), tuning=LONG)
     fd, (c, out) = run(
         lambda fd, a, b: (c := fd.ops.cumsum(a, 1), fd.ops.mul(fd.ops.exp(c), b)),
         [x, y],

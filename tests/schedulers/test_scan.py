@@ -22,14 +22,12 @@ from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers.scan import (
     ScanParams,
     ScanTuning,
-    lookback_window,
     merge_compares,
     merge_passes,
     merges,
     sort_warps,
     split_chunk,
 )
-from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, small_gpu
 
 
@@ -185,15 +183,12 @@ def test_the_merge_rule():
     assert merges(800, 64, ScanTuning(max_sort_block=16))
 
 
-def _cumsum_plan(
-    shape, dim, dtype, sms=132, lookback=True
-) -> tuple[ScanParams, list[tuple[int, ...]]]:
+def _cumsum_plan(shape, dim, dtype, sms=132) -> tuple[ScanParams, list[tuple[int, ...]]]:
     """The cumsum's params and grids, along ``dim`` of a row-major ``shape``."""
     x = torch.empty(shape, dtype=dtype, device="meta")
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.cumsum(fd.from_pytorch(x), dim))
-    tuning = DEFAULT.with_fields(scan=dict(lookback=lookback))
-    fd = configured(fd, target=small_gpu(sms), tuning=tuning)
+    fd = configured(fd, target=small_gpu(sms))
     record = fd.executor().plan([x])
     (params,) = [p for p in record.params if isinstance(p, ScanParams)]
     return params, [launch.grid for launch in record.launches]
@@ -201,51 +196,26 @@ def _cumsum_plan(
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize(
-    "shape, sms, lookback, mode, block_r, grids",
+    "shape, sms, mode, block_r, grids",
     [
         # 4096 columns in tiles of 64: 64 tiles, too few for the loop; tiles of 16 rows
         # (64 or 32 bytes a segment) give 256, one pass
-        ((8192, 4096), 132, False, "loop", 16, [(256,)]),
-        # ... or the tiles of 64 keep whole 256-byte segments, and each of their 128
-        # chunks of 64 rows is a program of the look-back
-        ((8192, 4096), 132, True, "lookback", 64, [(8192,)]),
+        ((8192, 4096), 132, "loop", 16, [(256,)]),
         # 256 columns: 32 tiles of 8 (fp32) or 16 of 16 (bf16) would still leave most
         # multiprocessors idle: the split's three launches in tiles of 64
-        ((8192, 256), 132, False, "split", 64, None),
-        ((8192, 256), 132, True, "lookback", 64, [(512,)]),
-        # 16384 columns in tiles of 64 fill 132 multiprocessors once: the loop as it is
-        # without the look-back, else 32 chunks of each tile
-        ((2048, 16384), 132, False, "loop", 64, [(256,)]),
-        ((2048, 16384), 132, True, "lookback", 64, [(8192,)]),
+        ((8192, 256), 132, "split", 64, None),
+        # 16384 columns fill 132 multiprocessors in tiles of 64: the loop as it is
+        ((2048, 16384), 132, "loop", 64, [(256,)]),
         # a smaller GPU: 64 tiles of 64 rows are one a multiprocessor
-        ((8192, 4096), 32, True, "loop", 64, [(64,)]),
+        ((8192, 4096), 32, "loop", 64, [(64,)]),
     ],
 )
 def test_a_cumsum_over_the_outer_dim_narrows_its_tiles_for_one_pass(
-    shape, sms, lookback, mode, block_r, grids, dtype
+    shape, sms, mode, block_r, grids, dtype
 ):
-    params, got = _cumsum_plan(shape, 0, dtype, sms, lookback)
+    params, got = _cumsum_plan(shape, 0, dtype, sms)
     assert (params.mode, params.block_r) == (mode, block_r), params
     if grids is not None:
         assert got == grids
     else:
         assert len(got) == 3  # block sums, their running sums, the scan again
-
-
-def test_the_look_back_window():
-    """Predecessors a look-back step reads per row: ``lookback_window``, fewer where the
-    tile's rows would read more than ``lookback_words`` words a step; a power of two."""
-    tuning = ScanTuning()
-    assert [lookback_window(r, tuning) for r in (1, 2, 32, 64, 128, 1024)] == [32, 32, 16, 8, 4, 2]
-    assert lookback_window(1, ScanTuning(lookback_window=24)) == 32
-    assert lookback_window(48, ScanTuning()) == 8  # 512 // 48 = 10 words: 8
-
-
-@pytest.mark.parametrize(
-    "dtype, mode", [(torch.float16, "lookback"), (torch.int32, "split"), (torch.float64, "split")]
-)
-def test_the_look_back_takes_fp32_running_sums(dtype, mode):
-    """A half or float input sums in fp32 (packed with its flag in one int64 word); an
-    integer's int64 and a double's fp64 running sums take the split."""
-    params, grids = _cumsum_plan((4, 1 << 16), 1, dtype)
-    assert params.mode == mode and len(grids) == (1 if mode == "lookback" else 3)

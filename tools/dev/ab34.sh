@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (Run at 13ecbf5. The look-back was reverted after this call: see benchmarks/NOTES.md "Session 23";
+# tools/dev/lookback_stress.py and the mode are in 94cc221 and 13ecbf5.)
 # Session 23's first device call: cumsum's one-pass look-back (94cc221). (1) the scan tests
 # with CUDA tensors (the look-back layouts' full sweep); (2) a stress run of the look-back
 # (tools/dev/lookback_stress.py: wrong running sums would show now and then); (3) the ops

@@ -1,5 +1,5 @@
 """Triton source for a scan segment (cumsum, argsort, topk), from its spec and ScanParams:
-cumsum's kernels here (modes block, loop, lookback, split), argsort's and topk's in ``scan_sort``;
+cumsum's kernels here (modes block, loop, split), argsort's and topk's in ``scan_sort``;
 the tile they share (arguments, offsets, prologue, stores) in ``scan_tile``.
 """
 
@@ -81,88 +81,6 @@ def _chunk_scan(w: Writer, t: ScanTile) -> None:
     t.finish(w, "tl.cumsum(acc, axis=1) + base[:, None]", "mask")
 
 
-LOOKBACK_HELPERS = """
-@triton.jit
-def _flag_word(tag, value):
-    \"\"\"A look-back word: ``tag`` (the epoch's tag plus the kind) over the fp32 bits.\"\"\"
-    bits = value.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
-    return (tag.to(tl.int64) << 32) | bits
-
-
-@triton.jit
-def _flag_value(word):
-    return (word & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
-
-"""
-
-# a look-back word's kinds, over the epoch's tag ((epoch + 1) * 4)
-AGGREGATE, INCLUSIVE = 1, 2
-
-
-def _ticket(w: Writer) -> None:
-    """``t``, this program's place in the launch, and ``tag``, its epoch's: the counter's
-    low half counts the launch's tickets, its high half is the epoch; the program that
-    draws the last ticket advances the epoch and zeroes the count for the next launch
-    (every ticket is drawn by then)."""
-    w.line("ticket = tl.atomic_add(tickets, 1, sem='relaxed')")
-    w.line("epoch = (ticket >> 32) & 0x0FFFFFFF")
-    w.line("t = (ticket & 0xFFFFFFFF).to(tl.int32)")
-    w.line("if t == TILES * NUM_CHUNKS - 1:")
-    w.line("    tl.atomic_xchg(tickets, ((epoch + 1) & 0x0FFFFFFF) << 32, sem='relaxed')")
-    w.line("tag = (epoch.to(tl.int32) + 1) * 4")
-
-
-def _look_back(w: Writer) -> None:
-    """``prefix``: the sum of each row's chunks before ``chunk``, from their published words,
-    ``RESULTS_BLOCK`` predecessors a step: back to the nearest running sum (kind
-    INCLUSIVE) where every word after it is published (kind AGGREGATE), else the whole
-    window's sums and on to the window before; a window with a word not yet published
-    is read again."""
-    w.line("prefix = tl.zeros([BLOCK_R], tl.float32)")
-    w.line("look = tl.zeros([BLOCK_R], tl.int32) + chunk")
-    w.line("pending = rmask & (chunk > 0)")
-    w.line("lane = tl.arange(0, RESULTS_BLOCK)[None, :]")
-    w.line("while tl.max(pending.to(tl.int32), axis=0) > 0:")
-    with w.indent():
-        w.line("j = look[:, None] - RESULTS_BLOCK + lane")
-        w.line("m = pending[:, None] & (j >= 0)")
-        w.line("word = tl.load(flags + j * ROWS + rows[:, None], mask=m, other=0, volatile=True)")
-        w.line("h = (word >> 32).to(tl.int32)")
-        w.line(f"inc = m & (h == tag + {INCLUSIVE})")
-        w.line(f"ready = inc | (m & (h == tag + {AGGREGATE})) | (m == 0)")
-        w.line("last = tl.max(tl.where(inc, lane, -1), axis=1)")
-        w.line("whole = tl.min(tl.where(lane > last[:, None], ready.to(tl.int32), 1), axis=1) > 0")
-        w.line(
-            "part = tl.sum(tl.where(m & (lane >= last[:, None]), _flag_value(word), 0.0), axis=1)"
-        )
-        w.line("take = pending & whole")
-        w.line("prefix += tl.where(take, part, 0.0)")
-        w.line("look = tl.where(take, look - RESULTS_BLOCK, look)")
-        w.line("pending = pending & ((take & ((last >= 0) | (look <= 0))) == 0)")
-
-
-def _cumsum_lookback(w: Writer, t: ScanTile) -> None:
-    """A program a chunk of a row tile, in ticket order: its row sums published (chunk 0's
-    as running sums), its predecessors' looked back at, its running sums published, its
-    chunk scanned from them."""
-    _ticket(w)
-    w.line("chunk = t // TILES")
-    t.rows(w, "t % TILES")
-    t.columns(w, "chunk * BLOCK_N")
-    v = t.value(w)
-    w.line(f"acc = tl.where(mask, ({v}).to({_acc(t.p)}), 0)")
-    w.line("total = tl.sum(acc, axis=1)")
-    w.line("slot = flags + chunk * ROWS + rows")
-    w.line(f"kind = tl.where(chunk == 0, {INCLUSIVE}, {AGGREGATE})")
-    w.line("tl.atomic_xchg(slot, _flag_word(tag + kind, total), mask=rmask, sem='release')")
-    _look_back(w)
-    w.line(
-        f"tl.atomic_xchg(slot, _flag_word(tag + {INCLUSIVE}, prefix + total), "
-        "mask=rmask & (chunk > 0), sem='release')"
-    )
-    t.finish(w, "tl.cumsum(acc, axis=1) + prefix[:, None]", "mask")
-
-
 def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
     """The scan segment's kernels: one, or the split's three (chunk sums, their running
     sums, the scan)."""
@@ -172,19 +90,6 @@ def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
         return (scan_kernel(spec, params, "cumsum_kernel", _cumsum_block),)
     if params.mode == "loop":
         return (scan_kernel(spec, params, "cumsum_loop_kernel", _cumsum_loop),)
-    if params.mode == "lookback":
-        kept = ("tickets", "flags")  # scheduler.scan.lookback_workspaces
-        return (
-            scan_kernel(
-                spec,
-                params,
-                "cumsum_lookback_kernel",
-                _cumsum_lookback,
-                kept,
-                LOOKBACK_HELPERS,
-                ("TILES",),
-            ),
-        )
     ws = ("ws0",)
     return (
         scan_kernel(spec, params, "cumsum_chunk_sums_kernel", _chunk_sums, ws),

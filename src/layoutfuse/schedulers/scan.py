@@ -6,21 +6,14 @@ when its extent is 1); every other group is a row coordinate. A program takes
 order the rows have only changes the strides: the tile's stride-1 side (the scanned dim,
 or the rows) is what Triton coalesces.
 
-cumsum has four modes:
+cumsum has three modes:
 
 * ``block``: the row fits one tile (``next_pow2(N) <= max_block``; where the stride-1
   dim is a row coordinate, the tile spans ``outer_rows`` rows and what is left of
   ``tile_elements`` along the scanned dim): one ``tl.cumsum``;
 * ``loop``: a longer row, with enough row tiles to fill the device: each program walks
   its rows' chunks in order, carrying the running sum;
-* ``lookback``: a longer row with few row tiles and an fp32 running sum: one pass, a
-  program a chunk of a row tile. Programs take their chunk from a ticket (chunk-major, so
-  a chunk's predecessors hold earlier tickets and are running or done), publish the
-  chunk's row sums, then read their predecessors' published words ``results_block`` at
-  a time, back to the nearest running sum, add them, publish their own running sum and
-  scan the chunk from it: the input is read once (a decoupled look-back, as CUB's
-  single-pass scan);
-* ``split``: a longer row with few row tiles otherwise: three launches. A block-sum pass writes
+* ``split``: a longer row with few row tiles: three launches. A block-sum pass writes
   each chunk's sum to a workspace, a second pass turns each row's chunk sums into
   running sums (in place), and the last pass scans each chunk again, starting from the
   running sum of the chunks before it. Every chunk runs in its own program.
@@ -118,21 +111,8 @@ class ScanTuning:
     tile_elements: int = 4096
     # a longer row's chunk, in elements (modes ``loop`` and ``split``)
     chunk: int = 2048
-    # ``loop`` when the row tiles reach this many per multiprocessor, else ``lookback``
-    # (or ``split``)
+    # ``loop`` when the row tiles reach this many per multiprocessor, else ``split``
     loop_tiles_per_sm: int = 2
-    # a longer row whose row tiles are too few for ``loop`` is scanned in one pass, a
-    # program a tile of each row tile (mode ``lookback``: a decoupled look-back, each
-    # program's row sums published beside a flag), where the running sum is fp32 (it
-    # packs with its flag in one int64 word); False, or an int64 or fp64 running sum:
-    # ``split`` (three launches, the input read twice), its outer rows narrowed for
-    # ``loop`` first
-    lookback: bool = True
-    # predecessors whose words a look-back step reads at once, per row (a power of two)
-    lookback_window: int = 32
-    # ... and at most this many words a step over the tile's rows (1024: a bf16 tile of 64
-    # rows reads 16 a step, and ptxas spilled 8 bytes of the sm_90 kernel's stack)
-    lookback_words: int = 512
     # rows of chunk sums one program of the split's middle pass scans at a time
     sums_block: int = 1024
     # a sorted row up to this many elements (padded to a power of two) is one tile
@@ -307,7 +287,7 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
     if p.groups and not p.groups[0].reduced:
         # the stride-1 side is a row coordinate: a tile spans outer_rows of it, so
         # every load and store moves whole segments, and walks the dim in blocks
-        block_r, narrowed = _outer_rows(p, n, nrows, device, tuning, _looks_back(p, tuning))
+        block_r, narrowed = _outer_rows(p, n, nrows, device, tuning)
         block_n = min(next_pow2(n), max(1, tuning.tile_elements // block_r))
     else:
         narrowed = False
@@ -318,43 +298,23 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         mode = "block"
     elif narrowed or tiles >= tuning.loop_tiles_per_sm * device.sm_count:
         mode = "loop"
-    elif _looks_back(p, tuning):
-        mode = "lookback"
     else:
         mode = "split"
     # the middle pass's tile has the others' elements
-    results = {
-        "split": min(tuning.sums_block, max(1, tuning.tile_elements // block_r)),
-        "lookback": lookback_window(block_r, tuning),
-    }.get(mode, 0)
+    results = min(tuning.sums_block, max(1, tuning.tile_elements // block_r))
     return _params(
         p,
         mode,
         block_r,
         block_n,
         warps_for(block_r * block_n, tuning.warps),
-        results_block=results,
+        results_block=results if mode == "split" else 0,
         accumulator=accumulates_in(p.dtypes[p.n_loads]),
     )
 
 
-def _looks_back(p: Problem, tuning: ScanTuning) -> bool:
-    """Whether a cumsum too long for one tile, with too few row tiles for ``loop``, takes
-    the one-pass look-back: ``lookback`` on and an fp32 running sum (an int64 or fp64 one
-    does not pack with its flag in 64 bits)."""
-    return tuning.lookback and accumulates_in(p.dtypes[p.n_loads]) == DataType.Float
-
-
-def lookback_window(block_r: int, tuning: ScanTuning) -> int:
-    """Predecessors a look-back step reads per row: ``lookback_window``, fewer where the
-    tile's rows would make a step read more than ``lookback_words`` (a power of two, at
-    least 2)."""
-    words = max(2, tuning.lookback_words // max(1, block_r))
-    return max(2, min(next_pow2(tuning.lookback_window), 1 << (words.bit_length() - 1)))
-
-
 def _outer_rows(
-    p: Problem, n: int, nrows: int, device: DeviceInfo, tuning: ScanTuning, lookback: bool
+    p: Problem, n: int, nrows: int, device: DeviceInfo, tuning: ScanTuning
 ) -> tuple[int, bool]:
     """Rows of a cumsum tile whose stride-1 side is a row coordinate, and whether they
     were narrowed for ``loop``: ``outer_rows``, halved while a row longer than a tile
@@ -362,14 +322,12 @@ def _outer_rows(
     keeps ``outer_min_bytes``, until they reach ``narrow_tiles_per_sm`` (a cumsum over the
     outer dim of [8192, 4096]: 64 row tiles of 64 took the three-launch split, 256 of 16
     walk their rows in one pass, 1.10x in fp32 and 1.12x in bf16). Where even the narrowest
-    tiles are too few, ``outer_rows`` (the split's). Not narrowed where the cumsum
-    takes the ``lookback`` (``lookback``: it fills the device with chunks of whole
-    segments)."""
+    tiles are too few, ``outer_rows`` (the split's)."""
     block_r = min(next_pow2(nrows), tuning.outer_rows)
     if next_pow2(n) <= max(1, tuning.tile_elements // block_r):
         return block_r, False  # the row fits a tile (mode ``block``)
-    if cdiv(nrows, block_r) >= tuning.loop_tiles_per_sm * device.sm_count or lookback:
-        return block_r, False  # ``loop`` as it is, or ``lookback``
+    if cdiv(nrows, block_r) >= tuning.loop_tiles_per_sm * device.sm_count:
+        return block_r, False  # ``loop`` as it is
     item = max(itemsize(p.dtypes[a]) for a in range(p.n_loads + p.n_stores))
     want = tuning.narrow_tiles_per_sm * device.sm_count
     narrow = block_r
@@ -596,11 +554,6 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
         ),
         "merge": _merge_reason(n, params, tuning),
         "loop": f"rows of {n} walked in chunks of {params.block_n}, a running sum carried",
-        "lookback": (
-            f"rows of {n} in {cdiv(n, params.block_n)} chunks each, too few rows to fill the "
-            "device: one pass, a program a chunk, each chunk's running sum found by a "
-            f"decoupled look-back over its predecessors ({params.results_block} a step)"
-        ),
         "split": (
             f"rows of {n} in {cdiv(n, params.block_n)} chunks each, too few rows to fill the "
             "device: chunk sums, their running sums, then each chunk"
@@ -652,12 +605,10 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
     values: tuple[tuple[str, int], ...] = (("ROWS", nrows), ("K", p.scan_keep))
     if params.mode == "merge":
         return _merge_launches(p, params, values + (("NUM_CHUNKS", chunks(p, params)),))
-    if params.mode not in ("split", "lookback"):
+    if params.mode != "split":
         return (LaunchSpec(0, (tiles,), values),)
     nc = chunks(p, params)
     values += (("NUM_CHUNKS", nc),)
-    if params.mode == "lookback":
-        return (LaunchSpec(0, (tiles * nc,), values + (("TILES", tiles),)),)
     if params.op == "topk":
         return (LaunchSpec(0, (tiles * nc,), values), LaunchSpec(1, (tiles,), values))
     return (
@@ -686,8 +637,7 @@ def _merge_launches(
 
 
 def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Workspace, ...]:
-    """``lookback``: its ticket counter and flag words (``lookback_workspaces``);
-    ``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
+    """``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
     candidates, each chunk's k packed keys, [rows x chunks x k]; ``merge``: two of the
     rows' packed keys padded to whole chunks, [rows x chunks x chunk], that the passes
     read and write in turn."""
@@ -695,8 +645,6 @@ def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Wor
         size = max(1, rows(p) * chunks(p, params) * params.block_n)
         key = DataType.Int if params.packed == 64 else DataType.Int32
         return (Workspace("ws0", (size,), key), Workspace("ws1", (size,), key))
-    if params.mode == "lookback":
-        return lookback_workspaces(rows(p) * chunks(p, params))
     if params.mode != "split":
         return ()
     if params.op == "topk":
@@ -704,16 +652,3 @@ def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Wor
         key = DataType.Int if params.packed == 64 else DataType.Int32
         return (Workspace("ws0", (max(1, size),), key),)
     return (Workspace("ws0", (rows(p) * chunks(p, params),), params.accumulator),)
-
-
-def lookback_workspaces(words: int) -> tuple[Workspace, Workspace]:
-    """``lookback``'s two kept buffers (allocated zeroed once): the ticket counter, whose
-    high half is the launch's epoch (the program that draws the last ticket advances it
-    and zeroes the count), and a flag word per row and chunk, [chunks x rows]: the
-    epoch's tag and kind (the chunk's sum, or the running sum through it) over the fp32
-    value's bits. A word of another epoch is not yet published, so no launch zeroes
-    them."""
-    return (
-        Workspace("tickets", (1,), DataType.Int, zeroed=True),
-        Workspace("flags", (max(1, words),), DataType.Int, zeroed=True),
-    )
