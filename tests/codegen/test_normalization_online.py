@@ -218,3 +218,23 @@ def test_outer_looped_tile_spans_256_bytes_and_compiles_without_spills(dtype, bl
     assert params.num_warps == t.loop_outer_warps * warps == 8 * warps
     (art,) = compile_last_run(fd.executor())
     assert art.local_bytes == 0, art.resources
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_the_half_alternative_loops_vocabulary_rows_in_4096_at_16_warps(dtype):
+    """The measured choice's half direction (``NormalizationTuning.alternatives[1]``) on
+    softmax rows of 50257 (a vocabulary) that the rule loops in tiles of 16384 at 32
+    warps (on a device whose L2 the rows in flight overflow): tiles of 4096 at 16 warps,
+    torch's values, -inf and NaN rows included, and an sm_90 kernel of at most 64
+    registers a thread (bf16: no local memory; fp32 keeps the 8-byte stack frame of the
+    rule's kernel)."""
+    x = rows_with_specials(6, 50257, dtype, "row")
+    tuning = DEFAULT.with_fields(normalization=dict(nm.DEFAULT_TUNING.alternatives[1]))
+    target = small_gpu(1, l2_bytes=1 << 20)
+    fd = configured(softmax_fusion("softmax", x), tuning=tuning, target=target)
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, reference("softmax", x), equal_nan=True, **TOL[dtype])
+    params = the_schedule(fd)
+    assert (params.mode, params.block_r, params.num_warps) == ("looped", 4096, 16), params
+    (art,) = compile_last_run(fd.executor())
+    assert art.resources["REG"] <= 64 and art.local_bytes <= (8 if dtype == torch.float32 else 0)

@@ -221,3 +221,27 @@ def test_every_kernel_compiles_for_sm90(name):
     for art in artifacts:
         assert ".entry" in art.ptx, f"{art.name}: no kernel entry in its PTX"
         assert art.vector_widths, f"{art.name}: no global memory access in its PTX"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_the_half_step_alternative_compiles_for_sm90(dtype):
+    """The measured choice's half step (``ReductionTuning.alternatives``: half the bytes a
+    thread, at the whole step's warps) on rows of 3715: the same sums, loads of 16-byte
+    vectors from each row's first aligned element, no spills."""
+    from layoutfuse.schedulers import reduction_tiles
+    from layoutfuse.schedulers.tuning import DEFAULT
+    from support.execution import configured
+
+    (half,) = [a for a in reduction_tiles.DEFAULT_TUNING.alternatives if len(a) > 2]
+    x = laid_out((6, 3715), (1, 0), dtype)
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.sum(define_input(fd, x, (1, 0)), dims=[1]))
+    fd = configured(fd, tuning=DEFAULT.with_fields(reduction=dict(half)))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x.float().sum(1).to(dtype), rtol=1e-2, atol=1e-2)
+    (params,) = schedules(fd)
+    # a step of 4096 bytes of each row (inner_row_bytes), 8 warps
+    step = params.block_r * params.unroll * x.element_size()
+    assert (step, params.block_x, params.num_warps) == (4096, 2, 8), params
+    (art,) = compile_last_run(fd.executor())
+    assert art.local_bytes == 0 and art.vector_widths.get("ld.global.v4", 0) > 0, art.resources

@@ -82,3 +82,52 @@ def test_which_problems_are_timed():
     assert measure.why_not_measured(big, "cuda", H200, off) == "measured choice is off"
     anywhere = dataclasses.replace(t, devices=("cpu",), min_l2=0.0)
     assert measure.why_not_measured(small, "cpu", H200, anywhere) is None
+
+
+def _planned(build, shapes, dtype):
+    """The (problem, params) of each scheduled segment of ``build`` over meta inputs of
+    ``shapes``, planned for an H200."""
+    from layoutfuse.nvfuser import FusionDefinition
+    from support.execution import configured
+
+    inputs = [torch.empty(s, dtype=dtype, device="meta") for s in shapes]
+    with FusionDefinition() as fd:
+        fd.add_output(build(fd, *(fd.from_pytorch(x) for x in inputs)))
+    fd = configured(fd, target=H200)
+    return [(r.problem, r.params) for r in fd.executor().plan(inputs).segments]
+
+
+def test_an_inner_reduction_times_a_step_of_half_the_bytes():
+    """A bf16 sum over rows of 3715 (r2_111's rows): the rule's [2, 2048] x 2 step at 8
+    warps, then the half step, [2, 1024] x 2 at the same warps (half the bytes a
+    thread); a fp32 one: [2, 2048] then [2, 1024]."""
+    from layoutfuse.schedulers import reduction as rd
+    from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING as T
+
+    for dtype, tiles in (
+        (torch.bfloat16, [(2, 2048, 2, 8), (2, 1024, 2, 8)]),
+        (torch.float32, [(2, 2048, 1, 8), (2, 1024, 1, 8)]),
+    ):
+        ((p, params),) = _planned(lambda fd, x: fd.ops.sum(x, [1]), [(4096, 3715)], dtype)
+        cands = measure.candidates(rd.heuristics, p, H200, T, T.alternatives, 3)
+        assert cands[0] == params
+        assert [(c.block_x, c.block_r, c.unroll, c.num_warps) for c in cands] == tiles
+
+
+def test_a_looped_softmax_times_a_loop_tile_of_4096_at_16_warps():
+    """A bf16 softmax over rows of 50257 (r2_050's): the rule's [1, 16384] at 32 warps,
+    twice the tile, and the half direction's [1, 4096] at 16 warps."""
+    t = nm.DEFAULT_TUNING
+
+    def softmax(fd, x):
+        from layoutfuse.nvfuser import DataType as D
+
+        x = fd.ops.cast(x, D.Float)
+        e = fd.ops.exp(fd.ops.sub(x, fd.ops.broadcast_in_dim(fd.ops.max(x, [1]), x.shape(), [0])))
+        s = fd.ops.broadcast_in_dim(fd.ops.sum(e, [1]), x.shape(), [0])
+        return fd.ops.cast(fd.ops.div(e, s), D.BFloat16)
+
+    ((p, params),) = _planned(softmax, [(2417, 50257)], torch.bfloat16)
+    cands = measure.candidates(nm.heuristics, p, H200, t, t.alternatives, 3)
+    assert cands[0] == params and all(c.mode == "looped" for c in cands)
+    assert [(c.block_r, c.num_warps) for c in cands] == [(16384, 32), (32768, 32), (4096, 16)]

@@ -184,7 +184,13 @@ class NormalizationTuning:
     # tile's columns at twice and at half the bytes per row (persistent; looped: half and
     # twice), an inner tile of twice the rows or loop step, and one of half the rows at
     # twice the warps. H200 at 6dbc526: outer softmax/log_softmax tiles won 1.10-1.26x
-    # either way (r1_100 16 columns, r1_111 64), so neither direction is a rule. Cross
+    # either way (r1_100 16 columns, r1_111 64), so neither direction is a rule. Inner
+    # looped rows: the half is a loop tile of 4096 at 16 warps (a bf16 softmax over rows
+    # of 50257, r2_050: 1792 GB/s in [1, 16384] at 32 warps, whose online max and sum
+    # spilled at 64 registers a thread, 1941 in [1, 4096] at 16, eager 65% of the read
+    # ceiling in the seed-2 run at f489a24; H100 at
+    # 7d748ff, tune-ab35-20261206-7d748ff-h100.txt), where 32 warps won for RMS norms
+    # (``loop_l2_warps``); the twice (32768) spills more. Cross
     # reductions (prefetching, ``tune-cross-20261205-aeb0365-h100``): 24 warps per SM won
     # 0.7-4.5% on fp32 layer norm backwards and lost 13-17% on bf16 ones; half the tile
     # and thread bytes at 32 warps per SM won 1-2% on the fp32 layer norm and bf16 RMS norm
@@ -205,6 +211,8 @@ class NormalizationTuning:
             ("cross_tile_bytes", 4096),
             ("cross_thread_bytes", 16),
             ("cross_warps_per_sm", 32),
+            ("loop_tile", 4096),
+            ("loop_l2_warps", 16),
         ),
     )
 

@@ -180,11 +180,24 @@ class ReductionTuning:
     warps: WarpSteps = ((4096, 8), (1024, 4), (0, 2))
     # measured choice (``schedulers/measure.py``): a fold against the unfolded plan,
     # carried R indices against divided ones (a problem they do not change gets the same
-    # plan, which is not timed twice), outer tiles of narrower rows, and 2-byte outer
-    # tiles of half the bytes per thread, are timed against the rule's
+    # plan, which is not timed twice), an inner step of half the bytes (loads, fp32
+    # accumulators and row bytes a step all halved, at the warps of the whole step: half
+    # the bytes a thread), outer tiles of narrower rows, and
+    # 2-byte outer tiles of half the bytes per thread, are timed against the rule's. The
+    # half step: a bf16 sum over rows of 3715 (r2_111) read 2587 GB/s in [2, 2048] x 2
+    # steps and 3101 in [2, 1024] x 2 (eager 95% of the read ceiling in the seed-2 run at
+    # f489a24), where [4, 1024] x 2 read 2590 and [8, 1024] 2710, all at 8 warps (H100 at
+    # 7d748ff, tune-ab35-20261206-7d748ff-h100.txt): one shape, no rule; the rule's step
+    # stays, and the half is timed
     alternatives: tuple[Overrides, ...] = (
         (("fold_rows", 0),),
         (("carry_index", 0),),
+        (
+            ("load_bytes", 32),
+            ("acc_elements", 8),
+            ("inner_row_bytes", 4096),
+            ("warps", ((2048, 8), (512, 4), (0, 2))),
+        ),
         (("outer_row_bytes", 256),),
         (("narrow_outer_load_bytes", 64),),
     )
