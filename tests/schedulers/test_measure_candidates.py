@@ -90,7 +90,10 @@ def _planned(build, shapes, dtype):
     from layoutfuse.nvfuser import FusionDefinition
     from support.execution import configured
 
-    inputs = [torch.empty(s, dtype=dtype, device="meta") for s in shapes]
+    inputs = [
+        s if isinstance(s, torch.Tensor) else torch.empty(s, dtype=dtype, device="meta")
+        for s in shapes
+    ]
     with FusionDefinition() as fd:
         fd.add_output(build(fd, *(fd.from_pytorch(x) for x in inputs)))
     fd = configured(fd, target=H200)
@@ -131,3 +134,24 @@ def test_a_looped_softmax_times_a_loop_tile_of_4096_at_16_warps():
     cands = measure.candidates(nm.heuristics, p, H200, t, t.alternatives, 3)
     assert cands[0] == params and all(c.mode == "looped" for c in cands)
     assert [(c.block_r, c.num_warps) for c in cands] == [(16384, 32), (32768, 32), (4096, 16)]
+
+
+def test_outer_looped_columns_time_the_tile_before_few_blocks_doubled_it():
+    """A bf16 RMS norm over the strided dim of a column-major [15307, 4096] (r3_017): 240
+    column blocks of 64, under 4 a multiprocessor, so the rule doubles the tile and the
+    warps (64 x 128 at 16); the half direction times 64 x 64 at 8."""
+    from layoutfuse.nvfuser import DataType as D
+
+    def rms_norm(fd, x):
+        xf = fd.ops.cast(x, D.Float)
+        ms = fd.ops.div(fd.ops.sum(fd.ops.mul(xf, xf), [1]), fd.define_scalar(4096.0))
+        r = fd.ops.rsqrt(fd.ops.add(ms, fd.define_scalar(1e-5)))
+        return fd.ops.cast(fd.ops.mul(xf, fd.ops.broadcast_in_dim(r, x.shape(), [0])), D.BFloat16)
+
+    x = torch.empty(4096, 15307, dtype=torch.bfloat16, device="meta").t()
+    ((p, params),) = _planned(rms_norm, [x], torch.bfloat16)
+    t = nm.DEFAULT_TUNING
+    cands = measure.candidates(nm.heuristics, p, H200, t, t.alternatives, 3)
+    assert cands[0] == params and all(c.mode == "looped" for c in cands)
+    tiles = [(c.block_x, c.block_r, c.num_warps) for c in cands]
+    assert tiles == [(64, 128, 16), (64, 64, 8)], tiles

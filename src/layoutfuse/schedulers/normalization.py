@@ -190,7 +190,10 @@ class NormalizationTuning:
     # spilled at 64 registers a thread, 1941 in [1, 4096] at 16, eager 65% of the read
     # ceiling in the seed-2 run at f489a24; H100 at
     # 7d748ff, tune-ab35-20261206-7d748ff-h100.txt), where 32 warps won for RMS norms
-    # (``loop_l2_warps``); the twice (32768) spills more. Cross
+    # (``loop_l2_warps``); the twice (32768) spills more. Outer looped columns: the half
+    # keeps the tile and warps that ``loop_few_blocks`` doubles (a bf16 RMS norm over the
+    # strided dim of [15307, 4096], r3_017, 240 column blocks: 1199 GB/s in 64 x 128 at
+    # 16 warps, 1300 in 64 x 64 at 8; same A/B). Cross
     # reductions (prefetching, ``tune-cross-20261205-aeb0365-h100``): 24 warps per SM won
     # 0.7-4.5% on fp32 layer norm backwards and lost 13-17% on bf16 ones; half the tile
     # and thread bytes at 32 warps per SM won 1-2% on the fp32 layer norm and bf16 RMS norm
@@ -213,6 +216,7 @@ class NormalizationTuning:
             ("cross_warps_per_sm", 32),
             ("loop_tile", 4096),
             ("loop_l2_warps", 16),
+            ("loop_few_blocks", 0),
         ),
     )
 
