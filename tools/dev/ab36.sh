@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Session 23's third device call: (1) the random cases whose measured choice gained a
+# candidate at 360feae/c27f41c (r2_050 softmax over bf16 rows of 50257, r2_111 sum over
+# bf16 rows of 3715, r3_017 RMS norm over a strided bf16 dim), each as the random suite
+# runs it (the measured choice on, eager and torch.compile beside it); (2) the whole suite
+# with CUDA tensors (16 shards). Carry .wheels. About 420 s.
+. "$(dirname "$0")/device_env.sh"
+for c in "2 r2_050" "2 r2_111" "3 r3_017" "2 r2_091"; do
+  set -- $c
+  t0=$(date +%s)
+  timeout 60 python3 -m benchmarks suite random --seed $1 --cases 120 --filter $2 --out $out/random_seed$1-$2-$day-$commit-$gpu.json > $out/r.txt 2>&1
+  echo "random $2 rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/r.txt | grep "$2\|measured\|chose" | cut -c1-330 | head -6
+done
+rm -f $out/r.txt /tmp/lfcache -r
+PART=c OUT=$out COMMIT=$commit LIMIT=300 bash tools/gpu-run.sh
