@@ -272,3 +272,36 @@ def test_merge_sort_kernels_compile_for_sm90_without_spills(
     names = [f"{op}_runs_kernel", *[f"{op}_merge_pass_kernel"] * passes, f"{op}_merged_kernel"]
     assert [a.name for a in arts] == names
     assert all(a.local_bytes == 0 for a in arts), [a.resources for a in arts]
+
+
+@pytest.mark.parametrize("fields", [{"loop_prefetch": 1}, {"loop_stages": 2}], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_the_loop_walk_prefetched_or_pipelined(fields, dtype):
+    """``loop`` with each step loading the next block ahead (``loop_prefetch``), or with
+    Triton's pipelining of the walk (``loop_stages``), over the strided dim of a [300, 512]
+    on 4 multiprocessors (8 row tiles of 64: the loop), an epilogue reading another input
+    beside it: torch's sums and epilogue, one kernel that compiles for sm_90 without
+    spills and stores 16-byte vectors."""
+    g = torch.Generator().manual_seed(7)
+    x, y = torch.randn(300, 512, generator=g).to(dtype), torch.randn(300, 512, generator=g)
+    with FusionDefinition() as fd:
+        a, b = fd.from_pytorch(x), fd.from_pytorch(y)
+        c = fd.ops.cumsum(fd.ops.abs(a), 0)
+        fd.add_output(c)
+        fd.add_output(fd.ops.mul(fd.ops.exp(fd.ops.neg(c)), b))
+    tuning = DEFAULT.with_fields(scan=fields)
+    fd = configured(fd, target=small_gpu(4), tuning=tuning)
+    c, out = fd.execute([x, y])
+    want = torch.cumsum(x.abs().float(), 0).to(dtype)
+    torch.testing.assert_close(c, want, rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-3)
+    # exp of the bf16 sum is bf16 (rounded, as torch rounds it), then times fp32 y
+    tol = dict(rtol=8e-3, atol=1e-5) if dtype == torch.bfloat16 else dict(rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out, torch.exp(-c) * y, **tol)
+    (params,) = schedules(fd)
+    assert params.mode == "loop" and params.block_r == 64
+    assert (params.prefetch, params.loop_stages) == (
+        bool(fields.get("loop_prefetch")),
+        fields.get("loop_stages", 1),
+    )
+    (art,) = compiled(fd)
+    assert art.local_bytes == 0 and art.vector_widths.get("st.global.v4", 0) > 0, art.resources

@@ -113,6 +113,11 @@ class ScanTuning:
     chunk: int = 2048
     # ``loop`` when the row tiles reach this many per multiprocessor, else ``split``
     loop_tiles_per_sm: int = 2
+    # ``loop``: the walk's software pipelining stages (``tl.range(num_stages=...)``; 1: a
+    # plain loop), and whether each step loads the next block (its prologue computed)
+    # before it scans and stores its own (a prefetch carried in registers; 0: off)
+    loop_stages: int = 1
+    loop_prefetch: int = 0
     # rows of chunk sums one program of the split's middle pass scans at a time
     sums_block: int = 1024
     # a sorted row up to this many elements (padded to a power of two) is one tile
@@ -220,6 +225,8 @@ class ScanParams:
     chunk_packed: int = 0  # topk split of a 16-bit float row: 32 where each chunk's keys
     #   pack in an int32 with their index in the chunk (``chunk_keys32``), repacked in 64
     #   bits for the workspace; 0: the chunk packs as the row does (``packed``)
+    loop_stages: int = 1  # cumsum loop: the walk's pipelining stages (1: a plain loop)
+    prefetch: bool = False  # cumsum loop: each step loads the next block ahead
     filter_groups: int = 0  # topk split: G, the strided groups a chunk's keys are cut
     #   into; its candidates are the keys at most the k-th least of the groups' least keys
     #   (every key of the chunk's k least is: k groups hold a key at most that one), G
@@ -302,6 +309,7 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         mode = "split"
     # the middle pass's tile has the others' elements
     results = min(tuning.sums_block, max(1, tuning.tile_elements // block_r))
+    looped = mode == "loop"
     return _params(
         p,
         mode,
@@ -310,6 +318,8 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         warps_for(block_r * block_n, tuning.warps),
         results_block=results if mode == "split" else 0,
         accumulator=accumulates_in(p.dtypes[p.n_loads]),
+        loop_stages=tuning.loop_stages if looped else 1,
+        prefetch=bool(tuning.loop_prefetch) and looped,
     )
 
 
