@@ -274,11 +274,11 @@ def test_merge_sort_kernels_compile_for_sm90_without_spills(
     assert all(a.local_bytes == 0 for a in arts), [a.resources for a in arts]
 
 
-@pytest.mark.parametrize("fields", [{"loop_prefetch": 1}, {"loop_stages": 2}], ids=str)
+@pytest.mark.parametrize("fields", [{}, {"loop_stages": 2}], ids=str)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_the_loop_walk_prefetched_or_pipelined(fields, dtype):
-    """``loop`` with each step loading the next block ahead (``loop_prefetch``), or with
-    Triton's pipelining of the walk (``loop_stages``), over the strided dim of a [300, 512]
+def test_the_loop_walk_plain_or_pipelined(fields, dtype):
+    """``loop``, plain or with Triton's pipelining of the walk (``loop_stages``: its loads
+    become asynchronous copies), over the strided dim of a [300, 512]
     on 4 multiprocessors (8 row tiles of 64: the loop), an epilogue reading another input
     beside it: torch's sums and epilogue, one kernel that compiles for sm_90 without
     spills and stores 16-byte vectors."""
@@ -299,9 +299,8 @@ def test_the_loop_walk_prefetched_or_pipelined(fields, dtype):
     torch.testing.assert_close(out, torch.exp(-c) * y, **tol)
     (params,) = schedules(fd)
     assert params.mode == "loop" and params.block_r == 64
-    assert (params.prefetch, params.loop_stages) == (
-        bool(fields.get("loop_prefetch")),
-        fields.get("loop_stages", 1),
-    )
+    assert params.loop_stages == fields.get("loop_stages", 1)
     (art,) = compiled(fd)
     assert art.local_bytes == 0 and art.vector_widths.get("st.global.v4", 0) > 0, art.resources
+    pipelined = "cp.async" in art.ptx
+    assert pipelined == (params.loop_stages > 1), art.vector_widths

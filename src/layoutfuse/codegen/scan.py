@@ -26,36 +26,21 @@ def _cumsum_block(w: Writer, t: ScanTile) -> None:
 
 
 def _cumsum_loop(w: Writer, t: ScanTile) -> None:
-    """Each program walks its rows' blocks in order, carrying the running sum; with
-    ``prefetch``, each step first loads the next block (its prologue computed, zero where
-    masked) and carries it to the next step, so its loads are in flight while this block
-    is scanned and stored; ``loop_stages`` > 1 lets Triton pipeline the walk instead."""
-    acc_t = _acc(t.p)
+    """Each program walks its rows' blocks in order, carrying the running sum;
+    ``loop_stages`` > 1 lets Triton pipeline the walk."""
     w.line("pid = tl.program_id(0)")
     t.rows(w, "pid")
-    w.line(f"carry = tl.zeros([BLOCK_R], {acc_t})")
-    walk = f"tl.range(0, {t.length()}, BLOCK_N, num_stages={t.p.loop_stages})"
-    if t.p.loop_stages <= 1:
-        walk = f"range(0, {t.length()}, BLOCK_N)"
-    if t.p.prefetch:
-        t.columns(w, "0")
-        w.line(f"ahead = tl.where(mask, ({t.value(w)}).to({acc_t}), 0)")
+    w.line(f"carry = tl.zeros([BLOCK_R], {_acc(t.p)})")
+    walk = f"range(0, {t.length()}, BLOCK_N)"
+    if t.p.loop_stages > 1:
+        walk = f"tl.range(0, {t.length()}, BLOCK_N, num_stages={t.p.loop_stages})"
     w.line(f"for start in {walk}:")
     with w.indent():
-        if t.p.prefetch:
-            t.columns(w, "start + BLOCK_N")
-            w.line(f"nxt = tl.where(mask, ({t.value(w)}).to({acc_t}), 0)")
-            t.columns(w, "start")
-            t.emitter(w)  # the epilogue's loads at this block's offsets
-            w.line("acc = ahead")
-        else:
-            t.columns(w, "start")
-            v = t.value(w)
-            w.line(f"acc = tl.where(mask, ({v}).to({acc_t}), 0)")
+        t.columns(w, "start")
+        v = t.value(w)
+        w.line(f"acc = tl.where(mask, ({v}).to({_acc(t.p)}), 0)")
         t.finish(w, "tl.cumsum(acc, axis=1) + carry[:, None]", "mask")
         w.line("carry += tl.sum(acc, axis=1)")
-        if t.p.prefetch:
-            w.line("ahead = nxt")
 
 
 def _split_ids(w: Writer, t: ScanTile) -> None:

@@ -114,10 +114,12 @@ class ScanTuning:
     # ``loop`` when the row tiles reach this many per multiprocessor, else ``split``
     loop_tiles_per_sm: int = 2
     # ``loop``: the walk's software pipelining stages (``tl.range(num_stages=...)``; 1: a
-    # plain loop), and whether each step loads the next block (its prologue computed)
-    # before it scans and stores its own (a prefetch carried in registers; 0: off)
+    # plain loop). H100 at a6a591b (tune-ab36-20261206-a6a591b-h100.txt), ms, 1 / 2
+    # stages: a cumsum over the strided dim of [8192, 4096] fp32 0.1349 / 0.1290, column-
+    # major 0.1356 / 0.1293; bf16 0.1148 / 0.1204 both; rows of 65536 fp32 0.2106 /
+    # 0.2142, bf16 0.0952 / 0.0972: no rule. (Each step loading the next block ahead,
+    # carried in registers, lost 5-16% on every loop case; removed.)
     loop_stages: int = 1
-    loop_prefetch: int = 0
     # rows of chunk sums one program of the split's middle pass scans at a time
     sums_block: int = 1024
     # a sorted row up to this many elements (padded to a power of two) is one tile
@@ -226,7 +228,6 @@ class ScanParams:
     #   pack in an int32 with their index in the chunk (``chunk_keys32``), repacked in 64
     #   bits for the workspace; 0: the chunk packs as the row does (``packed``)
     loop_stages: int = 1  # cumsum loop: the walk's pipelining stages (1: a plain loop)
-    prefetch: bool = False  # cumsum loop: each step loads the next block ahead
     filter_groups: int = 0  # topk split: G, the strided groups a chunk's keys are cut
     #   into; its candidates are the keys at most the k-th least of the groups' least keys
     #   (every key of the chunk's k least is: k groups hold a key at most that one), G
@@ -319,7 +320,6 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         results_block=results if mode == "split" else 0,
         accumulator=accumulates_in(p.dtypes[p.n_loads]),
         loop_stages=tuning.loop_stages if looped else 1,
-        prefetch=bool(tuning.loop_prefetch) and looped,
     )
 
 
