@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Run at a6a591b. scan.loop_prefetch was removed after this call: it lost on every case.)
 # Session 23's third device call: (1) the random cases whose measured choice gained a
 # candidate at 360feae/c27f41c (r2_050 softmax over bf16 rows of 50257, r2_111 sum over
 # bf16 rows of 3715, r3_017 RMS norm over a strided bf16 dim), each as the random suite
