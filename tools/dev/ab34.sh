@@ -20,10 +20,5 @@ t0=$(date +%s)
 LAYOUTFUSE_MEASURE=0 timeout 150 python3 tools/dev/tune_ops.py $out/tune-ops-cumsum-$day-$commit-$gpu.json --peers --filter cumsum \
   scan.lookback=1 scan.lookback=0 scan.loop_tiles_per_sm=1000000 scan.lookback_window=2 scan.tile_elements=8192 > $out/tune-ab34-$day-$commit-$gpu.txt 2>&1
 echo "tune rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/tune-ab34-$day-$commit-$gpu.txt | cut -c1-170 | tail -75
-t0=$(date +%s)
-timeout 70 python3 tools/dev/copy_probe.py nanogpt_block_sdpa > $out/copy-probe-$day-$commit-$gpu.txt 2>&1
-echo "copy probe rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/copy-probe-$day-$commit-$gpu.txt | cut -c1-160 | head -30
-t0=$(date +%s)
-timeout 100 python3 -m benchmarks thunder --filter nanogpt --out $out/thunder-nanogpt-$day-$commit-$gpu.json > $out/thunder.txt 2>&1
-echo "thunder rc=$? $(( $(date +%s) - t0 )) s"; grep "^\[" $out/thunder.txt | cut -c1-300; rm -f $out/thunder.txt
+nanogpt_copies_and_rows 70 100
 rm -rf /tmp/lfcache

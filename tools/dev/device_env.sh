@@ -6,3 +6,13 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h
 pip install -q --no-deps --target /tmp/tsite .wheels/*.whl > /dev/null 2>&1
 export PYTHONPATH=$PWD/src:$PWD:/tmp/tsite PYTHONUNBUFFERED=1 LAYOUTFUSE_CACHE_DIR=/tmp/lfcache
 export LAYOUTFUSE_BENCH_COMMIT=$commit
+# The SDPA block's copies (tools/dev/copy_probe.py) and Thunder's nanoGPT rows, each under
+# a time limit (seconds: the probe's, then the benchmark's)
+nanogpt_copies_and_rows() {
+  local t0=$(date +%s)
+  timeout ${1:-90} python3 tools/dev/copy_probe.py nanogpt_block_sdpa > $out/copy-probe-$day-$commit-$gpu.txt 2>&1
+  echo "copy probe rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/copy-probe-$day-$commit-$gpu.txt | cut -c1-160 | head -40
+  t0=$(date +%s)
+  timeout ${2:-100} python3 -m benchmarks thunder --filter nanogpt --out $out/thunder-nanogpt-$day-$commit-$gpu.json > $out/thunder.txt 2>&1
+  echo "thunder rc=$? $(( $(date +%s) - t0 )) s"; grep "^\[" $out/thunder.txt | cut -c1-300; rm -f $out/thunder.txt
+}
