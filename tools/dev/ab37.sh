@@ -21,8 +21,8 @@ run_tune() {  # case, then variants
 flat="--variant block_x=1024 --variant block_x=512,num_warps=8 --variant block_x=512 --variant block_x=2048 --variant block_x=4096,num_warps=8 --variant block_x=1024,num_warps=2 --variant block_x=1024,num_warps=8 --variant full_blocks=false"
 run_tune r2_055 $flat
 run_tune r2_076 --variant block_x=2048 --variant block_x=1024,num_warps=8 --variant block_x=512,num_warps=8 --variant block_x=1024 --variant block_x=4096 --variant block_x=8192,num_warps=8 --variant block_x=2048,num_warps=8 --variant full_blocks=false
-run_tune r2_000 --variant "" --variant block_x=128,block_y=4 --variant block_x=256,block_y=4 --variant block_x=256,block_y=4,num_warps=8 --variant block_x=64,block_y=4,num_warps=2 --variant y_first=false
-run_tune r2_013 --variant "" --variant block_x=128,block_y=8 --variant block_x=256,block_y=8,num_warps=8 --variant block_x=64,block_y=8,num_warps=2 --variant block_x=32,block_y=8,num_warps=2 --variant y_first=false
+run_tune r2_000 --variant "" --variant block_x=1024,block_y=4,num_warps=8 --variant block_x=512,block_y=4,num_warps=8 --variant block_x=512,block_y=4 --variant block_x=128,block_y=4 --variant block_x=256,block_y=4 --variant block_x=256,block_y=4,num_warps=8 --variant block_x=64,block_y=4,num_warps=2 --variant y_first=false
+run_tune r2_013 --variant "" --variant block_x=256,block_y=8 --variant block_x=256,block_y=8,num_warps=2 --variant block_x=128,block_y=8 --variant block_x=256,block_y=8,num_warps=8 --variant block_x=64,block_y=8,num_warps=2 --variant block_x=32,block_y=8,num_warps=2 --variant y_first=false
 run_tune r2_106 --variant "" --variant block_r=16 --variant block_r=64 --variant num_warps=8 --variant block_r=16,unroll=1 \
   --variant unroll=1 --variant unroll=4,block_r=8 --variant split=2 --variant block_x=64,block_r=64
 rm -rf /tmp/lfcache
