@@ -3,7 +3,8 @@
 # 14's odd-width bf16 cat: (1) each kernel's device time on layoutfuse, eager and
 # torch.compile (tools/dev/peer_kernels.py) for seed 2's small cases behind torch.compile
 # by about 1 us, with Inductor's generated code (TORCH_LOGS=output_code) beside ours;
-# (2) params variants (python -m benchmarks tune, each kernel's time) of a flat copy
+# (2) params variants (python -m benchmarks tune, each kernel's time) of a flat copy, the rule
+# pointwise.whole_y_to_x on the five random cases it changes,
 # (r2_055, r2_076), a transpose (r2_000, r2_013) and the pinned fp16 sum r2_106; (3) the
 # ops suite's cat and gathers under tile sizes (tools/dev/tune_ops.py). Carry .wheels
 # (unused). About 330 s.
@@ -23,6 +24,9 @@ run_tune r2_055 $flat
 run_tune r2_076 --variant block_x=2048 --variant block_x=1024,num_warps=8 --variant block_x=512,num_warps=8 --variant block_x=1024 --variant block_x=4096 --variant block_x=8192,num_warps=8 --variant block_x=2048,num_warps=8 --variant full_blocks=false
 run_tune r2_000 --variant "" --variant block_x=1024,block_y=4,num_warps=8 --variant block_x=512,block_y=4,num_warps=8 --variant block_x=512,block_y=4 --variant block_x=128,block_y=4 --variant block_x=256,block_y=4 --variant block_x=256,block_y=4,num_warps=8 --variant block_x=64,block_y=4,num_warps=2 --variant y_first=false
 run_tune r2_013 --variant "" --variant block_x=256,block_y=8 --variant block_x=256,block_y=8,num_warps=2 --variant block_x=128,block_y=8 --variant block_x=256,block_y=8,num_warps=8 --variant block_x=64,block_y=8,num_warps=2 --variant block_x=32,block_y=8,num_warps=2 --variant y_first=false
+t0=$(date +%s)  # the rule pointwise.whole_y_to_x on the random cases whose plan it changes (tools/dev/diffplans.py)
+LAYOUTFUSE_MEASURE=0 timeout 80 python3 -m benchmarks tune r1_054 r1_087 r2_000 r2_013 r3_104 --profile --tuning "" --tuning pointwise.whole_y_to_x=1 2>&1 | grep -v "Warn\|warn" | tee -a $out/tune-ab37-$day-$commit-$gpu.txt | cut -c1-250
+echo "tune whole_y_to_x rc=$? $(( $(date +%s) - t0 )) s"
 run_tune r2_106 --variant "" --variant block_r=16 --variant block_r=64 --variant num_warps=8 --variant block_r=16,unroll=1 \
   --variant unroll=1 --variant unroll=4,block_r=8 --variant split=2 --variant block_x=64,block_r=64
 rm -rf /tmp/lfcache
