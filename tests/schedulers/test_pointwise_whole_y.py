@@ -1,13 +1,16 @@
 """Transposes whose Y is a store's whole short stride-1 group, continued by X
 (``PointwiseTuning.whole_y_to_x``).
 
-A [4, 14, n] fp32 input whose dim 1 is innermost, stored with dim 0 innermost and dim 2
-next: X is the input's 14 flattened with n, Y the output's 4, and the output continues
-those 4 with n, X's outer group. The edge x 4 tile stored 64-byte pieces; with the rule Y
-gives its share of the edge x edge tile to X, so each X row of the tile is one stored run.
-A channels-last bf16 [N, 256, 7, 7] stored with H innermost and C next is the same with X
-unflattened (the output continues H with C). The tests check the tile each way, the
-numerics against torch on the interpreter, and compile both for sm_90.
+A contiguous fp32 [N, 3, 28, 28] stored with C innermost and W next: X is the input's W
+(28) flattened with H, Y the output's C (3, tiled as 4), and the output continues C with
+W, X's inner group. The edge x 4 tile stored runs of 3 x 32; with the rule Y gives its
+share of the edge x edge tile to X, so each tile row stores a longer run. A
+channels-last bf16 [N, 256, 7, 7] stored with H innermost and C next is the same with X
+unflattened (the output continues H with C). Where the output continues Y with X's
+flattened *outer* group instead (a [4, 14, n] input, dim 1 innermost, stored with dim 0
+innermost then dim 2), the wide tile lost on the GPU and the rule leaves the tile. The
+tests check the tile each way, the numerics against torch on the interpreter, and
+compile the wide tiles for sm_90.
 """
 
 from __future__ import annotations
@@ -56,16 +59,33 @@ FLAT_ORDER = [0, 2, 1]  # dim 0 innermost, then dim 2, dim 1 outermost
 CL_ORDER = [2, 1, 0, 3]  # H innermost, then C, then N, W outermost
 
 
+def _nchw(batch: int, dtype) -> torch.Tensor:
+    g = torch.Generator().manual_seed(batch)
+    return torch.randn(batch, 3, 28, 28, generator=g).to(dtype)
+
+
+NCHW_TO_C_W = [2, 0, 3, 1]  # C innermost, then W, then N, H outermost
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("n", [320, 333])
-def test_flattened_x_takes_y_share(n, dtype):
-    x = _flattened_x(n, dtype)
-    _, on = _copy(x, FLAT_ORDER, ON)
-    _, off = _copy(x, FLAT_ORDER, OFF)
+@pytest.mark.parametrize("batch", [5, 8])
+def test_flattened_x_takes_y_share(batch, dtype):
+    x = _nchw(batch, dtype)
+    _, on = _copy(x, NCHW_TO_C_W, ON)
+    _, off = _copy(x, NCHW_TO_C_W, OFF)
     assert on.transpose and on.gx2 is not None and on.block_y == 4, on
     edge = off.block_x
     assert on.block_x == edge * edge // 4, (on, off)
-    assert on.block_x > off.block_x and on.block_x % on.split_x == 0
+    assert on.block_x % on.split_x == 0
+
+
+@pytest.mark.parametrize("n", [320, 333])
+def test_y_continued_by_x_outer_group_keeps_the_edge(n):
+    x = _flattened_x(n, torch.float32)
+    _, on = _copy(x, FLAT_ORDER, ON)
+    _, off = _copy(x, FLAT_ORDER, OFF)
+    assert on.gx2 is not None and on.block_y == 4, on
+    assert on.block_x == off.block_x == edge_elements(4, PW), (on, off)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
@@ -88,7 +108,7 @@ def test_a_y_longer_than_the_tile_keeps_the_edge():
 def test_the_wide_tiles_compile_for_sm90():
     """sm_90: no spills in either wide tile; the channels-last one still loads 16-byte
     vectors along C (its X)."""
-    fd, _ = _copy(_flattened_x(4096, torch.float32), FLAT_ORDER, ON)
+    fd, _ = _copy(_nchw(16, torch.float32), NCHW_TO_C_W, ON)
     (art,) = compile_last_run(fd.executor())
     assert art.local_bytes == 0, art.resources
     fd, _ = _copy(_channels_last(2, torch.bfloat16), CL_ORDER, ON)

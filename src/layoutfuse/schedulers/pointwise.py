@@ -116,11 +116,15 @@ class PointwiseTuning:
     # ... its warps by its elements, (least elements, warps) steps (``warps.warps_for``)
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
     # a transpose whose Y is a store's whole stride-1 group (one tile spans it), continued
-    # in that store by X's group (or X's flattened outer group), gives Y's share of the
-    # tile to X (``interleaved_tile``'s X): each tile then stores one run of BLOCK_X x
-    # size_y elements per X row, where the edge x size_y tile stored 64-byte pieces (fp32
-    # [4, 14, 32000] stored as [14, 32000, 4]: 64 x 4 tiles of 256 elements). 0: off
-    whole_y_to_x: int = 0
+    # in that store by X's inner group, gives Y's share of the tile to X
+    # (``interleaved_tile``'s X): each tile row then stores one run of size_y x BLOCK_X
+    # elements. H100 at b4938fe (tune-ab37-20261206-b4938fe-h100.txt), kernel time: fp32
+    # [324, 3, 28, 28] stored C innermost then W 4.3 -> 3.3 us (64 x 4 -> 1024 x 4, 8
+    # warps; torch.compile 2.9), bf16 channels-last [384, 256, 7, 7] stored H then C 9.4
+    # -> 7.9 (64 x 8 -> 256 x 8; torch.compile 6.7), a Y of 28 10.7 -> 10.8. Where the
+    # store continues Y with X's flattened outer group instead ([4, 14, 32000] stored
+    # [14, 32000, 4]) the wide tile lost (6.6 -> 7.2 us): left out. 0: off
+    whole_y_to_x: int = 1
     # a transpose tile's X spanning at most this many bytes (half a sector) gives its
     # share of the tile to Y (``transpose_tile``), and Y flattens with the group that
     # continues it when X and Y fill under half a tile (``filled_y``); 0 turns both off.
@@ -275,7 +279,7 @@ def heuristics(
             elem = max(elem, tuning.unaligned_tile_item)
         bx, by, warps = transpose_tile(size_x, size_y, elem, tuning)
         inter = interleaved(p, gx, gx2, gy, gy2, by) if tuning.interleave else ()
-        if inter or (tuning.whole_y_to_x and _y_whole_before_x(p, gx, gx2, gy, gy2, by)):
+        if inter or (tuning.whole_y_to_x and _y_whole_before_x(p, gx, gy, gy2, by)):
             bx, warps = interleaved_tile(size_x, by, elem, tuning)
         rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(p, gy, {gx, gx2, gy})
         # a flattened Y spans the stores' contiguous run across its tiles: neighbouring
@@ -376,17 +380,12 @@ def interleaved(
     return _run_stores(p, gy, gx)
 
 
-def _y_whole_before_x(
-    p: Problem, gx: int, gx2: int | None, gy: int, gy2: int | None, by: int
-) -> bool:
+def _y_whole_before_x(p: Problem, gx: int, gy: int, gy2: int | None, by: int) -> bool:
     """Whether Y is one group, whole in the tile, that a store (of stride 1 along it)
-    continues with X's group or X's flattened outer group (``whole_y_to_x``)."""
+    continues with X's inner group (``whole_y_to_x``)."""
     if p.generic or gy2 is not None or p.groups[gy].size > by:
         return False
-    return any(
-        p.groups[gy].strides[a] == 1 and continuation(p, a, gy) in (gx, gx2)
-        for a in p.stores()
-    )
+    return any(p.groups[gy].strides[a] == 1 and continuation(p, a, gy) == gx for a in p.stores())
 
 
 def flat_runs(p: Problem, axes: tuple[tuple[int | None, int | None, int], ...]) -> dict[str, Any]:
