@@ -4,10 +4,16 @@ element wide, since ``i < n`` is then not constant over a vector. Such kernels
 (``PointwiseParams.full_blocks``) run the body unmasked for the programs whose tile lies
 inside the tensor, masked for the edge programs.
 
+Only where some access could then move vectors: stride 1 along X and a multiple of 16
+elements along every other dim. Rows of another stride start unaligned, and a second body
+only doubles the code (a fp32 transpose of [10526, 509] with tanh: 104 registers a thread
+for both bodies, 48 for one).
+
 Checked: the choice (odd and 8 * odd extents get it, multiples of 16 and extents within
-one tile do not); numbers and strides against torch over dtypes, 1-D, 2-D, transposed,
-sliced and expanded layouts (edge programs included); the PTX for sm_90: 16-byte loads
-and stores for odd extents, 16-byte loads from padded rows of odd width.
+one tile do not, nor a transpose's unaligned rows); numbers and strides against torch over dtypes,
+1-D, 2-D, transposed, sliced and expanded layouts (edge programs included); the PTX for
+sm_90: 16-byte loads and stores for odd extents, 16-byte loads from padded rows of odd
+width, one body for unaligned rows.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ def test_full_blocks_chosen_by_extent(n, full):
         ((9001,), "dense"),
         ((3, 4099), "dense"),
         ((4099, 3), "column"),  # column-major: X is dim 0
-        ((37, 131), "transpose"),  # row-major in, column-major out: odd X and Y
+        ((37, 131), "transpose"),  # row-major in, column-major out: odd X and Y, rows unaligned
         ((3, 8210), "sliced"),  # every other column of [3, 16420]: strided X
         ((5, 4101), "expanded"),  # y broadcast along dim 0 (stride 0)
     ],
@@ -78,7 +84,7 @@ def test_numbers_and_strides(dtype, shape, layout):
         assert params.transpose
     elif layout == "column":
         assert out.stride() == (1, shape[0])
-    assert params.full_blocks
+    assert params.full_blocks is (layout != "transpose"), params
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -99,3 +105,23 @@ def test_padded_rows_of_odd_width_load_16_byte_vectors():
     (art,) = compile_last_run(fd.executor())
     widths = ptx_vector_widths(art.ptx)
     assert widths.get("ld.global.v4", 0) > 0, widths
+
+
+def test_unaligned_rows_keep_one_body():
+    """A transpose of rows 509 apart with tanh: no access can load or store vectors along
+    X, so the kernel has one (masked) body, and sm_90 keeps it under 64 registers a
+    thread (two bodies took 104 at the same tile)."""
+    x = _randn(300, 509)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        y = fd.ops.add(
+            fd.ops.mul(fd.ops.tanh(fd.ops.mul(t, fd.define_scalar(0.5))), t), fd.define_scalar(1.0)
+        )
+        fd.add_output(y, stride_order=[0, 1])
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.tanh(x * 0.5) * x + 1)
+    assert out.stride() == (1, 300)
+    (params,) = schedules(fd)
+    assert params.transpose and not params.full_blocks, params
+    (art,) = compile_last_run(fd.executor())
+    assert art.resources["REG"] <= 64, art.resources

@@ -296,7 +296,8 @@ def heuristics(
         by = min(next_pow2(size_y), max(1, elements // bx))
         warps = warps_for(bx * by, tuning.warps)
     zero, unit = stride_flags(p)
-    full = _needs_full_blocks(p, gx, gx2, bx)
+    runs = inner_runs(p, gx, gx2, split_x, gy, gy2, bx) if tuning.interleave else ()
+    full = _needs_full_blocks(p, gx, gx2, bx, bool(inter or runs))
     return PointwiseParams(
         NAME,
         gx,
@@ -320,7 +321,7 @@ def heuristics(
         coordinate_runs=coordinate_runs(p, gx, gx2, bx, tuning),
         **(flat_runs(p, ((gx, gx2, split_x), (gy, gy2, split_y))) if tuning.flat_runs else {}),
         interleaved=inter,
-        inner_runs=inner_runs(p, gx, gx2, split_x, gy, gy2, bx) if tuning.interleave else (),
+        inner_runs=runs,
         repeat=p.repeat > 1,
     )
 
@@ -430,15 +431,34 @@ def tile_elements(p: Problem, tuning: PointwiseTuning) -> int:
 SPECIALIZED_MULTIPLE = 16  # Triton's launcher marks an int argument divisible by 16
 
 
-def _needs_full_blocks(p: Problem, gx: int, gx2: int | None, bx: int) -> bool:
+def _needs_full_blocks(p: Problem, gx: int, gx2: int | None, bx: int, run_stores: bool) -> bool:
     """Whether X (the loads' vectorized axis), unflattened, has an extent the launcher does
-    not specialize as a multiple of 16 and spans at least one whole tile. (A transpose's
-    Y of such an extent gains nothing: the dense output's rows are then that many
-    elements apart, never 16-byte aligned.)"""
+    not specialize as a multiple of 16, spans at least one whole tile, and some access
+    could move vectors along it unmasked (``_vector_rows``, or stores of whole runs:
+    ``run_stores``). (A transpose's Y of such an extent gains nothing: the dense output's
+    rows are then that many elements apart, never 16-byte aligned.)"""
     if p.generic or not p.groups or gx2 is not None:
         return False
     n = p.groups[gx].size
-    return n % SPECIALIZED_MULTIPLE != 0 and n > bx >= SPECIALIZED_MULTIPLE
+    if n % SPECIALIZED_MULTIPLE == 0 or not n > bx >= SPECIALIZED_MULTIPLE:
+        return False
+    return run_stores or _vector_rows(p, gx)
+
+
+def _vector_rows(p: Problem, gx: int) -> bool:
+    """Whether some access could load or store vectors along X: stride 1 there and a
+    multiple of 16 elements along every other group (the launcher's specialization), or a
+    base offset (specialized at run time). Rows of another stride start unaligned, so the
+    unmasked body gains no vector and only doubles the code: a fp32 transpose of
+    [10526, 509] with tanh took 104 registers a thread in both bodies, 48 in one
+    (sm_90), at 8 warps two programs a multiprocessor against five."""
+    for a in range(p.n_loads + p.n_stores):
+        if not p.is_affine(a) or p.groups[gx].strides[a] != 1:
+            continue
+        others = (g.strides[a] for k, g in enumerate(p.groups) if k != gx)
+        if a in p.based or all(st % SPECIALIZED_MULTIPLE == 0 for st in others):
+            return True
+    return False
 
 
 def coordinate_runs(
