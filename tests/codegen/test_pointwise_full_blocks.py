@@ -24,7 +24,8 @@ import torch
 from layoutfuse.codegen.backend import ptx_vector_widths
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.nvfuser import FusionDefinition
-from support.execution import schedules
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import configured, schedules
 
 pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
@@ -125,3 +126,16 @@ def test_unaligned_rows_keep_one_body():
     assert params.transpose and not params.full_blocks, params
     (art,) = compile_last_run(fd.executor())
     assert art.resources["REG"] <= 64, art.resources
+
+
+def test_the_tuning_field_restores_two_bodies():
+    """``unaligned_full_blocks=1``: the earlier rule, full blocks wherever X's extent is
+    unspecialized (the A/B's other side)."""
+    x, y = _randn(37, 131), _randn(37, 131, seed=1)
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.add(fd.from_pytorch(x), fd.from_pytorch(y)), stride_order=[0, 1])
+    configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(unaligned_full_blocks=1)))
+    (out,) = fd.execute([x, y])
+    torch.testing.assert_close(out, x + y)
+    (params,) = schedules(fd)
+    assert params.transpose and params.full_blocks, params

@@ -44,7 +44,10 @@ the mask ``i < n`` is constant over 16 elements only when the launcher specializ
 as a multiple of 16. An unflattened X of any other extent (an odd 6274245, a 224186856
 = 8 * odd) then loads and stores one element at a time (2.6x slower than eager on fp16).
 Such a kernel (``full_blocks``) runs the body twice: unmasked along its unflattened tile
-axes for the programs whose tile lies inside them, masked for the edge programs.
+axes for the programs whose tile lies inside them, masked for the edge programs. Only
+where some access could move vectors along X (stride 1 there, rows a multiple of 16
+elements apart): otherwise the second body gains no vector and only doubles the code and
+its registers (``unaligned_full_blocks``).
 """
 
 from __future__ import annotations
@@ -115,6 +118,13 @@ class PointwiseTuning:
     broadcast_rows: int = 16
     # ... its warps by its elements, (least elements, warps) steps (``warps.warps_for``)
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
+    # full blocks (the module's docstring) also where no access could move vectors along X
+    # (``_vector_rows``: rows of a stride that is no multiple of 16 elements); 0: not
+    # there, where the unmasked body only doubles the code (sm_90, a fp32 transpose of
+    # [10526, 509] with tanh: 104 registers a thread for both bodies, 48 for one; the PTX
+    # of the 24 random cases this changes keeps every vector width). Not timed on the GPU
+    # yet (``tools/dev/ab39.sh``)
+    unaligned_full_blocks: int = 0
     # a transpose whose Y is a store's whole stride-1 group (one tile spans it), continued
     # in that store by X's inner group, gives Y's share of the tile to X
     # (``interleaved_tile``'s X): each tile row then stores one run of size_y x BLOCK_X
@@ -297,7 +307,7 @@ def heuristics(
         warps = warps_for(bx * by, tuning.warps)
     zero, unit = stride_flags(p)
     runs = inner_runs(p, gx, gx2, split_x, gy, gy2, bx) if tuning.interleave else ()
-    full = _needs_full_blocks(p, gx, gx2, bx, bool(inter or runs))
+    full = _needs_full_blocks(p, gx, gx2, bx, bool(inter or runs), tuning)
     return PointwiseParams(
         NAME,
         gx,
@@ -431,7 +441,9 @@ def tile_elements(p: Problem, tuning: PointwiseTuning) -> int:
 SPECIALIZED_MULTIPLE = 16  # Triton's launcher marks an int argument divisible by 16
 
 
-def _needs_full_blocks(p: Problem, gx: int, gx2: int | None, bx: int, run_stores: bool) -> bool:
+def _needs_full_blocks(
+    p: Problem, gx: int, gx2: int | None, bx: int, run_stores: bool, tuning: PointwiseTuning
+) -> bool:
     """Whether X (the loads' vectorized axis), unflattened, has an extent the launcher does
     not specialize as a multiple of 16, spans at least one whole tile, and some access
     could move vectors along it unmasked (``_vector_rows``, or stores of whole runs:
@@ -442,7 +454,7 @@ def _needs_full_blocks(p: Problem, gx: int, gx2: int | None, bx: int, run_stores
     n = p.groups[gx].size
     if n % SPECIALIZED_MULTIPLE == 0 or not n > bx >= SPECIALIZED_MULTIPLE:
         return False
-    return run_stores or _vector_rows(p, gx)
+    return bool(tuning.unaligned_full_blocks) or run_stores or _vector_rows(p, gx)
 
 
 def _vector_rows(p: Problem, gx: int) -> bool:
