@@ -125,6 +125,12 @@ class PointwiseTuning:
     # of the 24 random cases this changes keeps every vector width). Not timed on the GPU
     # yet (``tools/dev/ab39.sh``)
     unaligned_full_blocks: int = 0
+    # a transpose whose loads' and store's stride-1 groups are both short and continued by
+    # the same group (fp32 [4, 14, 32000], dim 1 innermost, stored [14, 32000, 4]) flattens
+    # that group into Y, the store's side, so each store runs Y's length; 1: so, as
+    # Inductor's tile does (X on the output's 4 x 32000: 4.5 us of kernel against this
+    # rule's 6.5, H100 at b4938fe); 0: into X, the loads' side. Not timed yet (ab39.sh)
+    continuation_to_store: int = 0
     # a transpose whose Y is a store's whole stride-1 group (one tile spans it), continued
     # in that store by X's inner group, gives Y's share of the tile to X
     # (``interleaved_tile``'s X): each tile row then stores one run of size_y x BLOCK_X
@@ -263,8 +269,12 @@ def heuristics(
         inner = p.innermost_group(a)
         if inner is not None and inner != gx and n > 1:
             gy, transpose = inner, True
-            gx2, split_x = flattened(p, 0, gx, {gy}, edge)
-            gy2, split_y = flattened(p, a, gy, {gx, gx2}, edge)
+            if tuning.continuation_to_store and _same_continuation(p, a, gx, gy, edge):
+                gy2, split_y = flattened(p, a, gy, {gx}, edge)
+                gx2, split_x = flattened(p, 0, gx, {gy, gy2}, edge)
+            else:
+                gx2, split_x = flattened(p, 0, gx, {gy}, edge)
+                gy2, split_y = flattened(p, a, gy, {gx, gx2}, edge)
             break
     if not transpose and n > 1:
         gy, gx2, split_x = shared_short_inner(p, edge)
@@ -389,6 +399,16 @@ def interleaved(
     if p.groups[gy].size != by or by < 2:
         return ()
     return _run_stores(p, gy, gx)
+
+
+def _same_continuation(p: Problem, store: int, gx: int, gy: int, edge: int) -> bool:
+    """Whether the dominant input's stride-1 group ``gx`` and ``store``'s ``gy`` are both
+    shorter than ``edge`` (rounded up to powers of two) and continued in their memory by
+    one and the same group (``continuation_to_store``)."""
+    if max(next_pow2(p.groups[gx].size), next_pow2(p.groups[gy].size)) >= edge:
+        return False
+    after = continuation(p, 0, gx)
+    return after is not None and after == continuation(p, store, gy)
 
 
 def _y_whole_before_x(p: Problem, gx: int, gy: int, gy2: int | None, by: int) -> bool:
