@@ -389,9 +389,12 @@ def _heuristics(
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
     n_r0 = groups[rg[0]].size if rg else 1
+    tile_item = item
+    if template == "outer" and tuning.scalar_outer_item and _scalar_loads(p):
+        tile_item = max(item, tuning.scalar_outer_item)
     tile = tiles.choose_tile(
         template,
-        item,
+        tile_item,
         nx,
         nr,
         groups[0].size if groups else 1,
@@ -405,8 +408,8 @@ def _heuristics(
         programs = -(-groups[0].size // tile.block_x) * (nx // groups[0].size)
     else:
         programs = -(-nx // tile.block_x)
-    narrow = template == "outer" and item < 4  # _outer_tile's narrow_outer_* tile
-    warps, resident = _warps_and_resident(tile, item, narrow, accumulators, device, tuning)
+    narrow = template == "outer" and tile_item < 4  # _outer_tile's narrow_outer_* tile
+    warps, resident = _warps_and_resident(tile, tile_item, narrow, accumulators, device, tuning)
     zero, unit = stride_flags(p)
     params = ReductionParams(
         NAME,
@@ -461,6 +464,21 @@ def _heuristics(
     if template == "outer":
         return _few_rounds(p, chosen, resident, device, tuning)
     return chosen
+
+
+def _scalar_loads(p: Problem) -> bool:
+    """Whether no load can read 16-byte vectors along the stride-1 kept group (group 0):
+    every load that walks it with stride 1 steps some other group by a number of bytes
+    that is no multiple of 16 (``ReductionTuning.scalar_outer_item``)."""
+    if p.generic or not p.groups:
+        return False
+    for a in range(p.n_loads):
+        if not p.is_affine(a) or p.groups[0].strides[a] != 1:
+            continue
+        size = itemsize(p.dtypes[a])
+        if all(g.strides[a] * size % 16 == 0 for g in p.groups[1:]):
+            return False
+    return True
 
 
 def _rounds(

@@ -138,6 +138,13 @@ class ReductionTuning:
     narrow_outer_registers: int = 64
     # ... rows of this many bytes where R will be split or the stride-1 kept group is short
     narrow_outer_short_row_bytes: int = 256
+    # an outer tile none of whose loads can read 16-byte vectors (rows a number of bytes
+    # apart that is no multiple of 16) is sized as for elements of at least this many
+    # bytes: a bf16 max over [469, 65521] rows of 25 elements 50 apart loaded 64 elements
+    # a thread a step one by one in the 2-byte tile ([128, 32] x 2), 250 registers a
+    # thread and two programs a multiprocessor (sm_90; 0.82x of eager, H100 at e5b9f9f);
+    # as 4-byte elements, [64, 32] at 8 warps. 0: off. Not timed yet (ab39.sh)
+    scalar_outer_item: int = 0
     # outer split step of 4-byte inputs with several accumulators: loaded as this many tiles
     multi_acc_split_unroll: int = 4
     # outer template: a stride-1 kept group of fewer bytes (a sector) stacks the next group
