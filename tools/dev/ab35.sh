@@ -11,12 +11,7 @@
 t0=$(date +%s)
 timeout 100 python3 tools/dev/split_order_probe.py > $out/split-order-$day-$commit-$gpu.txt 2>&1
 echo "probe rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/split-order-$day-$commit-$gpu.txt | cut -c1-200
-run_tune() {  # case, then variants
-  local c=$1; shift
-  t0=$(date +%s)
-  LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-70} python3 -m benchmarks tune $c --profile "$@" 2>&1 | grep -v "Warn\|warn" | tee -a $out/tune-ab35-$day-$commit-$gpu.txt | cut -c1-330 | tail -14
-  echo "tune $c rc=$? $(( $(date +%s) - t0 )) s"
-}
+TUNE_LOG=tune-ab35 TUNE_S=${TUNE_S:-70}
 run_tune r2_050 --variant "" --variant block_r=8192,num_warps=32 --variant block_r=8192,num_warps=16 \
   --variant block_r=4096,num_warps=16 --variant block_r=4096,num_warps=8 --variant block_r=32768,num_warps=32
 run_tune r3_017 --variant "" --variant block_x=128,block_r=64 --variant block_x=128,block_r=32,num_warps=8 \

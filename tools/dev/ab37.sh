@@ -13,12 +13,7 @@ t0=$(date +%s)
 TORCH_LOGS=output_code timeout 150 python3 tools/dev/peer_kernels.py r2_055 r2_076 r2_000 r2_013 r2_106 r2_112 r2_031 \
   > $out/peer-kernels-$day-$commit-$gpu.txt 2> $out/inductor-code-$day-$commit-$gpu.txt
 echo "peers rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/peer-kernels-$day-$commit-$gpu.txt | cut -c1-260
-run_tune() {  # case, then variants
-  local c=$1; shift
-  t0=$(date +%s)
-  LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-45} python3 -m benchmarks tune $c --profile "$@" 2>&1 | grep -v "Warn\|warn" | tee -a $out/tune-ab37-$day-$commit-$gpu.txt | cut -c1-250 | tail -12
-  echo "tune $c rc=$? $(( $(date +%s) - t0 )) s"
-}
+TUNE_LOG=tune-ab37 TUNE_S=${TUNE_S:-45}
 flat="--variant block_x=1024 --variant block_x=512,num_warps=8 --variant block_x=512 --variant block_x=2048 --variant block_x=4096,num_warps=8 --variant block_x=1024,num_warps=2 --variant block_x=1024,num_warps=8 --variant full_blocks=false"
 run_tune r2_055 $flat
 run_tune r2_076 --variant block_x=2048 --variant block_x=1024,num_warps=8 --variant block_x=512,num_warps=8 --variant block_x=1024 --variant block_x=4096 --variant block_x=8192,num_warps=8 --variant block_x=2048,num_warps=8 --variant full_blocks=false

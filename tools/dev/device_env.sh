@@ -16,3 +16,11 @@ nanogpt_copies_and_rows() {
   timeout ${2:-100} python3 -m benchmarks thunder --filter nanogpt --out $out/thunder-nanogpt-$day-$commit-$gpu.json > $out/thunder.txt 2>&1
   echo "thunder rc=$? $(( $(date +%s) - t0 )) s"; grep "^\[" $out/thunder.txt | cut -c1-300; rm -f $out/thunder.txt
 }
+# One case under params variants (python -m benchmarks tune, the measured choice off), its
+# lines appended to $out/$TUNE_LOG-<day>-<commit>-<gpu>.txt, under TUNE_S seconds
+run_tune() {  # case, then variants
+  local c=$1 t0=$(date +%s); shift
+  LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-60} python3 -m benchmarks tune $c --profile "$@" 2>&1 | grep -v "Warn\|warn" \
+    | tee -a $out/${TUNE_LOG:?}-$day-$commit-$gpu.txt | cut -c1-300 | tail -14
+  echo "tune $c rc=$? $(( $(date +%s) - t0 )) s"
+}

@@ -310,7 +310,6 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         mode = "split"
     # the middle pass's tile has the others' elements
     results = min(tuning.sums_block, max(1, tuning.tile_elements // block_r))
-    looped = mode == "loop"
     return _params(
         p,
         mode,
@@ -319,7 +318,7 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         warps_for(block_r * block_n, tuning.warps),
         results_block=results if mode == "split" else 0,
         accumulator=accumulates_in(p.dtypes[p.n_loads]),
-        loop_stages=tuning.loop_stages if looped else 1,
+        loop_stages=tuning.loop_stages if mode == "loop" else 1,
     )
 
 
