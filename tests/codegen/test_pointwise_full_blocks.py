@@ -85,7 +85,9 @@ def test_numbers_and_strides(dtype, shape, layout):
         assert params.transpose
     elif layout == "column":
         assert out.stride() == (1, shape[0])
-    assert params.full_blocks is (layout != "transpose"), params
+    # every one has full blocks: the transpose's rows (131 apart) move no vectors, but the
+    # add is a short body (``unaligned_full_blocks_ops``)
+    assert params.full_blocks, params
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -110,7 +112,7 @@ def test_padded_rows_of_odd_width_load_16_byte_vectors():
 
 def test_unaligned_rows_keep_one_body():
     """A transpose of rows 509 apart with tanh: no access can load or store vectors along
-    X, so the kernel has one (masked) body, and sm_90 keeps it under 64 registers a
+    X and the body has 4 math ops, so the kernel has one (masked) body, and sm_90 keeps it under 64 registers a
     thread (two bodies took 104 at the same tile)."""
     x = _randn(300, 509)
     with FusionDefinition() as fd:
@@ -128,14 +130,33 @@ def test_unaligned_rows_keep_one_body():
     assert art.resources["REG"] <= 64, art.resources
 
 
-def test_the_tuning_field_restores_two_bodies():
-    """``unaligned_full_blocks=1``: the earlier rule, full blocks wherever X's extent is
-    unspecialized (the A/B's other side)."""
+def test_a_short_body_keeps_two_bodies():
+    """An add (one math op, at most ``unaligned_full_blocks_ops``) transposed with rows 131
+    apart: no access moves vectors along X, but the unmasked body saves the masks, so the
+    kernel keeps both bodies; at ``unaligned_full_blocks_ops=-1`` it has one."""
     x, y = _randn(37, 131), _randn(37, 131, seed=1)
+    for ops, full in ((DEFAULT.pointwise.unaligned_full_blocks_ops, True), (-1, False)):
+        with FusionDefinition() as fd:
+            fd.add_output(fd.ops.add(fd.from_pytorch(x), fd.from_pytorch(y)), stride_order=[0, 1])
+        configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(unaligned_full_blocks_ops=ops)))
+        (out,) = fd.execute([x, y])
+        torch.testing.assert_close(out, x + y)
+        assert out.stride() == (1, 37)
+        (params,) = schedules(fd)
+        assert params.transpose and params.full_blocks is full, (ops, params)
+
+
+def test_a_long_body_takes_two_bodies_when_allowed():
+    """The tanh chain (4 math ops) gets both bodies when the field allows 4."""
+    x = _randn(300, 509)
     with FusionDefinition() as fd:
-        fd.add_output(fd.ops.add(fd.from_pytorch(x), fd.from_pytorch(y)), stride_order=[0, 1])
-    configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(unaligned_full_blocks=1)))
-    (out,) = fd.execute([x, y])
-    torch.testing.assert_close(out, x + y)
+        t = fd.from_pytorch(x)
+        y = fd.ops.add(
+            fd.ops.mul(fd.ops.tanh(fd.ops.mul(t, fd.define_scalar(0.5))), t), fd.define_scalar(1.0)
+        )
+        fd.add_output(y, stride_order=[0, 1])
+    configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(unaligned_full_blocks_ops=4)))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.tanh(x * 0.5) * x + 1)
     (params,) = schedules(fd)
     assert params.transpose and params.full_blocks, params

@@ -81,9 +81,12 @@ def test_flattened_x_takes_y_share(batch, dtype):
 
 @pytest.mark.parametrize("n", [320, 333])
 def test_y_continued_by_x_outer_group_keeps_the_edge(n):
+    """With the loads' side flattened (``continuation_to_store=0``; by default this
+    transpose flattens on the store's side, ``test_pointwise_continuation_to_store.py``)."""
     x = _flattened_x(n, torch.float32)
-    _, on = _copy(x, FLAT_ORDER, ON)
-    _, off = _copy(x, FLAT_ORDER, OFF)
+    loads_side = dict(continuation_to_store=0)
+    _, on = _copy(x, FLAT_ORDER, ON.with_fields(pointwise=loads_side))
+    _, off = _copy(x, FLAT_ORDER, OFF.with_fields(pointwise=loads_side))
     assert on.gx2 is not None and on.block_y == 4, on
     assert on.block_x == off.block_x == edge_elements(4, PW), (on, off)
 

@@ -253,9 +253,11 @@ def test_an_input_in_l2_keeps_a_program_per_multiprocessor(fill):
     p = dataclasses.replace(
         problem("XR", (3939, 2411), DataType.BFloat16), accumulators=3, welford=True
     )
-    # (its rows of 3939 bf16 would fold, with a finishing kernel, and few_rounds would
-    # narrow its rows: the ticket rule alone)
-    tuning = dataclasses.replace(TUNING, ticket_fill=fill, fold_rows=0, few_rounds=0)
+    # (its rows of 3939 bf16 would fold, with a finishing kernel, few_rounds would narrow
+    # its rows, and its scalar loads size the tile as fp32's: the ticket rule alone)
+    tuning = dataclasses.replace(
+        TUNING, ticket_fill=fill, fold_rows=0, few_rounds=0, scalar_outer_item=0
+    )
     params = rd.heuristics(p, H200, tuning)
     programs = -(-3939 // params.block_x)
     assert (params.template, programs, params.finish) == ("outer", 8, "ticket"), params

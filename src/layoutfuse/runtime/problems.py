@@ -25,6 +25,7 @@ from ..analysis.canonical import canonicalize
 from ..analysis.index_walk import local_strides
 from ..dtypes import DataType
 from ..ir import TensorView, Val
+from ..ir.opdef import OpKind
 from ..ir.ops.random import NAMES as RANDOM_OPS
 from ..ir.ops.reductions import copies_scale, n_results
 from ..ir.ops.scans import scan_dim
@@ -205,6 +206,7 @@ def build_problem(spec: KernelSpec, env: Env, extents: Extents) -> Problem | Non
         based=based,
         random=random,
         repeat=repeat,
+        math_ops=sum(e.op.kind is OpKind.POINTWISE and e.op.name != "cast" for e in spec.exprs),
         **_scan_fields(spec, extents),
     )
 

@@ -46,8 +46,9 @@ as a multiple of 16. An unflattened X of any other extent (an odd 6274245, a 224
 Such a kernel (``full_blocks``) runs the body twice: unmasked along its unflattened tile
 axes for the programs whose tile lies inside them, masked for the edge programs. Only
 where some access could move vectors along X (stride 1 there, rows a multiple of 16
-elements apart): otherwise the second body gains no vector and only doubles the code and
-its registers (``unaligned_full_blocks``).
+elements apart), or where the body is short: otherwise the second body gains no vector,
+and doubling a long body costs more registers and code than the masks it saves
+(``unaligned_full_blocks_ops``).
 """
 
 from __future__ import annotations
@@ -119,18 +120,23 @@ class PointwiseTuning:
     # ... its warps by its elements, (least elements, warps) steps (``warps.warps_for``)
     warps: WarpSteps = ((4096, 8), (512, 4), (0, 2))
     # full blocks (the module's docstring) also where no access could move vectors along X
-    # (``_vector_rows``: rows of a stride that is no multiple of 16 elements); 0: not
-    # there, where the unmasked body only doubles the code (sm_90, a fp32 transpose of
-    # [10526, 509] with tanh: 104 registers a thread for both bodies, 48 for one; the PTX
-    # of the 24 random cases this changes keeps every vector width). Not timed on the GPU
-    # yet (``tools/dev/ab39.sh``)
-    unaligned_full_blocks: int = 0
+    # (``_vector_rows``: rows of a stride that is no multiple of 16 elements), in regions
+    # of at most this many math ops (``Problem.math_ops``): the unmasked body still saves
+    # each access's mask, while a long body, doubled, costs more than that. H100 at e837a73
+    # (tune-ab39-20261206-e837a73-h100.txt), kernel time of one body against two: copies
+    # and adds bf16 [5259, 50257] 542 -> 470 us with two, fp32 [104907, 1051] 361 -> 335,
+    # bf16 [825, 5, 623, 61] 401 -> 381, fp32 [39307, 8192] 914 -> 901, fp16 [8 x 211,
+    # 50257] 129 either way; tanh chains (4 ops) fp32 [10526, 509] 15.1 us with one, 21.0
+    # with two (104 registers a thread against 48), bf16 [119111, 6144] 1108 -> 1204.
+    # -1: never
+    unaligned_full_blocks_ops: int = 2
     # a transpose whose loads' and store's stride-1 groups are both short and continued by
     # the same group (fp32 [4, 14, 32000], dim 1 innermost, stored [14, 32000, 4]) flattens
-    # that group into Y, the store's side, so each store runs Y's length; 1: so, as
-    # Inductor's tile does (X on the output's 4 x 32000: 4.5 us of kernel against this
-    # rule's 6.5, H100 at b4938fe); 0: into X, the loads' side. Not timed yet (ab39.sh)
-    continuation_to_store: int = 0
+    # that group into Y, the store's side, so each store runs Y's length, as Inductor's
+    # tile does; 0: into X, the loads' side. H100 at e837a73 (tune-ab39), kernel time:
+    # that fp32 copy 6.6 -> 5.0 us (torch.compile's 4.5), a bf16 tanh chain of [4, 30,
+    # 128256] stored [30, 128256, 4] 72.4 -> 24.9 us; wider Y tiles did no better
+    continuation_to_store: int = 1
     # a transpose whose Y is a store's whole stride-1 group (one tile spans it), continued
     # in that store by X's inner group, gives Y's share of the tile to X
     # (``interleaved_tile``'s X): each tile row then stores one run of size_y x BLOCK_X
@@ -467,23 +473,25 @@ def _needs_full_blocks(
     """Whether X (the loads' vectorized axis), unflattened, has an extent the launcher does
     not specialize as a multiple of 16, spans at least one whole tile, and some access
     could move vectors along it unmasked (``_vector_rows``, or stores of whole runs:
-    ``run_stores``). (A transpose's Y of such an extent gains nothing: the dense output's
+    ``run_stores``) or the body is short (``unaligned_full_blocks_ops``). (A transpose's Y of such an extent gains nothing: the dense output's
     rows are then that many elements apart, never 16-byte aligned.)"""
     if p.generic or not p.groups or gx2 is not None:
         return False
     n = p.groups[gx].size
     if n % SPECIALIZED_MULTIPLE == 0 or not n > bx >= SPECIALIZED_MULTIPLE:
         return False
-    return bool(tuning.unaligned_full_blocks) or run_stores or _vector_rows(p, gx)
+    if run_stores or _vector_rows(p, gx):
+        return True
+    return p.math_ops <= tuning.unaligned_full_blocks_ops
 
 
 def _vector_rows(p: Problem, gx: int) -> bool:
     """Whether some access could load or store vectors along X: stride 1 there and a
     multiple of 16 elements along every other group (the launcher's specialization), or a
     base offset (specialized at run time). Rows of another stride start unaligned, so the
-    unmasked body gains no vector and only doubles the code: a fp32 transpose of
-    [10526, 509] with tanh took 104 registers a thread in both bodies, 48 in one
-    (sm_90), at 8 warps two programs a multiprocessor against five."""
+    unmasked body gains no vector, only the masks: a fp32 transpose of [10526, 509] with
+    tanh took 104 registers a thread in both bodies, 48 in one (sm_90), at 8 warps two
+    programs a multiprocessor against five."""
     for a in range(p.n_loads + p.n_stores):
         if not p.is_affine(a) or p.groups[gx].strides[a] != 1:
             continue

@@ -47,6 +47,7 @@ class Problem:
     #   groups leave out (no access moves along them: an expanded input's), ``NREP``
     loop_stores: int = 0  # reduction: the last stores are full-size outputs stored from
     #   the R loop (``KernelSpec.loop_stores``), not results
+    math_ops: int = 0  # the segment's pointwise ops other than casts: its body's length
 
     @property
     def sizes(self) -> tuple[int, ...]:

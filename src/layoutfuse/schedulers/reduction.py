@@ -157,9 +157,13 @@ def heuristics(
     multiples of a power of two (``size_factors``)."""
     g = folded_rows(p, tuning)
     params = _folded(p, g, device, tuning) if g else None
+    folded = params is not None
     if params is None:
         params = _chosen(p, device, tuning)
     params = replace(params, align_rows=aligned_rows(p, params, tuning))
+    if not folded and _scalar_inner(p, params, tuning):
+        params = _chosen(p, device, tuning, tuning.scalar_inner_item)
+        params = replace(params, align_rows=aligned_rows(p, params, tuning))
     params = replace(params, carry_index=carried_index(p, params, tuning), repeat=p.repeat > 1)
     if not tuning.size_factors:
         return params
@@ -345,7 +349,9 @@ def size_factors(p: Problem, params: ReductionParams) -> tuple[tuple[str, int], 
     return tuple((name, f) for name, f in out if f > 1)
 
 
-def _chosen(p: Problem, device: DeviceInfo, tuning: tiles.ReductionTuning) -> ReductionParams:
+def _chosen(
+    p: Problem, device: DeviceInfo, tuning: tiles.ReductionTuning, min_item: int = 0
+) -> ReductionParams:
     """``p.accumulators`` (the partial results each program keeps per tile element: one per
     reduction, three for a Welford) sets the registers and so the resident programs that
     the split is sized from.
@@ -356,23 +362,25 @@ def _chosen(p: Problem, device: DeviceInfo, tuning: tiles.ReductionTuning) -> Re
     to fill ``1/nest_fill`` of a loop step (a full reduction; 2 or 7 results of rows of
     31 or 7), R is walked flat. Where those rows are too few for the split the kept space needs (a long
     stride-1 group under a short, e.g. expanded, outer one: 16 programs for 58M
-    elements), R is walked flat instead, and the split cuts its loop steps."""
+    elements), R is walked flat instead, and the split cuts its loop steps. ``min_item``:
+    the tile is sized as for elements of at least this many bytes (``_scalar_inner``)."""
     _, rg, _, _ = p.kept_and_reduced()
     template = "inner" if (p.groups and p.groups[0].reduced) or not rg else "outer"
-    nested = _heuristics(p, device, tuning, template, template == "inner" and len(rg) >= 2)
+    nest = template == "inner" and len(rg) >= 2
+    nested = _heuristics(p, device, tuning, template, nest, min_item)
     if not nested.r_nest:
         return nested
-    step = tuning.load_bytes * tuning.tile_threads // p.narrowest_load_bytes()
+    step = tuning.load_bytes * tuning.tile_threads // max(p.narrowest_load_bytes(), min_item)
     if nested.block_x * nested.block_r * nested.unroll * tuning.nest_fill < step:
         # a short stride-1 R group (13 of a sliced [13, 1021, 158] max; 31 under 2 results
         # of [763, 128, 2, 31]) cannot fill the nested tile: 16- and 64-element steps ran
         # at 30-40% of torch.compile; R is walked flat
-        return _heuristics(p, device, tuning, template, False)
+        return _heuristics(p, device, tuning, template, False, min_item)
     programs, split = grid(nested, p.sizes)
     units, _ = _split_units(nested, p.sizes)
     if split < units or programs * split >= tuning.split_below * device.sm_count:
         return nested  # the split was not held back by the outer rows
-    flat = _heuristics(p, device, tuning, template, False)
+    flat = _heuristics(p, device, tuning, template, False, min_item)
     flat_programs, flat_split = grid(flat, p.sizes)
     return flat if flat_programs * flat_split > programs * split else nested
 
@@ -383,15 +391,16 @@ def _heuristics(
     tuning: tiles.ReductionTuning,
     template: str,
     r_nest: bool,
+    min_item: int = 0,
 ) -> ReductionParams:
     accumulators = p.accumulators
     groups = p.groups
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
     n_r0 = groups[rg[0]].size if rg else 1
-    tile_item = item
+    tile_item = max(item, min_item)
     if template == "outer" and tuning.scalar_outer_item and _scalar_loads(p):
-        tile_item = max(item, tuning.scalar_outer_item)
+        tile_item = max(tile_item, tuning.scalar_outer_item)
     tile = tiles.choose_tile(
         template,
         tile_item,
@@ -466,9 +475,18 @@ def _heuristics(
     return chosen
 
 
+def _scalar_inner(p: Problem, params: ReductionParams, tuning: tiles.ReductionTuning) -> bool:
+    """Whether an inner tile is sized as for ``scalar_inner_item``-byte elements: its loads
+    are narrower, none can read 16-byte vectors along the stride-1 group (``_scalar_loads``)
+    and the aligned loop (``align_rows``) does not make them vectors."""
+    if params.template != "inner" or params.align_rows or params.generic:
+        return False
+    return tuning.scalar_inner_item > p.narrowest_load_bytes() and _scalar_loads(p)
+
+
 def _scalar_loads(p: Problem) -> bool:
-    """Whether no load can read 16-byte vectors along the stride-1 kept group (group 0):
-    every load that walks it with stride 1 steps some other group by a number of bytes
+    """Whether no load can read 16-byte vectors along the stride-1 group (group 0, kept
+    in the outer template, reduced in the inner): every load that walks it with stride 1 steps some other group by a number of bytes
     that is no multiple of 16 (``ReductionTuning.scalar_outer_item``)."""
     if p.generic or not p.groups:
         return False

@@ -143,8 +143,17 @@ class ReductionTuning:
     # bytes: a bf16 max over [469, 65521] rows of 25 elements 50 apart loaded 64 elements
     # a thread a step one by one in the 2-byte tile ([128, 32] x 2), 250 registers a
     # thread and two programs a multiprocessor (sm_90; 0.82x of eager, H100 at e5b9f9f);
-    # as 4-byte elements, [64, 32] at 8 warps. 0: off. Not timed yet (ab39.sh)
-    scalar_outer_item: int = 0
+    # as 4-byte elements, [64, 32] at 8 warps. H100 at e837a73 (tune-ab39-20261206-e837a73-
+    # h100.txt), kernel time of the ten random cases it changes: that max 4428 -> 1357 us
+    # (eager's whole call 1787), bf16 log_softmax over 128256 969 -> 848, bf16 layer norm
+    # 1167 -> 840, fp16 max 5.4 -> 4.5, fp16 var_mean 14.0 -> 13.6; two tiny ones lost
+    # (bf16 max 2.0 -> 3.4 us, bf16 sum 3.5 -> 4.0), the rest within 0.1 us. 0: off
+    scalar_outer_item: int = 4
+    # the same for an inner tile the aligned loop (``align_rows``) leaves scalar: several
+    # reduced groups, a Welford, rows of no alignment Triton knows (sm_90: a bf16 var_mean
+    # over [49, 167, 7, 145] took 171 registers a thread at 8 warps, one program a
+    # multiprocessor). 0: off. Not timed yet
+    scalar_inner_item: int = 0
     # outer split step of 4-byte inputs with several accumulators: loaded as this many tiles
     multi_acc_split_unroll: int = 4
     # outer template: a stride-1 kept group of fewer bytes (a sector) stacks the next group
