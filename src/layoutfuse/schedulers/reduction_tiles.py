@@ -152,7 +152,13 @@ class ReductionTuning:
     # the same for an inner tile the aligned loop (``align_rows``) leaves scalar: several
     # reduced groups, a Welford, rows of no alignment Triton knows (sm_90: a bf16 var_mean
     # over [49, 167, 7, 145] took 171 registers a thread at 8 warps, one program a
-    # multiprocessor). 0: off. Not timed yet
+    # multiprocessor). 0: off. H100 at eb18c3b (tune-ab40-20261206-eb18c3b-h100.txt), the
+    # twelve random cases it changes, kernel time: that var_mean 25.8 -> 21.6 us, fp16
+    # var_mean over [31654, 16381] 1065 -> 780, bf16 max over four dims 139 -> 126, fp16
+    # max over rows of 50257 9.1 -> 7.9; a fp16 layer norm's statistics over rows of
+    # 5983831 27.8 -> 37.5 (its split grew), a bf16 sum over rows of 164 7.0 -> 9.0 (its
+    # tile reshaped), four others 2-3% slower, one even. No rule separates them; the large
+    # ones are timed by the measured choice's half step already (``alternatives``)
     scalar_inner_item: int = 0
     # outer split step of 4-byte inputs with several accumulators: loaded as this many tiles
     multi_acc_split_unroll: int = 4
