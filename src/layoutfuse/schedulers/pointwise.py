@@ -473,8 +473,9 @@ def _needs_full_blocks(
     """Whether X (the loads' vectorized axis), unflattened, has an extent the launcher does
     not specialize as a multiple of 16, spans at least one whole tile, and some access
     could move vectors along it unmasked (``_vector_rows``, or stores of whole runs:
-    ``run_stores``) or the body is short (``unaligned_full_blocks_ops``). (A transpose's Y of such an extent gains nothing: the dense output's
-    rows are then that many elements apart, never 16-byte aligned.)"""
+    ``run_stores``) or the body is short (``unaligned_full_blocks_ops``). (A transpose's
+    Y of such an extent gains nothing: the dense output's rows are then that many
+    elements apart, never 16-byte aligned.)"""
     if p.generic or not p.groups or gx2 is not None:
         return False
     n = p.groups[gx].size

@@ -486,8 +486,9 @@ def _scalar_inner(p: Problem, params: ReductionParams, tuning: tiles.ReductionTu
 
 def _scalar_loads(p: Problem) -> bool:
     """Whether no load can read 16-byte vectors along the stride-1 group (group 0, kept
-    in the outer template, reduced in the inner): every load that walks it with stride 1 steps some other group by a number of bytes
-    that is no multiple of 16 (``ReductionTuning.scalar_outer_item``)."""
+    in the outer template, reduced in the inner): every load that walks it with stride 1
+    steps some other group by a number of bytes that is no multiple of 16
+    (``ReductionTuning.scalar_outer_item``, ``scalar_inner_item``)."""
     if p.generic or not p.groups:
         return False
     for a in range(p.n_loads):
