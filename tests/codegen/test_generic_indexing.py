@@ -363,3 +363,38 @@ def test_local_strides_are_the_strides_of_an_affine_access():
     real = (48, 8, 1)
     assert load_strides(access, real, extents) == (1, 8)
     assert local_strides(access, real, extents, 2) == (1, 8)
+
+
+# --- runtime scalars of index maps in the kernel's index width ---------------------------------
+def _odd_cat(dtype=torch.bfloat16):
+    g = torch.Generator().manual_seed(3)
+    a, b = (torch.randn(5, n, generator=g).to(dtype) for n in (37, 41))
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.cat([fd.from_pytorch(a), fd.from_pytorch(b)], 1))
+    (out,) = fd.execute([a, b])
+    torch.testing.assert_close(out, torch.cat([a, b], 1))
+    return fd
+
+
+def test_index_map_scalars_take_32_bits_where_the_kernel_does():
+    """A cat's offsets (Int arguments, 64-bit) enter a 32-bit index walk cast to 32 bits,
+    so its arithmetic stays 32-bit (sm_90: 440 -> 392 SASS instructions a thread for a
+    bf16 cat of [8192, 2047] and [8192, 2049]), and the kernel compiles for sm_90."""
+    fd = _odd_cat()
+    (params,) = schedules(fd)
+    code = fd.last_triton_code()
+    assert params.generic and not params.index64, params
+    assert "tl.cast(c1, tl.int32)" in code, code
+    (art,) = compile_last_run(fd.executor())
+    assert art.local_bytes == 0
+
+
+def test_index_map_scalars_stay_64_bit_in_a_64_bit_walk(monkeypatch):
+    from layoutfuse.schedulers.problem import Problem
+
+    monkeypatch.setattr(Problem, "needs_int64", property(lambda self: True))
+    fd = _odd_cat(torch.float64)  # float64: no cached fusion of the other test replays
+    (params,) = schedules(fd)
+    code = fd.last_triton_code()
+    assert params.index64 and "tl.cast(c1, tl.int32)" not in code, code
+    compile_last_run(fd.executor())

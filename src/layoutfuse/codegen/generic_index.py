@@ -9,7 +9,8 @@ not affine (``analysis.index_walk``) with ``TritonIndex``, a string algebra:
   in the order the walk first needs it);
 * every compound expression gets a temporary ``gi<n>``, shared by equal expressions,
   so a chain of reshapes stays linear in size;
-* a runtime scalar of an index map (a select's index) is its kernel argument ``c<i>``;
+* a runtime scalar of an index map (a select's index) is its kernel argument ``c<i>``
+  (cast to 32 bits where the kernel indexes in 32);
 * a masked map (pad) gives conditions: ``valid[a]`` masks access ``a``'s load,
   ``predicates[chain_key]`` selects between a pad's input and its fill;
 * an indexed read's loaded index is ``gv<n>``, an ``Indirect`` line: the kernel's own
@@ -224,7 +225,16 @@ def generic_index(spec, params) -> GenericIndex:
     rank = len(spec.root.shape_domain)
     grouped = set(params.group_dims)
     root_idx = [f"dim{d}" if d in grouped else "0" for d in range(rank)]
-    ix = TritonIndex({id(v): f"c{i}" for i, v in enumerate(spec.scalars)})
+    # a runtime scalar (a slice's start, a pad's width, a select's index) is an Int
+    # argument, a 64-bit one; where the kernel indexes in 32 bits its index arithmetic
+    # takes it as 32-bit too (bounded by the extents it indexes): in 64 bits it made the
+    # whole walk 64-bit (a bf16 cat of [8192, 2047] and [8192, 2049]: 440 SASS
+    # instructions a thread, 392 so, sm_90)
+    names = {
+        id(v): f"c{i}" if params.index64 else f"tl.cast(c{i}, tl.int32)"
+        for i, v in enumerate(spec.scalars)
+    }
+    ix = TritonIndex(names)
     offsets: dict[int, str] = {}
     valid: dict[int, str] = {}
     predicates: dict[tuple[int, ...], str] = {}
