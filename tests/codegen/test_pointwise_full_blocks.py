@@ -110,10 +110,9 @@ def test_padded_rows_of_odd_width_load_16_byte_vectors():
     assert widths.get("ld.global.v4", 0) > 0, widths
 
 
-def test_unaligned_rows_keep_one_body():
-    """A transpose of rows 509 apart with tanh: no access can load or store vectors along
-    X and the body has 4 math ops, so the kernel has one (masked) body, and sm_90 keeps it under 64 registers a
-    thread (two bodies took 104 at the same tile)."""
+def _tanh_chain_transposed(tuning=None):
+    """``tanh(x / 2) * x + 1`` (4 math ops) of a row-major [300, 509] stored column-major:
+    rows 509 apart, so no access moves vectors along X. Returns the fusion and its params."""
     x = _randn(300, 509)
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
@@ -121,11 +120,22 @@ def test_unaligned_rows_keep_one_body():
             fd.ops.mul(fd.ops.tanh(fd.ops.mul(t, fd.define_scalar(0.5))), t), fd.define_scalar(1.0)
         )
         fd.add_output(y, stride_order=[0, 1])
+    if tuning is not None:
+        configured(fd, tuning=tuning)
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, torch.tanh(x * 0.5) * x + 1)
     assert out.stride() == (1, 300)
     (params,) = schedules(fd)
-    assert params.transpose and not params.full_blocks, params
+    assert params.transpose, params
+    return fd, params
+
+
+def test_unaligned_rows_keep_one_body():
+    """The tanh chain's transpose: no vector rows and 4 math ops, so the kernel has one
+    (masked) body, and sm_90 keeps it under 64 registers a thread (two bodies took 104 at
+    the same tile)."""
+    fd, params = _tanh_chain_transposed()
+    assert not params.full_blocks, params
     (art,) = compile_last_run(fd.executor())
     assert art.resources["REG"] <= 64, art.resources
 
@@ -148,15 +158,6 @@ def test_a_short_body_keeps_two_bodies():
 
 def test_a_long_body_takes_two_bodies_when_allowed():
     """The tanh chain (4 math ops) gets both bodies when the field allows 4."""
-    x = _randn(300, 509)
-    with FusionDefinition() as fd:
-        t = fd.from_pytorch(x)
-        y = fd.ops.add(
-            fd.ops.mul(fd.ops.tanh(fd.ops.mul(t, fd.define_scalar(0.5))), t), fd.define_scalar(1.0)
-        )
-        fd.add_output(y, stride_order=[0, 1])
-    configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(unaligned_full_blocks_ops=4)))
-    (out,) = fd.execute([x])
-    torch.testing.assert_close(out, torch.tanh(x * 0.5) * x + 1)
-    (params,) = schedules(fd)
-    assert params.transpose and params.full_blocks, params
+    tuning = DEFAULT.with_fields(pointwise=dict(unaligned_full_blocks_ops=4))
+    _, params = _tanh_chain_transposed(tuning)
+    assert params.full_blocks, params
