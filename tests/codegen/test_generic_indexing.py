@@ -389,6 +389,16 @@ def test_index_map_scalars_take_32_bits_where_the_kernel_does():
     assert art.local_bytes == 0
 
 
+def test_pad_ranges_are_one_unsigned_compare_in_the_index_width():
+    """A pad's ``0 <= i < n`` is one compare of ``i`` as unsigned (a negative ``i`` wraps
+    past every extent): the odd cat's values are right (``_odd_cat`` compares them with
+    torch), no two-sided check is left, and the kernel compiles for sm_90."""
+    fd = _odd_cat(torch.float16)
+    code = fd.last_triton_code()
+    assert "tl.uint32) <" in code and ">= 0) &" not in code, code
+    compile_last_run(fd.executor())
+
+
 def test_index_map_scalars_stay_64_bit_in_a_64_bit_walk(monkeypatch):
     from layoutfuse.schedulers.problem import Problem
 
@@ -397,4 +407,21 @@ def test_index_map_scalars_stay_64_bit_in_a_64_bit_walk(monkeypatch):
     (params,) = schedules(fd)
     code = fd.last_triton_code()
     assert params.index64 and "tl.cast(c1, tl.int32)" not in code, code
+    assert "tl.uint64) <" in code and "tl.uint32" not in code, code
     compile_last_run(fd.executor())
+
+
+def test_in_range_folds_literals_and_compares_unsigned_in_the_index_width():
+    from layoutfuse.codegen.generic_index import TritonIndex
+
+    ix = TritonIndex()
+    assert (ix.in_range("-1", "1"), ix.in_range("0", "1"), ix.in_range("3", "3")) == (
+        "False",
+        "True",
+        "False",
+    )
+    name = ix.in_range("dim0", "ext0")
+    assert ix.lines == [f"{name} = tl.cast(dim0, tl.uint32) < ext0"]
+    wide = TritonIndex(index64=True)
+    wide.in_range("dim0", "7")
+    assert wide.lines == ["gi0 = tl.cast(dim0, tl.uint64) < 7"]

@@ -53,8 +53,9 @@ class TritonIndex:
     zero = "0"
     one = "1"
 
-    def __init__(self, scalar_names: dict[int, str] | None = None):
+    def __init__(self, scalar_names: dict[int, str] | None = None, index64: bool = False):
         self.scalar_names = scalar_names or {}
+        self.unsigned = "tl.uint64" if index64 else "tl.uint32"
         self.lines: list[str | Indirect] = []
         self.extent_uids: list[int] = []
         self._memo: dict[Any, str] = {}
@@ -110,7 +111,12 @@ class TritonIndex:
         return self.scalar_names[id(s)]
 
     def in_range(self, a: str, n: str) -> str:
-        return self._bind(f"({a} >= 0) & ({a} < {n})")
+        """``0 <= a < n`` as one unsigned compare (a negative ``a`` wraps past any extent;
+        ``n`` fits the signed type, so its promotion to unsigned keeps its value): a
+        bf16 cat of [8192, 2047] and [8192, 2049] 392 -> 368 SASS instructions a thread."""
+        if a.lstrip("-").isdigit() and n.isdigit():
+            return "True" if 0 <= int(a) < int(n) else "False"
+        return self._bind(f"tl.cast({a}, {self.unsigned}) < {n}")
 
     def indirect(self, expr, out_idx) -> str:
         key = (id(expr), tuple(id(e) for e in self.chain))
@@ -234,7 +240,7 @@ def generic_index(spec, params) -> GenericIndex:
         id(v): f"c{i}" if params.index64 else f"tl.cast(c{i}, tl.int32)"
         for i, v in enumerate(spec.scalars)
     }
-    ix = TritonIndex(names)
+    ix = TritonIndex(names, params.index64)
     offsets: dict[int, str] = {}
     valid: dict[int, str] = {}
     predicates: dict[tuple[int, ...], str] = {}
