@@ -1,9 +1,10 @@
 """Time cases of the ops suite under tunings, on layoutfuse (and with ``--peers`` eager and
 torch.compile), with the read ceiling of the same run and each kernel's device time
 (``harness.kernel_times``): ``PYTHONPATH=src:. python tools/dev/tune_ops.py [OUT.json]
-[--peers] [--filter S[,S...]] [SCHED.FIELD=V[,SCHED.FIELD=V...] ...]`` (each argument with
+[--peers] [--filter S[,S...][|S...]] [SCHED.FIELD=V[,SCHED.FIELD=V...] ...]`` (each argument with
 ``=`` one tuning, ``benchmarks.tune.parse_tuning``'s syntax; a field without a scheduler
-is ``NormalizationTuning``'s; none: the defaults). Run with ``LAYOUTFUSE_MEASURE=0`` so
+is ``NormalizationTuning``'s; none: the defaults). A filter's ``,`` joins substrings
+that must all be in a case's name, ``|`` alternatives. Run with ``LAYOUTFUSE_MEASURE=0`` so
 that the measured choice does not replace the tuning's plan. A measurement tool for the
 tuning's defaults, not part of the product."""
 
@@ -52,7 +53,8 @@ def main(argv: list[str]) -> int:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     ceil = measure_ceilings(device)
     rows = []
-    for c in select_cases(device, False, only):  # CPU sizes off CUDA: a smoke run
+    chosen = {c.name: c for f in only.split("|") for c in select_cases(device, False, f)}
+    for c in chosen.values():  # CPU sizes off CUDA: a smoke run
         if True:
             op, case = c.op, c.name
             xs = op.inputs(c.shapes, c.torch_dtype, Draw.seeded(device, 0))

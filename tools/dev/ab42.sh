@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 26's first call. (1) The index-map changes timed against the code before them
+# (abold/src: `git archive 9990177^ src`, carried), alternately new, old, new, old in
+# one call: the odd bf16 and fp32 cats, three aligned bf16 cats and the bf16 pad, each
+# kernel's device time (tools/dev/tune_ops.py); (2) r3_093 (fp32 max over rows of 255
+# elements, no 16-byte row alignment) under inner tiles; (3) the bf16 layer norm
+# backward of [32768, 768] (70% of the copy ceiling) under cross tunings. Carry abold
+# and .wheels. About 300 s plus the start.
+. "$(dirname "$0")/device_env.sh"
+cases="cat2_inner_odd_bfloat16|cat2_inner_odd_float32|cat3_inner_bfloat16|cat4_inner_bfloat16|pad_inner_bfloat16"
+for tree in new old new old; do
+  t0=$(date +%s)
+  src=$PWD/src; [ $tree = old ] && src=$PWD/abold/src
+  PYTHONPATH=$src:$PWD LAYOUTFUSE_MEASURE=0 timeout 100 python3 tools/dev/tune_ops.py \
+    $out/tune-ops-ab42-index-$tree-$day-$commit-$gpu.json --filter "$cases" "" 2>&1 \
+    | grep -v "Warn\|warn" | sed "s/^/$tree /" | tee -a $out/tune-ops-ab42-$day-$commit-$gpu.txt | cut -c1-200
+  echo "$tree rc=$? $(( $(date +%s) - t0 )) s"
+done
+export TUNE_LOG=tune-ab42 TUNE_S=90
+run_tune r3_093 --variant "" \
+  --variant block_x=16,num_warps=4 --variant block_x=8,num_warps=2 \
+  --variant block_x=32,num_warps=8 --variant block_x=64,num_warps=8 \
+  --variant block_x=8,num_warps=4 --variant block_x=4,num_warps=2
+t0=$(date +%s)
+LAYOUTFUSE_MEASURE=0 timeout 100 python3 tools/dev/tune_ops.py $out/tune-ops-ab42-ln768-$day-$commit-$gpu.json \
+  --peers --filter layer_norm_bwd_768_bfloat16 "" cross_warps_per_sm=8 cross_warps_per_sm=24 \
+  cross_warps_per_sm=32 cross_tile_bytes=4096 cross_tile_bytes=16384 cross_prefetch=0 2>&1 \
+  | grep -v "Warn\|warn" | tee -a $out/tune-ops-ab42-$day-$commit-$gpu.txt | cut -c1-260
+echo "ln768 rc=$? $(( $(date +%s) - t0 )) s"
