@@ -459,3 +459,41 @@ def test_a_nan_propagates_through_a_cross_max():
     torch.testing.assert_close(y, x * x.sum(1, keepdim=True), equal_nan=True)
     torch.testing.assert_close(mx, x.amax(0), equal_nan=True)
     assert torch.isnan(mx[3]) and len(_runs(fd)[0].kernels) == 2
+
+
+@pytest.mark.parametrize("pdl", [1, 0])
+def test_the_finish_is_a_programmatic_dependent_launch_on_hopper(pdl):
+    """Planned for an sm_90 device, the finish launches as a programmatic dependent of the
+    row kernel (``cross_pdl``): the row kernel lets it start at once
+    (``griddepcontrol.launch_dependents``), the finish waits for its partials
+    (``griddepcontrol.wait``), and only the finish's launch asks for it (``launch_pdl``).
+    The same plan runs in the interpreter (the grid controls are no-ops there) and gives
+    torch's values; with ``cross_pdl=0`` neither kernel has them."""
+    from layoutfuse.analysis.device import H200
+    from layoutfuse.codegen.hopper_check import compile_launch
+
+    inputs = _inputs(torch.bfloat16, (2, 4, 256))
+    fd = configured(
+        _layer_norm_backward(inputs, torch.bfloat16),
+        target=H200,
+        tuning=DEFAULT.with_fields(normalization=dict(cross_pdl=pdl)),
+    )
+    _check(fd, inputs, torch.bfloat16)
+    record = fd.executor().last_run
+    (run,) = record.segments
+    assert run.params.row_programs > 0 and run.params.finish_pdl == bool(pdl)
+    assert [bool(r.meta.get("launch_pdl")) for r in record.launches] == [False, bool(pdl)]
+    main, finish = (compile_launch(r.loaded, list(r.args), r.meta) for r in record.launches)
+    assert ("griddepcontrol.launch_dependents" in main.ptx) == bool(pdl)
+    assert ("griddepcontrol.wait" in finish.ptx) == bool(pdl)
+    assert "griddepcontrol" not in main.ptx.replace("griddepcontrol.launch_dependents", "")
+
+
+def test_an_interpreted_device_plans_no_dependent_launch():
+    """The CPU's own device (the interpreter) gets no ``finish_pdl``: its plans are the
+    GPU's but for launch options that mean nothing there."""
+    inputs = _inputs(torch.float32, (2, 4, 256))
+    fd = _layer_norm_backward(inputs, torch.float32)
+    _check(fd, inputs, torch.float32)
+    (run,) = _runs(fd)
+    assert run.params.row_programs > 0 and not run.params.finish_pdl

@@ -15,6 +15,7 @@ class DeviceInfo:
     max_threads_per_sm: int
     l2_bytes: int
     registers_per_sm: int = 65536
+    capability: int = 0  # compute capability as major * 10 + minor (90: Hopper); 0 off CUDA
 
     @property
     def interpreted(self) -> bool:
@@ -23,7 +24,7 @@ class DeviceInfo:
 
 # The CPU runs kernels through Triton's interpreter; heuristics then plan for an H200
 # so that the CPU tests exercise the same schedules the GPU runs.
-H200 = DeviceInfo("cuda", 132, 2048, 60 * 1024 * 1024, 65536)
+H200 = DeviceInfo("cuda", 132, 2048, 60 * 1024 * 1024, 65536, 90)
 
 
 @functools.cache
@@ -40,4 +41,5 @@ def device_info(device: torch.device | str) -> DeviceInfo:
         getattr(p, "max_threads_per_multi_processor", 2048),
         getattr(p, "L2_cache_size", 50 * 1024 * 1024),
         getattr(p, "regs_per_multiprocessor", 65536),
+        10 * p.major + p.minor,
     )

@@ -393,7 +393,15 @@ def _interpreter_scope() -> _LangPatchScope:
     scope.set_attr(InterpreterBuilder, "cast_impl", _cast_rounding_to_nearest_even)
     scope.set_attr(InterpreterBuilder, "create_fp_to_fp", _fp_to_fp_through_torch)
     scope.set_attr(TritonSemantic, "scalar_constant", _scalar_constant_keeping_negative_zero)
+    # grid dependency control: the interpreter runs a launch after the one before it has
+    # finished, which is what ``gdc_wait`` waits for; nothing to launch early
+    for name in ("gdc_wait", "gdc_launch_dependents"):
+        scope.set_attr(tl.extra.cuda, name, _no_grid_dependency)
     return scope
+
+
+def _no_grid_dependency(*args: Any, **kwargs: Any) -> None:
+    """``gdc_wait`` / ``gdc_launch_dependents`` in an interpreted launch: nothing to do."""
 
 
 class InterpretedKernel:
@@ -411,6 +419,7 @@ class InterpretedKernel:
         def run(*args: Any, **kwargs: Any) -> Any:
             with TRITON_STATE.exclusive(), np.errstate(all="ignore"):
                 scope = _interpreter_scope()
+                kwargs.pop("launch_pdl", None)  # a compile option of the GPU's launches
                 try:
                     return self.fn[grid](*args, **kwargs)
                 finally:
@@ -633,6 +642,7 @@ def compile_for_hopper(
     *,
     attrs: Mapping[tuple[int, ...], list[list[Any]]] | None = None,
     num_stages: int = 3,
+    launch_pdl: bool = False,
 ) -> CompiledArtifacts:
     """Compile for sm_90 without a GPU; results are cached in-process.
 
@@ -642,10 +652,18 @@ def compile_for_hopper(
     """
     fn = _select_jit_function(kernel_or_source, signature)
     attrs = dict(attrs or {})
-    key = (fn.cache_key, repr(signature), repr(constexprs), repr(attrs), num_warps, num_stages)
+    key = (
+        fn.cache_key,
+        repr(signature),
+        repr(constexprs),
+        repr(attrs),
+        num_warps,
+        num_stages,
+        launch_pdl,
+    )
     if key not in _COMPILED:
         source = ASTSource(fn=fn, signature=dict(signature), constexprs=constexprs, attrs=attrs)
-        options = {"num_warps": num_warps, "num_stages": num_stages}
+        options = {"num_warps": num_warps, "num_stages": num_stages, "launch_pdl": launch_pdl}
         with TRITON_STATE.shared():  # no interpreted launch patches tl meanwhile
             compiled = triton.compile(source, target=HOPPER, options=options)
         asm = compiled.asm

@@ -25,6 +25,7 @@ def compile_launch(kernel, args, meta) -> CompiledArtifacts:
         spec.constexprs,
         num_warps=meta.get("num_warps", 4),
         attrs=spec.attrs,
+        launch_pdl=bool(meta.get("launch_pdl", False)),
     )
 
 

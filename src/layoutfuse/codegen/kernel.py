@@ -10,7 +10,9 @@ from typing import Any
 class Kernel:
     """One Triton kernel: its source, the names of its runtime arguments in declaration
     order (the runtime binds values to them by name), its constexpr values and warps, and
-    the scheduler params the source was generated from (every field of which shapes it)."""
+    the scheduler params the source was generated from (every field of which shapes it);
+    ``launch_pdl``: launched as a programmatic dependent of the launch before it (Triton's
+    compile option of that name; the kernel waits for that launch in ``gdc_wait``)."""
 
     name: str
     source: str
@@ -18,6 +20,7 @@ class Kernel:
     constexprs: tuple[tuple[str, int], ...]
     num_warps: int
     params: Any
+    launch_pdl: bool = False
 
     def readable(self) -> str:
         """The source with the kernel itself first (its header comment, then the
@@ -36,5 +39,7 @@ class Kernel:
         )
 
     def meta(self) -> dict[str, int]:
-        """The launch's keyword arguments: the constexprs and ``num_warps``."""
-        return {**dict(self.constexprs), "num_warps": self.num_warps}
+        """The launch's keyword arguments: the constexprs, ``num_warps`` (and
+        ``launch_pdl`` where set)."""
+        pdl = {"launch_pdl": True} if self.launch_pdl else {}
+        return {**dict(self.constexprs), "num_warps": self.num_warps, **pdl}

@@ -599,6 +599,8 @@ def cross_finish_source(spec, params: NormalizationParams, name: str) -> tuple[s
     )
     with w.indent():
         pid = "tl.program_id(0).to(tl.int64)" if params.index64 else "tl.program_id(0)"
+        if params.finish_pdl:  # launched while the row kernel runs: its partials first
+            w.line("tl.extra.cuda.gdc_wait()")
         w.line(f"r = {pid} * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]")
         w.line("rmask = r < NR")
         results = _finish_combine(w, group.cross)
@@ -691,6 +693,8 @@ def normalization_source(spec, params: NormalizationParams, name: str) -> tuple[
         if not params.row_programs:
             _body(k, params, [])
         else:  # cross reductions: the programs walk the row blocks, then store partials
+            if params.finish_pdl:  # the finish's programs may start (they wait for ours)
+                w.line("tl.extra.cuda.gdc_launch_dependents()")
             accs = _cross_init(k)
             _row_loop(k, params, accs)
             _cross_store(k, accs)
@@ -715,4 +719,6 @@ def emit(spec, params: NormalizationParams) -> tuple[Kernel, ...]:
     name = "cross_finish_kernel"
     src, args = cross_finish_source(spec, params, name)
     blocks = (("BLOCK_C", params.finish_columns), ("BLOCK_S", params.finish_rows))
-    return main, Kernel(name, src, tuple(args), blocks, params.finish_warps, params)
+    return main, Kernel(
+        name, src, tuple(args), blocks, params.finish_warps, params, params.finish_pdl
+    )

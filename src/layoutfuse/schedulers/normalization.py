@@ -180,6 +180,10 @@ class NormalizationTuning:
     cross_finish_columns: int = 64
     cross_finish_tile: int = 4096
     cross_finish_warps: int = 4
+    # the finishing kernel launched as a programmatic dependent of the row kernel (sm_90+:
+    # its programs start while the row kernel's last ones run and wait in ``gdc_wait``
+    # for its partials): no idle gap between the two launches. 0: a plain second launch
+    cross_pdl: int = 1
     # measured choice (``schedulers/measure.py``), timed against the rule's plan: an outer
     # tile's columns at twice and at half the bytes per row (persistent; looped: half and
     # twice), an inner tile of twice the rows or loop step, and one of half the rows at
@@ -256,6 +260,7 @@ class NormalizationParams:
     finish_columns: int = 0
     finish_rows: int = 0
     finish_warps: int = 0
+    finish_pdl: bool = False  # the finish is a programmatic dependent launch (``cross_pdl``)
     # looped inner rows, a row a program: its R loop starts each row at its first element
     # of this many that lies on a 16-byte boundary (0: from element 0; ``aligned_rows``)
     align_rows: int = 0
@@ -502,6 +507,7 @@ def _with_cross(
         finish_columns=columns,
         finish_rows=rows,
         finish_warps=t.cross_finish_warps,
+        finish_pdl=bool(t.cross_pdl) and not device.interpreted and device.capability >= 90,
     )
 
 
