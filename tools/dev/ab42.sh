@@ -22,8 +22,8 @@ run_tune r3_093 --variant "" \
   --variant block_x=32,num_warps=8 --variant block_x=64,num_warps=8 \
   --variant block_x=8,num_warps=4 --variant block_x=4,num_warps=2
 t0=$(date +%s)
-LAYOUTFUSE_MEASURE=0 timeout 100 python3 tools/dev/tune_ops.py $out/tune-ops-ab42-pdl-$day-$commit-$gpu.json \
-  --peers --filter "layer_norm_bwd|rms_norm_bwd" "" cross_pdl=0 "" cross_pdl=0 2>&1 \
+LAYOUTFUSE_MEASURE=0 timeout 150 python3 tools/dev/tune_ops.py $out/tune-ops-ab42-pdl-$day-$commit-$gpu.json \
+  --peers --filter "layer_norm_bwd,bfloat16|rms_norm_bwd,bfloat16" "" cross_pdl=0 "" cross_pdl=0 2>&1 \
   | grep -v "Warn\|warn" | tee -a $out/tune-ops-ab42-$day-$commit-$gpu.txt | cut -c1-260
 echo "pdl rc=$? $(( $(date +%s) - t0 )) s"
 t0=$(date +%s)
