@@ -56,6 +56,7 @@ from ..schedulers.problem import Problem
 from ..schedulers.tuning import DEFAULT, Tuning
 from ..segmenter.segments import KernelSpec, segment
 from . import measure
+from .allocate import allocate_dense, writable
 from .launch import LaunchRecord, argument_values, bind
 from .library import LibraryCall, ViewFn, call_library
 from .measure import Choice
@@ -181,7 +182,7 @@ class CompiledFusion:
         call = _Call(dict(tensors), extents, scalars, device, info, launch, profile)
         call.bindable = bindable or {}
         for tv in self.intermediates:
-            call.env[id(tv)] = self._empty(shape_of(tv, extents), tv.dtype, device)
+            call.env[id(tv)] = _intermediate(tv, extents, device)
         for spec in self.specs:
             self._run_segment(spec, call)
         if profile and launch:
@@ -281,7 +282,7 @@ class CompiledFusion:
             raise UnsupportedError(f"no scheduler accepts the segment ({spec.reason}): {reasons}")
         for tv in spec.fallback_buffers:
             if id(tv) not in call.env:
-                call.env[id(tv)] = self._empty(shape_of(tv, call.extents), tv.dtype, call.device)
+                call.env[id(tv)] = _intermediate(tv, call.extents, call.device)
         # the rejection by the scheduler of the segment's own kind (normalization, scan,
         # a reduction with loop stores)
         kind = "scan" if spec.scan is not None else spec.kind
@@ -330,7 +331,7 @@ class CompiledFusion:
         result's empty value (sum 0, max -inf, a Welford's mean NaN: see the rows)."""
         for e in spec.reductions:
             for out, value in zip(e.outputs, empty_fill_values(e)):
-                call.env[id(out)].fill_(value)
+                writable(call.env[id(out)]).fill_(value)
         call.record.segments.append(
             SegmentRun(spec, "empty", None, None, (), f"{spec.reason} (an empty extent: no launch)")
         )
@@ -420,6 +421,16 @@ class CompiledFusion:
     @staticmethod
     def _empty(shape: Sequence[int], dtype: DataType, device: torch.device) -> torch.Tensor:
         return torch.empty(tuple(shape), dtype=to_torch(dtype), device=device)
+
+
+def _intermediate(tv: TensorView, extents, device: torch.device) -> torch.Tensor:
+    """A buffer between segments, laid out as an output is (``allocate_output``): dense,
+    its expanded broadcast dims stride 0. A kernel stores such a dim once (it may not
+    iterate over it: a select of an expanded input stored beside its squeeze), and a
+    dense buffer would keep the rest of it unwritten for the segment that reads it."""
+    shape = shape_of(tv, extents)
+    expanded = [i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and d.expanded]
+    return allocate_dense(shape, range(len(shape)), to_torch(tv.dtype), device, expanded)
 
 
 def _repeatable(spec: KernelSpec, env: dict[int, torch.Tensor]) -> bool:
