@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 26's first call. (1) The index-map changes timed against the code before them
-# (abold/src: `git archive 9990177^ src`, carried), alternately new, old, new, old in
+# (abold/src: `git archive 9990177^ src`, carried), alternately new, old, new in
 # one call: the odd bf16 and fp32 cats, three aligned bf16 cats and the bf16 pad, each
 # kernel's device time (tools/dev/tune_ops.py); (2) r3_093 (fp32 max over rows of 255
 # elements, no 16-byte row alignment) under inner tiles; (3) the bf16 layer norm
@@ -9,7 +9,7 @@
 # the cross reductions' and the intermediates' with CUDA tensors. About 500 s plus the start.
 . "$(dirname "$0")/device_env.sh"
 cases="cat2_inner_odd_bfloat16|cat2_inner_odd_float32|cat3_inner_bfloat16|cat4_inner_bfloat16|pad_inner_bfloat16"
-for tree in new old new old; do
+for tree in new old new; do
   t0=$(date +%s)
   src=$PWD/src; [ $tree = old ] && src=$PWD/abold/src
   PYTHONPATH=$src:$PWD LAYOUTFUSE_MEASURE=0 timeout 100 python3 tools/dev/tune_ops.py \
