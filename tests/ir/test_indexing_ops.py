@@ -545,3 +545,23 @@ def test_a_floating_index_is_truncated_as_nvfuser_takes_it(op, index_dtype):
     want_index = index.long()
     want = x.index_select(1, want_index) if op == "index_select" else x.gather(1, want_index)
     assert torch.equal(out, want)
+
+
+def test_a_gather_by_a_broadcast_index_broadcasts_its_size_one_dims():
+    """A gather by a [1, 1, 1, 1] broadcast index keeps the index's broadcast dims (extent
+    1): the result broadcasts against [4, 1, 3] in a clamp, as torch's does (generated
+    program 114524)."""
+    from layoutfuse.nvfuser import DataType, FusionDefinition
+
+    x = torch.arange(3 * 2 * 7 * 3, dtype=torch.int32).reshape(3, 2, 7, 3)
+    idx = torch.full((1, 1, 1, 1), 2, dtype=torch.int64)
+    hi = torch.randint(0, 60, (4, 1, 3), generator=torch.Generator().manual_seed(0))
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        i = fd.define_tensor(shape=[1, 1, 1, 1], contiguity=[None] * 4, dtype=DataType.Int)
+        h = fd.from_pytorch(hi)
+        g = fd.ops.gather(t, i, dim=0)
+        fd.add_output(fd.ops.clamp(fd.define_scalar(5), g, h))
+    (out,) = fd.execute([x, idx, hi])
+    want = torch.clamp(torch.tensor(5), torch.gather(x, 0, idx), hi)
+    assert out.shape == want.shape == (1, 4, 1, 3) and torch.equal(out, want)

@@ -437,3 +437,21 @@ def test_rows_in_reductions_and_on_scalars():
     assert "def _gcd(" in code and "def _lgamma(" in code and "tl.sum(" in code
     for art in compile_last_run(fd.executor()):
         assert f".entry {art.name}" in art.ptx
+
+
+@pytest.mark.parametrize(
+    "dt", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str
+)
+def test_neg_flips_the_sign_of_zero(dt):
+    """torch.neg(+0.0) is -0.0: Triton's ``-x`` is ``0 - x``, which gives +0.0, so neg
+    flips the sign bit (signbit of the result tells them apart; generated program 117115);
+    a NaN's too where the kernel computes in fp32 or fp64, as torch's."""
+    values = [0.0, -0.0, 1.5, -2.0, float("inf"), float("-inf")]
+    if dt in (torch.float32, torch.float64):
+        values.append(float("nan"))
+    x = torch.tensor(values, dtype=dt)
+    out = run(lambda fd, t: fd.ops.neg(t), [x])
+    bits = run(lambda fd, t: fd.ops.signbit(fd.ops.neg(t)), [x])
+    want = torch.neg(x)
+    assert torch.equal(out.signbit(), want.signbit()) and torch.equal(bits, want.signbit())
+    torch.testing.assert_close(out, want, equal_nan=True, rtol=0, atol=0)

@@ -582,3 +582,27 @@ def test_the_cpp_test_api_forms():
     torch.testing.assert_close(dropped, torch.where(mask, x * 2.0, 0.0))
     torch.testing.assert_close(u, reference("uniform", (3, 5), DataType.Float, 9, 0, -1.0, 1.0))
     torch.testing.assert_close(n, reference("normal", (4,), DataType.Double, 9, 1))
+
+
+def test_a_constant_extent_of_one_is_a_broadcast_dim():
+    """As nvFuser's factories make them, a random tensor's (and ``full``'s) dim of the
+    constant extent 1 is a broadcast dim: ``uniform(shape=[6, 4, 1, 1])`` broadcasts in a
+    ``where`` against a [4, 5, 3] mask to [6, 4, 5, 3] (generated program 111514)."""
+    mask = torch.rand(4, 5, 3, generator=torch.Generator().manual_seed(1)) > 0.5
+    x = torch.randn(6, 4, 1, 1)
+    with FusionDefinition() as fd:
+        m, t = fd.from_pytorch(mask), fd.from_pytorch(x)
+        lo, hi = fd.define_scalar(0.25), fd.define_scalar(0.5)
+        seed, offset = fd.define_scalar(7), fd.define_scalar(0)
+        u = fd.ops.uniform(lo, hi, [6, 4, 1, 1], rng_seed=seed, rng_offset=offset)
+        fd.add_output(fd.ops.where(m, t, u))
+        fd.add_output(fd.ops.where(m, fd.ops.full([6, 4, 1, 1], lo, DataType.Float), t))
+    a, b = fd.execute([mask, x])
+    assert a.shape == b.shape == (6, 4, 5, 3)
+    m4 = mask.expand(6, 4, 5, 3)
+    assert torch.equal(a[m4], x.expand(6, 4, 5, 3)[m4])
+    u = a[~m4]  # the uniform's values: in range, one per (i, j) along the broadcast dims
+    assert bool(((u >= 0.25) & (u < 0.5)).all())
+    for i, j in itertools.product(range(6), range(4)):  # a broadcast: one value a row
+        assert a[i, j][~mask[j]].unique().numel() == 1
+    assert torch.equal(b, torch.where(mask, torch.tensor(0.25), x))

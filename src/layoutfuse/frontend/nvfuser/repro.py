@@ -38,6 +38,8 @@ class InputReproducer:
             base = f"torch.randn(({storage},), dtype={self.dtype}, device={device})"
         else:
             low, high = (0, 2) if self.low is None else (int(self.low), int(self.high) + 1)
+            if self.dtype is torch.bool:  # randint's bound is exclusive: False and True
+                low, high = 0, 2
             base = (
                 f"torch.randint({low}, {high}, ({storage},), dtype={self.dtype}, device={device})"
             )

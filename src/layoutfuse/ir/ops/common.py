@@ -128,6 +128,13 @@ def emit(
     return fusion.add_expr(Expr(op, tuple(inputs), tuple(outputs), dict(attrs)))
 
 
+def factory_id(extent: int | None) -> IterDomain:
+    """A dim of a tensor a factory makes (full, the random ops, a library result): a
+    broadcast dim where its extent is the constant 1, as nvFuser's factories make it, so
+    it broadcasts against any extent; else an iteration dim."""
+    return IterDomain(extent, IterType.BROADCAST) if extent == 1 else IterDomain(extent)
+
+
 def clone_id(d: IterDomain) -> IterDomain:
     return IterDomain(d.extent, d.iter_type, d.expanded)
 

@@ -11,7 +11,7 @@ from ...errors import ArgumentTypeError, DefinitionError, describe
 from ..domain import IterDomain
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView
-from .common import Operand, Shape, as_shape, as_val, emit, fusion_of, static_value
+from .common import Operand, Shape, as_shape, as_val, emit, factory_id, fusion_of, static_value
 
 
 def _full_ref(fill: complex, *shape: int, dtype: DataType, device: torch.device) -> torch.Tensor:
@@ -41,7 +41,7 @@ def full(shape: Shape, fill_value: Operand, dtype: DataType) -> TensorView:
     fill = as_val(f, fill_value, "full")
     if not isinstance(fill, Scalar):
         raise ArgumentTypeError(f"full: fill_value must be a Scalar, got {describe(fill)}")
-    ids = [IterDomain(static_value(s)) for s in shape_s]
+    ids = [factory_id(static_value(s)) for s in shape_s]
     out = TensorView(f, ids, dtype)
     emit(f, FULL, [fill, *shape_s], [out], dtype=dtype)
     return out

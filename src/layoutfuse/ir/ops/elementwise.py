@@ -86,7 +86,7 @@ _nan_all = "propagate_nan=tl.PropagateNan.ALL"
 ROWS: list[PointwiseRow] = [
     # --- unary --------------------------------------------------------------------------
     PointwiseRow("abs", 1, DtypeRule.PART, torch.abs, lambda x: f"tl.abs({x})"),
-    PointwiseRow("neg", 1, DtypeRule.PROMOTE, torch.neg, lambda x: f"(-{x})"),
+    PointwiseRow("neg", 1, DtypeRule.PROMOTE, torch.neg, lambda x: f"_neg({x})"),
     PointwiseRow("exp", 1, DtypeRule.FLOAT, torch.exp, lambda x: f"_exp({x})"),
     PointwiseRow("exp2", 1, DtypeRule.FLOAT, torch.exp2, lambda x: f"lib.exp2({x})"),
     PointwiseRow("expm1", 1, DtypeRule.FLOAT, torch.expm1, lambda x: f"lib.expm1({x})"),

@@ -114,12 +114,13 @@ def _gather_dim(
     negative: bool = False,
 ) -> TensorView:
     """The row's expr: ``index`` already has the output's shape. An output dim where the
-    index is broadcast and ``arg`` is not is a plain dim of the index's extent (gather's
-    index may be shorter than ``arg`` there, also where it is expanded)."""
+    index is expanded and ``arg`` is not is a plain dim of the index's extent (gather's
+    index may be shorter than ``arg`` there); where the index is a broadcast of extent 1
+    the output's is one too (it broadcasts against any extent, as torch's size-1 dims)."""
     ids = [clone_id(d) for d in index.shape_domain]
     for k, j in enumerate(arg_dims):
         a = arg.shape_domain[k]
-        if k != dim and ids[j].is_broadcast and not a.is_broadcast:
+        if k != dim and ids[j].is_broadcast and ids[j].expanded and not a.is_broadcast:
             ids[j] = IterDomain(ids[j].extent)
     out = TensorView(arg.fusion, ids, arg.dtype)
     emit(

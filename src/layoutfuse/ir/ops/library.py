@@ -29,10 +29,9 @@ import torch
 
 from ...dtypes import DataType
 from ...errors import DefinitionError
-from ..domain import IterDomain, IterType
 from ..opdef import OpDef, OpKind, register
 from ..values import TensorView, Val
-from .common import emit, fusion_of
+from .common import emit, factory_id, fusion_of
 
 if TYPE_CHECKING:
     from ..fusion import Expr
@@ -105,15 +104,12 @@ def library_op(name: str, operands: Mapping[str, Val | None], **attrs: Any) -> l
     shapes = row.shapes({n: t.static_shape for n, t in tensors.items()}, attrs)
     dtypes = row.dtypes({n: t.dtype for n, t in tensors.items()}, attrs)
     outs = [
-        TensorView(fusion, [_axis(e) for e in shape], dtype) for shape, dtype in zip(shapes, dtypes)
+        TensorView(fusion, [factory_id(e) for e in shape], dtype)
+        for shape, dtype in zip(shapes, dtypes)
     ]
     names = tuple(n for n in row.operands if n in present)
     emit(fusion, OPDEFS[name], [present[n] for n in names], outs, names=names, **attrs)
     return outs
-
-
-def _axis(extent: int | None) -> IterDomain:
-    return IterDomain(extent, IterType.BROADCAST) if extent == 1 else IterDomain(extent)
 
 
 # --- shape helpers -------------------------------------------------------------------------

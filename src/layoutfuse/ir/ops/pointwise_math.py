@@ -149,8 +149,28 @@ def _signbit(x):
         return x.to(tl.int64, bitcast=True) < 0
     elif x.dtype == tl.float32:
         return x.to(tl.int32, bitcast=True) < 0
+    elif (x.dtype == tl.float16) or (x.dtype == tl.bfloat16):
+        return x.to(tl.int16, bitcast=True) < 0
     else:
         return x < 0
+''',
+    "_neg": '''
+@triton.jit
+def _neg(x):
+    """torch.neg: Triton's ``-x`` is ``0 - x``, which keeps +0.0 (torch gives -0.0); a
+    float has its sign bit flipped, as torch's (of -0.0 and NaN too)."""
+    if x.dtype == tl.float32:
+        return (x.to(tl.int32, bitcast=True) ^ -2147483648).to(tl.float32, bitcast=True)
+    elif x.dtype == tl.float64:
+        return (x.to(tl.int64, bitcast=True) ^ -9223372036854775808).to(tl.float64, bitcast=True)
+    elif x.dtype == tl.float16:
+        return (x.to(tl.int16, bitcast=True) ^ -32768).to(tl.float16, bitcast=True)
+    elif x.dtype == tl.bfloat16:
+        return (x.to(tl.int16, bitcast=True) ^ -32768).to(tl.bfloat16, bitcast=True)
+    elif x.dtype.is_floating():
+        return x * -1.0
+    else:
+        return -x
 ''',
     "_nextafter": '''
 @triton.jit

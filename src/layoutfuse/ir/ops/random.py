@@ -54,11 +54,20 @@ import torch
 
 from ...dtypes import DataType, is_floating, to_torch
 from ...errors import ArgumentTypeError, DefinitionError, UnsupportedError, describe
-from ..domain import IterDomain
 from ..fusion import Fusion
 from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView, Vector
-from .common import Operand, Shape, as_shape, as_val, check_tensor, emit, fusion_of, static_value
+from .common import (
+    Operand,
+    Shape,
+    as_shape,
+    as_val,
+    check_tensor,
+    emit,
+    factory_id,
+    fusion_of,
+    static_value,
+)
 from .scalars import size
 
 RANDOM_DTYPES = (DataType.Float, DataType.Double, DataType.Half, DataType.BFloat16)
@@ -388,7 +397,7 @@ def _random(
             raise ArgumentTypeError(f"{row.name}: {arg} must be a Scalar, got {describe(s)}")
         params.append(s)
     shape_s = as_shape(f, shape, row.name)
-    out = TensorView(f, [IterDomain(static_value(s)) for s in shape_s], dtype)
+    out = TensorView(f, [factory_id(static_value(s)) for s in shape_s], dtype)
     inputs = [*params, *_seed_and_offset(f, seed, offset, row.name), *shape_s]
     emit(f, row, inputs, [out], dtype=dtype)
     return out
