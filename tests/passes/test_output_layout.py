@@ -326,22 +326,3 @@ def test_a_pinned_output_is_no_view_of_another():
 
     got = layouts(build)
     assert got[1].kind == "pinned", got[1]
-
-
-def test_size_one_broadcast_dims_of_the_output_do_not_stop_the_walk():
-    """A gather by an index of extent 1 in dims 0 and 3 keeps them as size-1 broadcasts;
-    the reference's walk passes over them (its innermost dim 0 among them) and carries
-    the order of the dims the output has: arg laid out with dim 2 outermost, then 1, 3, 0
-    gives an output whose dim 1 is inside dim 2 (generated program 132738)."""
-    import torch
-
-    from layoutfuse.nvfuser import FusionDefinition
-
-    x = torch.arange(4 * 2 * 5 * 3, dtype=torch.int32).reshape(5, 2, 3, 4).permute(3, 1, 0, 2)
-    idx = torch.randint(0, 5, (1, 2, 3, 1), generator=torch.Generator().manual_seed(0))
-    with FusionDefinition() as fd:
-        t, i = fd.from_pytorch(x), fd.from_pytorch(idx)
-        fd.add_output(fd.ops.gather(t, i, dim=2))
-    (out,) = fd.execute([x, idx])
-    assert torch.equal(out, torch.gather(x, 2, idx))
-    assert out.stride(1) < out.stride(2), out.stride()

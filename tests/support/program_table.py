@@ -114,14 +114,17 @@ def _read(
     arg_dims: Sequence[int],
     index_bcast: Sequence[bool],
     index_origins: Sequence[dict],
+    kept: Sequence[bool] = (),
 ) -> Value:
     """An indexed read's value: its dim ``j`` is ``arg``'s dims ``k`` (off ``dim``) with
     ``arg_dims[k] == j`` and the index's dim ``j`` (the index broadcast to the output's
-    shape: ``index_bcast``, ``index_origins``); a broadcast only where all of them are."""
+    shape: ``index_bcast``, ``index_origins``); a broadcast only where all of them are,
+    or where ``kept`` says the index's broadcast carries over (gather's)."""
     bcast, origins = [], []
     for j in range(ref.dim()):
         ks = [k for k, jj in enumerate(arg_dims) if jj == j and k != dim]
-        bcast.append(index_bcast[j] and all(arg.bcast[k] for k in ks))
+        carried = bool(kept) and kept[j]
+        bcast.append(index_bcast[j] and (carried or all(arg.bcast[k] for k in ks)))
         maps = [arg.origins[k] for k in ks] + ([] if index_bcast[j] else [index_origins[j]])
         origins.append(merge_origins(maps))
     return make_value(ref, arg.err, arg.abs_err, bcast, origins, **joined([arg, index]))
@@ -160,7 +163,10 @@ def gather_values(arg: Value, index: Value, dim: int) -> list[Value]:
     if any(i > a for k, (i, a) in enumerate(zip(index.shape, arg.shape)) if k != dim):
         raise Unusable("gather: an index extent past arg's")
     ref = torch.gather(arg.ref, dim, _on(index.ref.long(), arg.ref))
-    return [_read(arg, index, ref, dim, range(ref.dim()), index.bcast, index.origins)]
+    # as nvFuser's gather, the output's dims are the index's: a broadcast of extent 1
+    # stays one (an expanded one is a plain dim of its extent where arg's is not)
+    kept = [b and not e for b, e in zip(index.bcast, index.expanded)]
+    return [_read(arg, index, ref, dim, range(ref.dim()), index.bcast, index.origins, kept)]
 
 
 def take_along_axis_values(arg: Value, index: Value, dim: int) -> list[Value]:

@@ -184,13 +184,6 @@ def _map_order(fusion: Fusion, ref: TensorView, out: TensorView) -> tuple[int, .
         k = ref_of.get(d.uid)
         if k is not None and not d.is_broadcast:
             positions.setdefault(k, []).append(j)
-    # reference dims the output has only as size-1 broadcasts (a gather by an index of
-    # extent 1 there): no order to carry, and no reason to stop the walk
-    trivial = {
-        ref_of[d.uid]
-        for d in out.shape_domain
-        if d.is_broadcast and d.extent == 1 and ref_of.get(d.uid) is not None
-    }
     gone = reduced.get(id(out), set())
     mapped: list[int] = []
     for k in reversed(ref.allocation_order):
@@ -202,7 +195,7 @@ def _map_order(fusion: Fusion, ref: TensorView, out: TensorView) -> tuple[int, .
             continue
         if k in positions:
             mapped.extend(reversed(positions[k]))
-        elif k not in trivial:
+        else:
             break
     if not mapped:
         return None
