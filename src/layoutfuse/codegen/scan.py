@@ -86,58 +86,6 @@ def _chunk_scan(w: Writer, t: ScanTile) -> None:
     t.finish(w, "tl.cumsum(acc, axis=1) + base[:, None]", "mask")
 
 
-def _cumsum_chain(w: Writer, t: ScanTile) -> None:
-    """One pass, a chunk a program (decoupled look-back): programs take chunks in ticket
-    order (chunk-major: a chunk's predecessors were taken before it, so every wait is on
-    a program that runs), load their tile once, publish its sums (flag 1), walk back
-    over the chunks before theirs (adding sums until an inclusive prefix, flag 2), publish
-    their own inclusive prefix, then store the tile's scan from registers. The last
-    program to finish zeroes the flags and tickets for the next launch."""
-    acc = _acc(t.p)
-    w.line("tid = tl.atomic_add(tickets, 1, sem='relaxed', scope='gpu')")
-    w.line("chunk = tid // TILES")
-    t.rows(w, "tid % TILES")
-    t.columns(w, "chunk * BLOCK_N")
-    v = t.value(w)
-    w.line(f"acc = tl.where(mask, ({v}).to({acc}), 0)")
-    w.line("agg = tl.sum(acc, axis=1)")
-    w.line("at = rows * NUM_CHUNKS + chunk")
-    w.line("tl.store(tl.where(chunk == 0, ws1, ws0) + at, agg, mask=rmask)")
-    w.line("tl.debug_barrier()")  # every thread's sums precede the flag
-    w.line("tl.atomic_xchg(flags + tid, tl.where(chunk == 0, 2, 1), sem='release', scope='gpu')")
-    w.line(f"excl = tl.zeros([BLOCK_R], {acc})")
-    w.line("j = tid - TILES")
-    w.line("while j >= 0:")
-    with w.indent():
-        w.line("f = tl.atomic_add(flags + j, 0, sem='acquire', scope='gpu')")
-        w.line("if f != 0:")
-        with w.indent():
-            w.line("back = rows * NUM_CHUNKS + j // TILES")
-            w.line(
-                "part = tl.load(tl.where(f == 2, ws1, ws0) + back, mask=rmask, other=0, cache_modifier='.cg')"
-            )
-            w.line("excl += part")
-            w.line("j = tl.where(f == 2, -1, j - TILES)")
-    w.line("if chunk > 0:")
-    with w.indent():
-        w.line("tl.store(ws1 + at, excl + agg, mask=rmask)")
-        w.line("tl.debug_barrier()")
-        w.line("tl.atomic_xchg(flags + tid, 2, sem='release', scope='gpu')")
-    t.finish(w, "tl.cumsum(acc, axis=1) + excl[:, None]", "mask")
-    w.line("tl.debug_barrier()")
-    w.line("done = tl.atomic_add(tickets + 1, 1, sem='acq_rel', scope='gpu')")
-    w.line("if done == TILES * NUM_CHUNKS - 1:")  # every program has read every flag
-    with w.indent():
-        w.line("for s in range(0, TILES * NUM_CHUNKS, RESULTS_BLOCK):")
-        with w.indent():
-            w.line("z = s + tl.arange(0, RESULTS_BLOCK)")
-            w.line(
-                "tl.store(flags + z, tl.zeros([RESULTS_BLOCK], tl.int32), mask=z < TILES * NUM_CHUNKS)"
-            )
-        w.line("tl.atomic_xchg(tickets, 0, sem='relaxed', scope='gpu')")
-        w.line("tl.atomic_xchg(tickets + 1, 0, sem='relaxed', scope='gpu')")
-
-
 def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
     """The scan segment's kernels: one, or the split's three (chunk sums, their running
     sums, the scan)."""
@@ -147,11 +95,6 @@ def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
         return (scan_kernel(spec, params, "cumsum_kernel", _cumsum_block),)
     if params.mode == "loop":
         return (scan_kernel(spec, params, "cumsum_loop_kernel", _cumsum_loop),)
-    if params.mode == "chain":
-        ws = ("ws0", "ws1", "flags", "tickets")
-        return (
-            scan_kernel(spec, params, "cumsum_chain_kernel", _cumsum_chain, ws, launch=("TILES",)),
-        )
     ws = ("ws0",)
     return (
         scan_kernel(spec, params, "cumsum_chunk_sums_kernel", _chunk_sums, ws),

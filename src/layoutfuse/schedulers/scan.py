@@ -120,13 +120,6 @@ class ScanTuning:
     # 0.2142, bf16 0.0952 / 0.0972: no rule. (Each step loading the next block ahead,
     # carried in registers, lost 5-16% on every loop case; removed.)
     loop_stages: int = 1
-    # ``chain``: a row longer than a tile whose row tiles number fewer than this many a
-    # multiprocessor (a walk of too few programs: ``loop``'s strided cumsums reached 38-65%
-    # of the copy bandwidth, the split reads the input twice) scans in one pass, a chunk a
-    # program, each adding the sums of the chunks before it (decoupled look-back). 0: off
-    chain_tiles_per_sm: int = 0
-    # ... its flags zeroed this many at a time by the last program
-    chain_reset_block: int = 1024
     # rows of chunk sums one program of the split's middle pass scans at a time
     sums_block: int = 1024
     # a sorted row up to this many elements (padded to a power of two) is one tile
@@ -211,7 +204,7 @@ DEFAULT_TUNING = ScanTuning()
 class ScanParams:
     scheduler: str
     op: str  # cumsum, argsort or topk
-    mode: str  # block, loop, chain or split (cumsum); block, rank or merge (argsort, topk);
+    mode: str  # block, loop or split (cumsum); block, rank or merge (argsort, topk);
     #   select or split (topk)
     n_groups: int
     scan_group: int | None  # the scanned dim's group (None: its extent is 1)
@@ -299,8 +292,7 @@ def _params(
 
 def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanParams:
     n, nrows = _scan_extent(p), rows(p)
-    outer = bool(p.groups) and not p.groups[0].reduced
-    if outer:
+    if p.groups and not p.groups[0].reduced:
         # the stride-1 side is a row coordinate: a tile spans outer_rows of it, so
         # every load and store moves whole segments, and walks the dim in blocks
         block_r, narrowed = _outer_rows(p, n, nrows, device, tuning)
@@ -310,27 +302,21 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         block_n = next_pow2(n) if next_pow2(n) <= tuning.max_block else tuning.chunk
         block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // block_n))
     tiles = cdiv(nrows, block_r)
-    wide = min(next_pow2(nrows), tuning.outer_rows) if outer else block_r  # not narrowed
     if block_n >= n:
         mode = "block"
-    elif cdiv(nrows, wide) < tuning.chain_tiles_per_sm * device.sm_count:
-        mode = "chain"  # the chunks fill the device: whole row segments, not narrowed
-        block_r = wide
-        block_n = min(next_pow2(n), max(1, tuning.tile_elements // block_r)) if outer else block_n
     elif narrowed or tiles >= tuning.loop_tiles_per_sm * device.sm_count:
         mode = "loop"
     else:
         mode = "split"
-    # the middle pass's tile has the others' elements; the chain's flags reset in blocks
+    # the middle pass's tile has the others' elements
     results = min(tuning.sums_block, max(1, tuning.tile_elements // block_r))
-    results = tuning.chain_reset_block if mode == "chain" else results
     return _params(
         p,
         mode,
         block_r,
         block_n,
         warps_for(block_r * block_n, tuning.warps),
-        results_block=results if mode in ("split", "chain") else 0,
+        results_block=results if mode == "split" else 0,
         accumulator=accumulates_in(p.dtypes[p.n_loads]),
         loop_stages=tuning.loop_stages if mode == "loop" else 1,
     )
@@ -577,12 +563,6 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
         ),
         "merge": _merge_reason(n, params, tuning),
         "loop": f"rows of {n} walked in chunks of {params.block_n}, a running sum carried",
-        "chain": (
-            f"rows of {n} in {cdiv(n, params.block_n)} chunks of {params.block_n}, too few "
-            f"row tiles of {params.block_r} to fill the device (chain_tiles_per_sm "
-            f"{tuning.chain_tiles_per_sm}): one pass, a chunk a program adding the sums of "
-            "the chunks before it (decoupled look-back)"
-        ),
         "split": (
             f"rows of {n} in {cdiv(n, params.block_n)} chunks each, too few rows to fill the "
             "device: chunk sums, their running sums, then each chunk"
@@ -634,9 +614,6 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
     values: tuple[tuple[str, int], ...] = (("ROWS", nrows), ("K", p.scan_keep))
     if params.mode == "merge":
         return _merge_launches(p, params, values + (("NUM_CHUNKS", chunks(p, params)),))
-    if params.mode == "chain":
-        nc = chunks(p, params)
-        return (LaunchSpec(0, (tiles * nc,), values + (("NUM_CHUNKS", nc), ("TILES", tiles))),)
     if params.mode != "split":
         return (LaunchSpec(0, (tiles,), values),)
     nc = chunks(p, params)
@@ -677,15 +654,6 @@ def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Wor
         size = max(1, rows(p) * chunks(p, params) * params.block_n)
         key = DataType.Int if params.packed == 64 else DataType.Int32
         return (Workspace("ws0", (size,), key), Workspace("ws1", (size,), key))
-    if params.mode == "chain":  # each chunk's sums, inclusive prefixes, flag; the tickets
-        size = rows(p) * chunks(p, params)
-        programs = cdiv(rows(p), params.block_r) * chunks(p, params)
-        return (
-            Workspace("ws0", (size,), params.accumulator),
-            Workspace("ws1", (size,), params.accumulator),
-            Workspace("flags", (programs,), DataType.Int32, zeroed=True),
-            Workspace("tickets", (2,), DataType.Int32, zeroed=True),
-        )
     if params.mode != "split":
         return ()
     if params.op == "topk":
