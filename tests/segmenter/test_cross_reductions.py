@@ -463,8 +463,9 @@ def test_a_nan_propagates_through_a_cross_max():
 
 @pytest.mark.parametrize("pdl", [1, 0])
 def test_the_finish_is_a_programmatic_dependent_launch_on_hopper(pdl):
-    """Planned for an sm_90 device, the finish launches as a programmatic dependent of the
-    row kernel (``cross_pdl``): the row kernel lets it start at once
+    """Planned for an sm_90 device with ``cross_pdl`` (off by default: it was not faster),
+    the finish launches as a programmatic dependent of the row kernel: the row kernel
+    lets it start at once
     (``griddepcontrol.launch_dependents``), the finish waits for its partials
     (``griddepcontrol.wait``), and only the finish's launch asks for it (``launch_pdl``).
     The same plan runs in the interpreter (the grid controls are no-ops there) and gives
@@ -490,10 +491,16 @@ def test_the_finish_is_a_programmatic_dependent_launch_on_hopper(pdl):
 
 
 def test_an_interpreted_device_plans_no_dependent_launch():
-    """The CPU's own device (the interpreter) gets no ``finish_pdl``: its plans are the
-    GPU's but for launch options that mean nothing there."""
+    """The CPU's own device (the interpreter) gets no ``finish_pdl``, even with
+    ``cross_pdl`` on: its plans are the GPU's but for launch options that mean nothing
+    there. (With CUDA tensors: a device of sm_90 or later gets it.)"""
     inputs = _inputs(torch.float32, (2, 4, 256))
-    fd = _layer_norm_backward(inputs, torch.float32)
+    fd = configured(
+        _layer_norm_backward(inputs, torch.float32),
+        tuning=DEFAULT.with_fields(normalization=dict(cross_pdl=1)),
+    )
     _check(fd, inputs, torch.float32)
     (run,) = _runs(fd)
-    assert run.params.row_programs > 0 and not run.params.finish_pdl
+    on_gpu = torch.get_default_device().type == "cuda"
+    hopper = on_gpu and torch.cuda.get_device_capability()[0] >= 9
+    assert run.params.row_programs > 0 and run.params.finish_pdl == hopper
