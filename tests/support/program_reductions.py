@@ -92,6 +92,10 @@ def reduction_compute(name: str, x: Value, dims: Sequence[int], keepdim: bool):
     steps = (math.ceil(math.log2(n)) + 1 if n > 1 else 0) * EPS32
     data = x.ref.double()
     if name == "prod":
+        # the partial products of another order reach the product of every factor above 1
+        peak = data.abs().clamp(min=1.0).log().sum(dims).max() if data.numel() else 0.0
+        if float(peak) >= math.log(torch.finfo(acc.dtype).max):
+            raise Unusable("prod: a partial product may overflow in another order")
         if x.exact and exact_prod(data, dims):
             return faithful, 0.0 if same_values(faithful, true) else rounding(out), 0.0
         return faithful, n * (x.err + 2 * EPS32) + rounding(out), 0.0
