@@ -125,6 +125,10 @@ def var_mean_compute(x: Value, dims: Sequence[int], correction: int, keepdim: bo
             x.ref.float(), list(dims), correction=correction, keepdim=keepdim
         )
     # NaN elements (acos past 1) give NaN results, compared as equal: not in the bound
+    n = math.prod(x.shape[d] for d in dims)
+    m2 = torch.var(x.ref.double(), list(dims), correction=0) * n if x.ref.numel() else None
+    if m2 is not None and bool((m2.nan_to_num(0.0) >= torch.finfo(torch.float32).max / 2).any()):
+        raise Unusable("var_mean: the squared deviations' sum overflows the Float Welford")
     m = float(x.ref.double().abs().nan_to_num(0.0).max()) if x.ref.numel() else 0.0
     return [
         (var.to(out), rounding(out), (256 * EPS32 + 2 * x.err) * m * m),
