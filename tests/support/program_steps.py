@@ -12,6 +12,7 @@ input); any failure carries the program and ``fd.repro_script_for``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -97,9 +98,32 @@ def _cast(x: Value, dtype: DataType) -> list[Value]:
 def _reduction(name: str, x: Value, dims, keepdim=False) -> list[Value]:
     dims = [d % x.ref.dim() for d in dims]
     ref, err, abs_err = reduction_compute(name, x, dims, keepdim)
+    if _over_one_element(x, dims) and ref.dtype == x.dtype:
+        # the element itself: layoutfuse records a squeeze (and a broadcast back for
+        # keepdim), view ops of a computed tensor (``ir.ops.reductions._over_one_element``)
+        kept = [i for i in range(x.ref.dim()) if i not in dims]
+
+        def view(t):
+            t = squeeze_view(t, dims)
+            return bid_view(t, [1 if i in dims else n for i, n in enumerate(t_shape)], kept)
+
+        t_shape = x.shape
+        if keepdim:
+            return [shaped(x, ref, [None if i in dims else i for i in range(len(x.shape))], view)]
+        return [shaped(x, ref, kept, lambda t: squeeze_view(t, dims))]
     facts = reduction_layout(x, dims, keepdim)
     bcast, origins = facts.pop("bcast"), facts.pop("origins")
     return [make_value(ref, err, abs_err, bcast, origins, **facts)]
+
+
+def _over_one_element(x: Value, dims: Sequence[int]) -> bool:
+    """Every reduced dim a broadcast of extent 1 (not expanded) of a computed tensor (not
+    an input or view ops of one: ``x.view`` is None)."""
+    return (
+        bool(dims)
+        and x.view is None
+        and all(x.bcast[d] and not x.expanded[d] and x.shape[d] == 1 for d in dims)
+    )
 
 
 def _var_mean(x: Value, dims, correction=1, keepdim=False) -> list[Value]:
