@@ -423,7 +423,7 @@ class CompiledFusion:
         return torch.empty(tuple(shape), dtype=to_torch(dtype), device=device)
 
 
-def _intermediate(tv: TensorView, extents, device: torch.device) -> torch.Tensor:
+def _intermediate(tv: TensorView, extents: dict[int, int], device: torch.device) -> torch.Tensor:
     """A buffer between segments, laid out as an output is (``allocate_output``): dense,
     its expanded broadcast dims stride 0. A kernel stores such a dim once (it may not
     iterate over it: a select of an expanded input stored beside its squeeze), and a
