@@ -11,5 +11,5 @@ timeout 150 python3 -m pytest -q -p no:cacheprovider --device cuda tests/segment
   2>&1 | grep -a "^FAILED\|passed\|failed" | tee $out/tests-gpu-fixed-$day-$commit-$gpu.txt
 echo "tests rc=$? $(( $(date +%s) - t0 )) s"
 t0=$(date +%s)
-timeout 170 python3 -m benchmarks ops --out $out/ops-$day-$commit-$gpu.json > $out/ops.txt 2>&1
+timeout ${OPS_S:-100} python3 -m benchmarks ops --filter "${OPS_FILTER:-}" --out $out/ops-$day-$commit-$gpu.json > $out/ops.txt 2>&1
 echo "ops rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/ops.txt | tail -16 | cut -c1-300; rm -f $out/ops.txt
