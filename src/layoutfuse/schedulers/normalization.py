@@ -182,7 +182,7 @@ class NormalizationTuning:
     cross_finish_warps: int = 4
     # the finishing kernel launched as a programmatic dependent of the row kernel (sm_90+:
     # its programs start while the row kernel's last ones run and wait in ``gdc_wait``
-    # for its partials). H100 at 079c82e (tune-ops-ab43-pdl2-20261206-079c82e-h100.json),
+    # for its partials). H100 at 079c82e (tune-ops-ab43-pdl-20261206-079c82e-h100.json),
     # call ms, on / off: bf16 layer norm backward [8192, 2048] 0.0429 / 0.0418, [32768,
     # 768] 0.0647 / 0.0641, fp32 0.0718 / 0.0710 and 0.1143 / 0.1094, bf16 RMS norm
     # 0.0707 / 0.0713: the gap it hides is smaller than what the waiting programs cost

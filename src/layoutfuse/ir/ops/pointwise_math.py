@@ -158,7 +158,8 @@ def _signbit(x):
 @triton.jit
 def _neg(x):
     """torch.neg: Triton's ``-x`` is ``0 - x``, which keeps +0.0 (torch gives -0.0); a
-    float has its sign bit flipped, as torch's (of -0.0 and NaN too)."""
+    float has its sign bit flipped (a NaN's too, as torch's CPU neg; its CUDA neg keeps a
+    NaN's sign, which nothing compares)."""
     if x.dtype == tl.float32:
         return (x.to(tl.int32, bitcast=True) ^ -2147483648).to(tl.float32, bitcast=True)
     elif x.dtype == tl.float64:
