@@ -84,10 +84,17 @@ def writable_source(dst: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     return value
 
 
+def expanded_dims(tv: TensorView) -> list[int]:
+    """``tv``'s expanded broadcast dims: stride 0 in every buffer layoutfuse allocates for it
+    (a kernel writes such a dim once)."""
+    return [i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and d.expanded]
+
+
 def allocate_output(tv: TensorView, order: Sequence[int], bindings: Bindings) -> torch.Tensor:
     """The buffer for output ``tv``: dense in ``order``, its expanded broadcast dims stride 0."""
-    expanded = [i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and d.expanded]
-    return allocate_dense(bindings.shape(tv), order, to_torch(tv.dtype), bindings.device, expanded)
+    return allocate_dense(
+        bindings.shape(tv), order, to_torch(tv.dtype), bindings.device, expanded_dims(tv)
+    )
 
 
 # --- views of inputs --------------------------------------------------------------------------

@@ -56,7 +56,7 @@ from ..schedulers.problem import Problem
 from ..schedulers.tuning import DEFAULT, Tuning
 from ..segmenter.segments import KernelSpec, segment
 from . import measure
-from .allocate import allocate_dense, writable
+from .allocate import allocate_dense, expanded_dims, writable
 from .launch import LaunchRecord, argument_values, bind
 from .library import LibraryCall, ViewFn, call_library
 from .measure import Choice
@@ -429,8 +429,7 @@ def _intermediate(tv: TensorView, extents: dict[int, int], device: torch.device)
     iterate over it: a select of an expanded input stored beside its squeeze), and a
     dense buffer would keep the rest of it unwritten for the segment that reads it."""
     shape = shape_of(tv, extents)
-    expanded = [i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and d.expanded]
-    return allocate_dense(shape, range(len(shape)), to_torch(tv.dtype), device, expanded)
+    return allocate_dense(shape, range(len(shape)), to_torch(tv.dtype), device, expanded_dims(tv))
 
 
 def _repeatable(spec: KernelSpec, env: dict[int, torch.Tensor]) -> bool:
