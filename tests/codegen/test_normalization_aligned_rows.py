@@ -154,10 +154,10 @@ def test_the_tuning_field_turns_it_off():
     ids=str,
 )
 def test_whole_tiles_load_and_store_16_byte_vectors(op, dtype):
-    """sm_90 PTX of rows of 50257 (a vocabulary): 16-byte loads and stores (the whole
-    tiles'), where the plain loop's kernel has none."""
-    x = torch.randn(8, 50257).to(dtype)
-    tuning = DEFAULT.with_fields(normalization=dict(max_tile=4096, loop_tile=4096))
+    """sm_90 PTX of rows of 5003 (odd, as a vocabulary of 50257), looped in tiles of 1024:
+    16-byte loads and stores (the whole tiles'), where the plain loop's kernel has none."""
+    x = torch.randn(4, 5003).to(dtype)
+    tuning = DEFAULT.with_fields(normalization=dict(max_tile=1024, loop_tile=1024))
     fd = _fusion(op, x)
     configured(fd, tuning=tuning, target=small_gpu(4))
     fd.execute([x])

@@ -43,18 +43,20 @@ SHORT = dict(inner_row_bytes=32, outer_row_bytes=32)
 ANY_WALK = dict(carry_min_steps=1, carry_max_warps=32)
 
 
-def _tuning(carry: int):
-    return DEFAULT.with_fields(reduction=dict(carry_index=carry, **SHORT, **ANY_WALK))
+def _tuning(carry: int, **normalization):
+    return DEFAULT.with_fields(
+        reduction=dict(carry_index=carry, **SHORT, **ANY_WALK), normalization=normalization
+    )
 
 
-def _run(sizes, alloc, op, dims, dtype, special, carry=1, sms=4):
+def _run(sizes, alloc, op, dims, dtype, special, carry=1, sms=4, **normalization):
     gen = torch.Generator().manual_seed(len(sizes) * 100 + sum(dims))
     inp = make_input(sizes, alloc, dtype, special, gen)
     with FusionDefinition() as fd:
         t = inp.define(fd)
         for out in define_reduction(fd, t, op, dims, False):
             fd.add_output(out)
-    configured(fd, tuning=_tuning(carry), target=small_gpu(sms))
+    configured(fd, tuning=_tuning(carry, **normalization), target=small_gpu(sms))
     outs = fd.execute([inp.tensor])
     assert_values(op, outs, dtype, inp.tensor.cpu().double(), dims)
     return fd, inp
@@ -89,11 +91,12 @@ def test_carried_walk_matches_torch(sizes, alloc, dims, op, dtype, carry):
 
 @pytest.mark.parametrize("carry", [1, 0])
 def test_carried_welford_counts_match_torch(carry):
-    """var_mean over dims 0 and 2 of [200, 3, 300] (rows of 60000, past the normalization
-    scheduler's persistent rows): a Welford, whose per-lane counts come from the step
-    (``r0 // BLOCK_R``), not from the indices the carry replaces."""
+    """var_mean over dims 0 and 2 of [40, 3, 60] (rows of 2400, past a persistent tile of
+    1024 elements, as rows of 60000 are past the normalization scheduler's own): a
+    Welford, whose per-lane counts come from the step (``r0 // BLOCK_R``), not from the
+    indices the carry replaces."""
     dt = torch.float32
-    fd, _ = _run((200, 3, 300), (0, 1, 2), "var_mean", (0, 2), dt, {}, carry)
+    fd, _ = _run((40, 3, 60), (0, 1, 2), "var_mean", (0, 2), dt, {}, carry, max_tile=1024)
     (params,) = schedules(fd)
     assert params.scheduler == "reduction" and params.carry_index == bool(carry), params
 

@@ -229,8 +229,9 @@ def test_siblings_too_few_rows_run_as_one_split_reduction_kernel(finish, shape, 
 )
 def test_outer_siblings_take_the_reduction_schedulers_wide_steps(dtype, block_x, block_r):
     """Reductions only (nothing stored per element) over strided columns, enough column
-    blocks: one pass of 1 KB rows, 8 KB steps, no store pass (one loop in the kernel)."""
-    x = with_order((40, 4096), (0, 1), dtype)
+    blocks (two a multiprocessor): one pass of 1 KB rows, 8 KB steps, no store pass (one
+    loop in the kernel)."""
+    x = with_order((40, 2048), (0, 1), dtype)
     fd = configured(four_reductions(x, [0]), target=small_gpu(2))
     check(fd.execute([x]), expected(x, [0]), dtype)
     (params,) = schedules(fd)
