@@ -91,6 +91,11 @@ class PointwiseTuning:
     transpose_min_warps: int = 4
     # ... and at most this many
     transpose_max_warps: int = 16
+    # a transpose whose tiles make fewer than this many programs per multiprocessor
+    # halves its longer edge, down to ``transpose_fill_edge_bytes``, until they make that
+    # many (``filled_transpose_tile``); 0: off
+    transpose_fill: int = 0
+    transpose_fill_edge_bytes: int = 64
     # a transpose's programs walk its Y (the stores' stride-1 axis) before X, so that
     # neighbouring programs complete each output line (a store of a tile's edge that is
     # no multiple of a sector, or not aligned to one, leaves partial sectors that the
@@ -307,6 +312,11 @@ def heuristics(
         inter = interleaved(p, gx, gx2, gy, gy2, by) if tuning.interleave else ()
         if inter or (tuning.whole_y_to_x and _y_whole_before_x(p, gx, gy, gy2, by)):
             bx, warps = interleaved_tile(size_x, by, elem, tuning)
+        else:
+            others = prod(g.size for k, g in enumerate(groups) if k not in (gx, gx2, gy, gy2))
+            bx, by, warps = filled_transpose_tile(
+                size_x, size_y, others, bx, by, warps, elem, device, tuning
+            )
         rest_first = gy2 is None and size_y <= by and _store_continues_on_grid(p, gy, {gx, gx2, gy})
         # a flattened Y spans the stores' contiguous run across its tiles: neighbouring
         # programs along Y then write neighbouring memory
@@ -668,6 +678,40 @@ def transpose_tile(
     by = min(next_pow2(size_y), edge)
     if bx <= tuning.short_edge_bytes // elem_bytes:
         by = min(next_pow2(size_y), area // bx)
+    return bx, by, transpose_warps(bx, by, elem_bytes, tuning)
+
+
+def filled_transpose_tile(
+    size_x: int,
+    size_y: int,
+    others: int,
+    bx: int,
+    by: int,
+    warps: int,
+    elem_bytes: int,
+    device: DeviceInfo,
+    tuning: PointwiseTuning,
+) -> tuple[int, int, int]:
+    """(BLOCK_X, BLOCK_Y, num_warps) of a transpose whose tiles (``others``: the extent
+    of the groups outside the tile) make fewer than ``transpose_fill`` programs per
+    multiprocessor: its longer edge halves, down to ``transpose_fill_edge_bytes``, until
+    they make that many. A small transpose's time is the latency of a program's loads,
+    and more, smaller programs keep more of them in flight (a [561, 784] fp32 transpose
+    made 111 programs of 64 x 64 for 132 multiprocessors). 0: the tile as it is."""
+    if not tuning.transpose_fill:
+        return bx, by, warps
+    want = tuning.transpose_fill * device.sm_count
+    least = max(1, tuning.transpose_fill_edge_bytes // elem_bytes)
+    start = (bx, by)
+    while cdiv(size_x, bx) * cdiv(size_y, by) * others < want:
+        if by >= bx and by > least:
+            by //= 2
+        elif bx > least:
+            bx //= 2
+        else:
+            break
+    if (bx, by) == start:
+        return bx, by, warps
     return bx, by, transpose_warps(bx, by, elem_bytes, tuning)
 
 

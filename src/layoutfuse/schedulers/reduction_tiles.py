@@ -175,6 +175,9 @@ class ReductionTuning:
     # its split; a grid under a program per multiprocessor adds the bytes it moves over
     # ``round_bytes`` per round trip at its share of the device. 0: the rule's tile and split
     few_rounds: int = 1
+    # ... and an inner one's split, down to a loop step a program (``_few_rounds_inner``);
+    # 0: the rule's split
+    few_rounds_inner: int = 0
     # ... where its input is at most this fraction of L2: rows narrower than 1 KB lose
     # bandwidth that a larger input needs (H100 at 9ed053e, tune-ab19-20261206-9ed053e-h100
     # .txt: a Welford over the 904 rows of a [113, 8, 512] fp32 tensor 110 -> 205 GB/s,
