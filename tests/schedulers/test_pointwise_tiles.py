@@ -28,7 +28,8 @@ from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import pointwise as pw
 from layoutfuse.schedulers.problem import Problem, max_offset
-from support.execution import schedules
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import configured, schedules, small_gpu
 
 F32, BF16 = torch.float32, torch.bfloat16
 DTYPES = {F32: DataType.Float, BF16: DataType.BFloat16}
@@ -321,3 +322,57 @@ def test_a_transpose_walks_its_stores_first(shape, dtype):
     rest = copy_problem(BENCH_SHAPE, (1, 2, 3, 0), (3, 2, 1, 0), dtype)
     kept = pw.heuristics(rest, H200, first)
     assert kept.rest_first and not kept.y_first
+
+
+FILL = dataclasses.replace(pw.DEFAULT_TUNING, transpose_fill=2)
+NO_FILL = dataclasses.replace(pw.DEFAULT_TUNING, transpose_fill=0)
+
+
+@pytest.mark.parametrize(
+    "shape,dtype",
+    [((561, 784), F32), ((1024, 650), BF16), ((418, 2048), BF16), ((96, 7, 100), F32)],
+    ids=str,
+)
+def test_a_small_transpose_halves_its_tile_until_the_grid_fills_the_gpu(shape, dtype):
+    """Random-suite transposes of 1-2 MB (111-224 programs of 64 x 64 on 132
+    multiprocessors): the longer edge halves until the tiles make ``transpose_fill``
+    programs per multiprocessor, no edge under ``transpose_fill_edge_bytes``."""
+    order = tuple(range(len(shape)))
+    p = copy_problem(shape, order, tuple(reversed(order)), dtype)
+    before, after = pw.heuristics(p, H200, NO_FILL), pw.heuristics(p, H200, FILL)
+    assert pw.grid(before, p.sizes) < FILL.transpose_fill * H200.sm_count
+    assert pw.grid(after, p.sizes) >= FILL.transpose_fill * H200.sm_count
+    least = FILL.transpose_fill_edge_bytes // dtype.itemsize
+    assert min(after.block_x, after.block_y) >= least
+    assert after.block_x * after.block_y < before.block_x * before.block_y
+    assert after.num_warps == pw.transpose_warps(after.block_x, after.block_y, dtype.itemsize, FILL)
+    assert (
+        dataclasses.replace(
+            after, block_x=before.block_x, block_y=before.block_y, num_warps=before.num_warps
+        )
+        == before
+    )
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=str)
+def test_a_large_transpose_keeps_its_tile_under_the_fill(dtype):
+    p = copy_problem((8192, 16384), (1, 0), (0, 1), dtype)
+    assert pw.heuristics(p, H200, FILL) == pw.heuristics(p, H200, NO_FILL)
+
+
+def test_a_filled_transpose_runs_and_compiles():
+    """On a 4-multiprocessor target a [70, 150] fp32 transpose makes 6 tiles of 64 x 64:
+    with a fill of 2 a program, 8 or more smaller ones; values, strides, sm_90."""
+    x = laid_out((70, 150), (1, 0), F32)
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.set(fd.from_pytorch(x)), stride_order=[1, 0])
+    fill = DEFAULT.with_fields(pointwise=dict(transpose_fill=2))
+    configured(fd, tuning=fill, target=small_gpu(4))
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x, rtol=0, atol=0)
+    assert x.stride() == (1, 70) and out.stride() == (150, 1)
+    (params,) = schedules(fd)
+    assert params.transpose and params.block_x * params.block_y < 64 * 64
+    assert fd.executor().last_run.launches[0].grid[0] >= 8
+    (art,) = compile_last_run(fd.executor())
+    assert art.num_warps == params.num_warps

@@ -28,6 +28,8 @@ pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tm
 
 ON = DEFAULT.with_fields(reduction=dict(few_rounds=1))
 OFF = DEFAULT.with_fields(reduction=dict(few_rounds=0))
+INNER_ON = DEFAULT.with_fields(reduction=dict(few_rounds_inner=1))
+INNER_OFF = DEFAULT.with_fields(reduction=dict(few_rounds_inner=0))
 NV = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}
 
 
@@ -79,6 +81,45 @@ def test_a_small_welford_takes_fewer_rounds_in_one_wave():
     assert programs <= 2048 // (32 * after.num_warps) * H200.sm_count  # one wave
     assert after.block_x * 4 >= tiles.DEFAULT_TUNING.few_rounds_row_bytes
     assert after.finish == "ticket"
+
+
+def test_a_small_inner_sum_takes_a_loop_step_a_program():
+    # random suite r3_062: 48 programs of 3 steps at 0.74x of the faster peer
+    shape, dims = (143, 2039), (0, 1)
+    before, after = plan(shape, dims, "sum", INNER_OFF), plan(shape, dims, "sum", INNER_ON)
+    assert before.template == after.template == "inner"
+    sizes = (143 * 2039,)
+    units, _ = rd._split_units(after, sizes)
+    assert before.split < units and after.split == units and after.finish == "ticket", after
+    assert (after.block_r, after.num_warps) == (before.block_r, before.num_warps)
+
+
+def test_a_large_inner_sum_keeps_the_split_rule():
+    shape, dims = (8192, 4096), (0, 1)  # 128 MB
+    assert plan(shape, dims, "sum", INNER_ON) == plan(shape, dims, "sum", INNER_OFF)
+
+
+@pytest.mark.parametrize(
+    "shape, dims, op, dtype",
+    [
+        ((143, 2039), (0, 1), "sum", torch.float32),
+        ((2849, 76), (0, 1), "max", torch.bfloat16),
+        ((4, 20000), (1,), "sum", torch.bfloat16),
+    ],
+)
+def test_inner_values_under_the_rule(shape, dims, op, dtype):
+    assert plan(shape, dims, op, INNER_ON, dtype) != plan(shape, dims, op, INNER_OFF, dtype)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+    fd = configured(define(shape, dims, op, dtype), tuning=INNER_ON)
+    (out,) = fd.execute([x])
+    (params,) = schedules(fd)
+    assert params == plan(shape, dims, op, INNER_ON, dtype)
+    if op == "sum":
+        tol = 1e-5 if dtype == torch.float32 else 8e-3  # a bf16 result: its rounding
+        torch.testing.assert_close(out.double(), x.double().sum(dims), rtol=tol, atol=1e-3)
+    else:
+        assert torch.equal(out, x.amax(dims))
+    compile_last_run(fd.executor())
 
 
 @pytest.mark.parametrize("rows", [8192, 3957])
