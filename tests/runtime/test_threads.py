@@ -243,6 +243,56 @@ def test_replays_of_one_plan_do_not_share_scratch(monkeypatch):
         torch.testing.assert_close(results[name], torch.exp(inp).sum(), rtol=1e-5, atol=1e-4)
 
 
+def _split_sum() -> FusionDefinition:
+    """The sum of a whole fp32 tensor: a split reduction whose last program (its ticket,
+    a kept tensor) combines the partials."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=[0, 1]))
+    return fd
+
+
+def test_a_replay_takes_its_streams_own_tickets():
+    """A replayed split keeps its tickets per stream (``replay.StreamTickets``): the
+    planning stream's are the planned tensors, another stream's are zeroed tensors of
+    its own."""
+    fd = _split_sum()
+    x = torch.randn(64, 4000)
+    for _ in range(2):
+        (out,) = fd.execute([x])
+        torch.testing.assert_close(out, x.sum(), rtol=1e-5, atol=1e-3)
+    (plan,) = fd.executor()._plans.values()
+    assert plan.kept and "kept = tickets(" in plan.source
+    tickets = plan.replay.__globals__["tickets"]
+    mine, other = tickets(0), tickets(12345)
+    assert all(a is b for a, b in zip(mine, plan.kept, strict=True))
+    assert all(a is not b and a.shape == b.shape for a, b in zip(other, mine, strict=True))
+    assert all(int(t.count_nonzero()) == 0 for t in (*mine, *other))
+    assert tickets(12345) is other
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA streams")
+def test_split_reductions_on_two_streams_at_once():
+    """Two threads, each on a stream of its own, replay one split sum 200 times with
+    64 MB inputs (their kernels overlap): each stream's tickets count its own programs."""
+    fd = _split_sum()
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    xs = [torch.randn(4096, 4096, device="cuda") + t for t in range(2)]
+    fd.execute([xs[0]])  # planned: later calls replay
+    want = [x.double().sum() for x in xs]
+
+    def work(t: int) -> int:
+        wrong = 0
+        with torch.cuda.stream(streams[t]):
+            outs = [fd.execute([xs[t]])[0] for _ in range(200)]
+            torch.cuda.current_stream().synchronize()
+        for out in outs:
+            wrong += not torch.allclose(out.double(), want[t], rtol=1e-4)
+        return wrong
+
+    assert _in_threads(work, 2) == [0, 0]
+
+
 # --- processes --------------------------------------------------------------------------------
 
 

@@ -61,6 +61,7 @@ from .launch import LaunchRecord, argument_values, bind
 from .library import LibraryCall, ViewFn, call_library
 from .measure import Choice
 from .problems import build_problem
+from .replay import stream_key
 from .schedule import SCHEDULERS, Scheduler, choose
 
 Heuristics = Callable[[Scheduler, Problem, DeviceInfo, Any], Any]
@@ -160,7 +161,7 @@ class CompiledFusion:
         self._lock = threading.Lock()
         self._kernels: dict[tuple[int, str, Any], tuple[tuple[Kernel, Any], ...]] = {}
         # split counters, zero between launches
-        self._tickets: dict[tuple[int, str, str], torch.Tensor] = {}
+        self._tickets: dict[tuple[int, str, str, int], torch.Tensor] = {}
 
     def run(
         self,
@@ -396,14 +397,14 @@ class CompiledFusion:
             )
 
     def _workspace(self, spec: KernelSpec, w: Workspace, call: _Call) -> torch.Tensor:
-        """A scratch buffer of this call; a zeroed one (split tickets) is kept per segment
-        and device: every launch leaves it zeroed, and launches that share it do not
-        overlap (one stream on the GPU; one interpreted launch at a time on the CPU,
-        ``backend.TRITON_STATE``). Launches of one segment on several CUDA streams at
-        once would share it: not supported."""
+        """A scratch buffer of this call; a zeroed one (split tickets) is kept per segment,
+        device and CUDA stream: every launch leaves it zeroed, and launches that share it
+        do not overlap (one stream's launches run in order; one interpreted launch at a
+        time on the CPU, ``backend.TRITON_STATE``). A replay keeps its own per stream
+        (``replay.StreamTickets``)."""
         if not w.zeroed:
             return self._empty(w.shape, w.dtype, call.device)
-        key = (id(spec), w.name, str(call.device))
+        key = (id(spec), w.name, str(call.device), stream_key(call.device))
         with self._lock:
             t = self._tickets.get(key)
             if t is None or t.numel() < w.shape[0]:

@@ -50,6 +50,7 @@ def build_plan(
     checks each replay makes before its launches (``runtime/index_bounds.py``)."""
     parts = parts or {}
     scratch: dict[int, int] = {}
+    tickets: list[torch.Tensor] = []  # the kept tensors, as the launches use them
     in_ids = {id(x): i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
     written = {id(a) for r in log for a in r.args if isinstance(a, torch.Tensor)}
     written |= {id(dst) for dst, _ in copies}
@@ -116,7 +117,7 @@ def build_plan(
             return ("out", out_ids[id(t)])
         if id(t) in parts:
             return ("part", parts[id(t)])
-        return _scratch_or_kept(t, kept, scratch)
+        return _scratch_or_kept(t, kept, scratch, tickets)
 
     scalar_pos = (
         scalar_inputs
@@ -221,6 +222,7 @@ def build_plan(
         scalar_outputs=scalar_outputs,
         index_checks=index_checks,
         bound=bound,
+        kept=tuple(tickets),
     )
 
 
@@ -285,10 +287,15 @@ def host_scalar(
 
 
 def _scratch_or_kept(
-    t: torch.Tensor, kept: frozenset[int], scratch: dict[int, int]
+    t: torch.Tensor, kept: frozenset[int], scratch: dict[int, int], tickets: list[torch.Tensor]
 ) -> tuple[str, Any]:
-    """A launch's tensor argument that is neither an input nor an output."""
+    """A launch's tensor argument that is neither an input nor an output: a kept ticket
+    (``("kept", k)``, ``LaunchPlan.kept[k]``) or a scratch buffer."""
     if id(t) in kept:
-        return ("val", t)
+        for k, u in enumerate(tickets):
+            if u is t:
+                return ("kept", k)
+        tickets.append(t)
+        return ("kept", len(tickets) - 1)
     k = scratch.setdefault(id(t), len(scratch))
     return ("scratch", (k, tuple(t.shape), tuple(t.stride()), t.dtype, t.device))

@@ -75,7 +75,8 @@ def seed_class(x: int) -> tuple[bool, bool, bool]:
 class PlannedLaunch:
     """One launch of a plan: the function it goes through (the JIT or the interpreter), the
     grid, what each argument is (``("in", i)`` input i, ``("out", j)`` output j,
-    ``("val", v)`` a kept value (split tickets, which every launch leaves zeroed),
+    ``("val", v)`` a value, ``("kept", k)`` a kept tensor (``LaunchPlan.kept[k]``: split
+    tickets, which every launch leaves zeroed; one set per CUDA stream),
     ``("scratch", (k, shape, strides, dtype, device))`` scratch buffer ``k``, allocated
     anew by each replay (intermediates, split partials: concurrent replays of one plan
     must not share them), ``("scalar", (i, kind))`` input i as a Python ``kind``,
@@ -92,7 +93,8 @@ class PlannedLaunch:
 
 Ref = tuple[str, Any]
 """A tensor of a plan, as ``PlannedLaunch.argspec`` says it: ``("in", i)``, ``("out", j)``,
-``("made", k)``, ``("part", (where, i, k))``, ``("scratch", (k, shape, ...))`` or ``("val", t)``."""
+``("made", k)``, ``("part", (where, i, k))``, ``("scratch", (k, shape, ...))``, ``("kept", k)``
+or ``("val", t)``."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,9 @@ class LaunchPlan:
     # returned output j -> the library call's result k it is (``("made", k)``): returned
     # as the call made it, no buffer of its own
     bound: dict[int, int] = field(default_factory=dict)
+    # the kept tensors (split tickets, ``("kept", k)``) as the planning call's stream used
+    # them; a replay on another stream uses that stream's own (``StreamTickets``)
+    kept: tuple[torch.Tensor, ...] = ()
     # replay(inputs) -> new outputs, every launch replayed: compiled from ``source``
     replay: Callable[[Any], list[torch.Tensor]] = field(init=False, repr=False)
     source: str = field(init=False, repr=False)
@@ -255,6 +260,10 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             f"scratch{k} = empty_strided({shape!r}, {stride!r}, "
             f"dtype={name('dtype', dtype)}, device={name('device', device)})"
         )
+    if plan.kept:  # this stream's tickets
+        cuda = plan.kept[0].device.type == "cuda"
+        env["tickets"] = StreamTickets(plan.kept)
+        body.append(f"kept = tickets({_stream_source(env) if cuda else 0})")
     calls, direct_calls = [], 0
     for k, launch in enumerate(plan.launches):
         args = [_arg_source(kind, v, name) for kind, v in launch.argspec]
@@ -343,6 +352,8 @@ def _address(text: str, kind: str, v: Any, arena: dict[int, str], hoisted: dict[
         return arena[v[0]]
     if kind == "made":  # a library call's result, made between the launches
         return f"{text}.data_ptr()"
+    if kind == "kept":
+        return hoisted.setdefault(f"{text}.data_ptr()", f"kept{v}_ptr")
     if kind in ("in", "out", "part", "scratch") or isinstance(v, torch.Tensor):
         return hoisted.setdefault(f"{text}.data_ptr()", f"{text}_ptr")
     return text
@@ -361,6 +372,8 @@ def _arg_source(kind: str, v: Any, name: Callable[[str, Any], str]) -> str:
         return f"seed{v}"
     if kind == "part":
         return f"{v[0]}{v[1]}_part{v[2]}"
+    if kind == "kept":
+        return f"kept[{v}]"
     return name("v", v)
 
 
@@ -392,6 +405,33 @@ def _direct_call(k: int, grid: tuple[int, ...], compiled: Any, env: dict[str, An
         )
     env[f"launch{k}"] = runner
     return f"launch{k}({gx}, {gy}, {gz}, stream, function{k}, metadata{k}, None, None, None, "
+
+
+class StreamTickets:
+    """A plan's kept tensors per CUDA stream (``LaunchPlan.kept``). Every launch leaves
+    its split tickets zeroed, and launches on one stream run one after another, so a
+    stream's replays share one set; replays on two streams at once would count each
+    other's programs into one ticket (a finish too early, or never). The planning call's
+    stream keeps the tensors it planned with; another stream gets zeroed copies on first
+    use (the zeroing is queued on that stream, before its launches)."""
+
+    def __init__(self, planned: tuple[torch.Tensor, ...]):
+        self._by_stream = {stream_key(planned[0].device): planned}
+
+    def __call__(self, stream: int) -> tuple[torch.Tensor, ...]:
+        got = self._by_stream.get(stream)
+        if got is None:
+            first = next(iter(self._by_stream.values()))
+            got = self._by_stream.setdefault(stream, tuple(torch.zeros_like(t) for t in first))
+        return got
+
+
+def stream_key(device: torch.device) -> int:
+    """The current stream of ``device`` as an integer (0 off CUDA): what kept tensors are
+    held per."""
+    if device.type != "cuda":
+        return 0
+    return int(torch.cuda.current_stream(device).cuda_stream)
 
 
 def _stream_source(env: dict[str, Any]) -> str:
