@@ -96,6 +96,10 @@ class PointwiseTuning:
     # many (``filled_transpose_tile``); 0: off
     transpose_fill: int = 0
     transpose_fill_edge_bytes: int = 64
+    # ... and another tile, down to this many bytes of its widest dtype
+    # (``filled_tile_elements``); 0: off
+    tile_fill: int = 0
+    tile_fill_bytes: int = 1024
     # a transpose's programs walk its Y (the stores' stride-1 axis) before X, so that
     # neighbouring programs complete each output line (a store of a tile's edge that is
     # no multiple of a sector, or not aligned to one, leaves partial sectors that the
@@ -328,6 +332,9 @@ def heuristics(
         broadcast = gy is not None and _broadcast_along(p, gx, gy)
         rows = tuning.broadcast_rows if broadcast else 1
         elements = tuning.broadcast_tile_elements if broadcast else tile_elements(p, tuning)
+        if not broadcast:
+            others = prod(g.size for k, g in enumerate(groups) if k not in (gx, gx2, gy, gy2))
+            elements = filled_tile_elements(p, size_x, size_y, others, elements, device, tuning)
         bx = min(next_pow2(size_x), max(1, elements // rows))
         by = min(next_pow2(size_y), max(1, elements // bx))
         warps = warps_for(bx * by, tuning.warps)
@@ -461,6 +468,35 @@ def flat_runs(p: Problem, axes: tuple[tuple[int | None, int | None, int], ...]) 
                 along += name
         runs.append(along)
     return {"whole_splits": whole, "flat_runs": tuple(runs)}
+
+
+def filled_tile_elements(
+    p: Problem,
+    size_x: int,
+    size_y: int,
+    others: int,
+    elements: int,
+    device: DeviceInfo,
+    tuning: PointwiseTuning,
+) -> int:
+    """Elements of a tile that is not a transpose whose tiles (``others``: the extent of
+    the groups outside the tile) make fewer than ``tile_fill`` programs per
+    multiprocessor: halved, down to ``tile_fill_bytes`` of the widest dtype, until they
+    make that many. A gather of 64 scattered elements from each of 8192 rows made 512
+    programs of 1024 elements at 4 warps: a quarter of the warps an H100 holds, each
+    waiting on its loads. 0: the tile as it is."""
+    if not tuning.tile_fill:
+        return elements
+    want = tuning.tile_fill * device.sm_count
+    least = max(1, tuning.tile_fill_bytes // widest_itemsize(p))
+
+    def programs(n: int) -> int:
+        bx = min(next_pow2(size_x), n)
+        return cdiv(size_x, bx) * cdiv(size_y, min(next_pow2(size_y), max(1, n // bx))) * others
+
+    while elements > least and programs(elements) < want:
+        elements //= 2
+    return elements
 
 
 def tile_elements(p: Problem, tuning: PointwiseTuning) -> int:
