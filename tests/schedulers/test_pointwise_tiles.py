@@ -376,3 +376,44 @@ def test_a_filled_transpose_runs_and_compiles():
     assert fd.executor().last_run.launches[0].grid[0] >= 8
     (art,) = compile_last_run(fd.executor())
     assert art.num_warps == params.num_warps
+
+
+TILE_FILL = dataclasses.replace(pw.DEFAULT_TUNING, tile_fill=8)
+NO_TILE_FILL = dataclasses.replace(pw.DEFAULT_TUNING, tile_fill=0)
+
+
+@pytest.mark.parametrize(
+    "shape,dtype", [((6, 16, 56, 56), BF16), ((3, 128256), F32), ((8192, 64), F32)], ids=str
+)
+def test_a_small_tile_halves_until_the_grid_fills_the_gpu(shape, dtype):
+    """Copies of 0.6-2 MB in one layout (147-376 programs of 4 KB tiles on 132
+    multiprocessors): the tile halves until the grid makes ``tile_fill`` programs per
+    multiprocessor or the tile is ``tile_fill_bytes``; a large copy keeps its tile."""
+    order = tuple(range(len(shape)))
+    p = copy_problem(shape, order, order, dtype)
+    before, after = pw.heuristics(p, H200, NO_TILE_FILL), pw.heuristics(p, H200, TILE_FILL)
+    want = TILE_FILL.tile_fill * H200.sm_count
+    assert pw.grid(before, p.sizes) < want
+    tile = after.block_x * after.block_y
+    assert tile < before.block_x * before.block_y
+    assert pw.grid(after, p.sizes) >= want or tile * dtype.itemsize == TILE_FILL.tile_fill_bytes
+    assert tile * dtype.itemsize >= TILE_FILL.tile_fill_bytes
+    big = copy_problem((8192, 8192), (0, 1), (0, 1), dtype)
+    assert pw.heuristics(big, H200, TILE_FILL) == pw.heuristics(big, H200, NO_TILE_FILL)
+
+
+def test_a_filled_gather_runs_and_compiles():
+    """take_along_axis of 64 indices from each of 256 rows on 4 multiprocessors: a filled
+    tile (fill 8: 32 programs), values against torch, sm_90."""
+    x = torch.randn(256, 300, generator=torch.Generator().manual_seed(3))
+    index = torch.randint(0, 300, (256, 64), generator=torch.Generator().manual_seed(4))
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.take_along_axis(fd.from_pytorch(x), fd.from_pytorch(index), 1))
+    configured(fd, tuning=DEFAULT.with_fields(pointwise=dict(tile_fill=8)), target=small_gpu(4))
+    (out,) = fd.execute([x, index])
+    assert torch.equal(out, torch.take_along_dim(x, index, 1))
+    (params,) = schedules(fd)
+    assert params.generic and not params.transpose
+    assert fd.executor().last_run.launches[0].grid[0] >= 32
+    (art,) = compile_last_run(fd.executor())
+    assert art.num_warps == params.num_warps
