@@ -196,8 +196,10 @@ def _random(name: str, a, b, seed, offset, shape, dtype: torch.dtype) -> Value:
         err, abs_err = (0.0 if same_values(ref, true) else rounding(dtype)), 0.0
     else:
         err, abs_err = rounding(dtype), abs(float(number(b))) * NORMAL_ULPS * EPS32
-    r = len(shape)
-    return make_value(ref, err, abs_err, [False] * r, [{}] * r)
+    # a constant extent of 1 is a broadcast dim, as nvFuser's factories make it
+    # (``ir.ops.common.factory_id``): it broadcasts against an expanded dim of another operand
+    bcast = [n == 1 for n in shape]
+    return make_value(ref, err, abs_err, bcast, [{}] * len(shape))
 
 
 def uniform_values(minval, maxval, rng_seed, rng_offset, shape, dtype) -> list[Value]:
