@@ -355,13 +355,17 @@ def _contraction(ref, true, total: float, k: int, operands: Sequence[Value], bia
     if bias is not None:
         total += magnitude(bias)
         units = max(units, 2.0 ** frac_bits(bias.ref.double()))
-    if exact and total * units < 2.0**24:
+    # torch's kernels may sum a half dtype's products in that dtype (cuBLAS; the CPU's on
+    # strided or expanded operands: a bf16 linear of an expanded view, program 294656):
+    # exact only while every partial sum is exact in it
+    half = dtype in (F16, BF16)
+    if exact and total * units < (2.0 / torch.finfo(dtype).eps if half else 2.0**24):
         return (0.0 if same_values(ref, true) else rounding(dtype)), 0.0
     ea, eb = absolute_bound(a), absolute_bound(b)
     products = k * (ea * magnitude(b) + magnitude(a) * eb + ea * eb)
     sums = k * EPS32 * total
-    if dtype in (F16, BF16) and torch.get_default_device().type == "cuda":
-        sums += k * torch.finfo(dtype).eps * total  # cuBLAS may reduce in the half dtype
+    if half:
+        sums += k * torch.finfo(dtype).eps * total  # the half dtype's sums (above)
     return rounding(dtype), products + sums + (absolute_bound(bias) if bias else 0.0)
 
 
