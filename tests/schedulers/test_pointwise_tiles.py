@@ -34,6 +34,9 @@ from support.execution import configured, schedules, small_gpu
 F32, BF16 = torch.float32, torch.bfloat16
 DTYPES = {F32: DataType.Float, BF16: DataType.BFloat16}
 BENCH_SHAPE = (32, 64, 256, 256)
+# the small shapes below stand in for large ones: their tiles without ``transpose_fill``
+NO_FILL = dataclasses.replace(pw.DEFAULT_TUNING, transpose_fill=0)
+NO_FILL_TUNING = DEFAULT.with_fields(pointwise=dict(transpose_fill=0))
 
 
 # each module's kernels are cached in a fresh directory (tests/conftest.py)
@@ -196,13 +199,14 @@ def test_short_stride1_transpose_runs_and_compiles(shape, in_order, out_order, w
             fd.ops.set(fd.from_pytorch(x)),
             stride_order=[len(shape) - 1 - out_order.index(d) for d in range(4)],
         )
+    configured(fd, tuning=NO_FILL_TUNING)
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, x, rtol=0, atol=0)
     assert out.stride() == dense_strides(shape, out_order)
 
     (params,) = schedules(fd)
     p = copy_problem(shape, in_order, out_order, dtype)
-    assert params == pw.heuristics(p, H200)
+    assert params == pw.heuristics(p, H200, NO_FILL)
     # the bf16 tile covers Y (128) whole in two of them, and the store continues on the
     # grid there: the grid-first program order runs
     assert params.rest_first == (dtype == BF16 and in_order in ((1, 2, 3, 0), (3, 2, 1, 0)))
@@ -255,6 +259,7 @@ def test_short_groups_fill_the_tile_runs_and_compiles():
     with FusionDefinition() as fd:
         t = fd.from_pytorch(x)
         fd.add_output(fd.ops.add(fd.ops.mul(t, t), t))
+    configured(fd, tuning=NO_FILL_TUNING)
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, x * x + x)
     (params,) = schedules(fd)
@@ -267,8 +272,8 @@ def test_unaligned_transpose_takes_the_element_tile():
     """A bf16 transpose whose rows are not 16-byte aligned (a column-major [1001, 512]:
     columns 2002 bytes apart) has no vector loads: its tile is sized in elements as fp32's
     (64 x 64, 8 warps), not in bytes (128 x 128, 16 warps, as the aligned twin keeps)."""
-    unaligned = pw.heuristics(copy_problem((1001, 512), (1, 0), (0, 1), BF16), H200)
-    aligned = pw.heuristics(copy_problem((1024, 512), (1, 0), (0, 1), BF16), H200)
+    unaligned = pw.heuristics(copy_problem((1001, 512), (1, 0), (0, 1), BF16), H200, NO_FILL)
+    aligned = pw.heuristics(copy_problem((1024, 512), (1, 0), (0, 1), BF16), H200, NO_FILL)
     assert unaligned.transpose and aligned.transpose
     assert (unaligned.block_x, unaligned.block_y, unaligned.num_warps) == (64, 64, 8)
     assert (aligned.block_x, aligned.block_y, aligned.num_warps) == (128, 128, 16)
@@ -325,7 +330,6 @@ def test_a_transpose_walks_its_stores_first(shape, dtype):
 
 
 FILL = dataclasses.replace(pw.DEFAULT_TUNING, transpose_fill=2)
-NO_FILL = dataclasses.replace(pw.DEFAULT_TUNING, transpose_fill=0)
 
 
 @pytest.mark.parametrize(

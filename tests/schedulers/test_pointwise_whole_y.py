@@ -27,8 +27,9 @@ from support.execution import configured, schedules
 
 pytestmark = pytest.mark.usefixtures("kernel_cache_in_tmp")
 
-ON = DEFAULT.with_fields(pointwise=dict(whole_y_to_x=1))
-OFF = DEFAULT.with_fields(pointwise=dict(whole_y_to_x=0))
+# the small shapes stand in for large ones: no transpose_fill (it halves small grids' tiles)
+ON = DEFAULT.with_fields(pointwise=dict(whole_y_to_x=1, transpose_fill=0))
+OFF = DEFAULT.with_fields(pointwise=dict(whole_y_to_x=0, transpose_fill=0))
 
 
 def _copy(x: torch.Tensor, stride_order: list[int], tuning):

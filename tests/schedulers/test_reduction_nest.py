@@ -21,6 +21,7 @@ from layoutfuse.nvfuser import DataType as NvType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
+from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import INTERPRETER_WARNINGS, configured, schedules
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
@@ -89,7 +90,8 @@ def test_flat_walk_numbers(expanded):
             stride_order=[2, 1, 0],
         )
         fd.add_output(fd.ops.sum(t, dims=[0, 2], keepdim=False))
-    configured(fd, target=SMALL)
+    # as the big shapes split (few_rounds_inner plans this one, under half of SMALL's L2)
+    configured(fd, target=SMALL, tuning=DEFAULT.with_fields(reduction=dict(few_rounds_inner=0)))
     for seed in range(3):
         g = torch.Generator().manual_seed(seed)
         if expanded:

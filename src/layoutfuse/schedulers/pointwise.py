@@ -92,12 +92,20 @@ class PointwiseTuning:
     # ... and at most this many
     transpose_max_warps: int = 16
     # a transpose whose tiles make fewer than this many programs per multiprocessor
-    # halves its longer edge, down to ``transpose_fill_edge_bytes``, until they make that
-    # many (``filled_transpose_tile``); 0: off
-    transpose_fill: int = 0
+    # halves its longer edge (not a Y it covers whole), down to
+    # ``transpose_fill_edge_bytes``, until they make that many (``filled_transpose_tile``);
+    # 0: off. H100 at adcfdf7 (tune-ab48- and tune-ab49-20261206-adcfdf7-h100.txt), the
+    # random cases whose tile it changed, 2 against off: geomean 1.14x over 10 (a [561,
+    # 784] fp32 transpose 601 -> 647 GB/s, bf16 [1024, 650] 434 -> 514, [418, 2048] 629
+    # -> 652, fp32 [4, 128256] 777 -> 838, r1_057 1.72x, r3_084 0.99x); 4 lost on two of
+    # four (549 against 629 GB/s). Cases of a few microseconds: about 10% noise per run
+    transpose_fill: int = 2
     transpose_fill_edge_bytes: int = 64
     # ... and another tile, down to this many bytes of its widest dtype
-    # (``filled_tile_elements``); 0: off
+    # (``filled_tile_elements``); 0: off. Off: the same runs lost more than they won
+    # (fp16 [6, 16, 56, 56] add 371 -> 326 GB/s at 4, bf16 [2519, 1024] 1912 -> 1762, a
+    # bf16 [19, 256, 14, 14] add 1039 -> 868 at 8; take_along_axis of 64 of 4096 per row,
+    # fp32 0.0180 -> 0.0188 ms at 4, bf16 0.0152 -> 0.0165; tune-ops-ab47-20261206-adcfdf7)
     tile_fill: int = 0
     tile_fill_bytes: int = 1024
     # a transpose's programs walk its Y (the stores' stride-1 axis) before X, so that
@@ -739,8 +747,9 @@ def filled_transpose_tile(
     want = tuning.transpose_fill * device.sm_count
     least = max(1, tuning.transpose_fill_edge_bytes // elem_bytes)
     start = (bx, by)
+    whole_y = size_y <= by  # a Y the tile covers stays whole (its stores run on the grid)
     while cdiv(size_x, bx) * cdiv(size_y, by) * others < want:
-        if by >= bx and by > least:
+        if by >= bx and by > least and not whole_y:
             by //= 2
         elif bx > least:
             bx //= 2

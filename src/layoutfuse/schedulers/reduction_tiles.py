@@ -176,8 +176,11 @@ class ReductionTuning:
     # ``round_bytes`` per round trip at its share of the device. 0: the rule's tile and split
     few_rounds: int = 1
     # ... and an inner one's split, down to a loop step a program (``_few_rounds_inner``);
-    # 0: the rule's split
-    few_rounds_inner: int = 0
+    # 0: the rule's split. H100 at adcfdf7 (tune-ab48-20261206-adcfdf7-h100.txt, each
+    # twice): fp32 [143, 2039] sum 105-111 -> 148 GB/s (48 programs of 3 steps -> 143 of
+    # one), a fp32 sum of 307238 154-164 -> 175, a bf16 [2849, 768] sum 383-421 -> 570;
+    # plans it left alone within noise
+    few_rounds_inner: int = 1
     # ... where its input is at most this fraction of L2: rows narrower than 1 KB lose
     # bandwidth that a larger input needs (H100 at 9ed053e, tune-ab19-20261206-9ed053e-h100
     # .txt: a Welford over the 904 rows of a [113, 8, 512] fp32 tensor 110 -> 205 GB/s,
