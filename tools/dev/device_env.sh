@@ -20,7 +20,7 @@ nanogpt_copies_and_rows() {
 # lines appended to $out/$TUNE_LOG-<day>-<commit>-<gpu>.txt, under TUNE_S seconds
 run_tune() {  # case, then variants
   local c=$1 t0=$(date +%s); shift
-  LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-60} python3 -m benchmarks tune $c --profile "$@" 2>&1 | grep -v "Warn\|warn" \
+  LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-60} python3 -m benchmarks tune $c "$@" --profile 2>&1 | grep -v "Warn\|warn" \
     | tee -a $out/${TUNE_LOG:?}-$day-$commit-$gpu.txt | cut -c1-300 | tail -14
   echo "tune $c rc=$? $(( $(date +%s) - t0 )) s"
 }
