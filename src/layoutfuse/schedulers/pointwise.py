@@ -11,7 +11,9 @@ the copy bandwidth (64 x 64, 8 warps): each edge spans ``transpose_edge_bytes`` 
 widest dtype the kernel reads or writes (so loads and stores both move whole 256-byte
 segments), and each thread moves ``transpose_thread_bytes`` per access (four 16-byte
 vectors). A bf16 transpose thus gets a 128 x 128 tile and 16 warps, not the fp32 tile's
-elements with half its bytes.
+elements with half its bytes. A small transpose whose tiles would make fewer than
+``transpose_fill`` programs per multiprocessor halves its tile's longer edge until they
+make that many: its time is the latency of a few programs' loads.
 
 A stride-1 group shorter than that edge (the 32 of a [32, 64, 256, 256] tensor whose
 dim 0 is innermost) cannot fill it alone: a tile edge of 32 elements moves only 64-128

@@ -34,7 +34,10 @@ the last program of each X block (``finish="ticket"``, one launch) while that is
 steps of one program (``ticket_steps``: one program reads from L2 about 8 KB per step and
 latency); more partials per X block take a finishing kernel, which combines them with
 many programs, unless the problem fits in L2 (launch-bound: the split is cut down to
-what one program combines, one launch).
+what one program combines, one launch). An input within ``few_rounds_l2`` of L2 is
+latency-bound: its plan is the one of fewest DRAM round trips on a program's critical
+path (outer: rows per tile and split, ``few_rounds``; inner: the split, down to one loop
+step a program, ``few_rounds_inner``).
 """
 
 from __future__ import annotations
