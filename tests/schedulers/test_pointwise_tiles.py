@@ -421,3 +421,14 @@ def test_a_filled_gather_runs_and_compiles():
     assert fd.executor().last_run.launches[0].grid[0] >= 32
     (art,) = compile_last_run(fd.executor())
     assert art.num_warps == params.num_warps
+
+
+def test_a_y_the_tile_covers_whole_stays_whole_under_the_fill():
+    """The random suite's r1_030 copy ([37, 64, 14, 14] fp32 stored mem2103): Y fits the
+    tile whole and its stores run on the grid (``rest_first``); the fill halves X only
+    (the plan that cut Y ran 0.86x)."""
+    p = copy_problem((37, 64, 14, 14), (0, 1, 2, 3), (2, 1, 0, 3), F32)
+    before, after = pw.heuristics(p, H200, NO_FILL), pw.heuristics(p, H200, FILL)
+    assert before.transpose and before.rest_first and after.rest_first, (before, after)
+    assert after.block_y == before.block_y and after.block_x < before.block_x
+    assert pw.grid(after, p.sizes) >= FILL.transpose_fill * H200.sm_count

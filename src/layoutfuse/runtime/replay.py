@@ -260,10 +260,13 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             f"scratch{k} = empty_strided({shape!r}, {stride!r}, "
             f"dtype={name('dtype', dtype)}, device={name('device', device)})"
         )
+    stream_known = False  # ``stream`` read once, for the tickets and the direct launches
     if plan.kept:  # this stream's tickets
-        cuda = plan.kept[0].device.type == "cuda"
         env["tickets"] = StreamTickets(plan.kept)
-        body.append(f"kept = tickets({_stream_source(env) if cuda else 0})")
+        if plan.kept[0].device.type == "cuda":
+            body.append(f"stream = {_stream_source(env)}")
+            stream_known = True
+        body.append(f"kept = tickets({'stream' if stream_known else 0})")
     calls, direct_calls = [], 0
     for k, launch in enumerate(plan.launches):
         args = [_arg_source(kind, v, name) for kind, v in launch.argspec]
@@ -291,7 +294,8 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
             calls.append(f"kernel{k}({', '.join(args)}, **meta{k})")
     if direct_calls:
         body += [f"{a} = {t}" for t, a in hoisted.items()]
-        body.append(f"stream = {_stream_source(env)}")
+        if not stream_known:
+            body.append(f"stream = {_stream_source(env)}")
         body.append("try:")
         body += [f"    {c}" for c in calls]
         body.append("except (TypeError, AttributeError):")

@@ -538,13 +538,7 @@ def _few_rounds(
     chunks (38 programs of 3 steps each, then 3 combine steps), 0.53x of torch.compile
     (H100, 4e4abfc). (Plain outer tiles only: Y-stacked ones return before it.)"""
     item = p.narrowest_load_bytes()
-    if (
-        not tuning.few_rounds
-        or params.fold
-        or p.numel * item > tuning.few_rounds_l2 * device.l2_bytes
-    ):
-        return params
-    base = _rounds(p, params, resident, device, tuning)
+    base = _latency_rounds(p, params, resident, device, tuning) if tuning.few_rounds else None
     if base is None:
         return params
     step = params.block_x * params.block_r * params.unroll
@@ -555,16 +549,7 @@ def _few_rounds(
         rows = min(next_pow2(nr), max(1, step // block_x))
         unroll = min(params.unroll, rows)
         shaped = replace(params, block_x=block_x, block_r=rows // unroll, unroll=unroll)
-        units, _ = _split_units(shaped, p.sizes)
-        programs, _ = grid(shaped, p.sizes)
-        for split in range(1, min(units, resident // max(1, programs)) + 1):
-            finish, cut = tiles.finish_for(
-                split, block_x, params.num_warps, p.numel * item, device, tuning, programs
-            )
-            candidate = with_split(replace(shaped, finish=finish), cut, p.sizes)
-            rounds = _rounds(p, candidate, resident, device, tuning)
-            if rounds is not None and rounds < best_rounds - 1e-9:
-                best, best_rounds = candidate, rounds
+        best, best_rounds = _fewest_rounds(p, shaped, best, best_rounds, resident, device, tuning)
         block_x //= 2
     return best
 
@@ -582,29 +567,52 @@ def _few_rounds_inner(
     of the rule's plan. The rule's split keeps two steps a program at least: the sum of
     a [143, 2039] fp32 tensor took 48 programs of 3 steps, then the ticket and a combine
     step, at 0.74x of the faster peer (H100, fffb7ba, r3_062)."""
-    item = p.narrowest_load_bytes()
-    if (
-        not tuning.few_rounds_inner
-        or params.fold
-        or params.y_group is not None
-        or p.numel * item > tuning.few_rounds_l2 * device.l2_bytes
-    ):
+    if not tuning.few_rounds_inner or params.y_group is not None:
         return params
-    base = _rounds(p, params, resident, device, tuning)
+    base = _latency_rounds(p, params, resident, device, tuning)
     if base is None:
         return params
-    units, _ = _split_units(params, p.sizes)
-    programs, _ = grid(params, p.sizes)
-    best, best_rounds = params, base * tuning.few_rounds_gain
+    gain = base * tuning.few_rounds_gain
+    return _fewest_rounds(p, params, params, gain, resident, device, tuning)[0]
+
+
+def _latency_rounds(
+    p: Problem,
+    params: ReductionParams,
+    resident: int,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+) -> float | None:
+    """The round trips of the rule's plan (``_rounds``) where the input fits in
+    ``few_rounds_l2`` of L2 and is not folded; None where the few-rounds rules leave it."""
+    if params.fold or p.numel * p.narrowest_load_bytes() > tuning.few_rounds_l2 * device.l2_bytes:
+        return None
+    return _rounds(p, params, resident, device, tuning)
+
+
+def _fewest_rounds(
+    p: Problem,
+    shaped: ReductionParams,
+    best: ReductionParams,
+    best_rounds: float,
+    resident: int,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+) -> tuple[ReductionParams, float]:
+    """``shaped``'s split of fewest round trips (each split up to one wave of resident
+    programs, as ``finish_for`` cuts it) where it beats ``best_rounds``; else ``best``."""
+    units, _ = _split_units(shaped, p.sizes)
+    programs, _ = grid(shaped, p.sizes)
+    input_bytes = p.numel * p.narrowest_load_bytes()
     for split in range(1, min(units, resident // max(1, programs)) + 1):
         finish, cut = tiles.finish_for(
-            split, params.block_x, params.num_warps, p.numel * item, device, tuning, programs
+            split, shaped.block_x, shaped.num_warps, input_bytes, device, tuning, programs
         )
-        candidate = with_split(replace(params, finish=finish), cut, p.sizes)
+        candidate = with_split(replace(shaped, finish=finish), cut, p.sizes)
         rounds = _rounds(p, candidate, resident, device, tuning)
         if rounds is not None and rounds < best_rounds - 1e-9:
             best, best_rounds = candidate, rounds
-    return best
+    return best, best_rounds
 
 
 def _warps_and_resident(
