@@ -16,6 +16,7 @@ an epilogue output is stored by moving its strides *backward* to them.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..ir import Expr, OpKind, TensorView, Val
@@ -178,30 +179,59 @@ def shape_of(tv: TensorView, extents: dict[int, int]) -> tuple[int, ...]:
     return tuple(extents[d.uid] for d in tv.shape_domain)
 
 
-def unit_broadcasts(tv: TensorView) -> set[int]:
-    """Dims of ``tv`` that are broadcasts of extent 1. The pointwise ops that consume ``tv``
+def unit_broadcasts(tv: TensorView, made_one: Collection[int] = ()) -> set[int]:
+    """Dims of ``tv`` that are broadcasts of extent 1: declared, or made at run time
+    (``made_one``: uids, ``runtime.extents``). The pointwise ops that consume ``tv``
     broadcast them to their own extents, so along a chain every such dim has index 0
     (its stride means nothing, its coordinate may be larger)."""
-    return {i for i, d in enumerate(tv.shape_domain) if d.is_broadcast and not d.expanded}
+    return {
+        i
+        for i, d in enumerate(tv.shape_domain)
+        if (d.is_broadcast and not d.expanded) or d.uid in made_one
+    }
+
+
+def made_one(extents: Mapping[int, int]) -> frozenset[int]:
+    """The uids of dims the run made broadcast (``runtime.extents.RunExtents``)."""
+    return frozenset(getattr(extents, "made_one", ()))
+
+
+def made_dims(
+    accesses: Sequence[Access], extents: Mapping[int, int]
+) -> tuple[tuple[int, int], ...]:
+    """(tensor index, dim) of every dim the run made broadcast on the accesses' chains: a
+    generic walk reads them at index 0 (``params.made_ones``, ``index_walk``)."""
+    made = made_one(extents)
+    if not made:
+        return ()
+    found = set()
+    for a in accesses:
+        for tv in (a.tv, *(e.outputs[0] for e in a.chain), *(e.inputs[0] for e in a.chain)):
+            if isinstance(tv, TensorView):
+                found.update((tv.index, i) for i, d in enumerate(tv.shape_domain) if d.uid in made)
+    return tuple(sorted(found))
 
 
 def load_strides(
     access: Access, real_strides: tuple[int, ...], extents: dict[int, int]
 ) -> tuple[int, ...] | None:
     """Strides of a load over the iteration coordinates (None when not affine)."""
-    s = _zero_unit_broadcasts(tuple(real_strides), access.tv)
+    made = made_one(extents)
+    s = _zero_unit_broadcasts(tuple(real_strides), access.tv, made)
     for e in reversed(access.chain):
         s = st.forward(
             e.op.name, e.attrs, shape_of(e.inputs[0], extents), s, shape_of(e.outputs[0], extents)
         )
         if s is None:
             return None
-        s = _zero_unit_broadcasts(s, e.outputs[0])
+        s = _zero_unit_broadcasts(s, e.outputs[0], made)
     return s
 
 
-def _zero_unit_broadcasts(strides: tuple[int, ...], tv: TensorView) -> tuple[int, ...]:
-    zero = unit_broadcasts(tv)
+def _zero_unit_broadcasts(
+    strides: tuple[int, ...], tv: TensorView, made: Collection[int]
+) -> tuple[int, ...]:
+    zero = unit_broadcasts(tv, made)
     return tuple(0 if i in zero else x for i, x in enumerate(strides))
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir.opdef import split_masked
-from .accesses import Access, unit_broadcasts
+from .accesses import Access, made_one, unit_broadcasts
 
 
 @dataclass
@@ -72,9 +72,10 @@ def base_offset(
 
 
 def _zero_unit_broadcasts(idx: list, tv, ix) -> list:
-    """A pointwise op broadcasts ``tv``'s extent-1 broadcast dims: their index is 0."""
+    """A pointwise op broadcasts ``tv``'s extent-1 broadcast dims: their index is 0 (those
+    declared, and those the run made: ``ix.is_made``)."""
     zero = unit_broadcasts(tv)
-    return [ix.zero if i in zero else x for i, x in enumerate(idx)]
+    return [ix.zero if i in zero or ix.is_made(tv, i) else x for i, x in enumerate(idx)]
 
 
 class IntIndex:
@@ -87,6 +88,10 @@ class IntIndex:
         self.extents = extents
         self.scalars = scalars  # None: runtime scalars count 0 (local strides only)
         self.chain: tuple = ()
+        self._made = made_one(extents)  # dims the run made broadcast (``runtime.extents``)
+
+    def is_made(self, tv, i: int) -> bool:
+        return tv.shape_domain[i].uid in self._made
 
     @staticmethod
     def add(a: int, b: int) -> int:

@@ -53,13 +53,22 @@ class TritonIndex:
     zero = "0"
     one = "1"
 
-    def __init__(self, scalar_names: dict[int, str] | None = None, index64: bool = False):
+    def __init__(
+        self,
+        scalar_names: dict[int, str] | None = None,
+        index64: bool = False,
+        made: tuple[tuple[int, int], ...] = (),
+    ):
         self.scalar_names = scalar_names or {}
+        self.made = frozenset(made)  # (tensor index, dim): made broadcast by the run
         self.unsigned = "tl.uint64" if index64 else "tl.uint32"
         self.lines: list[str | Indirect] = []
         self.extent_uids: list[int] = []
         self._memo: dict[Any, str] = {}
         self.chain: tuple = ()
+
+    def is_made(self, tv, i: int) -> bool:
+        return (tv.index, i) in self.made
 
     def _bind(self, expr: str) -> str:
         name = self._memo.get(expr)
@@ -240,7 +249,7 @@ def generic_index(spec, params) -> GenericIndex:
         id(v): f"c{i}" if params.index64 else f"tl.cast(c{i}, tl.int32)"
         for i, v in enumerate(spec.scalars)
     }
-    ix = TritonIndex(names, params.index64)
+    ix = TritonIndex(names, params.index64, params.made_ones)
     offsets: dict[int, str] = {}
     valid: dict[int, str] = {}
     predicates: dict[tuple[int, ...], str] = {}

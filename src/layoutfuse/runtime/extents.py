@@ -7,6 +7,15 @@ on them). Size queries and scalar arithmetic are evaluated along the way; tensor
 data is never read. Disagreements that only show at run time (two symbolic dims
 that meet in a pointwise op, a reshape whose element counts differ, a static
 extent contradicted by the inputs) raise :class:`InputShapeError`.
+
+A dim that an op makes at run time (a slice or pad that resizes it, a reshape, a
+factory, topk's k) and that comes out of extent 1 is a broadcast dim from there on, as
+nvFuser concretizes such symbolic dims (``csrc/dynamic_transform.cpp``): it may meet any
+extent in a pointwise op and be expanded by ``broadcast_in_dim``, as a declared
+broadcast dim may; a pointwise output whose operands are all broadcast there is one too.
+Their uids are ``RunExtents.made_one``; the loads read them at index 0
+(``analysis.accesses.unit_broadcasts``). A declared input dim of symbolic extent stays
+an iteration dim even when it is 1.
 """
 
 from __future__ import annotations
@@ -27,6 +36,15 @@ from ..reference import evaluate_expr
 _MISSING = object()
 
 
+class RunExtents(dict[int, int]):
+    """A run's extents by IterDomain uid, and ``made_one``: the uids of dims made at run
+    time with extent 1, which are broadcast dims from there on (the module's docstring)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.made_one: set[int] = set()
+
+
 def propagate_extents(
     fusion: Fusion, extents: dict[int, int], scalars: dict[int, Any], origins: dict[int, str]
 ) -> None:
@@ -36,6 +54,8 @@ def propagate_extents(
     says where an extent came from (e.g. "input 0 (T0) dim 1"), for messages.
     """
     prop = _Propagator(extents, scalars, origins)
+    if isinstance(extents, RunExtents):
+        prop.made_one = extents.made_one
     for expr in fusion.exprs:
         if not any(isinstance(o, TensorView) for o in expr.outputs):
             prop.scalar_expr(expr)
@@ -48,6 +68,16 @@ class _Propagator:
         self.ext = extents
         self.scalars = scalars
         self.origins = origins
+        self.made_one: set[int] = set()  # uids of dims made at run time with extent 1
+
+    def broadcast(self, d: IterDomain) -> bool:
+        """Declared broadcast, or made one at run time (the module's docstring)."""
+        return d.is_broadcast or d.uid in self.made_one
+
+    def made(self, d: IterDomain) -> None:
+        """``d`` was made at run time (a resize, reshape, factory or topk's k)."""
+        if self.ext[d.uid] == 1 and not d.is_broadcast:
+            self.made_one.add(d.uid)
 
     # --- values --------------------------------------------------------------------------
     def value(self, s: Scalar) -> Any:
@@ -100,6 +130,8 @@ class _Propagator:
     ) -> None:
         for src, dst in pairs:
             self.bind(expr, out, dst, self.ext[src.uid], self.origin(src))
+            if src.uid in self.made_one and not dst.is_broadcast:
+                self.made_one.add(dst.uid)
 
     # --- tensor exprs ------------------------------------------------------------------------
     def tensor_expr(self, expr: Expr) -> None:
@@ -145,14 +177,17 @@ class _Propagator:
         elif name == "full":
             for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[1:])):
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
+                self.made(d)
         elif name in RANDOM_OPS:  # (a, b, seed, offset, *shape)
             for d, v in zip(out.shape_domain, self.shape_values(expr, expr.inputs[N_PARAMS:])):
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
+                self.made(d)
         elif kind is OpKind.LIBRARY:
             self.library(expr)
         elif name == "iota":
             (n,) = self.shape_values(expr, expr.inputs[:1])
             self.bind(expr, out, out.shape_domain[0], n, f"the length of {expr!r}")
+            self.made(out.shape_domain[0])
         else:
             self.static_only(expr)
 
@@ -169,10 +204,11 @@ class _Propagator:
         for o in expr.outputs:
             assert isinstance(o, TensorView)
             for i, (src, dst) in enumerate(zip(x.shape_domain, o.shape_domain)):
-                if i == dim:
+                if i == dim and expr.op.name == "topk":
                     self.bind(expr, o, dst, along, self.origin(src))
+                    self.made(dst)
                 else:
-                    self.bind(expr, o, dst, self.ext[src.uid], self.origin(src))
+                    self.copy(expr, o, [(src, dst)])
 
     def static_only(self, expr: Expr) -> None:
         """An op without a rule here: fine as long as its outputs' extents are static."""
@@ -206,11 +242,13 @@ class _Propagator:
         ins = [v for v in expr.inputs if isinstance(v, TensorView)]
         for i, d in enumerate(out.shape_domain):
             ids = [t.shape_domain[i] for t in ins]
-            concrete = [x for x in ids if not x.is_broadcast]
-            expanded = [x for x in ids if x.is_broadcast and self.ext[x.uid] != 1]
+            concrete = [x for x in ids if not self.broadcast(x)]
+            expanded = [x for x in ids if self.broadcast(x) and self.ext[x.uid] != 1]
             group = concrete + expanded
             if not group:
                 self.bind(expr, out, d, 1, self.origin(ids[0]))
+                if not d.is_broadcast and any(x.uid in self.made_one for x in ids):
+                    self.made_one.add(d.uid)
                 continue
             first = group[0]
             for x in group[1:]:
@@ -242,8 +280,8 @@ class _Propagator:
             src = x.shape_domain[bdims.index(j)]
             es = self.ext[src.uid]
             if v == -1 or v == es:
-                self.bind(expr, out, d, es, self.origin(src))
-            elif src.is_broadcast and es == 1 and v >= 0:
+                self.copy(expr, out, [(src, d)])
+            elif self.broadcast(src) and es == 1 and v >= 0:
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
             else:
                 raise InputShapeError(
@@ -266,7 +304,7 @@ class _Propagator:
                 continue
             a, o = arg.shape_domain[k], out.shape_domain[j]
             na, no = self.ext[a.uid], self.ext[o.uid]
-            if na == no or (le and no <= na) or (a.is_broadcast and na == 1):
+            if na == no or (le and no <= na) or (self.broadcast(a) and na == 1):
                 continue
             rule = "at most" if le else "equal to"
             raise InputShapeError(
@@ -308,14 +346,13 @@ class _Propagator:
             bounds = self.shape_values(expr, expr.inputs[1 + r :])  # starts, then stops
             for d, n in enumerate(ins):
                 k = a["steps"][d]
-                _, m = slice_range(bounds[d], bounds[r + d], k, n, a["manual"])
-                self.bind(
-                    expr,
-                    out,
-                    out.shape_domain[d],
-                    m,
-                    f"the slice of {self.origin(x.shape_domain[d])}",
-                )
+                start, m = slice_range(bounds[d], bounds[r + d], k, n, a["manual"])
+                src, dst = x.shape_domain[d], out.shape_domain[d]
+                if m == n and start == 0:  # the whole dim: nvFuser keeps it as it is
+                    self.copy(expr, out, [(src, dst)])
+                    continue
+                self.bind(expr, out, dst, m, f"the slice of {self.origin(src)}")
+                self.made(dst)
             return
         if expr.op.name == "select":
             d = a["dim"]
@@ -340,17 +377,16 @@ class _Propagator:
                 )
             if isinstance(fill, TensorView):
                 f_ext = self.ext[fill.shape_domain[d].uid]
-                if f_ext != m and not (fill.shape_domain[d].is_broadcast and f_ext == 1):
+                if f_ext != m and not (self.broadcast(fill.shape_domain[d]) and f_ext == 1):
                     raise InputShapeError(
                         f"{expr!r}: the concatenated inputs disagree on dim {d}: {m} and {f_ext}"
                     )
-            self.bind(
-                expr,
-                out,
-                out.shape_domain[d],
-                m,
-                f"the padding of {self.origin(x.shape_domain[d])}",
-            )
+            src, dst = x.shape_domain[d], out.shape_domain[d]
+            if not (widths[d] or widths[r + d]):  # not padded: nvFuser keeps it as it is
+                self.copy(expr, out, [(src, dst)])
+                continue
+            self.bind(expr, out, dst, m, f"the padding of {self.origin(src)}")
+            self.made(dst)
 
     def reshape(self, expr: Expr) -> None:
         x, out = expr.inputs[0], expr.outputs[0]
@@ -377,6 +413,7 @@ class _Propagator:
             )
         for d, v in zip(out.shape_domain, vals):
             self.bind(expr, out, d, v, f"the shape of {expr!r}")
+            self.made(d)
 
 
-__all__ = ["propagate_extents"]
+__all__ = ["RunExtents", "propagate_extents"]

@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from ..analysis.accesses import shape_of
+from ..analysis.accesses import made_dims, shape_of
 from ..analysis.device import DeviceInfo, device_info
 from ..codegen import backend
 from ..codegen.kernel import Kernel
@@ -209,6 +209,9 @@ class CompiledFusion:
         assert problem is not None  # every scheduler rejects a segment without a problem
         tuning = self.tuning.of(scheduler.name)
         params = (self.heuristics or default_heuristics)(scheduler, problem, call.info, tuning)
+        if getattr(params, "generic", False):
+            made = made_dims(spec.accesses, call.extents)
+            params = dataclasses.replace(params, made_ones=made) if made else params
         measured = None
         if self.heuristics is None and call.launch:
             params, measured = self._measured(spec, scheduler, problem, params, tuning, call)

@@ -42,7 +42,7 @@ from ..errors import (
     InputShapeError,
 )
 from ..ir import Fusion, IterDomain, Scalar, TensorView, Vector
-from .extents import propagate_extents
+from .extents import RunExtents, propagate_extents
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def validate_inputs(
     want_device = _as_device(device)
     run_device: torch.device | None = None
     run_device_from = ""
-    extents: dict[int, int] = {}
+    extents = RunExtents()
     origins: dict[int, str] = {}
     scalars: dict[int, Any] = {}
     for pos, (val, x) in enumerate(zip(fusion.inputs, inputs)):

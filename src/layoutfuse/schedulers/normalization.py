@@ -250,6 +250,9 @@ class NormalizationParams:
     n_groups: int
     based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``
     generic: bool = False  # some load walks its chain (a pad's masked read, an indexed read)
+    # (tensor index, dim) of the dims the run made broadcast that the walk reads at 0
+    # (``runtime.extents``; set by the pipeline, not the heuristics)
+    made_ones: tuple[tuple[int, int], ...] = ()
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
     # outer template: the kept groups the tile's columns span (2: a short stride-1 group

@@ -223,6 +223,9 @@ class PointwiseParams:
     rest_first: bool = False  # program ids walk the grid's other groups before X and Y
     y_first: bool = False  # program ids walk Y before X (a flattened Y: stores' runs)
     generic: bool = False  # some access walks its chain (not affine)
+    # (tensor index, dim) of the dims the run made broadcast that the walk reads at 0
+    # (``runtime.extents``; set by the pipeline, not the heuristics)
+    made_ones: tuple[tuple[int, int], ...] = ()
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
     based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``

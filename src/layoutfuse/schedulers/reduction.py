@@ -62,6 +62,9 @@ class ReductionParams:
     vector_hint: int = 1  # elements per thread along the contiguous axis
     r_nest: bool = False  # inner template: tile the stride-1 R group, loop the others
     generic: bool = False  # some access walks its chain (not affine)
+    # (tensor index, dim) of the dims the run made broadcast that the walk reads at 0
+    # (``runtime.extents``; set by the pipeline, not the heuristics)
+    made_ones: tuple[tuple[int, int], ...] = ()
     affine: tuple[bool, ...] = ()  # per access, in generic mode
     group_dims: tuple[int, ...] = ()  # iteration coordinate of each group, in generic mode
     based: tuple[int, ...] = ()  # accesses whose offset adds a base argument ``b<a>``

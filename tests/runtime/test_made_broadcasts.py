@@ -1,0 +1,97 @@
+"""Dims made at run time with extent 1 are broadcast dims (``runtime.extents``).
+
+nvFuser concretizes a symbolic dim that a slice or pad resizes, a reshape, a factory or
+topk's k makes, and that comes out of extent 1, as a broadcast dim: it meets any extent
+in a pointwise op and ``broadcast_in_dim`` expands it. The loads then read it at index 0,
+through strides (affine kernels) and through the index walk (a gather or a pad beside it:
+``params.made_ones``). A declared input dim of symbolic extent stays an iteration dim."""
+
+import pytest
+import torch
+
+from layoutfuse.codegen.hopper_check import compile_last_run
+from layoutfuse.errors import InputShapeError
+from layoutfuse.nvfuser import DataType, FusionDefinition
+
+
+def _matrix(fd: FusionDefinition):
+    return fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+
+
+def _compiled(fd: FusionDefinition) -> None:
+    """Every kernel of the last run compiles for sm_90."""
+    for a in compile_last_run(fd.executor()):
+        assert ".target sm_90" in a.ptx
+
+
+@pytest.mark.parametrize("start", [2, -3])
+def test_a_slice_of_one_row_expands_and_meets_three(start):
+    x, y = torch.randn(5, 4), torch.randn(3, 4)
+    with FusionDefinition() as fd:
+        t0, t1 = _matrix(fd), _matrix(fd)
+        row = fd.ops.slice(t0, start_indices=[start, 0], end_indices=[start + 1 or 5, 4])
+        wide = fd.ops.broadcast_in_dim(row, shape=[3, 4], broadcast_dims=[0, 1])
+        fd.add_output(fd.ops.add(wide, t1))
+        fd.add_output(fd.ops.mul(row, t1))  # the slice meets [3, 4] directly
+    a, b = fd.execute([x, y])
+    expect = x[start : start + 1 or None]
+    torch.testing.assert_close(a, expect + y, rtol=0, atol=0)
+    torch.testing.assert_close(b, expect * y, rtol=0, atol=0)
+    assert a.shape == b.shape == (3, 4)
+    _compiled(fd)
+
+
+def test_a_made_broadcast_read_through_the_index_walk():
+    """A gather makes the kernel walk each access's chain: the slice's row is read at 0."""
+    x, y = torch.randn(5, 6), torch.randn(3, 6)
+    idx = torch.randint(0, 6, (3, 6))
+    with FusionDefinition() as fd:
+        t0, t1 = _matrix(fd), _matrix(fd)
+        i = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int)
+        row = fd.ops.slice(t0, start_indices=[1, 0], end_indices=[2, 6])
+        s = fd.ops.add(row, fd.ops.take_along_axis(t1, i, 1))
+        fd.add_output(fd.ops.pad(s, [1, 2, 0, 0]))
+        fd.add_output(fd.ops.sum(s, [0]))
+    padded, total = fd.execute([x, y, idx])
+    ref = x[1:2] + torch.take_along_dim(y, idx, 1)
+    torch.testing.assert_close(padded, torch.nn.functional.pad(ref, [1, 2]))
+    torch.testing.assert_close(total, ref.sum(0))
+    assert any(getattr(r.params, "made_ones", ()) for r in fd.executor().last_run.segments)
+    _compiled(fd)
+
+
+def test_factories_reshapes_and_topk_make_broadcasts():
+    x, y = torch.randn(3, 4), torch.randn(3, 5)
+    with FusionDefinition() as fd:
+        t0, t1 = _matrix(fd), _matrix(fd)
+        n = fd.define_scalar(dtype=DataType.Int)
+        ones = fd.ops.full(shape=[n, 4], fill_value=fd.define_scalar(2.0), dtype=DataType.Float)
+        fd.add_output(fd.ops.mul(ones, t0))  # [1, 4] made by the factory meets [3, 4]
+        flat = fd.ops.reshape(fd.ops.sum(t0, [0]), [n, 4])  # a reshape's dim of 1
+        fd.add_output(fd.ops.sub(t0, flat))
+        top, _ = fd.ops.topk(t1, n, dim=1)
+        fd.add_output(fd.ops.sub(t1, top))  # a run-time k of 1: [3, 1] meets [3, 5]
+    a, b, c = fd.execute([x, y, 1])
+    torch.testing.assert_close(a, 2 * x)
+    torch.testing.assert_close(b, x - x.sum(0, keepdim=True))
+    torch.testing.assert_close(c, y - y.max(1, keepdim=True).values)
+
+
+def test_a_made_dim_of_two_is_no_broadcast():
+    x, y = torch.randn(5, 4), torch.randn(3, 4)
+    with FusionDefinition() as fd:
+        t0, t1 = _matrix(fd), _matrix(fd)
+        rows = fd.ops.slice(t0, start_indices=[1, 0], end_indices=[3, 4])
+        fd.add_output(fd.ops.add(rows, t1))
+    with pytest.raises(InputShapeError, match="disagree on the extent of dim 0"):
+        fd.execute([x, y])
+
+
+def test_declared_and_whole_dims_of_one_stay_iteration_dims():
+    """A symbolic input dim of 1 is no broadcast, nor is a slice that keeps it whole."""
+    with FusionDefinition() as fd:
+        t0, t1 = _matrix(fd), _matrix(fd)
+        whole = fd.ops.slice(t0, start_indices=[0, 0], end_indices=[1, 4])
+        fd.add_output(fd.ops.add(whole, t1))
+    with pytest.raises(InputShapeError, match="not a broadcast dim"):
+        fd.execute([torch.randn(1, 4), torch.randn(3, 4)])
