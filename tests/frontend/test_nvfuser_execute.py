@@ -89,7 +89,7 @@ def test_execute_accepts_nvfuser_options(spy, capsys):
     assert fd.debug_output() == ""
     prof = fd.profile()
     assert prof.fusion_id == fd.id() and prof.host_time_ms >= 0
-    assert "torch.testing.make_tensor((2, 3), dtype=torch.float32" in fd.last_repro_script()
+    assert "torch.full((2, 3), 1.0, dtype=torch.float32" in fd.last_repro_script()  # all ones
 
 
 def test_profile_reports_what_ran():
@@ -221,3 +221,24 @@ def test_layoutfuse_executor_runs_a_definition():
     (out,) = fd.execute([x, y])
     torch.testing.assert_close(out, x.sum(0) + y)
     assert_ran_kernels(fd)
+
+
+def test_repro_inputs_of_one_value_and_of_integers_recreate():
+    """The script's inputs are valid torch calls: a tensor of one value (make_tensor
+    refuses low == high) and integers (make_tensor's integer bound is exclusive), within
+    the values the call had (program 398846's script raised on its int64 input of -6)."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Half)
+        c = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)
+        fd.add_output(fd.ops.add(fd.ops.cast(a, DataType.Half), b))
+        fd.add_output(c)
+    ints = torch.tensor([-6, -6, -6])
+    spread = torch.tensor([3, 5, 4, 3])
+    script = fd.repro_script_for([ints, torch.full((3,), 4.0, dtype=torch.float16), spread])
+    made = script[script.index("inputs = [") :].split("\nfd.execute")[0]
+    scope: dict = {"torch": torch}
+    exec(made, scope)
+    x, y, z = scope["inputs"]
+    assert torch.equal(x.cpu(), ints) and torch.equal(y.cpu(), torch.full((3,), 4.0).half())
+    assert z.dtype == torch.int64 and 3 <= z.min() and z.max() <= 5

@@ -14,7 +14,8 @@ each reduced to its smallest fusion and run against torch.
   indexed read in its epilogue (refused, with no finer plan);
 * kernels that read what is computed from what they compute: a scan's epilogue reading
   a reduction of the scan's result, a normalization kernel reading a scan of its own
-  reduction's result.
+  reduction's result, a normalization kernel storing beside its root an output that reads
+  a reduction computed from the kernel's own (a softmax sum padded into the rows).
 """
 
 from __future__ import annotations
@@ -144,3 +145,24 @@ def test_a_normalization_kernel_does_not_read_a_scan_of_its_own_reduction():
     (out,) = fd.execute([x])
     p = x.prod(1, keepdim=True)
     assert torch.equal(out, torch.argsort(p, dim=1, stable=True) + p)
+
+
+@pytest.mark.parametrize("rows", [2, 7])
+def test_a_kernel_does_not_store_what_reads_a_reduction_of_its_own_results(rows):
+    """The max's kernel (rooted at ``exp(x - max)``) must not also store ``y``: ``y`` reads
+    the log-sum-exp padded into the rows (a cat), whose sum is computed from the max
+    (program 398846: the two kernels waited on each other)."""
+    x = torch.linspace(1.75, 4.0, rows).half()
+    tail = torch.full((rows - 1,), 4.0).half()
+    with FusionDefinition() as fd:
+        t0, t1 = fd.from_pytorch(x), fd.from_pytorch(tail)
+        m = fd.ops.max(t0, dims=[0], keepdim=True)
+        e = fd.ops.exp(fd.ops.sub(t0, m))
+        lse = fd.ops.log(fd.ops.sum(e, dims=[0], keepdim=True))
+        fd.add_output(fd.ops.mul(fd.ops.cat([lse, t1], dim=0), t0))
+        fd.add_output(e)
+    y, e = fd.execute([x, tail])
+    ref_e = torch.exp(x.float() - x.float().max()).half()
+    lse = torch.log(ref_e.float().sum(0, keepdim=True)).half()
+    torch.testing.assert_close(e, ref_e)
+    torch.testing.assert_close(y, torch.cat([lse, tail]) * x, rtol=2e-3, atol=2e-3)

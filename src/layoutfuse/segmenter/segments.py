@@ -301,13 +301,16 @@ def _beside(seg: _Segmentation, group: Group, root: TensorView) -> tuple[TensorV
     through = frozenset(id(e) for e in group.reductions)
     loaded = [tv for tv, _ in group_reached(group, memory) if _computed(tv, memory)]
     stored: list[TensorView] = [root, *group.partners]
+    results = [o for e in group.reductions for o in e.outputs]
     out: list[TensorView] = []
     for o in _same_coordinates(root, seg, memory):
         ups = reached(o, memory, through)
         if any(id(tv) in own for tv, _ in ups):
             continue  # it uses the group's results: a root of its own (or a partner)
         with_o = loaded + [tv for tv, _ in ups if _computed(tv, memory)]
-        if not waits_on(with_o, stored + out + [o], everything):
+        # nor on the group's results (a max's softmax sum padded into the rows: that sum's
+        # kernel would wait on this one; program 398846)
+        if not waits_on(with_o, stored + out + [o] + results, everything):
             out.append(o)
             loaded = with_o
     return tuple(out)
@@ -321,14 +324,17 @@ def _group_stores(
     memory = seg.memory_outside(group.reductions)
     reached = group_reached(group, memory)
     # what the kernel loads that another segment computes must not need what it stores
+    # or its reductions' results (a max's softmax sum read by an output of the max's rows,
+    # padded into them: that sum's kernel would wait on this one; program 398846)
     loaded = [tv for tv, _ in reached if _computed(tv, memory)]
     everything = seg.memory_outside([])
+    results = [o for e in group.reductions for o in e.outputs]
     xstores = [
         Access(o, (), store=True, backward=True)
         for o in seg.outputs
         if id(o) not in seg.covered
         and xspace_output(o, group, memory)
-        and not waits_on(loaded, [o], everything)
+        and not waits_on(loaded, [o, *results], everything)
     ]
     xs_ids = {id(a.tv) for a in xstores}
     stores = [Access(root, (), store=True)] + [Access(o, (), store=True) for o in group.beside]
@@ -339,7 +345,7 @@ def _group_stores(
         if (
             chain is not None
             and stores_every_position(chain)
-            and not waits_on(loaded, [o], everything)
+            and not waits_on(loaded, [o, *results], everything)
         ):
             stores.append(Access(o, chain, store=True))
     return stores, xstores

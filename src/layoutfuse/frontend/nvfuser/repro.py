@@ -29,9 +29,16 @@ class InputReproducer:
     def to_make_tensor_str(self) -> str:
         device = repr(str(self.device))
         if self.is_contiguous:
+            integral = not (self.dtype.is_floating_point or self.dtype.is_complex)
+            if self.low is not None and self.low == self.high and not integral:
+                # make_tensor refuses low == high (floats: deprecated since torch 2.1)
+                return f"torch.full({self.size}, {self.low}, dtype={self.dtype}, device={device})"
+            high = self.high
+            if integral and self.dtype is not torch.bool and high is not None:
+                high = int(high) + 1  # make_tensor's integer bound is exclusive
             return (
                 f"torch.testing.make_tensor({self.size}, dtype={self.dtype}, "
-                f"device={device}, low={self.low}, high={self.high})"
+                f"device={device}, low={self.low}, high={high})"
             )
         storage = 1 + sum((s - 1) * st for s, st in zip(self.size, self.strides) if s > 0)
         if self.dtype.is_floating_point:
