@@ -14,8 +14,10 @@ from layoutfuse.errors import InputShapeError
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
 
-def _matrix(fd: FusionDefinition):
-    return fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+def _matrix(fd: FusionDefinition, order=(1, 0)):
+    return fd.define_tensor(
+        shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=list(order)
+    )
 
 
 def _compiled(fd: FusionDefinition) -> None:
@@ -24,11 +26,13 @@ def _compiled(fd: FusionDefinition) -> None:
         assert ".target sm_90" in a.ptx
 
 
+@pytest.mark.parametrize("order", [(1, 0), (0, 1)], ids=["row_major", "column_major"])
 @pytest.mark.parametrize("start", [2, -3])
-def test_a_slice_of_one_row_expands_and_meets_three(start):
-    x, y = torch.randn(5, 4), torch.randn(3, 4)
+def test_a_slice_of_one_row_expands_and_meets_three(start, order):
+    x = torch.randn(5, 4) if order == (1, 0) else torch.randn(4, 5).t()
+    y = torch.randn(3, 4) if order == (1, 0) else torch.randn(4, 3).t()
     with FusionDefinition() as fd:
-        t0, t1 = _matrix(fd), _matrix(fd)
+        t0, t1 = _matrix(fd, order), _matrix(fd, order)
         row = fd.ops.slice(t0, start_indices=[start, 0], end_indices=[start + 1 or 5, 4])
         wide = fd.ops.broadcast_in_dim(row, shape=[3, 4], broadcast_dims=[0, 1])
         fd.add_output(fd.ops.add(wide, t1))

@@ -206,9 +206,8 @@ def made_dims(
         return ()
     found = set()
     for a in accesses:
-        for tv in (a.tv, *(e.outputs[0] for e in a.chain), *(e.inputs[0] for e in a.chain)):
-            if isinstance(tv, TensorView):
-                found.update((tv.index, i) for i, d in enumerate(tv.shape_domain) if d.uid in made)
+        for tv in (a.tv, *(e.outputs[0] for e in a.chain)):  # the chain, memory side last
+            found.update((tv.index, i) for i, d in enumerate(tv.shape_domain) if d.uid in made)
     return tuple(sorted(found))
 
 

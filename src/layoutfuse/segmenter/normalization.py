@@ -74,7 +74,11 @@ class Group:
     cross_epilogue: tuple[TensorView, ...] = ()
 
     def red_outputs(self) -> set[int]:
-        return {id(o) for e in self.reductions for o in e.outputs}
+        return {id(o) for o in self.results()}
+
+    def results(self) -> list[TensorView]:
+        """The group's reduction results (what its kernel computes before its rows)."""
+        return [o for e in self.reductions for o in e.outputs]
 
     def kept_dims(self) -> tuple[int, ...]:
         """The root's coordinates the group's reductions keep: what its cross reductions

@@ -301,7 +301,6 @@ def _beside(seg: _Segmentation, group: Group, root: TensorView) -> tuple[TensorV
     through = frozenset(id(e) for e in group.reductions)
     loaded = [tv for tv, _ in group_reached(group, memory) if _computed(tv, memory)]
     stored: list[TensorView] = [root, *group.partners]
-    results = [o for e in group.reductions for o in e.outputs]
     out: list[TensorView] = []
     for o in _same_coordinates(root, seg, memory):
         ups = reached(o, memory, through)
@@ -310,7 +309,7 @@ def _beside(seg: _Segmentation, group: Group, root: TensorView) -> tuple[TensorV
         with_o = loaded + [tv for tv, _ in ups if _computed(tv, memory)]
         # nor on the group's results (a max's softmax sum padded into the rows: that sum's
         # kernel would wait on this one; program 398846)
-        if not waits_on(with_o, stored + out + [o] + results, everything):
+        if not waits_on(with_o, stored + out + [o] + group.results(), everything):
             out.append(o)
             loaded = with_o
     return tuple(out)
@@ -328,7 +327,7 @@ def _group_stores(
     # padded into them: that sum's kernel would wait on this one; program 398846)
     loaded = [tv for tv, _ in reached if _computed(tv, memory)]
     everything = seg.memory_outside([])
-    results = [o for e in group.reductions for o in e.outputs]
+    results = group.results()
     xstores = [
         Access(o, (), store=True, backward=True)
         for o in seg.outputs
