@@ -1,5 +1,5 @@
 """Triton source for a scan segment (cumsum, argsort, topk), from its spec and ScanParams:
-cumsum's kernels here (modes block, loop, split), argsort's and topk's in ``scan_sort``;
+cumsum's kernels here (modes block, loop, chain, split), argsort's and topk's in ``scan_sort``;
 the tile they share (arguments, offsets, prologue, stores) in ``scan_tile``.
 """
 
@@ -41,6 +41,43 @@ def _cumsum_loop(w: Writer, t: ScanTile) -> None:
         w.line(f"acc = tl.where(mask, ({v}).to({_acc(t.p)}), 0)")
         t.finish(w, "tl.cumsum(acc, axis=1) + carry[:, None]", "mask")
         w.line("carry += tl.sum(acc, axis=1)")
+
+
+def _cumsum_chain(w: Writer, t: ScanTile) -> None:
+    """Mode ``chain``: the chunk of this program's ticket (``ws0[0]``, chunk-major),
+    scanned; the running sums of the chunks before it taken from ``ws0[1 + (chunk - 1) *
+    ROWS + row]`` (each an exchange with 0, repeated until every row's ready bit is set);
+    its own handed on (but the last chunk's) before the stores."""
+    w.line("ticket = tl.atomic_add(ws0, 1, sem='relaxed', scope='gpu').to(tl.int32)")
+    w.line("if ticket == tl.num_programs(0) - 1:")
+    with w.indent():
+        w.line("tl.atomic_xchg(ws0, 0, sem='relaxed', scope='gpu')  # the next launch's")
+    w.line("row_tiles = tl.cdiv(ROWS, BLOCK_R)")
+    w.line("chunk = ticket // row_tiles")
+    t.rows(w, "(ticket % row_tiles)")
+    t.columns(w, "chunk * BLOCK_N")
+    v = t.value(w)
+    w.line(f"acc = tl.where(mask, ({v}).to({_acc(t.p)}), 0)")
+    w.line("total = tl.sum(acc, axis=1)")
+    w.line("carry = tl.zeros([BLOCK_R], tl.float32)")
+    w.line("if chunk > 0:")
+    with w.indent():
+        w.line("handed = ws0 + 1 + (chunk - 1) * ROWS + rows")
+        w.line("word = tl.zeros([BLOCK_R], tl.int64)")
+        w.line("need = rmask")
+        w.line("while tl.max(need.to(tl.int32), axis=0) > 0:")
+        with w.indent():
+            w.line("got = tl.atomic_xchg(handed, 0, mask=need, sem='acquire', scope='gpu')")
+            w.line("word = tl.where(need, got, word)")
+            w.line("need = need & (got == 0)")
+        w.line("carry = (word & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)")
+    w.line("if chunk < NUM_CHUNKS - 1:")
+    with w.indent():
+        w.line("bits = (carry + total).to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF")
+        w.line("ready = bits | (1 << 32)")
+        w.line("at = ws0 + 1 + chunk * ROWS + rows")
+        w.line("tl.atomic_xchg(at, ready, mask=rmask, sem='release', scope='gpu')")
+    t.finish(w, "tl.cumsum(acc, axis=1) + carry[:, None]", "mask")
 
 
 def _split_ids(w: Writer, t: ScanTile) -> None:
@@ -95,6 +132,8 @@ def emit(spec, params: ScanParams) -> tuple[Kernel, ...]:
         return (scan_kernel(spec, params, "cumsum_kernel", _cumsum_block),)
     if params.mode == "loop":
         return (scan_kernel(spec, params, "cumsum_loop_kernel", _cumsum_loop),)
+    if params.mode == "chain":
+        return (scan_kernel(spec, params, "cumsum_chain_kernel", _cumsum_chain, ("ws0",)),)
     ws = ("ws0",)
     return (
         scan_kernel(spec, params, "cumsum_chunk_sums_kernel", _chunk_sums, ws),

@@ -6,7 +6,7 @@ when its extent is 1); every other group is a row coordinate. A program takes
 order the rows have only changes the strides: the tile's stride-1 side (the scanned dim,
 or the rows) is what Triton coalesces.
 
-cumsum has three modes:
+cumsum has four modes:
 
 * ``block``: the row fits one tile (``next_pow2(N) <= max_block``; where the stride-1
   dim is a row coordinate, the tile spans ``outer_rows`` rows and what is left of
@@ -16,7 +16,14 @@ cumsum has three modes:
 * ``split``: a longer row with few row tiles: three launches. A block-sum pass writes
   each chunk's sum to a workspace, a second pass turns each row's chunk sums into
   running sums (in place), and the last pass scans each chunk again, starting from the
-  running sum of the chunks before it. Every chunk runs in its own program.
+  running sum of the chunks before it. Every chunk runs in its own program;
+* ``chain``: a longer row whose running sum is fp32, in at most ``chain_links`` chunks:
+  one launch, a program a chunk, one pass. A program draws a ticket from a counter
+  (chunk-major: the program of the chunk before has drawn its own, so it runs), loads and
+  scans its chunk, then waits for the running sum of the chunks before it: the program of
+  the chunk before hands it on in one int64 word a row (the fp32 bits and a ready bit),
+  which the waiting program takes and zeroes in one exchange. The counter goes back to
+  zero with the last ticket, so the kept workspace is zeroed between launches.
 
 argsort and topk order (value, index) pairs: NaN the largest, -0.0 equal to 0.0, ties by
 the lower index, as torch's stable sort. A value of at most 32 bits (Float, Int32) is
@@ -122,6 +129,15 @@ class ScanTuning:
     loop_stages: int = 1
     # rows of chunk sums one program of the split's middle pass scans at a time
     sums_block: int = 1024
+    # a longer row with a fp32 running sum is cut into at most this many chunks, a
+    # program a chunk (mode ``chain``, one pass): each program takes its chunk by a ticket
+    # (chunk-major, so the chunk before it has started), scans it, waits for the running
+    # sum the program of the chunk before hands on and hands on its own. The chunk
+    # (``_chain_tile``) is the least power of two that keeps the links this few, at least
+    # the loop's; it must leave a tile of the stride-1 side at least ``outer_min_bytes``
+    # wide (and the scanned dim's chunk at most ``max_block``), else ``loop`` or ``split``.
+    # 0: off
+    chain_links: int = 32
     # a sorted row up to this many elements (padded to a power of two) is one tile
     max_sort_block: int = 2048
     # elements of a sort tile (rows x the padded row)
@@ -204,7 +220,7 @@ DEFAULT_TUNING = ScanTuning()
 class ScanParams:
     scheduler: str
     op: str  # cumsum, argsort or topk
-    mode: str  # block, loop or split (cumsum); block, rank or merge (argsort, topk);
+    mode: str  # block, loop, split or chain (cumsum); block, rank or merge (argsort, topk);
     #   select or split (topk)
     n_groups: int
     scan_group: int | None  # the scanned dim's group (None: its extent is 1)
@@ -302,8 +318,11 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         block_n = next_pow2(n) if next_pow2(n) <= tuning.max_block else tuning.chunk
         block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // block_n))
     tiles = cdiv(nrows, block_r)
+    chain = None if block_n >= n else _chain_tile(p, n, nrows, tuning)
     if block_n >= n:
         mode = "block"
+    elif chain is not None:
+        mode, (block_r, block_n) = "chain", chain
     elif narrowed or tiles >= tuning.loop_tiles_per_sm * device.sm_count:
         mode = "loop"
     else:
@@ -320,6 +339,29 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         accumulator=accumulates_in(p.dtypes[p.n_loads]),
         loop_stages=tuning.loop_stages if mode == "loop" else 1,
     )
+
+
+def _chain_tile(p: Problem, n: int, nrows: int, tuning: ScanTuning) -> tuple[int, int] | None:
+    """The (rows, chunk) tile of mode ``chain`` for rows of ``n`` longer than a tile, or
+    None: ``chain_links`` off, a running sum that is not fp32 (it is handed on packed
+    with a ready bit in one int64), or a chunk too long for a tile. The chunk is the least
+    power of two that cuts the row into at most ``chain_links``, at least the loop's
+    (``tile_elements // outer_rows`` where the stride-1 side is a row coordinate, else
+    ``chunk``); the rows fill the rest of ``tile_elements``."""
+    if tuning.chain_links == 0 or accumulates_in(p.dtypes[p.n_loads]) != DataType.Float:
+        return None
+    chunk = next_pow2(cdiv(n, tuning.chain_links))
+    if p.groups and not p.groups[0].reduced:  # the stride-1 side is a row coordinate
+        chunk = max(chunk, tuning.tile_elements // tuning.outer_rows)
+        block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // chunk))
+        item = max(itemsize(p.dtypes[a]) for a in range(p.n_loads + p.n_stores))
+        if block_r < nrows and block_r * item < tuning.outer_min_bytes:
+            return None
+        return block_r, chunk
+    chunk = max(chunk, tuning.chunk)
+    if chunk > tuning.max_block:
+        return None
+    return min(next_pow2(nrows), max(1, tuning.tile_elements // chunk)), chunk
 
 
 def _outer_rows(
@@ -563,6 +605,11 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
         ),
         "merge": _merge_reason(n, params, tuning),
         "loop": f"rows of {n} walked in chunks of {params.block_n}, a running sum carried",
+        "chain": (
+            f"rows of {n} in {cdiv(n, params.block_n)} chunks of {params.block_n}, a program "
+            "a chunk, each handed the running sum of the chunks before it by the program of "
+            "the chunk before (one pass)"
+        ),
         "split": (
             f"rows of {n} in {cdiv(n, params.block_n)} chunks each, too few rows to fill the "
             "device: chunk sums, their running sums, then each chunk"
@@ -603,7 +650,7 @@ def chunks(p: Problem, params: ScanParams) -> int:
 
 def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[LaunchSpec, ...]:
     """One launch per row tile (``block``, ``loop``, ``select``); a rank program per block
-    of a row (``rank``); cumsum's ``split``: chunk sums, their running sums, the scan
+    of a row (``rank``); a program per chunk of each row tile (``chain``); cumsum's ``split``: chunk sums, their running sums, the scan
     (kernels 0, 1, 2); topk's ``split``: each chunk's candidates, each row's merge
     (kernels 0, 1); ``merge``: the sorted chunks, each merge pass, the results (kernels
     0, 1 launched once a pass, 2)."""
@@ -614,6 +661,9 @@ def launches(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Launc
     values: tuple[tuple[str, int], ...] = (("ROWS", nrows), ("K", p.scan_keep))
     if params.mode == "merge":
         return _merge_launches(p, params, values + (("NUM_CHUNKS", chunks(p, params)),))
+    if params.mode == "chain":
+        nc = chunks(p, params)
+        return (LaunchSpec(0, (tiles * nc,), values + (("NUM_CHUNKS", nc),)),)
     if params.mode != "split":
         return (LaunchSpec(0, (tiles,), values),)
     nc = chunks(p, params)
@@ -646,7 +696,8 @@ def _merge_launches(
 
 
 def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Workspace, ...]:
-    """``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
+    """``chain``: the tickets' counter and each chunk's running sums handed on, [1 + rows
+    x (chunks - 1)] int64, kept and left zeroed; ``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
     candidates, each chunk's k packed keys, [rows x chunks x k]; ``merge``: two of the
     rows' packed keys padded to whole chunks, [rows x chunks x chunk], that the passes
     read and write in turn."""
@@ -654,6 +705,10 @@ def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Wor
         size = max(1, rows(p) * chunks(p, params) * params.block_n)
         key = DataType.Int if params.packed == 64 else DataType.Int32
         return (Workspace("ws0", (size,), key), Workspace("ws1", (size,), key))
+    if params.mode == "chain":
+        # the tickets' counter, then each chunk's running sums but the last's, handed on
+        size = 1 + max(1, chunks(p, params) - 1) * rows(p)
+        return (Workspace("ws0", (size,), DataType.Int, zeroed=True),)
     if params.mode != "split":
         return ()
     if params.op == "topk":
