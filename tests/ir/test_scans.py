@@ -6,7 +6,7 @@ tolerance scaled by the row's length (exact for integers, which give int64); arg
 exactly as torch's stable sort (NaN the largest, ties in index order); topk's values as
 torch's, its indices pointing at them (and, among ties, the lower index first). Rows that
 fit a tile and rows that do not (cumsum's ``loop`` and ``split`` modes; argsort's and
-topk's ``rank`` and ``merge``; at small sizes through the scan tuning); the schedule
+topk's ``rank`` and ``merge``; cumsum's ``chain``; at small sizes through the scan tuning); the schedule
 chosen, the output's strides, what ``fd.segment`` says. The default run takes a seeded
 sample of each sweep; ``--full`` runs all of it.
 """
@@ -193,17 +193,25 @@ def test_float64_cumsum_and_argsort():
     assert torch.equal(a, torch.argsort(x, dim=1, stable=True))
 
 
-def test_cumsum_longer_than_the_default_tile_splits_into_chunks():
-    x = laid_out((2, 5000), (0, 1), F32, seed=7)
+@pytest.mark.parametrize("dtype, mode", [(F32, "chain"), (I32, "split")])
+def test_cumsum_longer_than_the_default_tile_splits_into_chunks(dtype, mode):
+    """Two rows of 5000: three chunks of 2048 in one chained pass where the running sum is
+    fp32; an int64 sum takes the split's three launches."""
+    x = laid_out((2, 5000), (0, 1), dtype, seed=7)
     fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 1), [x])
     check_cumsum(out, x, 1)
     (p,) = scan_params(fd)
-    assert (p.mode, p.block_n) == ("split", 2048)
-    assert "chunk sums" in fd.segment([x])[0]["reason"]
+    assert (p.mode, p.block_n) == (mode, 2048)
+    why = {"chain": "handed the running sum", "split": "chunk sums"}[mode]
+    assert why in fd.segment([x])[0]["reason"]
+    launches = fd.executor().last_run.launches
+    assert len(launches) == (1 if mode == "chain" else 3)
 
 
 LONG = DEFAULT.with_fields(
-    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4)
+    scan=dict(
+        max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4, chain_links=0
+    )
 )
 
 
@@ -224,7 +232,9 @@ def test_cumsum_rows_longer_than_a_tile(mode, sms, shape, order, dim, dtype):
 
 
 NARROW = DEFAULT.with_fields(
-    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=16, outer_min_bytes=8)
+    scan=dict(
+        max_block=32, chunk=32, tile_elements=64, outer_rows=16, outer_min_bytes=8, chain_links=0
+    )
 )
 
 
@@ -242,6 +252,61 @@ def test_cumsum_over_a_strided_dim_in_narrowed_tiles(order, dtype):
         assert (p.mode, p.block_r, p.block_n) == ("loop", 8, 8), p
     else:
         assert p.block_r != 8, p
+
+
+CHAIN = DEFAULT.with_fields(
+    scan=dict(max_block=64, chunk=16, tile_elements=64, outer_rows=8, outer_min_bytes=4)
+)
+
+
+def _chain_cases():
+    """Every memory order of 2-D and 3-D inputs, each dim, dense, sliced and expanded, the
+    three float dtypes: rows of 150 (2-D) or 67 (3-D) in chunks of 16 or more."""
+    shapes = {2: (9, 150), 3: (4, 67, 5)}
+    cases = []
+    for rank, variant, dtype in itertools.product(shapes, VARIANTS, (F32, BF16, F16)):
+        for order in itertools.permutations(range(rank)):
+            for dim in range(rank):
+                if shapes[rank][dim] > 16:
+                    cases.append((rank, order, dim, variant, dtype))
+    return cases
+
+
+@pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_chain_cases(), seed=29))
+def test_cumsum_in_chained_chunks(rank, order, dim, variant, dtype):
+    """Mode ``chain`` at small sizes (``CHAIN``): one launch, every chunk but the first
+    handed its running sum by the chunk before; the result in torch's values and the
+    input's layout (an expanded input's broadcast dim stays one in the output);
+    run twice, so the kept workspace was left zeroed."""
+    shape = {2: (9, 150), 3: (4, 67, 5)}[rank]
+    x = make_input(rank, order, dim, variant, dtype, shape=shape)
+    for _ in range(2):
+        fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, dim), [x], tuning=CHAIN)
+        check_cumsum(out, x, dim)
+        if variant != "expanded":
+            assert out.stride() == dense_strides_like(x)
+        (p,) = scan_params(fd)
+        assert p.mode == "chain" and p.block_n < shape[dim], p
+        assert len(fd.executor().last_run.launches) == 1
+
+
+def test_chained_cumsum_fuses_its_prologue_and_epilogue():
+    """exp(a) * b scanned along the outer dim of a row-major [130, 6] in chunks, its result
+    times b again in the same kernel; infinities and NaN pass through the handed-on bits."""
+    g = torch.Generator().manual_seed(29)
+    a, b = torch.randn(130, 6, generator=g), torch.randn(130, 6, generator=g)
+    a[70, 1], a[90, 2], b[100, 3] = float("inf"), float("nan"), float("-inf")
+    fd, (c, out) = run(
+        lambda fd, a, b: (c := fd.ops.cumsum(fd.ops.mul(fd.ops.exp(a), b), 0), fd.ops.mul(c, b)),
+        [a, b],
+        tuning=CHAIN,
+    )
+    want = torch.cumsum(torch.exp(a) * b, 0)
+    torch.testing.assert_close(c, want, rtol=1e-5, atol=1e-4, equal_nan=True)
+    torch.testing.assert_close(out, want * b, rtol=1e-5, atol=1e-4, equal_nan=True)
+    (p,) = scan_params(fd)
+    (seg,) = fd.segment([a, b])
+    assert p.mode == "chain" and seg["ops"] == ["exp", "mul", "cumsum", "mul"]
 
 
 def test_cumsum_fuses_its_pointwise_prologue():

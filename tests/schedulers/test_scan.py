@@ -19,6 +19,7 @@ import torch
 
 from layoutfuse.analysis.device import H200
 from layoutfuse.nvfuser import FusionDefinition
+from layoutfuse.schedulers.tuning import DEFAULT
 from layoutfuse.schedulers.scan import (
     ScanParams,
     ScanTuning,
@@ -183,12 +184,18 @@ def test_the_merge_rule():
     assert merges(800, 64, ScanTuning(max_sort_block=16))
 
 
-def _cumsum_plan(shape, dim, dtype, sms=132) -> tuple[ScanParams, list[tuple[int, ...]]]:
-    """The cumsum's params and grids, along ``dim`` of a row-major ``shape``."""
+NO_CHAIN = DEFAULT.with_fields(scan=dict(chain_links=0))
+
+
+def _cumsum_plan(
+    shape, dim, dtype, sms=132, tuning=NO_CHAIN
+) -> tuple[ScanParams, list[tuple[int, ...]]]:
+    """The cumsum's params and grids, along ``dim`` of a row-major ``shape`` (by default
+    with mode ``chain`` off: the loop's and the split's rules)."""
     x = torch.empty(shape, dtype=dtype, device="meta")
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.cumsum(fd.from_pytorch(x), dim))
-    fd = configured(fd, target=small_gpu(sms))
+    fd = configured(fd, target=small_gpu(sms), tuning=tuning)
     record = fd.executor().plan([x])
     (params,) = [p for p in record.params if isinstance(p, ScanParams)]
     return params, [launch.grid for launch in record.launches]
@@ -219,3 +226,44 @@ def test_a_cumsum_over_the_outer_dim_narrows_its_tiles_for_one_pass(
         assert got == grids
     else:
         assert len(got) == 3  # block sums, their running sums, the scan again
+
+
+@pytest.mark.parametrize(
+    "shape, dim, dtype, tile, links, warps",
+    [
+        # the outer dim of [8192, 4096]: chunks of 256 (32 links), 16 columns (64 bytes)
+        ((8192, 4096), 0, torch.float32, (16, 256), 32, 8),
+        ((8192, 4096), 0, torch.bfloat16, (16, 256), 32, 8),
+        # a short scanned dim: the loop's chunk of 64 (4096 // outer_rows), 64 columns
+        ((300, 5000), 0, torch.float32, (64, 64), 5, 8),
+        # the rows are the stride-1 side: chunks of 2048 (the loop's), 2 rows a tile
+        ((1024, 65536), 1, torch.float32, (2, 2048), 32, 8),
+        # 131072 / 32 = 4096 = max_block: the longest row in a chain
+        ((4, 131072), 1, torch.float16, (1, 4096), 32, 8),
+    ],
+)
+def test_a_long_row_with_a_float_sum_is_one_chained_pass(shape, dim, dtype, tile, links, warps):
+    params, grids = _cumsum_plan(shape, dim, dtype, tuning=DEFAULT)
+    assert (params.mode, (params.block_r, params.block_n)) == ("chain", tile), params
+    assert params.num_warps == warps
+    rows = shape[0] * shape[1] // shape[dim]
+    assert grids == [(-(-rows // tile[0]) * links,)]
+
+
+@pytest.mark.parametrize(
+    "shape, dim, dtype, mode",
+    [
+        # an int64 running sum is not handed on in one word: the loop or the split
+        ((8192, 4096), 0, torch.int32, "loop"),
+        ((4, 100000), 1, torch.float64, "split"),
+        # rows of 2**24 would take chunks of 2**19, beyond max_block
+        ((4, 1 << 24), 1, torch.float32, "split"),
+        # the outer dim of 65536: chunks of 2048 leave 2 columns (8 bytes), below
+        # outer_min_bytes
+        ((65536, 4096), 0, torch.float32, "loop"),
+    ],
+)
+def test_what_the_chain_leaves_to_loop_and_split(shape, dim, dtype, mode):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    params, _ = _cumsum_plan(shape, dim, dtype, tuning=DEFAULT)
+    assert params.mode == mode, (params, x.shape)
