@@ -202,7 +202,7 @@ def test_cumsum_longer_than_the_default_tile_splits_into_chunks(dtype, mode):
     check_cumsum(out, x, 1)
     (p,) = scan_params(fd)
     assert (p.mode, p.block_n) == (mode, 2048)
-    why = {"chain": "handed the running sum", "split": "chunk sums"}[mode]
+    why = {"chain": "by looking back", "split": "chunk sums"}[mode]
     assert why in fd.segment([x])[0]["reason"]
     launches = fd.executor().last_run.launches
     assert len(launches) == (1 if mode == "chain" else 3)
@@ -255,7 +255,9 @@ def test_cumsum_over_a_strided_dim_in_narrowed_tiles(order, dtype):
 
 
 CHAIN = DEFAULT.with_fields(
-    scan=dict(max_block=64, chunk=16, tile_elements=64, outer_rows=8, outer_min_bytes=4)
+    scan=dict(
+        max_block=64, chunk=16, chain_chunk=16, tile_elements=64, outer_rows=8, outer_min_bytes=4
+    )
 )
 
 
@@ -275,7 +277,7 @@ def _chain_cases():
 @pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_chain_cases(), seed=29))
 def test_cumsum_in_chained_chunks(rank, order, dim, variant, dtype):
     """Mode ``chain`` at small sizes (``CHAIN``): one launch, every chunk but the first
-    handed its running sum by the chunk before; the result in torch's values and the
+    finding its running sum by looking back; the result in torch's values and the
     input's layout (an expanded input's broadcast dim stays one in the output);
     run twice, so the kept workspace was left zeroed."""
     shape = {2: (9, 150), 3: (4, 67, 5)}[rank]
@@ -292,7 +294,7 @@ def test_cumsum_in_chained_chunks(rank, order, dim, variant, dtype):
 
 def test_chained_cumsum_fuses_its_prologue_and_epilogue():
     """exp(a) * b scanned along the outer dim of a row-major [130, 6] in chunks, its result
-    times b again in the same kernel; infinities and NaN pass through the handed-on bits."""
+    times b again in the same kernel; infinities and NaN pass through the published bits."""
     g = torch.Generator().manual_seed(29)
     a, b = torch.randn(130, 6, generator=g), torch.randn(130, 6, generator=g)
     a[70, 1], a[90, 2], b[100, 3] = float("inf"), float("nan"), float("-inf")

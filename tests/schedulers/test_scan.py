@@ -253,7 +253,7 @@ def test_a_long_row_with_a_float_sum_is_one_chained_pass(shape, dim, dtype, tile
 @pytest.mark.parametrize(
     "shape, dim, dtype, mode",
     [
-        # an int64 running sum is not handed on in one word: the loop or the split
+        # an int64 running sum is not published in one word: the loop or the split
         ((8192, 4096), 0, torch.int32, "loop"),
         ((4, 100000), 1, torch.float64, "split"),
         # rows of 2**24 would take chunks of 2**19, beyond max_block

@@ -18,12 +18,16 @@ cumsum has four modes:
   running sums (in place), and the last pass scans each chunk again, starting from the
   running sum of the chunks before it. Every chunk runs in its own program;
 * ``chain``: a longer row whose running sum is fp32, in at most ``chain_links`` chunks:
-  one launch, a program a chunk, one pass. A program draws a ticket from a counter
-  (chunk-major: the program of the chunk before has drawn its own, so it runs), loads and
-  scans its chunk, then waits for the running sum of the chunks before it: the program of
-  the chunk before hands it on in one int64 word a row (the fp32 bits and a ready bit),
-  which the waiting program takes and zeroes in one exchange. The counter goes back to
-  zero with the last ticket, so the kept workspace is zeroed between launches.
+  one launch, a program a chunk, one pass (a single-pass scan with decoupled look-back, as
+  CUB's). A program draws a ticket from a counter (chunk-major: the programs of the
+  chunks before have drawn theirs, so they run), loads and scans its chunk and publishes
+  its sum, one int64 word a row (the fp32 bits, and in the high half the status and the
+  launch's tag). It then walks back over the chunks before it to the nearest that has
+  published its running sum (waiting where one has published nothing yet), adds the
+  sums after it in chunk order (so the result is the loop's, bit for bit, whatever
+  finished first), publishes its own running sum and stores. The counter goes back to
+  zero with the last ticket, which also counts the launch: a word of an earlier launch
+  has another tag, so the kept workspace is never cleared.
 
 argsort and topk order (value, index) pairs: NaN the largest, -0.0 equal to 0.0, ties by
 the lower index, as torch's stable sort. A value of at most 32 bits (Float, Int32) is
@@ -130,14 +134,20 @@ class ScanTuning:
     # rows of chunk sums one program of the split's middle pass scans at a time
     sums_block: int = 1024
     # a longer row with a fp32 running sum is cut into at most this many chunks, a
-    # program a chunk (mode ``chain``, one pass): each program takes its chunk by a ticket
-    # (chunk-major, so the chunk before it has started), scans it, waits for the running
-    # sum the program of the chunk before hands on and hands on its own. The chunk
-    # (``_chain_tile``) is the least power of two that keeps the links this few, at least
-    # the loop's; it must leave a tile of the stride-1 side at least ``outer_min_bytes``
-    # wide (and the scanned dim's chunk at most ``max_block``), else ``loop`` or ``split``.
-    # 0: off
+    # program a chunk (mode ``chain``, one pass; ``_chain_tile``): the chunk is the least
+    # power of two that keeps them this few, at least the loop's (``tile_elements //
+    # outer_rows`` where the stride-1 side is a row coordinate, else ``chain_chunk``); it
+    # must leave that side at least ``outer_min_bytes`` a tile (and the scanned dim's
+    # chunk at most ``max_block``), else ``loop`` or ``split``. 0: off. H100 at 7f0b789
+    # (ops-cumsum- and ops-ab-20261207-7f0b789-h100.json), ms, a chain handing each
+    # running sum on to the next chunk (no look-back) against loop and split: the outer
+    # dim of [8192, 4096] fp32 0.113 / 0.136, bf16 0.107 / 0.114; rows of 65536 fp32
+    # 0.187 / 0.207, bf16 0.104 / 0.095
     chain_links: int = 32
+    # ... a chunk of rows whose scanned dim is the stride-1 side
+    chain_chunk: int = 2048
+    # ... warps of a chain program (0: ``warps`` by its tile's elements)
+    chain_warps: int = 0
     # a sorted row up to this many elements (padded to a power of two) is one tile
     max_sort_block: int = 2048
     # elements of a sort tile (rows x the padded row)
@@ -323,10 +333,13 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         mode = "block"
     elif chain is not None:
         mode, (block_r, block_n) = "chain", chain
+        warps = tuning.chain_warps or warps_for(block_r * block_n, tuning.warps)
     elif narrowed or tiles >= tuning.loop_tiles_per_sm * device.sm_count:
         mode = "loop"
     else:
         mode = "split"
+    if mode != "chain":
+        warps = warps_for(block_r * block_n, tuning.warps)
     # the middle pass's tile has the others' elements
     results = min(tuning.sums_block, max(1, tuning.tile_elements // block_r))
     return _params(
@@ -334,7 +347,7 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         mode,
         block_r,
         block_n,
-        warps_for(block_r * block_n, tuning.warps),
+        warps,
         results_block=results if mode == "split" else 0,
         accumulator=accumulates_in(p.dtypes[p.n_loads]),
         loop_stages=tuning.loop_stages if mode == "loop" else 1,
@@ -343,7 +356,7 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
 
 def _chain_tile(p: Problem, n: int, nrows: int, tuning: ScanTuning) -> tuple[int, int] | None:
     """The (rows, chunk) tile of mode ``chain`` for rows of ``n`` longer than a tile, or
-    None: ``chain_links`` off, a running sum that is not fp32 (it is handed on packed
+    None: ``chain_links`` off, a running sum that is not fp32 (it is published packed
     with a ready bit in one int64), or a chunk too long for a tile. The chunk is the least
     power of two that cuts the row into at most ``chain_links``, at least the loop's
     (``tile_elements // outer_rows`` where the stride-1 side is a row coordinate, else
@@ -358,7 +371,7 @@ def _chain_tile(p: Problem, n: int, nrows: int, tuning: ScanTuning) -> tuple[int
         if block_r < nrows and block_r * item < tuning.outer_min_bytes:
             return None
         return block_r, chunk
-    chunk = max(chunk, tuning.chunk)
+    chunk = max(chunk, tuning.chain_chunk)
     if chunk > tuning.max_block:
         return None
     return min(next_pow2(nrows), max(1, tuning.tile_elements // chunk)), chunk
@@ -607,8 +620,8 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
         "loop": f"rows of {n} walked in chunks of {params.block_n}, a running sum carried",
         "chain": (
             f"rows of {n} in {cdiv(n, params.block_n)} chunks of {params.block_n}, a program "
-            "a chunk, each handed the running sum of the chunks before it by the program of "
-            "the chunk before (one pass)"
+            "a chunk, each finding the running sum of the chunks before it by looking back "
+            "over their published sums (one pass)"
         ),
         "split": (
             f"rows of {n} in {cdiv(n, params.block_n)} chunks each, too few rows to fill the "
@@ -696,8 +709,9 @@ def _merge_launches(
 
 
 def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Workspace, ...]:
-    """``chain``: the tickets' counter and each chunk's running sums handed on, [1 + rows
-    x (chunks - 1)] int64, kept and left zeroed; ``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
+    """``chain``: the tickets' counter, the launch count and each chunk's published word
+    of each row, [2 + rows x (chunks - 1)] int64, kept (the counter left zeroed, the words
+    tagged with their launch); ``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
     candidates, each chunk's k packed keys, [rows x chunks x k]; ``merge``: two of the
     rows' packed keys padded to whole chunks, [rows x chunks x chunk], that the passes
     read and write in turn."""
@@ -706,8 +720,9 @@ def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Wor
         key = DataType.Int if params.packed == 64 else DataType.Int32
         return (Workspace("ws0", (size,), key), Workspace("ws1", (size,), key))
     if params.mode == "chain":
-        # the tickets' counter, then each chunk's running sums but the last's, handed on
-        size = 1 + max(1, chunks(p, params) - 1) * rows(p)
+        # the tickets' counter, the launch count, then each chunk's word a row (but the
+        # last chunk's)
+        size = 2 + max(1, chunks(p, params) - 1) * rows(p)
         return (Workspace("ws0", (size,), DataType.Int, zeroed=True),)
     if params.mode != "split":
         return ()
