@@ -1,4 +1,4 @@
-"""The scan scheduler's kernels (cumsum's block, loop and split modes; argsort and topk's
+"""The scan scheduler's kernels (cumsum's block, loop, chain and split modes; argsort and topk's
 bitonic sort, rank, selection and merge sort) compiled for sm_90 without a GPU.
 
 Each test runs a fusion on the default device (CPU: Triton's interpreter), then compiles
@@ -22,7 +22,7 @@ from support.execution import INTERPRETER_WARNINGS, configured, schedules, small
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
 LONG = DEFAULT.with_fields(
-    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4)
+    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4, chain_links=0)
 )
 
 
@@ -169,10 +169,12 @@ def test_cumsum_along_a_strided_dim_moves_16_byte_vectors_across_rows():
     [((5, 5000), 1, 132, "split"), ((5, 5000), 1, 1, "loop"), ((1024, 64), 0, 132, "split")],
 )
 def test_default_long_row_kernels_compile_for_sm90(shape, dim, sms, mode):
-    """At the default tuning (2048-element chunks, the middle pass's [2, 1024] tile): Triton
-    3.6's OptimizeThreadLocality pass once asserted on the middle pass's loop."""
+    """At the default tuning but mode ``chain`` (2048-element chunks, the middle pass's [2,
+    1024] tile): Triton 3.6's OptimizeThreadLocality pass once asserted on the middle
+    pass's loop."""
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(5))
-    fd = configured(_fusion("cumsum", x, dim), target=small_gpu(sms))
+    no_chain = DEFAULT.with_fields(scan=dict(chain_links=0))
+    fd = configured(_fusion("cumsum", x, dim), target=small_gpu(sms), tuning=no_chain)
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, torch.cumsum(x.abs(), dim), rtol=1e-5, atol=1e-2)
     assert schedules(fd)[0].mode == mode
@@ -277,7 +279,7 @@ def test_merge_sort_kernels_compile_for_sm90_without_spills(
 @pytest.mark.parametrize("fields", [{}, {"loop_stages": 2}], ids=str)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_the_loop_walk_plain_or_pipelined(fields, dtype):
-    """``loop``, plain or with Triton's pipelining of the walk (``loop_stages``: its loads
+    """``loop`` (mode ``chain`` off), plain or with Triton's pipelining of the walk (``loop_stages``: its loads
     become asynchronous copies), over the strided dim of a [300, 512]
     on 4 multiprocessors (8 row tiles of 64: the loop), an epilogue reading another input
     beside it: torch's sums and epilogue, one kernel that compiles for sm_90 without
@@ -289,7 +291,7 @@ def test_the_loop_walk_plain_or_pipelined(fields, dtype):
         c = fd.ops.cumsum(fd.ops.abs(a), 0)
         fd.add_output(c)
         fd.add_output(fd.ops.mul(fd.ops.exp(fd.ops.neg(c)), b))
-    tuning = DEFAULT.with_fields(scan=fields)
+    tuning = DEFAULT.with_fields(scan=dict(fields, chain_links=0))
     fd = configured(fd, target=small_gpu(4), tuning=tuning)
     c, out = fd.execute([x, y])
     want = torch.cumsum(x.abs().float(), 0).to(dtype)
@@ -304,3 +306,21 @@ def test_the_loop_walk_plain_or_pipelined(fields, dtype):
     assert art.local_bytes == 0 and art.vector_widths.get("st.global.v4", 0) > 0, art.resources
     pipelined = "cp.async" in art.ptx
     assert pipelined == (params.loop_stages > 1), art.vector_widths
+
+
+@pytest.mark.parametrize("shape, dim", [((3, 9000), 1), ((4000, 40), 0)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_chained_cumsum_compiles_for_sm90(shape, dim, dtype):
+    """Mode ``chain`` (rows of 9000 or 4000 in chunks: along the stride-1 dim, or across 40
+    columns): one kernel, no spills; its ticket is an acquire-release atomic add, each
+    chunk's words are published by release exchanges and read back by acquire adds, all
+    at gpu scope."""
+    x = (torch.randn(*shape, generator=torch.Generator().manual_seed(3)) * 4).to(dtype)
+    fd = _fusion("cumsum", x, dim)
+    fd.execute([x])
+    assert schedules(fd)[0].mode == "chain"
+    (art,) = compiled(fd)
+    assert art.local_bytes == 0, art.resources
+    for op in ("atom.global.gpu.acq_rel.add", "atom.global.gpu.release.exch.b64",
+               "atom.global.gpu.acquire.add.u64"):
+        assert op in art.ptx, op
