@@ -312,15 +312,14 @@ def test_the_loop_walk_plain_or_pipelined(fields, dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_chained_cumsum_compiles_for_sm90(shape, dim, dtype):
     """Mode ``chain`` (rows of 9000 or 4000 in chunks: along the stride-1 dim, or across 40
-    columns): one kernel, no spills; its ticket is an acquire-release atomic add, each
-    chunk's words are published by release exchanges and read back by acquire adds, all
-    at gpu scope."""
+    columns): one kernel, no spills; its ticket an atomic add, each running sum handed
+    on by a release exchange and taken by an acquire exchange, all at gpu scope."""
     x = (torch.randn(*shape, generator=torch.Generator().manual_seed(3)) * 4).to(dtype)
     fd = _fusion("cumsum", x, dim)
     fd.execute([x])
     assert schedules(fd)[0].mode == "chain"
     (art,) = compiled(fd)
     assert art.local_bytes == 0, art.resources
-    for op in ("atom.global.gpu.acq_rel.add", "atom.global.gpu.release.exch.b64",
-               "atom.global.gpu.acquire.add.u64"):
+    for op in ("atom.global.gpu.relaxed.add.u64", "atom.global.gpu.release.exch.b64",
+               "atom.global.gpu.acquire.exch.b64"):
         assert op in art.ptx, op

@@ -193,16 +193,16 @@ def test_float64_cumsum_and_argsort():
     assert torch.equal(a, torch.argsort(x, dim=1, stable=True))
 
 
-@pytest.mark.parametrize("dtype, mode", [(F32, "chain"), (I32, "split")])
-def test_cumsum_longer_than_the_default_tile_splits_into_chunks(dtype, mode):
-    """Two rows of 5000: three chunks of 2048 in one chained pass where the running sum is
-    fp32; an int64 sum takes the split's three launches."""
+@pytest.mark.parametrize("dtype, mode, chunk", [(F32, "chain", 4096), (I32, "split", 2048)])
+def test_cumsum_longer_than_the_default_tile_splits_into_chunks(dtype, mode, chunk):
+    """Two rows of 5000: two chunks of 4096 in one chained pass where the running sum is
+    fp32; an int64 sum takes the split's three launches over chunks of 2048."""
     x = laid_out((2, 5000), (0, 1), dtype, seed=7)
     fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 1), [x])
     check_cumsum(out, x, 1)
     (p,) = scan_params(fd)
-    assert (p.mode, p.block_n) == (mode, 2048)
-    why = {"chain": "by looking back", "split": "chunk sums"}[mode]
+    assert (p.mode, p.block_n) == (mode, chunk)
+    why = {"chain": "handed the running sum", "split": "chunk sums"}[mode]
     assert why in fd.segment([x])[0]["reason"]
     launches = fd.executor().last_run.launches
     assert len(launches) == (1 if mode == "chain" else 3)
@@ -277,7 +277,7 @@ def _chain_cases():
 @pytest.mark.parametrize("rank, order, dim, variant, dtype", _params(_chain_cases(), seed=29))
 def test_cumsum_in_chained_chunks(rank, order, dim, variant, dtype):
     """Mode ``chain`` at small sizes (``CHAIN``): one launch, every chunk but the first
-    finding its running sum by looking back; the result in torch's values and the
+    handed its running sum by the chunk before; the result in torch's values and the
     input's layout (an expanded input's broadcast dim stays one in the output);
     run twice, so the kept workspace was left zeroed."""
     shape = {2: (9, 150), 3: (4, 67, 5)}[rank]

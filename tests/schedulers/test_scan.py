@@ -231,13 +231,15 @@ def test_a_cumsum_over_the_outer_dim_narrows_its_tiles_for_one_pass(
 @pytest.mark.parametrize(
     "shape, dim, dtype, tile, links, warps",
     [
-        # the outer dim of [8192, 4096]: chunks of 256 (32 links), 16 columns (64 bytes)
-        ((8192, 4096), 0, torch.float32, (16, 256), 32, 8),
-        ((8192, 4096), 0, torch.bfloat16, (16, 256), 32, 8),
+        # the outer dim of [8192, 4096]: chunks of 256 (32 links), 16 columns (64 bytes),
+        # 4 warps (chain_outer_warps)
+        ((8192, 4096), 0, torch.float32, (16, 256), 32, 4),
+        ((8192, 4096), 0, torch.bfloat16, (16, 256), 32, 4),
         # a short scanned dim: the loop's chunk of 64 (4096 // outer_rows), 64 columns
-        ((300, 5000), 0, torch.float32, (64, 64), 5, 8),
-        # the rows are the stride-1 side: chunks of 2048 (the loop's), 2 rows a tile
-        ((1024, 65536), 1, torch.float32, (2, 2048), 32, 8),
+        ((300, 5000), 0, torch.float32, (64, 64), 5, 4),
+        # the rows are the stride-1 side: chunks of 4096 (chain_chunk), a row a tile,
+        # warps by the tile's elements
+        ((1024, 65536), 1, torch.float32, (1, 4096), 16, 8),
         # 131072 / 32 = 4096 = max_block: the longest row in a chain
         ((4, 131072), 1, torch.float16, (1, 4096), 32, 8),
     ],

@@ -44,10 +44,15 @@ def _cumsum_loop(w: Writer, t: ScanTile) -> None:
 
 
 def _cumsum_chain(w: Writer, t: ScanTile) -> None:
-    """Mode ``chain`` (``schedulers.scan``): the chunk of this program's ticket, scanned;
-    its sum published, the running sum before it found by looking back, its own
-    running sum published, then the stores."""
-    _chain_ticket(w)
+    """Mode ``chain`` (``schedulers.scan``): the chunk of this program's ticket
+    (``ws0[0]``, chunk-major), scanned; the running sums of the chunks before it taken
+    from ``ws0[1 + (chunk - 1) * ROWS + row]`` (each an exchange with 0, repeated until
+    every row's ready bit is set); its own handed on (but the last chunk's) before the
+    stores."""
+    w.line("ticket = tl.atomic_add(ws0, 1, sem='relaxed', scope='gpu').to(tl.int32)")
+    w.line("if ticket == tl.num_programs(0) - 1:")
+    with w.indent():
+        w.line("tl.atomic_xchg(ws0, 0, sem='relaxed', scope='gpu')  # the next launch's")
     w.line("row_tiles = tl.cdiv(ROWS, BLOCK_R)")
     w.line("chunk = ticket // row_tiles")
     t.rows(w, "(ticket % row_tiles)")
@@ -56,65 +61,23 @@ def _cumsum_chain(w: Writer, t: ScanTile) -> None:
     w.line(f"acc = tl.where(mask, ({v}).to({_acc(t.p)}), 0)")
     w.line("total = tl.sum(acc, axis=1)")
     w.line("carry = tl.zeros([BLOCK_R], tl.float32)")
-    w.line("words = ws0 + 2 + rows")  # chunk c's word of a row: words[c * ROWS]
     w.line("if chunk > 0:")
     with w.indent():
-        w.line("if chunk < NUM_CHUNKS - 1:")
+        w.line("handed = ws0 + 1 + (chunk - 1) * ROWS + rows")
+        w.line("word = tl.zeros([BLOCK_R], tl.int64)")
+        w.line("need = rmask")
+        w.line("while tl.max(need.to(tl.int32), axis=0) > 0:")
         with w.indent():
-            _publish(w, "total", "SUM")
-        _look_back(w)
+            w.line("got = tl.atomic_xchg(handed, 0, mask=need, sem='acquire', scope='gpu')")
+            w.line("word = tl.where(need, got, word)")
+            w.line("need = need & (got == 0)")
+        w.line("carry = (word & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)")
     w.line("if chunk < NUM_CHUNKS - 1:")
     with w.indent():
-        _publish(w, "carry + total", "RUNNING")
+        w.line("bits = (carry + total).to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF")
+        w.line("at = ws0 + 1 + chunk * ROWS + rows")
+        w.line("tl.atomic_xchg(at, bits | (1 << 32), mask=rmask, sem='release', scope='gpu')")
     t.finish(w, "tl.cumsum(acc, axis=1) + carry[:, None]", "mask")
-
-
-def _chain_ticket(w: Writer) -> None:
-    """``ticket`` (``ws0[0]``, drawn in launch order: chunk-major) and this launch's
-    ``tag`` (``ws0[1]``, the launch count, read before the ticket: the program that draws
-    the last ticket resets the counter and counts the launch, after every program read
-    it). A published word's high half is ``tag * 4`` plus 1 (a chunk's sum, ``SUM``) or 2
-    (the running sum through it, ``RUNNING``); words of earlier launches have other tags."""
-    w.line("tag = tl.atomic_add(ws0 + 1, 0, sem='relaxed', scope='gpu') & 0x1FFFFFFF")
-    w.line("ticket = tl.atomic_add(ws0, 1, sem='acq_rel', scope='gpu').to(tl.int32)")
-    w.line("if ticket == tl.num_programs(0) - 1:")
-    with w.indent():
-        w.line("tl.atomic_xchg(ws0, 0, sem='relaxed', scope='gpu')")
-        w.line("tl.atomic_add(ws0 + 1, 1, sem='release', scope='gpu')")
-    w.line("SUM = (tag * 4 + 1).to(tl.int32)")
-    w.line("RUNNING = (tag * 4 + 2).to(tl.int32)")
-
-
-def _publish(w: Writer, value: str, status: str) -> None:
-    """This chunk's word of each row: ``value``'s fp32 bits, ``status`` in the high half."""
-    w.line(f"bits = ({value}).to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF")
-    w.line(f"word = bits | ({status}.to(tl.int64) << 32)")
-    w.line("tl.atomic_xchg(words + chunk * ROWS, word, mask=rmask, sem='release', scope='gpu')")
-
-
-def _look_back(w: Writer) -> None:
-    """``carry``: each row walks back from the chunk before to the nearest chunk that has
-    published its running sum (waiting where a chunk has published nothing yet), then
-    forward again, adding the sums after it (a chunk that has since published its running
-    sum gives it whole): the same additions, in the same order, as a running sum carried
-    chunk by chunk, whichever chunks had finished."""
-    w.line("look = tl.zeros([BLOCK_R], tl.int32) + (chunk - 1)")
-    w.line("need = rmask")
-    w.line("while tl.max(need.to(tl.int32), axis=0) > 0:")
-    with w.indent():
-        w.line("got = tl.atomic_add(words + look * ROWS, 0, mask=need, sem='acquire', scope='gpu')")
-        w.line("high = (got >> 32).to(tl.int32)")
-        w.line("need = need & (high != RUNNING)")
-        w.line("look = tl.where(need & (high == SUM), look - 1, look)")
-    w.line("carry = tl.where(rmask, 0.0, carry)")
-    w.line("while tl.max((rmask & (look < chunk)).to(tl.int32), axis=0) > 0:")
-    with w.indent():
-        w.line("walk = rmask & (look < chunk)")
-        w.line("got = tl.atomic_add(words + look * ROWS, 0, mask=walk, sem='acquire', scope='gpu')")
-        w.line("value = (got & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)")
-        w.line("whole = (got >> 32).to(tl.int32) == RUNNING")
-        w.line("carry = tl.where(walk, tl.where(whole, value, carry + value), carry)")
-        w.line("look = tl.where(walk, look + 1, look)")
 
 
 def _split_ids(w: Writer, t: ScanTile) -> None:

@@ -22,9 +22,8 @@ class LaunchSpec:
 @dataclass(frozen=True)
 class Workspace:
     """A scratch buffer named ``name`` in the kernels' arguments; ``zeroed``: allocated
-    zeroed once and kept, the kernels leaving it as the next launch must find it
-    (split-reduction tickets back at zero; a chained scan's counter at zero, its words
-    tagged with the launch that wrote them)."""
+    zeroed once and kept (the kernels leave it zeroed: split-reduction tickets, a chained
+    scan's counter and handed-on words)."""
 
     name: str
     shape: tuple[int, ...]

@@ -18,16 +18,15 @@ cumsum has four modes:
   running sums (in place), and the last pass scans each chunk again, starting from the
   running sum of the chunks before it. Every chunk runs in its own program;
 * ``chain``: a longer row whose running sum is fp32, in at most ``chain_links`` chunks:
-  one launch, a program a chunk, one pass (a single-pass scan with decoupled look-back, as
-  CUB's). A program draws a ticket from a counter (chunk-major: the programs of the
-  chunks before have drawn theirs, so they run), loads and scans its chunk and publishes
-  its sum, one int64 word a row (the fp32 bits, and in the high half the status and the
-  launch's tag). It then walks back over the chunks before it to the nearest that has
-  published its running sum (waiting where one has published nothing yet), adds the
-  sums after it in chunk order (so the result is the loop's, bit for bit, whatever
-  finished first), publishes its own running sum and stores. The counter goes back to
-  zero with the last ticket, which also counts the launch: a word of an earlier launch
-  has another tag, so the kept workspace is never cleared.
+  one launch, a program a chunk, one pass. A program draws a ticket from a counter
+  (chunk-major: the program of the chunk before has drawn its own, so it runs), loads and
+  scans its chunk, then waits for the running sum of the chunks before it: the program of
+  the chunk before hands it on in one int64 word a row (the fp32 bits and a ready bit),
+  which the waiting program takes and zeroes in one exchange (a word has one reader).
+  The counter goes back to zero with the last ticket, so the kept workspace is zeroed
+  between launches. The sums add in the loop's order. (CUB's decoupled look-back, each
+  chunk publishing its sum at once and the next walking back over them, was slower
+  here: see ``chain_links``.)
 
 argsort and topk order (value, index) pairs: NaN the largest, -0.0 equal to 0.0, ties by
 the lower index, as torch's stable sort. A value of at most 32 bits (Float, Int32) is
@@ -138,16 +137,19 @@ class ScanTuning:
     # power of two that keeps them this few, at least the loop's (``tile_elements //
     # outer_rows`` where the stride-1 side is a row coordinate, else ``chain_chunk``); it
     # must leave that side at least ``outer_min_bytes`` a tile (and the scanned dim's
-    # chunk at most ``max_block``), else ``loop`` or ``split``. 0: off. H100 at 7f0b789
-    # (ops-cumsum- and ops-ab-20261207-7f0b789-h100.json), ms, a chain handing each
-    # running sum on to the next chunk (no look-back) against loop and split: the outer
-    # dim of [8192, 4096] fp32 0.113 / 0.136, bf16 0.107 / 0.114; rows of 65536 fp32
-    # 0.187 / 0.207, bf16 0.104 / 0.095
+    # chunk at most ``max_block``), else ``loop`` or ``split``. 0: off. H100, % of the
+    # copy (chain-bench-20261207-7f0b789-h100.txt, fp32 / bf16): the outer dim of [8192,
+    # 4096] in 16 x 256 tiles (32 links) at 4 warps 83 / 59, the loop 62 / 37; 32 x 128
+    # (64 links) 77 / 52; 8 x 512 (16 links) 70 / 36. Decoupled look-back at 5a0d07b
+    # (ops-lookback-ab*-20261207-h100.json): 32 links 64 / 33 (4 warps: 72 / 45), 128 links 46 / 25, rows of
+    # 2**24 in 4096 links 15 / 7 (the split: 63 / 61)
     chain_links: int = 32
-    # ... a chunk of rows whose scanned dim is the stride-1 side
-    chain_chunk: int = 2048
-    # ... warps of a chain program (0: ``warps`` by its tile's elements)
-    chain_warps: int = 0
+    # ... the chunk of rows whose scanned dim is the stride-1 side: rows of 65536 at 8
+    # warps, 1 x 4096 tiles 95 / 91, 2 x 2048 94 / 85, 4 x 1024 93 / 81; the loop 82 / 89
+    chain_chunk: int = 4096
+    # ... warps of a chain program whose stride-1 side is a row coordinate (0: ``warps``
+    # by its tile's elements): 16 x 256 at 8 warps 75 / 46, at 4 83 / 59
+    chain_outer_warps: int = 4
     # a sorted row up to this many elements (padded to a power of two) is one tile
     max_sort_block: int = 2048
     # elements of a sort tile (rows x the padded row)
@@ -333,7 +335,9 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         mode = "block"
     elif chain is not None:
         mode, (block_r, block_n) = "chain", chain
-        warps = tuning.chain_warps or warps_for(block_r * block_n, tuning.warps)
+        warps = warps_for(block_r * block_n, tuning.warps)
+        if p.groups and not p.groups[0].reduced and tuning.chain_outer_warps:
+            warps = tuning.chain_outer_warps
     elif narrowed or tiles >= tuning.loop_tiles_per_sm * device.sm_count:
         mode = "loop"
     else:
@@ -356,7 +360,7 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
 
 def _chain_tile(p: Problem, n: int, nrows: int, tuning: ScanTuning) -> tuple[int, int] | None:
     """The (rows, chunk) tile of mode ``chain`` for rows of ``n`` longer than a tile, or
-    None: ``chain_links`` off, a running sum that is not fp32 (it is published packed
+    None: ``chain_links`` off, a running sum that is not fp32 (it is handed on packed
     with a ready bit in one int64), or a chunk too long for a tile. The chunk is the least
     power of two that cuts the row into at most ``chain_links``, at least the loop's
     (``tile_elements // outer_rows`` where the stride-1 side is a row coordinate, else
@@ -620,8 +624,8 @@ def reason(p: Problem, device: DeviceInfo, tuning: ScanTuning = DEFAULT_TUNING) 
         "loop": f"rows of {n} walked in chunks of {params.block_n}, a running sum carried",
         "chain": (
             f"rows of {n} in {cdiv(n, params.block_n)} chunks of {params.block_n}, a program "
-            "a chunk, each finding the running sum of the chunks before it by looking back "
-            "over their published sums (one pass)"
+            "a chunk, each handed the running sum of the chunks before it by the program of "
+            "the chunk before (one pass)"
         ),
         "split": (
             f"rows of {n} in {cdiv(n, params.block_n)} chunks each, too few rows to fill the "
@@ -709,9 +713,8 @@ def _merge_launches(
 
 
 def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Workspace, ...]:
-    """``chain``: the tickets' counter, the launch count and each chunk's published word
-    of each row, [2 + rows x (chunks - 1)] int64, kept (the counter left zeroed, the words
-    tagged with their launch); ``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
+    """``chain``: the tickets' counter and each chunk's running sums handed on, [1 + rows
+    x (chunks - 1)] int64, kept and left zeroed; ``split``: cumsum's chunk sums, then their running sums, [rows x chunks]; topk's
     candidates, each chunk's k packed keys, [rows x chunks x k]; ``merge``: two of the
     rows' packed keys padded to whole chunks, [rows x chunks x chunk], that the passes
     read and write in turn."""
@@ -720,9 +723,8 @@ def workspaces(segment: KernelSpec, p: Problem, params: ScanParams) -> tuple[Wor
         key = DataType.Int if params.packed == 64 else DataType.Int32
         return (Workspace("ws0", (size,), key), Workspace("ws1", (size,), key))
     if params.mode == "chain":
-        # the tickets' counter, the launch count, then each chunk's word a row (but the
-        # last chunk's)
-        size = 2 + max(1, chunks(p, params) - 1) * rows(p)
+        # the tickets' counter, then each chunk's running sums (but the last chunk's)
+        size = 1 + max(1, chunks(p, params) - 1) * rows(p)
         return (Workspace("ws0", (size,), DataType.Int, zeroed=True),)
     if params.mode != "split":
         return ()
