@@ -61,7 +61,7 @@ from .launch import LaunchRecord, argument_values, bind
 from .library import LibraryCall, ViewFn, call_library
 from .measure import Choice
 from .problems import build_problem
-from .replay import stream_key
+from .replay import stream_key, zero_kept
 from .schedule import SCHEDULERS, Scheduler, choose
 
 Heuristics = Callable[[Scheduler, Problem, DeviceInfo, Any], Any]
@@ -369,10 +369,9 @@ class CompiledFusion:
         kernels: tuple[tuple[Kernel, Any], ...],
         call: _Call,
     ) -> None:
-        workspaces = {
-            w.name: self._workspace(spec, w, call)
-            for w in scheduler.workspaces(spec, problem, params)
-        }
+        needed = scheduler.workspaces(spec, problem, params)
+        workspaces = {w.name: self._workspace(spec, w, call) for w in needed}
+        kept = [workspaces[w.name] for w in needed if w.zeroed]
         scalar_values = [call.scalars[id(s)] for s in spec.scalars]
         values = argument_values(
             spec, problem, params, call.env, call.extents, scalar_values, workspaces
@@ -384,7 +383,11 @@ class CompiledFusion:
             # None: no launch (then fn is not called)
             fn: Any = loaded.for_device(call.device.type) if call.launch else None
             timer = _Timer(call.device) if call.profile and call.launch else None
-            compiled = fn[launch_spec.grid](*args, **meta) if call.launch else None
+            try:
+                compiled = fn[launch_spec.grid](*args, **meta) if call.launch else None
+            except BaseException:
+                zero_kept(kept)
+                raise
             call.record.launches.append(
                 LaunchRecord(
                     kernel,

@@ -162,6 +162,16 @@ class LaunchPlan:
         return self.replay(inputs)
 
 
+def zero_kept(kept: Sequence[torch.Tensor]) -> None:
+    """After a launch that raised (on the CPU, the interpreter stops between programs: an
+    error, a KeyboardInterrupt): the kept workspaces zeroed again, as a finished launch
+    leaves them (a split's tickets counted part way would misplace the next launch's
+    finish; a chained scan's counter would start the next launch mid-way and wait for
+    chunks no program draws). A CUDA launch raises before it runs or not at all."""
+    for t in kept:
+        t.zero_()
+
+
 def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
     """The text of ``replay(inputs)`` for ``plan``, and the names it refers to."""
     env: dict[str, Any] = {"empty_strided": torch.empty_strided}
@@ -300,6 +310,13 @@ def _replay_source(plan: LaunchPlan) -> tuple[str, dict[str, Any]]:
         body += [f"    {c}" for c in calls]
         body.append("except (TypeError, AttributeError):")
         body.append("    return fall_back(inputs)")
+    elif plan.kept:  # interpreted launches stop between programs: kept tensors zeroed again
+        env["zero_kept"] = zero_kept
+        body.append("try:")
+        body += [f"    {c}" for c in calls]
+        body.append("except BaseException:")
+        body.append("    zero_kept(kept)")
+        body.append("    raise")
     else:
         body += calls
     for j, (k, shape, stride, delta) in sorted(plan.output_views.items()):
