@@ -320,6 +320,9 @@ def test_chained_cumsum_compiles_for_sm90(shape, dim, dtype):
     assert schedules(fd)[0].mode == "chain"
     (art,) = compiled(fd)
     assert art.local_bytes == 0, art.resources
-    for op in ("atom.global.gpu.relaxed.add.u64", "atom.global.gpu.release.exch.b64",
-               "atom.global.gpu.acquire.exch.b64"):
+    for op in (
+        "atom.global.gpu.relaxed.add.u64",
+        "atom.global.gpu.release.exch.b64",
+        "atom.global.gpu.acquire.exch.b64",
+    ):
         assert op in art.ptx, op

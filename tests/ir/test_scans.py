@@ -209,9 +209,7 @@ def test_cumsum_longer_than_the_default_tile_splits_into_chunks(dtype, mode, chu
 
 
 LONG = DEFAULT.with_fields(
-    scan=dict(
-        max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4, chain_links=0
-    )
+    scan=dict(max_block=32, chunk=32, tile_elements=64, outer_rows=2, sums_block=4, chain_links=0)
 )
 
 

@@ -19,7 +19,6 @@ import torch
 
 from layoutfuse.analysis.device import H200
 from layoutfuse.nvfuser import FusionDefinition
-from layoutfuse.schedulers.tuning import DEFAULT
 from layoutfuse.schedulers.scan import (
     ScanParams,
     ScanTuning,
@@ -29,6 +28,7 @@ from layoutfuse.schedulers.scan import (
     sort_warps,
     split_chunk,
 )
+from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, small_gpu
 
 

@@ -1,11 +1,16 @@
-import os, sys, torch, triton, triton.language as tl
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
 
 @triton.jit
 def chained(x, y, flags, ROWS, N, sr, sn, CHUNKS, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr):
     ROW_TILES = tl.cdiv(ROWS, BLOCK_R)
-    t = tl.atomic_add(flags, 1, sem='relaxed', scope='gpu')
+    t = tl.atomic_add(flags, 1, sem="relaxed", scope="gpu")
     if t == ROW_TILES * CHUNKS - 1:
-        tl.atomic_xchg(flags, 0, sem='relaxed', scope='gpu')
+        tl.atomic_xchg(flags, 0, sem="relaxed", scope="gpu")
     chunk = t // ROW_TILES
     rt = t % ROW_TILES
     rows = rt * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -21,15 +26,18 @@ def chained(x, y, flags, ROWS, N, sr, sn, CHUNKS, BLOCK_R: tl.constexpr, BLOCK_N
         word = tl.zeros([BLOCK_R], tl.int64)
         need = rmask
         while tl.max(need.to(tl.int32), axis=0) > 0:
-            got = tl.atomic_xchg(fp, 0, mask=need, sem='acquire', scope='gpu')
+            got = tl.atomic_xchg(fp, 0, mask=need, sem="acquire", scope="gpu")
             word = tl.where(need, got, word)
             need = need & (got == 0)
         carry = (word & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
     if chunk < CHUNKS - 1:
         inc = (carry + agg).to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
-        tl.atomic_xchg(flags + 1 + chunk * ROWS + rows, inc | (1 << 32), mask=rmask, sem='release', scope='gpu')
+        tl.atomic_xchg(
+            flags + 1 + chunk * ROWS + rows, inc | (1 << 32), mask=rmask, sem="release", scope="gpu"
+        )
     res = tl.cumsum(acc, axis=1) + carry[:, None]
     tl.store(y + off, res.to(y.dtype.element_ty), mask=mask)
+
 
 def run(x, dim, BR, BN):
     xt = x.movedim(dim, -1)
@@ -43,6 +51,7 @@ def run(x, dim, BR, BN):
     chained[grid](x2, y2, flags, R, N, x2.stride(0), x2.stride(1), chunks, BR, BN)
     assert flags.abs().sum().item() == 0, flags
     return y2
+
 
 if __name__ == "__main__":
     dev = sys.argv[1] if len(sys.argv) > 1 else "cpu"
