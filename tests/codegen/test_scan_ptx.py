@@ -326,3 +326,8 @@ def test_chained_cumsum_compiles_for_sm90(shape, dim, dtype):
         "atom.global.gpu.acquire.exch.b64",
     ):
         assert op in art.ptx, op
+    # the taken word, read by the one thread that owns each row, reaches the row's other
+    # threads through shared memory (Triton's lowering of a tensor atomic's result): every
+    # replica sees the same word, so all leave the wait together
+    after = art.ptx.split("atom.global.gpu.acquire.exch.b64", 1)[1].splitlines()[:6]
+    assert any("st.shared" in line for line in after), after

@@ -309,6 +309,24 @@ def test_chained_cumsum_fuses_its_prologue_and_epilogue():
     assert p.mode == "chain" and seg["ops"] == ["exp", "mul", "cumsum", "mul"]
 
 
+@pytest.mark.parametrize(
+    "shape, dim, tuning",
+    [((24, 45), 0, CHAIN), ((2, 9000), 1, DEFAULT), ((4096, 300), 0, DEFAULT)],
+)
+def test_chained_cumsum_gives_the_same_bits_every_call(shape, dim, tuning):
+    """Thirty calls of a chained cumsum give the same bits as the first, and torch's values:
+    on the GPU the programs of a row's chunks run at once, each waiting for the running sum
+    of the chunk before (a chunk that read it early, twice, or from another launch would
+    give other sums now and then); on the CPU they run in order."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(31))
+    fd, (first,) = run(lambda fd, t: fd.ops.cumsum(t, dim), [x], tuning=tuning)
+    check_cumsum(first, x, dim)
+    assert scan_params(fd)[0].mode == "chain"
+    for _ in range(29 if x.is_cuda else 2):
+        (out,) = fd.execute([x])
+        assert torch.equal(out, first)
+
+
 def test_cumsum_fuses_its_pointwise_prologue():
     g = torch.Generator().manual_seed(2)
     x, y = torch.randn(4, 33, generator=g), torch.randn(4, 33, generator=g)
