@@ -42,7 +42,7 @@ def main(out: str) -> None:
         for shape, dim in CASES:
             x = torch.randn(shape, device="cuda").to(dtype)
             y = torch.empty_like(x)
-            copy = time_kernel(lambda: y.copy_(x), "cuda")
+            copy = time_kernel(lambda x=x, y=y: y.copy_(x), "cuda")
             row = {"shape": shape, "dim": dim, "dtype": str(dtype), "copy_ms": copy}
             want = torch.cumsum(x.float(), dim)
             for name, tuning in TUNINGS.items():
@@ -53,7 +53,7 @@ def main(out: str) -> None:
                 err = (got.float() - want).abs().max().item() / max(1.0, want.abs().max().item())
                 sched = fd.executor().last_schedule()
                 p = sched[0] if isinstance(sched, list) else sched
-                ms = time_kernel(lambda fd=fd: fd.execute([x]), "cuda")
+                ms = time_kernel(lambda fd=fd, x=x: fd.execute([x]), "cuda")
                 row[name] = {
                     "ms": ms,
                     "mode": p.mode,
