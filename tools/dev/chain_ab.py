@@ -70,7 +70,8 @@ def main(out: str) -> None:
                 flush=True,
             )
             rows.append(row)
-    json.dump({"rows": rows, "device": torch.cuda.get_device_name()}, open(out, "w"), indent=1)
+            with open(out, "w") as f:  # after each case: a timeout keeps what ran
+                json.dump({"rows": rows, "device": torch.cuda.get_device_name()}, f, indent=1)
 
 
 if __name__ == "__main__":
