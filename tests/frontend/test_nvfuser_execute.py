@@ -240,5 +240,6 @@ def test_repro_inputs_of_one_value_and_of_integers_recreate():
     scope: dict = {"torch": torch}
     exec(made, scope)
     x, y, z = scope["inputs"]
-    assert torch.equal(x.cpu(), ints) and torch.equal(y.cpu(), torch.full((3,), 4.0).half())
+    assert torch.equal(x.cpu(), ints.cpu())
+    assert torch.equal(y.cpu(), torch.full((3,), 4.0).half().cpu())
     assert z.dtype == torch.int64 and 3 <= z.min() and z.max() <= 5

@@ -40,6 +40,8 @@ def _kept(fd) -> list[torch.Tensor]:
 @pytest.mark.parametrize("when", ["planning", "replay"])
 def test_an_interrupted_launch_leaves_its_kept_workspace_zeroed(monkeypatch, build, mode, when):
     x = torch.randn(6, 20000, generator=torch.Generator().manual_seed(29))
+    if x.is_cuda:
+        pytest.skip("interpreted launches only: a CUDA launch runs whole or not at all")
     fd, check = build(x)
     if when == "replay":
         check(fd.execute([x])[0])  # plans; the calls below replay
