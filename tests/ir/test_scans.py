@@ -193,12 +193,18 @@ def test_float64_cumsum_and_argsort():
     assert torch.equal(a, torch.argsort(x, dim=1, stable=True))
 
 
-@pytest.mark.parametrize("dtype, mode, chunk", [(F32, "chain", 4096), (I32, "split", 2048)])
-def test_cumsum_longer_than_the_default_tile_splits_into_chunks(dtype, mode, chunk):
+@pytest.mark.parametrize(
+    "dtype, link_bytes, mode, chunk",
+    [(F32, 0, "chain", 4096), (F32, None, "split", 2048), (I32, 0, "split", 2048)],
+)
+def test_cumsum_longer_than_the_default_tile_splits_into_chunks(dtype, link_bytes, mode, chunk):
     """Two rows of 5000: two chunks of 4096 in one chained pass where the running sum is
-    fp32; an int64 sum takes the split's three launches over chunks of 2048."""
+    fp32 and the links may carry any bytes; at the default ``chain_link_bytes`` (80 KB
+    moved is too little for two links), and for an int64 sum, the split's three launches
+    over chunks of 2048."""
     x = laid_out((2, 5000), (0, 1), dtype, seed=7)
-    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 1), [x])
+    tuning = DEFAULT if link_bytes is None else DEFAULT.with_fields(scan=dict(chain_link_bytes=0))
+    fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 1), [x], tuning=tuning)
     check_cumsum(out, x, 1)
     (p,) = scan_params(fd)
     assert (p.mode, p.block_n) == (mode, chunk)
@@ -254,9 +260,19 @@ def test_cumsum_over_a_strided_dim_in_narrowed_tiles(order, dtype):
 
 CHAIN = DEFAULT.with_fields(
     scan=dict(
-        max_block=64, chunk=16, chain_chunk=16, tile_elements=64, outer_rows=8, outer_min_bytes=4
+        max_block=64,
+        chunk=16,
+        chain_chunk=16,
+        tile_elements=64,
+        outer_rows=8,
+        outer_min_bytes=4,
+        chain_link_bytes=0,
     )
 )
+
+
+# the default tiles, the links carrying any bytes (the default wants 3 MB a link)
+ANY_BYTES = DEFAULT.with_fields(scan=dict(chain_link_bytes=0))
 
 
 def _chain_cases():
@@ -311,7 +327,7 @@ def test_chained_cumsum_fuses_its_prologue_and_epilogue():
 
 @pytest.mark.parametrize(
     "shape, dim, tuning",
-    [((24, 45), 0, CHAIN), ((2, 9000), 1, DEFAULT), ((4096, 300), 0, DEFAULT)],
+    [((24, 45), 0, CHAIN), ((2, 9000), 1, ANY_BYTES), ((2000, 300), 0, ANY_BYTES)],
 )
 def test_chained_cumsum_gives_the_same_bits_every_call(shape, dim, tuning):
     """Thirty calls of a chained cumsum give the same bits as the first, and torch's values:

@@ -231,17 +231,19 @@ def test_a_cumsum_over_the_outer_dim_narrows_its_tiles_for_one_pass(
 @pytest.mark.parametrize(
     "shape, dim, dtype, tile, links, warps",
     [
-        # the outer dim of [8192, 4096]: chunks of 256 (32 links), 16 columns (64 bytes),
-        # 4 warps (chain_outer_warps)
+        # the outer dim of [8192, 4096]: the loop's tile narrowed to 16 columns (256 row
+        # tiles, under 4 a multiprocessor), 32 chunks of 256; 4 warps (chain_outer_warps)
         ((8192, 4096), 0, torch.float32, (16, 256), 32, 4),
         ((8192, 4096), 0, torch.bfloat16, (16, 256), 32, 4),
-        # a short scanned dim: the loop's chunk of 64 (4096 // outer_rows), 64 columns
-        ((300, 5000), 0, torch.float32, (64, 64), 5, 4),
+        # 1024 rows of it: the same tile, 4 links of 8 (fp32) or 4 MB (bf16)
+        ((1024, 4096), 0, torch.float32, (16, 256), 4, 4),
+        ((1024, 4096), 0, torch.bfloat16, (16, 256), 4, 4),
+        # 300 rows of 5000 columns: tiles of 32 columns (157 of them), 3 chunks of 128
+        ((300, 5000), 0, torch.float32, (32, 128), 3, 4),
         # the rows are the stride-1 side: chunks of 4096 (chain_chunk), a row a tile,
         # warps by the tile's elements
         ((1024, 65536), 1, torch.float32, (1, 4096), 16, 8),
-        # 131072 / 32 = 4096 = max_block: the longest row in a chain
-        ((4, 131072), 1, torch.float16, (1, 4096), 32, 8),
+        ((256, 12000), 1, torch.bfloat16, (1, 4096), 3, 8),
     ],
 )
 def test_a_long_row_with_a_float_sum_is_one_chained_pass(shape, dim, dtype, tile, links, warps):
@@ -255,17 +257,23 @@ def test_a_long_row_with_a_float_sum_is_one_chained_pass(shape, dim, dtype, tile
 @pytest.mark.parametrize(
     "shape, dim, dtype, mode",
     [
-        # an int64 running sum is not published in one word: the loop or the split
+        # an int64 running sum is not handed on in one word: the loop or the split
         ((8192, 4096), 0, torch.int32, "loop"),
         ((4, 100000), 1, torch.float64, "split"),
-        # rows of 2**24 would take chunks of 2**19, beyond max_block
+        # rows of 2**24 would take 4096 links (chain_links)
         ((4, 1 << 24), 1, torch.float32, "split"),
-        # the outer dim of 65536: chunks of 2048 leave 2 columns (8 bytes), below
-        # outer_min_bytes
-        ((65536, 4096), 0, torch.float32, "loop"),
+        # the outer dim of 16384: 128 chunks of the loop's 32 x 128 tile
+        ((16384, 8192), 0, torch.float32, "loop"),
+        # 64 rows of 65536: 16 links of 2 MB, 4 rows of 131072: 32 of 128 KB
+        # (chain_link_bytes)
+        ((64, 65536), 1, torch.float32, "split"),
+        ((4, 131072), 1, torch.float16, "split"),
+        # 4096 row tiles of 2 rows, 31 a multiprocessor: the loop has programs enough
+        # (chain_tiles_per_sm)
+        ((8192, 8192), 1, torch.float32, "loop"),
+        ((100000, 5000), 1, torch.bfloat16, "loop"),
     ],
 )
 def test_what_the_chain_leaves_to_loop_and_split(shape, dim, dtype, mode):
-    x = torch.empty(shape, dtype=dtype, device="meta")
     params, _ = _cumsum_plan(shape, dim, dtype, tuning=DEFAULT)
-    assert params.mode == mode, (params, x.shape)
+    assert params.mode == mode, params

@@ -17,8 +17,9 @@ cumsum has four modes:
   each chunk's sum to a workspace, a second pass turns each row's chunk sums into
   running sums (in place), and the last pass scans each chunk again, starting from the
   running sum of the chunks before it. Every chunk runs in its own program;
-* ``chain``: a longer row whose running sum is fp32, in at most ``chain_links`` chunks:
-  one launch, a program a chunk, one pass. A program draws a ticket from a counter
+* ``chain``: a longer row whose running sum is fp32, where the loop's row tiles are too
+  few to fill the device (``_chain_tile``), in at most ``chain_links`` chunks: one
+  launch, a program a chunk, one pass. A program draws a ticket from a counter
   (chunk-major: the program of the chunk before has drawn its own, so it runs), loads and
   scans its chunk, then waits for the running sum of the chunks before it: the program of
   the chunk before hands it on in one int64 word a row (the fp32 bits and a ready bit),
@@ -132,23 +133,35 @@ class ScanTuning:
     loop_stages: int = 1
     # rows of chunk sums one program of the split's middle pass scans at a time
     sums_block: int = 1024
-    # a longer row with a fp32 running sum is cut into at most this many chunks, a
-    # program a chunk (mode ``chain``, one pass; ``_chain_tile``): the chunk is the least
-    # power of two that keeps them this few, at least the loop's (``tile_elements //
-    # outer_rows`` where the stride-1 side is a row coordinate, else ``chain_chunk``); it
-    # must leave that side at least ``outer_min_bytes`` a tile (and the scanned dim's
-    # chunk at most ``max_block``), else ``loop`` or ``split``. 0: off. H100, % of the
-    # copy (chain-bench-20261207-7f0b789-h100.txt, fp32 / bf16): the outer dim of [8192,
-    # 4096] in 16 x 256 tiles (32 links) at 4 warps 83 / 59, the loop 62 / 37; 32 x 128
-    # (64 links) 77 / 52; 8 x 512 (16 links) 70 / 36. Decoupled look-back at 5a0d07b
-    # (ops-lookback-ab*-20261207-h100.json): 32 links 64 / 33 (4 warps: 72 / 45), 128 links 46 / 25, rows of
-    # 2**24 in 4096 links 15 / 7 (the split: 63 / 61)
+    # a longer row with a fp32 running sum whose loop would have fewer row tiles than
+    # ``chain_tiles_per_sm`` a multiprocessor is cut into chunks, a program a chunk (mode
+    # ``chain``, one pass; ``_chain_tile``): the loop's tile (``1 x chain_chunk`` where the
+    # scanned dim is the stride-1 side), at most ``chain_links`` chunks a row, at least
+    # ``chain_link_bytes`` moved a link. 0: off. Each link waits for the one before, about
+    # 1-1.5 us on an H100 (tools/dev/chain_ab.py, chain-ab-20261207-c80c9b8-h100.json,
+    # where the chain took 32 links at any size: rows of 131072 in 32 chunks 32 us against
+    # the split's 12, [4096, 256] along dim 0 34 against 16, while [8192, 4096] along dim
+    # 0 took 109 us against the loop's 135 (fp32) and 79 against 115 (bf16); rows of
+    # 65536 188 against 211). Decoupled look-back (each chunk publishing its sum at once,
+    # the next walking back over them) at 5a0d07b was slower at every count
+    # (ops-lookback-ab*-20261207-h100.json: dim 0 of [8192, 4096] fp32 64% of the copy
+    # at 32 links, 46% at 128; rows of 2**24 in 4096 links 15%)
     chain_links: int = 32
-    # ... the chunk of rows whose scanned dim is the stride-1 side: rows of 65536 at 8
-    # warps, 1 x 4096 tiles 95 / 91, 2 x 2048 94 / 85, 4 x 1024 93 / 81; the loop 82 / 89
+    # ... the loop's row tiles at least this many a multiprocessor keep the loop: rows of
+    # 5000 (100000 of them) and of 8192 (8192) ran the loop at 70% and 97% of the copy,
+    # the chain at 63% and 96% (fp32; bf16 37 / 30%, 95 / 89%)
+    chain_tiles_per_sm: int = 4
+    # ... bytes moved (loads and stores) a link at least (a link's wait, about 1.2 us, at
+    # about 3 TB/s): rows of 65536 (64 of them) in 16 links of 2 MB took 22.8 us against
+    # the split's 20.9; [256, 12000] along dim 1 in 3 of 4 to 8 MB 9.6-12.6 against 16-18
+    chain_link_bytes: int = 3 << 20
+    # ... the chunk where the scanned dim is the stride-1 side (the prototype,
+    # chain-bench-20261207-7f0b789-h100.txt, % of the copy, fp32 / bf16: rows of 65536 in
+    # 1 x 4096 tiles 95 / 91, 2 x 2048 94 / 85, 4 x 1024 93 / 81; the loop 82 / 89)
     chain_chunk: int = 4096
     # ... warps of a chain program whose stride-1 side is a row coordinate (0: ``warps``
-    # by its tile's elements): 16 x 256 at 8 warps 75 / 46, at 4 83 / 59
+    # by its tile's elements): the outer dim of [8192, 4096] in 16 x 256 tiles at 8 warps
+    # 75 / 46% of the copy, at 4 83 / 59 (the loop 62 / 37); 32 x 128 tiles 77 / 52
     chain_outer_warps: int = 4
     # a sorted row up to this many elements (padded to a power of two) is one tile
     max_sort_block: int = 2048
@@ -330,7 +343,7 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         block_n = next_pow2(n) if next_pow2(n) <= tuning.max_block else tuning.chunk
         block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // block_n))
     tiles = cdiv(nrows, block_r)
-    chain = None if block_n >= n else _chain_tile(p, n, nrows, tuning)
+    chain = None if block_n >= n else _chain_tile(p, n, (block_r, block_n), device, tuning)
     if block_n >= n:
         mode = "block"
     elif chain is not None:
@@ -358,27 +371,31 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
     )
 
 
-def _chain_tile(p: Problem, n: int, nrows: int, tuning: ScanTuning) -> tuple[int, int] | None:
+def _chain_tile(
+    p: Problem, n: int, loop: tuple[int, int], device: DeviceInfo, tuning: ScanTuning
+) -> tuple[int, int] | None:
     """The (rows, chunk) tile of mode ``chain`` for rows of ``n`` longer than a tile, or
-    None: ``chain_links`` off, a running sum that is not fp32 (it is handed on packed
-    with a ready bit in one int64), or a chunk too long for a tile. The chunk is the least
-    power of two that cuts the row into at most ``chain_links``, at least the loop's
-    (``tile_elements // outer_rows`` where the stride-1 side is a row coordinate, else
-    ``chunk``); the rows fill the rest of ``tile_elements``."""
+    None. The tile is the loop's (``loop``: the outer rows narrowed for one pass, where
+    the stride-1 side is a row coordinate), or ``1 x chain_chunk`` where the scanned dim
+    is the stride-1 side; a program a chunk of it. None where ``chain_links`` is off, the
+    running sum is not fp32 (it is handed on packed with a ready bit in one int64), the
+    loop's row tiles reach ``chain_tiles_per_sm`` a multiprocessor (the loop has programs
+    enough), the row takes more than ``chain_links`` chunks, or the bytes the kernel moves
+    are under ``chain_link_bytes`` a link (each link waits for the one before)."""
     if tuning.chain_links == 0 or accumulates_in(p.dtypes[p.n_loads]) != DataType.Float:
         return None
-    chunk = next_pow2(cdiv(n, tuning.chain_links))
-    if p.groups and not p.groups[0].reduced:  # the stride-1 side is a row coordinate
-        chunk = max(chunk, tuning.tile_elements // tuning.outer_rows)
-        block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // chunk))
-        item = max(itemsize(p.dtypes[a]) for a in range(p.n_loads + p.n_stores))
-        if block_r < nrows and block_r * item < tuning.outer_min_bytes:
-            return None
-        return block_r, chunk
-    chunk = max(chunk, tuning.chain_chunk)
-    if chunk > tuning.max_block:
+    nrows = rows(p)
+    if cdiv(nrows, loop[0]) >= tuning.chain_tiles_per_sm * device.sm_count:
         return None
-    return min(next_pow2(nrows), max(1, tuning.tile_elements // chunk)), chunk
+    block_r, chunk = loop
+    if not (p.groups and not p.groups[0].reduced):  # the scanned dim is the stride-1 side
+        chunk = min(tuning.chain_chunk, tuning.max_block)
+        block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // chunk))
+    links = cdiv(n, chunk)
+    moved = p.numel * sum(itemsize(p.dtypes[a]) for a in range(p.n_loads + p.n_stores))
+    if links > tuning.chain_links or moved < links * tuning.chain_link_bytes:
+        return None
+    return block_r, chunk
 
 
 def _outer_rows(
