@@ -5,7 +5,7 @@ set -u
 out=${OUT:?}; commit=${COMMIT:?}; day=$(date -u +%Y%m%d)
 export PYTHONPATH=$PWD/src:$PWD LAYOUTFUSE_BENCH_COMMIT=$commit
 t0=$(date +%s)
-TEST_PATHS="tests/ir/test_scans.py tests/schedulers/test_scan.py tests/codegen/test_scan_ptx.py tests/runtime/test_interrupted_launches.py tests/frontend/test_nvfuser_execute.py tests/schedulers/test_normalization.py" \
+TEST_PATHS="tests/ir/test_scans.py tests/schedulers/test_scan.py tests/codegen/test_scan_ptx.py tests/runtime/test_interrupted_launches.py tests/frontend/test_nvfuser_execute.py tests/schedulers/test_normalization.py::test_looped_rows_keep_their_second_read_in_l2" \
   timeout ${TESTS_S:-100} tools/gpu-tests $out/tests 8 > /dev/null 2>&1
 echo "tests rc=$? $(( $(date +%s) - t0 )) s"
 cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-changed-$day-$commit-h100.txt
