@@ -13,7 +13,8 @@ import torch
 import triton.runtime.interpreter as interpreter
 
 from layoutfuse.nvfuser import FusionDefinition
-from support.execution import INTERPRETER_WARNINGS, schedules
+from layoutfuse.schedulers.tuning import DEFAULT
+from support.execution import INTERPRETER_WARNINGS, configured, schedules
 
 pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tmp")]
 
@@ -21,6 +22,8 @@ pytestmark = [*INTERPRETER_WARNINGS, pytest.mark.usefixtures("kernel_cache_in_tm
 def _chained_cumsum(x):
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.cumsum(fd.from_pytorch(x), 1))
+    # rows of 20000 in chunks, whatever bytes the links carry (the default wants 3 MB)
+    configured(fd, tuning=DEFAULT.with_fields(scan=dict(chain_link_bytes=0)))
     return fd, lambda out: torch.testing.assert_close(out, torch.cumsum(x, 1), rtol=1e-5, atol=1e-3)
 
 
