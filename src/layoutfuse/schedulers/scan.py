@@ -331,9 +331,15 @@ def _params(
     )
 
 
+def _rows_stride1(p: Problem) -> bool:
+    """Whether the stride-1 side (the innermost group) is a row coordinate, not the
+    scanned dim."""
+    return bool(p.groups) and not p.groups[0].reduced
+
+
 def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanParams:
     n, nrows = _scan_extent(p), rows(p)
-    if p.groups and not p.groups[0].reduced:
+    if _rows_stride1(p):
         # the stride-1 side is a row coordinate: a tile spans outer_rows of it, so
         # every load and store moves whole segments, and walks the dim in blocks
         block_r, narrowed = _outer_rows(p, n, nrows, device, tuning)
@@ -348,15 +354,13 @@ def _cumsum_params(p: Problem, device: DeviceInfo, tuning: ScanTuning) -> ScanPa
         mode = "block"
     elif chain is not None:
         mode, (block_r, block_n) = "chain", chain
-        warps = warps_for(block_r * block_n, tuning.warps)
-        if p.groups and not p.groups[0].reduced and tuning.chain_outer_warps:
-            warps = tuning.chain_outer_warps
     elif narrowed or tiles >= tuning.loop_tiles_per_sm * device.sm_count:
         mode = "loop"
     else:
         mode = "split"
-    if mode != "chain":
-        warps = warps_for(block_r * block_n, tuning.warps)
+    warps = warps_for(block_r * block_n, tuning.warps)
+    if mode == "chain" and _rows_stride1(p) and tuning.chain_outer_warps:
+        warps = tuning.chain_outer_warps
     # the middle pass's tile has the others' elements
     results = min(tuning.sums_block, max(1, tuning.tile_elements // block_r))
     return _params(
@@ -388,7 +392,7 @@ def _chain_tile(
     if cdiv(nrows, loop[0]) >= tuning.chain_tiles_per_sm * device.sm_count:
         return None
     block_r, chunk = loop
-    if not (p.groups and not p.groups[0].reduced):  # the scanned dim is the stride-1 side
+    if not _rows_stride1(p):  # the scanned dim is the stride-1 side
         chunk = min(tuning.chain_chunk, tuning.max_block)
         block_r = min(next_pow2(nrows), max(1, tuning.tile_elements // chunk))
     links = cdiv(n, chunk)
