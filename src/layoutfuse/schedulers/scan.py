@@ -148,12 +148,14 @@ class ScanTuning:
     # at 32 links, 46% at 128; rows of 2**24 in 4096 links 15%)
     chain_links: int = 32
     # ... the loop's row tiles at least this many a multiprocessor keep the loop: rows of
-    # 5000 (100000 of them) and of 8192 (8192) ran the loop at 70% and 97% of the copy,
-    # the chain at 63% and 96% (fp32; bf16 37 / 30%, 95 / 89%)
+    # 5000 (100000 of them) and of 8192 (8192 of them) ran the loop at 70% and 97% of the
+    # copy, the chain at 63% and 96% (fp32; bf16: the loop 37% and 95%, the chain 30% and
+    # 89%)
     chain_tiles_per_sm: int = 4
     # ... bytes moved (loads and stores) a link at least (a link's wait, about 1.2 us, at
     # about 3 TB/s): rows of 65536 (64 of them) in 16 links of 2 MB took 22.8 us against
-    # the split's 20.9; [256, 12000] along dim 1 in 3 of 4 to 8 MB 9.6-12.6 against 16-18
+    # the split's 20.9; [256, 12000] along dim 1 in 3 links of 4 (bf16) to 8 MB (fp32)
+    # 9.6-12.6 us against the split's 15.9-18.2
     chain_link_bytes: int = 3 << 20
     # ... the chunk where the scanned dim is the stride-1 side (the prototype,
     # chain-bench-20261207-7f0b789-h100.txt, % of the copy, fp32 / bf16: rows of 65536 in
