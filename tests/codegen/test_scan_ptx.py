@@ -169,9 +169,9 @@ def test_cumsum_along_a_strided_dim_moves_16_byte_vectors_across_rows():
     [((5, 5000), 1, 132, "split"), ((5, 5000), 1, 1, "loop"), ((1024, 64), 0, 132, "split")],
 )
 def test_default_long_row_kernels_compile_for_sm90(shape, dim, sms, mode):
-    """At the default tuning but mode ``chain`` (2048-element chunks, the middle pass's [2,
-    1024] tile): Triton 3.6's OptimizeThreadLocality pass once asserted on the middle
-    pass's loop."""
+    """At the default tuning with mode ``chain`` off (2048-element chunks, the middle
+    pass's [2, 1024] tile): Triton 3.6's OptimizeThreadLocality pass once asserted on the
+    middle pass's loop."""
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(5))
     no_chain = DEFAULT.with_fields(scan=dict(chain_links=0))
     fd = configured(_fusion("cumsum", x, dim), target=small_gpu(sms), tuning=no_chain)

@@ -193,6 +193,10 @@ def test_float64_cumsum_and_argsort():
     assert torch.equal(a, torch.argsort(x, dim=1, stable=True))
 
 
+# the default tiles, the links carrying any bytes (the default wants 3 MB a link)
+ANY_BYTES = DEFAULT.with_fields(scan=dict(chain_link_bytes=0))
+
+
 @pytest.mark.parametrize(
     "dtype, link_bytes, mode, chunk",
     [(F32, 0, "chain", 4096), (F32, None, "split", 2048), (I32, 0, "split", 2048)],
@@ -203,7 +207,7 @@ def test_cumsum_longer_than_the_default_tile_splits_into_chunks(dtype, link_byte
     moved is too little for two links), and for an int64 sum, the split's three launches
     over chunks of 2048."""
     x = laid_out((2, 5000), (0, 1), dtype, seed=7)
-    tuning = DEFAULT if link_bytes is None else DEFAULT.with_fields(scan=dict(chain_link_bytes=0))
+    tuning = DEFAULT if link_bytes is None else ANY_BYTES
     fd, (out,) = run(lambda fd, t: fd.ops.cumsum(t, 1), [x], tuning=tuning)
     check_cumsum(out, x, 1)
     (p,) = scan_params(fd)
@@ -269,10 +273,6 @@ CHAIN = DEFAULT.with_fields(
         chain_link_bytes=0,
     )
 )
-
-
-# the default tiles, the links carrying any bytes (the default wants 3 MB a link)
-ANY_BYTES = DEFAULT.with_fields(scan=dict(chain_link_bytes=0))
 
 
 def _chain_cases():
