@@ -610,7 +610,7 @@ class _ReductionEmitter:
             values += epilogue_values(
                 w, spec, results, lambda s: self.scalar_names[id(s)], self._result_zeros
             )
-        for k, out in enumerate(spec.results):
+        for k, (out, value) in enumerate(spec.stored_values(values)):
             a = spec.n_loads + k
             off = self.xoff[a]
             if any(params.zero_strides[a][g] for g in spans):  # the pointer spans the tile
@@ -620,7 +620,7 @@ class _ReductionEmitter:
             )
             w.line(
                 f"tl.store({self.ptr_of[id(out)]} + {off}, "
-                f"{storage_cast(values[k], out.dtype)}, mask={smask})"
+                f"{storage_cast(value, out.dtype)}, mask={smask})"
             )
 
     @property

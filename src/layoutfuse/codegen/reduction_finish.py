@@ -221,7 +221,7 @@ def _emit_output_stores(
         values += epilogue_values(
             w, spec, results, lambda sc: names[id(sc)], "tl.zeros([1, BLOCK_X], tl.int32)"
         )
-    for k, out in enumerate(spec.results):
+    for k, (out, value) in enumerate(spec.stored_values(values)):
         a = spec.n_loads + k
         terms = [
             (idx[g], 1 if params.unit_strides[a][g] else f"s{a}_{g}")
@@ -230,6 +230,4 @@ def _emit_output_stores(
         ]
         off = offset_expr(terms, f"{x} * 0")
         smask = one_write_per_element(w, xmask, [idx[g] for g in xg if params.zero_strides[a][g]])
-        w.line(
-            f"tl.store({out_ptr(out)} + {off}, {storage_cast(values[k], out.dtype)}, mask={smask})"
-        )
+        w.line(f"tl.store({out_ptr(out)} + {off}, {storage_cast(value, out.dtype)}, mask={smask})")

@@ -234,7 +234,8 @@ class FusionExecutor:
         result = [
             outputs[pos] for pos, spec in enumerate(self.fusion.outputs) if spec.alias_input is None
         ]
-        if key is not None and copies is not None and len(self._plans) < 64:
+        replayable = record is not None and not record.filled  # (fills: ``RunRecord``)
+        if key is not None and copies is not None and replayable and len(self._plans) < 64:
             assert record is not None  # copies: the kernels ran
             compiled = self._compiled if self._lowered is None else self._lowered._compiled
             kept = compiled.kept_tensors() if compiled is not None else frozenset()

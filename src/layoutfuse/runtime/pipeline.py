@@ -102,6 +102,9 @@ class RunRecord:
     # outputs a library call's results replaced (by the output's TensorView id): the
     # executor returns these tensors for them (``library.call_library``)
     bound: dict[int, torch.Tensor] = field(default_factory=dict)
+    # a reduction over an empty extent filled tensors on the host (``_fill_empty``): the
+    # replay plan holds launches and library calls only, so the executor makes none
+    filled: bool = False
 
     @property
     def params(self) -> list[Any]:
@@ -335,7 +338,11 @@ class CompiledFusion:
         result's empty value (sum 0, max -inf, a Welford's mean NaN: see the rows)."""
         for e in spec.reductions:
             for out, value in zip(e.outputs, empty_fill_values(e)):
+                if id(out) not in call.env:  # a result the kernel would not store
+                    assert isinstance(out, TensorView)
+                    call.env[id(out)] = _intermediate(out, call.extents, call.device)
                 writable(call.env[id(out)]).fill_(value)
+                call.record.filled |= call.env[id(out)].numel() > 0
         call.record.segments.append(
             SegmentRun(spec, "empty", None, None, (), f"{spec.reason} (an empty extent: no launch)")
         )

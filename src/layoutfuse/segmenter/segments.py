@@ -255,7 +255,38 @@ def _kernel_segments(
         if not any(a.tv is o for e in s.group.reductions for o in e.outputs)
     }
     group_specs, stored_by_groups = _group_specs(seg, memory_ids, loaded)
-    return _run_order(specs + group_specs), intermediates + stored_by_groups
+    specs = _run_order(specs + group_specs)
+    unread = _drop_unread_results(specs, seg.output_ids)
+    return specs, [t for t in intermediates + stored_by_groups if id(t) not in unread]
+
+
+def _drop_unread_results(specs: list[KernelSpec], output_ids: set[int]) -> set[int]:
+    """Reduction kernels (and their finer plans) stop storing the results that no kernel
+    loads and the fusion does not return: a var_mean's Welford stored its M2 and its int64
+    count beside the variance computed from them, 20 bytes a row where 8 are asked for
+    (r1_077, a var_mean over 7: more bytes stored than loaded). Returns their ids: they
+    need no buffer (over an empty extent ``Pipeline._fill_empty`` makes one for the
+    epilogue's fallback kernels, which read the fills)."""
+    read = {id(a.tv) for s in specs for a in _loads(s)}
+    dropped: set[int] = set()
+
+    def visit(spec: KernelSpec) -> None:
+        for part in spec.fallback:
+            visit(part)
+        if spec.kind != "reduction":
+            return
+        unread = {
+            id(o)
+            for e in spec.reductions
+            for o in e.outputs
+            if id(o) not in output_ids and id(o) not in read
+        }
+        if unread and spec.unstore(unread):
+            dropped.update(unread)
+
+    for spec in specs:
+        visit(spec)
+    return dropped
 
 
 def _loads(spec: KernelSpec) -> list[Access]:

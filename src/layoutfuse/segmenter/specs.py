@@ -53,6 +53,10 @@ class KernelSpec:
     # each tile is computed (a GELU backward's dgelu beside the bias grad that sums it):
     # the last stores; ``fallback`` holds the plan without them (a pointwise kernel)
     loop_stores: list[TensorView] = field(default_factory=list)
+    # ids of a reduction kernel's results that it computes but does not store: no kernel
+    # loads them and the fusion does not return them (a Welford's M2 and count under its
+    # variance, a sum under its mean: ``segments._drop_unread_results``)
+    unstored: frozenset[int] = frozenset()
 
     @property
     def reductions(self) -> list[Expr]:
@@ -60,10 +64,38 @@ class KernelSpec:
         return ([self.reduction] if self.reduction is not None else []) + self.siblings
 
     @property
-    def results(self) -> list[TensorView]:
-        """What a reduction kernel stores, in store order: each reduction's outputs, then
-        the epilogue's."""
+    def computed_results(self) -> list[TensorView]:
+        """What a reduction kernel computes per row: each reduction's outputs, then the
+        epilogue's."""
         return [o for e in self.reductions for o in e.outputs] + self.epilogue
+
+    @property
+    def results(self) -> list[TensorView]:
+        """What a reduction kernel stores, in store order: ``computed_results`` but the
+        ``unstored``."""
+        return [o for o in self.computed_results if id(o) not in self.unstored]
+
+    def unstore(self, ids: set[int]) -> bool:
+        """Stop storing the results ``ids`` (``unstored``): their accesses and pointer
+        arguments go. False, and nothing changes, where the pointers are not the loads'
+        and stores' tensors (a spec ``kernel_spec`` did not build)."""
+        n, k = self.n_loads, self.n_loads + self.n_stores
+        loads, stores = self.accesses[:n], self.accesses[n:k]
+        if self.memory != _distinct_tensors(loads + stores):
+            return False
+        kept = [a for a in stores if id(a.tv) not in ids]
+        self.accesses = loads + kept + self.accesses[k:]
+        self.memory = _distinct_tensors(loads + kept)
+        self.n_stores = len(kept)
+        self.outputs = [a.tv for a in kept]
+        self.unstored = self.unstored | frozenset(ids)
+        return True
+
+    def stored_values(self, values: list[str]) -> list[tuple[TensorView, str]]:
+        """Each stored result with its value, of ``values`` (one per ``computed_results``),
+        in store order."""
+        pairs = zip(self.computed_results, values, strict=True)
+        return [(o, v) for o, v in pairs if id(o) not in self.unstored]
 
 
 def _scalars_of(exprs: list[Expr]) -> list[Scalar]:
