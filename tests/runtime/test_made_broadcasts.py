@@ -99,3 +99,73 @@ def test_declared_and_whole_dims_of_one_stay_iteration_dims():
         fd.add_output(fd.ops.add(whole, t1))
     with pytest.raises(InputShapeError, match="not a broadcast dim"):
         fd.execute([torch.randn(1, 4), torch.randn(3, 4)])
+
+
+# --- squeezing a symbolic dim: nvFuser's squeeze of an ``IterType::Symbolic`` axis -----------
+def _squeezed(make, dim: int):
+    """A fusion squeezing dim ``dim`` of what ``make(fd, t0, n)`` makes from a [-1, -1]
+    input and an integer scalar, returned beside a pointwise use of it."""
+    with FusionDefinition() as fd:
+        t0 = _matrix(fd)
+        n = fd.define_scalar(dtype=DataType.Int)
+        made = make(fd, t0, n)
+        fd.add_output(fd.ops.mul(fd.ops.squeeze(made, [dim]), fd.define_scalar(2.0)))
+    return fd
+
+
+MAKERS = {
+    # name: (make, the squeezed dim, torch's value for x and n = 1)
+    "topk_k": (lambda fd, t, n: fd.ops.topk(t, n, dim=0)[0], 0, lambda x: x.max(0).values),
+    "slice": (
+        lambda fd, t, n: fd.ops.slice(t, start_indices=[0, 2], end_indices=[fd.ops.size(t, 0), 3]),
+        1,
+        lambda x: x[:, 2],
+    ),
+    "reshape": (
+        lambda fd, t, n: fd.ops.reshape(t, [n, fd.ops.size(t, 0), fd.ops.size(t, 1)]),
+        0,
+        lambda x: x,
+    ),
+    "full": (
+        lambda fd, t, n: fd.ops.add(
+            fd.ops.full(shape=[n, 4], fill_value=fd.define_scalar(1.5), dtype=DataType.Float),
+            fd.ops.slice(t, start_indices=[0, 0], end_indices=[1, 4]),
+        ),
+        0,
+        lambda x: x[0] + 1.5,
+    ),
+}
+
+
+@pytest.mark.parametrize("maker", sorted(MAKERS))
+def test_a_symbolic_dim_may_be_squeezed_and_is_checked_at_run_time(maker):
+    """topk's run-time k, a slice, a reshape and a factory make a symbolic dim: squeezing it
+    is accepted when the fusion is defined (program 467426 of the generated programs was
+    refused); a run where it is 1 returns torch's values (twice: the replay too), one where
+    it is 2 raises naming the squeeze."""
+    make, dim, ref = MAKERS[maker]
+    x = torch.randn(3, 4)
+    fd = _squeezed(make, dim)
+    for _ in range(2):
+        (out,) = fd.execute([x, 1])
+        torch.testing.assert_close(out, 2 * ref(x))
+    if maker in ("topk_k", "full"):  # (the slice's is one wide whatever the scalar; the
+        #   reshape's element count would not match first)
+        with pytest.raises(InputShapeError, match="squeezed dim .* expected 1"):
+            _squeezed(make, dim).execute([x, 2])
+    _compiled(fd)
+
+
+def test_a_declared_symbolic_dim_may_not_be_squeezed():
+    """An input's dim of unknown extent is an iteration dim (nvFuser refuses too), and so is
+    a pointwise result where it meets one."""
+    with FusionDefinition() as fd:
+        t0 = _matrix(fd)
+        n = fd.define_scalar(dtype=DataType.Int)
+        with pytest.raises(Exception, match="squeeze: dim 0 has extent symbolic"):
+            fd.ops.squeeze(t0, [0])
+        top, _ = fd.ops.topk(t0, n, dim=0)
+        mixed = fd.ops.add(top, fd.ops.slice(t0, start_indices=[0, 0], end_indices=[1, 4]))
+        fd.ops.squeeze(mixed, [0])  # two made dims meeting: still symbolic
+        with pytest.raises(Exception, match="squeeze: dim 0 has extent symbolic"):
+            fd.ops.squeeze(fd.ops.add(top, t0), [0])

@@ -389,9 +389,10 @@ def define(
 
 def check_program(program: Program, compile_sm90: bool = False) -> str:
     """Define and run ``program``; "ran", or "refused" where torch and layoutfuse both
-    refuse its last step. Raises AssertionError on any difference. A program with random
-    ops runs twice and must give the same bits; ``compile_sm90``: the kernels of its run
-    are compiled for sm_90 too (``codegen.hopper_check``)."""
+    refuse its last step. Raises AssertionError on any difference. Every program runs
+    twice (the planned call, then the replay a repeated call takes), each checked against
+    torch; one with random ops must give the same bits both times; ``compile_sm90``: the
+    kernels of its run are compiled for sm_90 too (``codegen.hopper_check``)."""
     tensors = {
         k: realize(inp.values, inp.layout)
         for k, inp in program.inputs
@@ -417,8 +418,15 @@ def check_program(program: Program, compile_sm90: bool = False) -> str:
             for k, (v, so) in enumerate(program.outputs)
             for p in output_problems(k, outs, program.values[v], so, program, tensors)
         ]
-        if not problems and any(s.op in RANDOM_OPS for s in program.steps):
-            problems = nondeterminism(outs, fd.execute(args))
+        if not problems:  # a repeated call: what the replay plan runs (``runtime/replay.py``)
+            again = fd.execute(args)
+            problems = [
+                f"second call: {p}"
+                for k, (v, so) in enumerate(program.outputs)
+                for p in output_problems(k, again, program.values[v], so, program, tensors)
+            ]
+            if not problems and any(s.op in RANDOM_OPS for s in program.steps):
+                problems = nondeterminism(outs, again)
         if not problems and compile_sm90:
             problems = [
                 f"kernel {a.name}: its PTX has no sm_90 target"

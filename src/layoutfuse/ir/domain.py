@@ -8,6 +8,11 @@ shared through a view, e.g. ``set``); its extent is a static ``int`` or ``None``
 * ``REDUCTION``: an axis a reduction consumed; it stays in the reduction output's
   logical domain (as in nvFuser) but is never allocated;
 * ``BROADCAST``: extent 1, or ``expanded`` to a larger extent with stride 0.
+
+An iteration axis of unknown extent that an op makes when the fusion runs (a factory's,
+a reshape's, a resize by slice or pad, topk's k) is ``symbolic``, as nvFuser's
+``IterType::Symbolic``: it may be squeezed, and the run checks that its extent is 1. A
+declared input axis of unknown extent is not (nvFuser refuses to squeeze it).
 """
 
 from __future__ import annotations
@@ -26,10 +31,14 @@ class IterType(enum.Enum):
 
 
 class IterDomain:
-    __slots__ = ("extent", "iter_type", "expanded", "uid")
+    __slots__ = ("extent", "iter_type", "expanded", "symbolic", "uid")
 
     def __init__(
-        self, extent: int | None, iter_type: IterType = IterType.ITERATION, expanded: bool = False
+        self,
+        extent: int | None,
+        iter_type: IterType = IterType.ITERATION,
+        expanded: bool = False,
+        symbolic: bool = False,
     ):
         if extent is not None and extent < 0:
             raise ValueError(f"extent must be >= 0, got {extent}")
@@ -38,6 +47,8 @@ class IterDomain:
         self.extent = extent
         self.iter_type = iter_type
         self.expanded = expanded
+        # made at run time with an unknown extent (the module's docstring)
+        self.symbolic = symbolic and extent is None and iter_type is IterType.ITERATION
         self.uid = next(_ids)
 
     @property
@@ -60,6 +71,11 @@ class IterDomain:
     @staticmethod
     def iteration(extent: int | None) -> IterDomain:
         return IterDomain(extent, IterType.ITERATION)
+
+    @staticmethod
+    def made(extent: int | None) -> IterDomain:
+        """An iteration axis an op makes: symbolic where its extent is unknown."""
+        return IterDomain(extent, IterType.ITERATION, symbolic=True)
 
     @staticmethod
     def broadcast(extent: int | None = 1) -> IterDomain:

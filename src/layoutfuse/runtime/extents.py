@@ -162,6 +162,13 @@ class _Propagator:
         elif name == "squeeze":
             x, dims = expr.inputs[0], expr.attrs["dims"]
             assert isinstance(x, TensorView)
+            for i in dims:  # a symbolic dim (``ir.domain``): 1 at run time
+                d = x.shape_domain[i]
+                if not d.is_broadcast and self.ext[d.uid] != 1:
+                    raise InputShapeError(
+                        f"{expr!r}: squeezed dim {i} of T{x.index} has extent "
+                        f"{self.ext[d.uid]} at run time ({self.origin(d)}), expected 1"
+                    )
             kept = [d for i, d in enumerate(x.shape_domain) if i not in dims]
             self.copy(expr, out, zip(kept, out.shape_domain))
         elif name == "broadcast_in_dim":

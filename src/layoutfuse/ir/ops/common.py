@@ -128,15 +128,18 @@ def emit(
     return fusion.add_expr(Expr(op, tuple(inputs), tuple(outputs), dict(attrs)))
 
 
-def factory_id(extent: int | None) -> IterDomain:
+def factory_id(extent: int | None, made: bool = True) -> IterDomain:
     """A dim of a tensor a factory makes (full, the random ops, a library result): a
     broadcast dim where its extent is the constant 1, as nvFuser's factories make it, so
-    it broadcasts against any extent; else an iteration dim."""
-    return IterDomain(extent, IterType.BROADCAST) if extent == 1 else IterDomain(extent)
+    it broadcasts against any extent; else an iteration dim, symbolic where ``made`` (a
+    factory's run-time extent; a library result's dims follow its operands')."""
+    if extent == 1:
+        return IterDomain(extent, IterType.BROADCAST)
+    return IterDomain(extent, symbolic=made)
 
 
 def clone_id(d: IterDomain) -> IterDomain:
-    return IterDomain(d.extent, d.iter_type, d.expanded)
+    return IterDomain(d.extent, d.iter_type, d.expanded, d.symbolic)
 
 
 def combine_ids(ids: list[IterDomain], op: str, dim: int) -> IterDomain:
@@ -154,7 +157,9 @@ def combine_ids(ids: list[IterDomain], op: str, dim: int) -> IterDomain:
         raise DefinitionError(
             f"{op}: operands have incompatible extents {sorted(statics | expanded)} at dim {dim}"
         )
-    return IterDomain(next(iter(statics)) if statics else None)
+    # symbolic where every operand's axis there is (an iteration axis wins, as in nvFuser)
+    made = all(d.symbolic for d in concrete)
+    return IterDomain(next(iter(statics)) if statics else None, symbolic=made)
 
 
 __all__ = ["Scalar", "TensorView", "Val", "Vector"]

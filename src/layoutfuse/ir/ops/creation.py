@@ -67,6 +67,6 @@ def iota(
     # cast: the same pure call was just checked to be not None
     if static_value(n) is not None and cast(int, static_value(n)) < 0:
         raise DefinitionError(f"iota: length {static_value(n)} must be >= 0")
-    out = TensorView(f, [IterDomain(static_value(n))], dtype)
+    out = TensorView(f, [IterDomain.made(static_value(n))], dtype)
     emit(f, IOTA, [n, st, sp], [out], dtype=dtype)
     return out

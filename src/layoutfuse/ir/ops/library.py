@@ -104,7 +104,7 @@ def library_op(name: str, operands: Mapping[str, Val | None], **attrs: Any) -> l
     shapes = row.shapes({n: t.static_shape for n, t in tensors.items()}, attrs)
     dtypes = row.dtypes({n: t.dtype for n, t in tensors.items()}, attrs)
     outs = [
-        TensorView(fusion, [factory_id(e) for e in shape], dtype)
+        TensorView(fusion, [factory_id(e, made=False) for e in shape], dtype)
         for shape, dtype in zip(shapes, dtypes)
     ]
     names = tuple(n for n in row.operands if n in present)

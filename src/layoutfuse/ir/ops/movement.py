@@ -194,7 +194,7 @@ def slice_(
         if src.is_broadcast and ext != 0:
             out_ids.append(IterDomain.broadcast(ext) if src.expanded else IterDomain.broadcast(1))
         else:
-            out_ids.append(IterDomain(ext))
+            out_ids.append(IterDomain.made(ext))
     if trivial:
         from .shape import set_
 
@@ -356,13 +356,13 @@ def padded(
         src = x.shape_domain[d]
         ext = _pad_extent(src.extent, lo, hi, op, d)
         moved = static_value(_width(f, lo)) != 0 or static_value(_width(f, hi)) != 0
-        out_id = IterDomain(ext) if moved else clone_id(src)
+        out_id = IterDomain.made(ext) if moved else clone_id(src)
         if isinstance(fill, TensorView):
             from .common import combine_ids
 
             out_id = combine_ids([out_id, fill.shape_domain[d]], op, d)
             if moved and out_id.is_broadcast:
-                out_id = IterDomain(ext)
+                out_id = IterDomain.made(ext)
         out_ids.append(out_id)
     out = TensorView(f, out_ids, x.dtype)
     shifts = [_width(f, _neg(lo)) for lo in lows]

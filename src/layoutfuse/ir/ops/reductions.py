@@ -284,7 +284,7 @@ def _reduced_domain(x: TensorView, dims: tuple[int, ...]) -> list[IterDomain]:
         if i in dims:
             out.append(IterDomain(d.extent, IterType.REDUCTION))
         else:
-            out.append(IterDomain(d.extent, d.iter_type, d.expanded))
+            out.append(IterDomain(d.extent, d.iter_type, d.expanded, d.symbolic))
     return out
 
 

@@ -64,9 +64,15 @@ def scan_dim(e: Any) -> int:
     return int(e.attrs["dim"])
 
 
-def _row_domain(x: TensorView, dim: int, extent: int | None) -> list[IterDomain]:
-    """``x``'s dims with ``dim`` a plain dim of ``extent`` (its values differ along it)."""
-    return [IterDomain(extent) if i == dim else clone_id(d) for i, d in enumerate(x.shape_domain)]
+def _row_domain(
+    x: TensorView, dim: int, extent: int | None, made: bool = False
+) -> list[IterDomain]:
+    """``x``'s dims with ``dim`` a plain dim of ``extent`` (its values differ along it;
+    ``made``: topk's k, symbolic where it is not a constant)."""
+    return [
+        IterDomain(extent, symbolic=made) if i == dim else clone_id(d)
+        for i, d in enumerate(x.shape_domain)
+    ]
 
 
 def _check_sortable(x: TensorView, op: str) -> None:
@@ -106,8 +112,8 @@ def topk(
     ks, n = static_value(kv), x.shape_domain[d].extent
     if ks is not None and (ks < 0 or (n is not None and ks > n)):
         raise DefinitionError(f"topk: k {ks} is out of range for dim {d} of extent {n}")
-    values = TensorView(x.fusion, _row_domain(x, d, ks), x.dtype)
-    indices = TensorView(x.fusion, _row_domain(x, d, ks), DataType.Int)
+    values = TensorView(x.fusion, _row_domain(x, d, ks, made=True), x.dtype)
+    indices = TensorView(x.fusion, _row_domain(x, d, ks, made=True), DataType.Int)
     emit(
         x.fusion,
         TOPK,

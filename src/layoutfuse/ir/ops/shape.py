@@ -185,7 +185,8 @@ def broadcast_in_dim(x: TensorView, shape: Shape, broadcast_dims: Sequence[int])
                         f"broadcast_in_dim: input dim {bdims.index(j)} has extent {src.extent}, "
                         f"which cannot become {ext} at output dim {j}"
                     )
-                out_ids.append(IterDomain(src.extent if src.extent is not None else ext))
+                extent = src.extent if src.extent is not None else ext
+                out_ids.append(IterDomain(extent, symbolic=src.symbolic))
         else:
             out_ids.append(IterDomain.broadcast(ext))
     out = TensorView(f, out_ids, x.dtype)
@@ -285,10 +286,12 @@ def squeeze(x: TensorView, dims: Sequence[int], squeeze_expanded: bool = False) 
                 f"squeeze: dim {d} is an expanded broadcast; pass "
                 f"squeeze_expanded=True to squeeze it"
             )
-        if not dom.is_broadcast and dom.extent != 1:
+        if not dom.is_broadcast and dom.extent != 1 and not dom.symbolic:
             raise DefinitionError(
                 f"squeeze: dim {d} has extent "
-                f"{'symbolic' if dom.extent is None else dom.extent}, expected 1"
+                f"{'symbolic' if dom.extent is None else dom.extent}, expected 1 (a dim an op "
+                f"makes at run time may be squeezed, checked when the fusion runs; a declared "
+                f"input's may not)"
             )
     out_ids = [clone_id(d) for i, d in enumerate(x.shape_domain) if i not in nd]
     out = TensorView(x.fusion, out_ids, x.dtype)
@@ -398,7 +401,7 @@ def reshape(x: TensorView, new_shape: Shape) -> TensorView:
             f"reshape: cannot reshape {in_static} ({numel} elements) into "
             f"{vals} ({_prod(vals)} elements)"
         )
-    out_ids = [IterDomain.broadcast(1) if v == 1 else IterDomain(v) for v in vals]
+    out_ids = [IterDomain.broadcast(1) if v == 1 else IterDomain.made(v) for v in vals]
     out = TensorView(f, out_ids, x.dtype)
     groups = reshape_groups(in_static, vals)
     emit(f, RESHAPE, [x, *shape_s], [out], **({"groups": groups} if groups else {}))
