@@ -98,8 +98,9 @@ def test_split_var_mean_finishes_two_results(finish, layout):
     assert run.params.finish == finish
     assert len(run.kernels) == (2 if finish == "kernel" else 1)
     assert len(_stores(fd)) == 2, _stores(fd)
-    (art, *_) = compile_last_run(fd.executor())
-    assert ".target sm_90" in art.ptx
+    if layout == "row":  # (a few seconds each)
+        for art in compile_last_run(fd.executor()):
+            assert ".target sm_90" in art.ptx
 
 
 def test_a_mean_does_not_store_its_sum():
