@@ -122,6 +122,22 @@ def test_keepdim_broadcast_goes_outermost():
     assert only(build) == OutputLayout("inferred", (1, 0))
 
 
+def test_a_reference_dim_the_output_has_one_wide_does_not_stop_the_walk():
+    """topk's k = 1 along a column-major input's innermost dim, then an index_select
+    (which makes the one-wide dim a broadcast): the walk skips it and maps the rest
+    (generated program 32533 came back row-major)."""
+
+    def build(f):
+        x = define_tensor(f, [-1, -1, -1], stride_order=[0, 1, 2])  # dim 0 innermost
+        index = define_tensor(f, [-1], dtype=DataType.Int)
+        values, _ = ops.topk(x, 1, dim=0)
+        return [ops.index_select(values, index, 2), values]
+
+    selected, values = layouts(build).values()
+    assert values == OutputLayout("inferred", (2, 1, 0))
+    assert selected == OutputLayout("inferred", (0, 2, 1))
+
+
 def test_reference_is_the_input_with_most_non_broadcast_dims():
     def build(f):
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])
