@@ -122,10 +122,11 @@ def test_keepdim_broadcast_goes_outermost():
     assert only(build) == OutputLayout("inferred", (1, 0))
 
 
-def test_a_reference_dim_the_output_has_one_wide_does_not_stop_the_walk():
-    """topk's k = 1 along a column-major input's innermost dim, then an index_select
-    (which makes the one-wide dim a broadcast): the walk skips it and maps the rest
-    (generated program 32533 came back row-major)."""
+def test_index_select_keeps_the_dims_of_its_arg():
+    """topk's k = 1 along a column-major input's innermost dim, then an index_select: its
+    output's dim of extent 1 is topk's (no broadcast, as nvFuser's index_select takes the
+    looked-up tensor's dims), so the walk maps it and goes on (generated program 32533
+    came back row-major: the index's broadcast had made it one, where the walk stopped)."""
 
     def build(f):
         x = define_tensor(f, [-1, -1, -1], stride_order=[0, 1, 2])  # dim 0 innermost
@@ -135,7 +136,7 @@ def test_a_reference_dim_the_output_has_one_wide_does_not_stop_the_walk():
 
     selected, values = layouts(build).values()
     assert values == OutputLayout("inferred", (2, 1, 0))
-    assert selected == OutputLayout("inferred", (0, 2, 1))
+    assert selected == OutputLayout("inferred", (2, 1, 0))
 
 
 def test_reference_is_the_input_with_most_non_broadcast_dims():

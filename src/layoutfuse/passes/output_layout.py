@@ -180,12 +180,9 @@ def _map_order(fusion: Fusion, ref: TensorView, out: TensorView) -> tuple[int, .
     """The output order from ``ref``'s allocation order, or None if no dim maps."""
     ref_of, reduced = map_reference_dims(fusion, ref)
     positions: dict[int, list[int]] = {}
-    one_wide: set[int] = set()  # reference dims the output has as broadcasts only
     for j, d in enumerate(out.shape_domain):
         k = ref_of.get(d.uid)
-        if k is not None and d.is_broadcast:
-            one_wide.add(k)
-        elif k is not None:
+        if k is not None and not d.is_broadcast:
             positions.setdefault(k, []).append(j)
     gone = reduced.get(id(out), set())
     mapped: list[int] = []
@@ -195,10 +192,6 @@ def _map_order(fusion: Fusion, ref: TensorView, out: TensorView) -> tuple[int, .
             # the reference's broadcast (even expanded) dims carry no order; a dim a
             # reduction consumed is skipped unless the output has it again (softmax:
             # the row is reduced, broadcast and combined with itself)
-            continue
-        if k in one_wide and k not in positions:
-            # the output has it one wide (an index_select of topk's k = 1 made it a
-            # broadcast): no order either, and the walk goes on (generated program 32533)
             continue
         if k in positions:
             mapped.extend(reversed(positions[k]))

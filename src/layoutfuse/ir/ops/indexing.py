@@ -112,15 +112,21 @@ def _gather_dim(
     source: str,
     mode: str,
     negative: bool = False,
+    arg_kept: bool = False,
 ) -> TensorView:
     """The row's expr: ``index`` already has the output's shape. An output dim where the
     index is expanded and ``arg`` is not is a plain dim of the index's extent (gather's
     index may be shorter than ``arg`` there); where the index is a broadcast of extent 1
-    the output's is one too (it broadcasts against any extent, as torch's size-1 dims)."""
+    the output's is one too (it broadcasts against any extent, as torch's size-1 dims).
+    ``arg_kept``: the index is a 1-D one broadcast to ``arg``'s shape (index_select), so
+    the output's other dims are ``arg``'s, as nvFuser's index_select makes them (a dim
+    of extent 1 that is no broadcast in ``arg`` stays none: generated program 32533)."""
     ids = [clone_id(d) for d in index.shape_domain]
     for k, j in enumerate(arg_dims):
         a = arg.shape_domain[k]
-        if k != dim and ids[j].is_broadcast and ids[j].expanded and not a.is_broadcast:
+        if k != dim and arg_kept:
+            ids[j] = clone_id(a)
+        elif k != dim and ids[j].is_broadcast and ids[j].expanded and not a.is_broadcast:
             ids[j] = IterDomain(ids[j].extent)
     out = TensorView(arg.fusion, ids, arg.dtype)
     emit(
@@ -146,7 +152,7 @@ def index_select(arg: TensorView, index: TensorView, dim: int) -> TensorView:
     d = normalize_dim(dim, arg.ndim, "index_select")
     shape = [_extent(arg, k) if k != d else _extent(index, 0) for k in range(arg.ndim)]
     idx = broadcast_in_dim(index, shape, [d])
-    return _gather_dim(arg, idx, d, range(arg.ndim), "index_select", "eq")
+    return _gather_dim(arg, idx, d, range(arg.ndim), "index_select", "eq", arg_kept=True)
 
 
 def gather(arg: TensorView, index: TensorView, dim: int) -> TensorView:
