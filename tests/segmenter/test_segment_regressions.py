@@ -166,3 +166,33 @@ def test_a_kernel_does_not_store_what_reads_a_reduction_of_its_own_results(rows)
     lse = torch.log(ref_e.float().sum(0, keepdim=True)).half()
     torch.testing.assert_close(e, ref_e)
     torch.testing.assert_close(y, torch.cat([lse, tail]) * x, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (0, 2, 1)], ids=["row", "mem021"])
+def test_the_finer_plan_stores_an_output_its_root_reaches_through_an_expand(order):
+    """A max over every dim of a gather's output, combined with it and expanded to 3
+    rows; the gather's output returned too. The normalization kernel's finer plan (a
+    reduction kernel, then a pointwise kernel rooted at the expand that also stores the
+    gather's output in its coordinates) loaded the gather's arg only along the expand's
+    path, not where the gather's output is stored (program 67447: "T0 is neither loaded
+    nor computed in this kernel")."""
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn([(2, 2, 6)[d] for d in order], generator=gen)
+    x = x.permute([order.index(d) for d in range(3)])
+    index = torch.randint(0, 6, (1, 2, 1), generator=gen, dtype=torch.int32).expand(1, 2, 4)
+    with FusionDefinition() as fd:
+        t0, t1 = fd.from_pytorch(x), fd.from_pytorch(index)
+        g = fd.ops.gather(t0, t1, dim=2)
+        top = fd.ops.tanh(fd.ops.max(g, dims=[0, 1, 2], keepdim=False))
+        both = fd.ops.minimum(top, fd.ops.minimum(g, g))
+        fd.add_output(fd.ops.expand(both, shape=[3, -1, -1]))
+        fd.add_output(g)
+    for _ in range(2):
+        wide, out_g = fd.execute([x, index])
+        ref_g = torch.gather(x, 2, index)
+        torch.testing.assert_close(out_g, ref_g)
+        torch.testing.assert_close(
+            wide, torch.minimum(torch.tanh(ref_g.max()), ref_g).expand(3, -1, -1)
+        )
+    kinds = [r.scheduler for r in fd.executor().last_run.segments]
+    assert "pointwise" in kinds, kinds

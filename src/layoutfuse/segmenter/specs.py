@@ -542,15 +542,20 @@ def _fallback_pointwise(
     up = upstream_tensors(group.root, memory_ids)
     with_root = {id(group.root)} | {id(p) for p in group.partners + group.beside}
     if stores:
+        chosen = [a for a in stores if id(a.tv) in with_root or id(a.tv) in up]
         fb.append(
             kernel_spec(
                 "pointwise",
                 group.root,
                 memory_ids,
-                [a for a in stores if id(a.tv) in with_root or id(a.tv) in up],
+                chosen,
                 reason="pointwise work after the reductions",
                 partners=group.partners,
                 beside=group.beside,
+                # an output upstream of the root stored in the root's coordinates: what it
+                # loads there, not only along the root's path (a gather's output that the
+                # root reaches through an expand: generated program 67447)
+                also=tuple(a.tv for a in chosen if not a.chain and id(a.tv) not in with_root),
             )
         )
     for a in stores:
