@@ -96,6 +96,12 @@ def reduction_compute(name: str, x: Value, dims: Sequence[int], keepdim: bool):
         peak = data.abs().clamp(min=1.0).log().sum(dims).max() if data.numel() else 0.0
         if float(peak) >= math.log(torch.finfo(acc.dtype).max):
             raise Unusable("prod: a partial product may overflow in another order")
+        # and the product of every nonzero factor below 1: a partial product below the
+        # normal range loses bits in one order and not another (program 67408: a factor
+        # of 2**-149 made torch's dim-by-dim reference 1.34e-29 where the product is 2.02e-29)
+        floor = data.abs().where(data != 0, 1.0).clamp(max=1.0).log().sum(dims).min()
+        if data.numel() and float(floor) < math.log(torch.finfo(acc.dtype).tiny):
+            raise Unusable("prod: a partial product may fall below the normal range")
         if x.exact and exact_prod(data, dims):
             return faithful, 0.0 if same_values(faithful, true) else rounding(out), 0.0
         return faithful, n * (x.err + 2 * EPS32) + rounding(out), 0.0
