@@ -15,7 +15,7 @@ cat $out/tests-gpu-changed-$day-$commit-$gpu.txt; rm -rf $out/tests
 t0=$(date +%s)
 timeout ${AB_S:-50} python3 tools/dev/chain_ab.py $out/chain-ab-$day-$commit-$gpu.json 2>&1 | grep -v Warn | cut -c1-200
 echo "chain_ab $(( $(date +%s) - t0 )) s"
-timeout 45 python3 -m benchmarks ops --filter cumsum --out $out/ops-cumsum-$day-$commit-$gpu.json 2>&1 | grep -v "Warn\|warn" | tail -9 | cut -c1-200
+timeout ${CUMSUM_S:-45} python3 -m benchmarks ops --filter cumsum --out $out/ops-cumsum-$day-$commit-$gpu.json 2>&1 | grep -v "Warn\|warn" | tail -9 | cut -c1-200
 for s in ${SEEDS:-1 2 3}; do
   t0=$(date +%s)
   timeout ${VM_S:-60} python3 -m benchmarks suite random --seed $s --cases 120 --filter var_mean --out $out/random_seed$s-var_mean-$day-$commit-$gpu.json 2>&1 | grep "^\[\|behind" | cut -c1-160
