@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from layoutfuse.codegen.hopper_check import compile_last_run
-from layoutfuse.errors import InputShapeError
+from layoutfuse.errors import DefinitionError, InputShapeError
 from layoutfuse.nvfuser import DataType, FusionDefinition
 
 
@@ -126,7 +126,7 @@ MAKERS = {
         0,
         lambda x: x,
     ),
-    "full": (
+    "factory": (
         lambda fd, t, n: fd.ops.add(
             fd.ops.full(shape=[n, 4], fill_value=fd.define_scalar(1.5), dtype=DataType.Float),
             fd.ops.slice(t, start_indices=[0, 0], end_indices=[1, 4]),
@@ -149,7 +149,7 @@ def test_a_symbolic_dim_may_be_squeezed_and_is_checked_at_run_time(maker):
     for _ in range(2):
         (out,) = fd.execute([x, 1])
         torch.testing.assert_close(out, 2 * ref(x))
-    if maker in ("topk_k", "full"):  # (the slice's is one wide whatever the scalar; the
+    if maker in ("topk_k", "factory"):  # (the slice's is one wide whatever the scalar; the
         #   reshape's element count would not match first)
         with pytest.raises(InputShapeError, match="squeezed dim .* expected 1"):
             _squeezed(make, dim).execute([x, 2])
@@ -162,10 +162,10 @@ def test_a_declared_symbolic_dim_may_not_be_squeezed():
     with FusionDefinition() as fd:
         t0 = _matrix(fd)
         n = fd.define_scalar(dtype=DataType.Int)
-        with pytest.raises(Exception, match="squeeze: dim 0 has extent symbolic"):
+        with pytest.raises(DefinitionError, match="squeeze: dim 0 has extent symbolic"):
             fd.ops.squeeze(t0, [0])
         top, _ = fd.ops.topk(t0, n, dim=0)
         mixed = fd.ops.add(top, fd.ops.slice(t0, start_indices=[0, 0], end_indices=[1, 4]))
         fd.ops.squeeze(mixed, [0])  # two made dims meeting: still symbolic
-        with pytest.raises(Exception, match="squeeze: dim 0 has extent symbolic"):
+        with pytest.raises(DefinitionError, match="squeeze: dim 0 has extent symbolic"):
             fd.ops.squeeze(fd.ops.add(top, t0), [0])

@@ -51,19 +51,23 @@ def _var_mean(x, dims, correction=1):
 ORDERS = list(itertools.permutations(range(3)))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("order", ORDERS, ids=lambda o: "mem" + "".join(map(str, o)))
 @pytest.mark.parametrize("dim", [0, 1, 2])
-def test_var_mean_stores_its_two_results(order, dim):
-    """A var_mean over a short dim of [23, 7, 5] in every memory order: two stores, where
-    the Welford's M2 and count made four."""
+def test_var_mean_stores_its_two_results(order, dim, dtype):
+    """A var_mean over a short dim of [23, 7, 5] in every memory order, fp32 and bf16 (its
+    results cast back): two stores, where the Welford's M2 and count made four."""
     shape = (23, 7, 5)
     x = torch.randn([shape[d] for d in order]).permute([order.index(d) for d in range(3)])
+    x = x.to(dtype)
     assert x.shape == shape
     fd = _var_mean(x, [dim])
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
     for _ in range(2):  # planned, then replayed
         var, mean = fd.execute([x])
-        torch.testing.assert_close(var, x.double().var(dim).float(), rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(mean, x.double().mean(dim).float(), rtol=1e-5, atol=1e-5)
+        assert var.dtype == mean.dtype == dtype
+        torch.testing.assert_close(var, x.double().var(dim).to(dtype), **tol)
+        torch.testing.assert_close(mean, x.double().mean(dim).to(dtype), **tol)
     (run,) = fd.executor().last_run.segments
     assert run.scheduler in ("reduction", "normalization"), run.reason
     assert len(_stores(fd)) == 2, (_stores(fd), run.params)
