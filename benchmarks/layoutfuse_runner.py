@@ -185,8 +185,9 @@ class LayoutfuseRunner:
 
     name = "layoutfuse"
 
-    def __init__(self, module: str = "layoutfuse.nvfuser") -> None:
+    def __init__(self, module: str = "layoutfuse.nvfuser", tuning=None) -> None:
         self.module = module
+        self.tuning = tuning  # a ``schedulers.tuning.Tuning`` (None: the default)
         self._fd = None
 
     def _frontend(self) -> ModuleType:
@@ -199,6 +200,8 @@ class LayoutfuseRunner:
         self._fd = None
         fd = define_fusion(self._frontend(), case)
         self._fd = fd
+        if self.tuning is not None:
+            fd.executor().configure(tuning=self.tuning)
 
         def run(*xs: torch.Tensor):
             outs = fd.execute(list(xs))

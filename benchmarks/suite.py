@@ -1,4 +1,4 @@
-"""``python -m benchmarks suite SUITE [--quick] [--out PATH] [--filter SUBSTR]``
+"""``python -m benchmarks suite SUITE [--quick] [--out PATH] [--filter SUBSTR] [--tuning T]``
 runs a suite (reduction, pointwise, normalization, seed) on layoutfuse, eager
 PyTorch and torch.compile, prints a line per case and a summary, and writes the
 result JSON (schema in :mod:`benchmarks.report`; ``env`` records the command, the
@@ -31,6 +31,7 @@ from benchmarks.harness import Harness, System, environment, measure_ceilings, r
 from benchmarks.layoutfuse_runner import LayoutfuseRunner
 from benchmarks.peers import CompilePeer, EagerPeer
 from benchmarks.random_cases import draw_cases
+from benchmarks.tune import parse_tuning
 
 SYSTEMS = {"layoutfuse": LayoutfuseRunner, "eager": EagerPeer, "compile": CompilePeer}
 # --quick divides element counts by this: a smoke run on a GPU, tiny shapes on a CPU.
@@ -53,6 +54,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--systems",
         default=",".join(SYSTEMS),
         help="comma-separated subset of " + ",".join(SYSTEMS),
+    )
+    p.add_argument(
+        "--tuning",
+        default="",
+        help="scheduler.field=value,...: layoutfuse's heuristics under these tuning fields "
+        "(benchmarks.tune's syntax)",
     )
     p.add_argument("--device", help="default: cuda when available, else cpu")
     p.add_argument("--list", action="store_true", help="print the cases and stop")
@@ -86,7 +93,13 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
     if not cases:
         print(f"no case of suite {args.suite!r} matches --filter {args.filter!r}")
         return 2
-    systems = pick_systems(args.systems, SYSTEMS)
+    try:
+        tuning = parse_tuning(args.tuning) if args.tuning else None
+    except ValueError as e:
+        print(f"--tuning: {e}")
+        return 2
+    table = dict(SYSTEMS, layoutfuse=lambda: LayoutfuseRunner(tuning=tuning))
+    systems = pick_systems(args.systems, table)
     if isinstance(systems, str):
         print(systems)
         return 2

@@ -297,7 +297,8 @@ def parse_variant(text: str) -> dict:
 
 def parse_tuning(text: str) -> Tuning:
     """``normalization.max_tile=64,reduction.ticket_steps=0`` -> ``DEFAULT`` with those
-    fields replaced: integers, or warps steps as ``4096:8/1024:4/0:2``; ``""``: ``DEFAULT``.
+    fields replaced: integers, decimals (``measure.min_l2=0.1``), or warps steps as
+    ``4096:8/1024:4/0:2``; ``""``: ``DEFAULT``.
     An unknown scheduler or field is a ValueError."""
     fields: dict[str, dict] = {}
     for item in filter(None, text.split(",")):
@@ -308,7 +309,8 @@ def parse_tuning(text: str) -> Tuning:
         if name not in {f.name for f in dataclasses.fields(DEFAULT.of(scheduler))}:
             raise ValueError(f"{scheduler} has no tuning field {name!r}")
         steps = tuple(tuple(int(v) for v in step.split(":")) for step in value.split("/"))
-        fields.setdefault(scheduler, {})[name] = steps if ":" in value else int(value)
+        number = float(value) if "." in value else int(value)
+        fields.setdefault(scheduler, {})[name] = steps if ":" in value else number
     return DEFAULT.with_fields(**fields)
 
 
