@@ -308,9 +308,13 @@ def parse_tuning(text: str) -> Tuning:
             raise ValueError(f"no scheduler {scheduler!r} in {item!r}")
         if name not in {f.name for f in dataclasses.fields(DEFAULT.of(scheduler))}:
             raise ValueError(f"{scheduler} has no tuning field {name!r}")
-        steps = tuple(tuple(int(v) for v in step.split(":")) for step in value.split("/"))
-        number = float(value) if "." in value else int(value)
-        fields.setdefault(scheduler, {})[name] = steps if ":" in value else number
+        if ":" in value:
+            parsed: object = tuple(
+                tuple(int(v) for v in step.split(":")) for step in value.split("/")
+            )
+        else:
+            parsed = float(value) if "." in value else int(value)
+        fields.setdefault(scheduler, {})[name] = parsed
     return DEFAULT.with_fields(**fields)
 
 

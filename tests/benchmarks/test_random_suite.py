@@ -176,3 +176,26 @@ def test_a_case_sliced_and_expanded_along_one_dim_runs():
     assert inputs[-1].stride(case.expand) == 0
     out = LayoutfuseRunner().prepare(case, inputs)(*inputs)
     check_result(case, out, reference(case, inputs))
+
+
+def test_the_suite_runs_layoutfuse_under_a_given_tuning(tmp_path, capsys):
+    """``--tuning`` plans layoutfuse's fusions under those fields (the A/B of a knob on a
+    seed); an unknown field is refused before anything runs."""
+    from benchmarks.tune import parse_tuning
+
+    tuning = parse_tuning("measure.min_l2=0.05,reduction.outer_row_bytes=256")
+    runner = LayoutfuseRunner(tuning=tuning)
+    case = draw_cases(CI_SEED, CI_CASES, "cpu")[0]
+    runner.prepare(case, make_inputs(case, "cpu"))
+    assert runner._fd.executor().tuning == tuning
+    argv = ["random", "--seed", str(CI_SEED), "--cases", "1", "--device", "cpu"]
+    out = tmp_path / "r.json"
+    assert (
+        main(
+            [*argv, "--systems", "layoutfuse", "--out", str(out), "--tuning", "measure.min_l2=0.05"]
+        )
+        == 0
+    )
+    assert out.exists()
+    assert main([*argv, "--tuning", "measure.no_such_knob=1"]) == 2
+    assert "no tuning field 'no_such_knob'" in capsys.readouterr().out

@@ -122,6 +122,7 @@ def test_parse_tuning():
         "normalization.max_tile=64,reduction.ticket_steps=0"
     ) == DEFAULT.with_fields(normalization=dict(max_tile=64), reduction=dict(ticket_steps=0))
     assert tune.parse_tuning("pointwise.warps=4096:8/0:2").pointwise.warps == ((4096, 8), (0, 2))
+    assert tune.parse_tuning("measure.min_l2=0.05").measure.min_l2 == 0.05
     for bad in ("nosuch.max_tile=1", "normalization.no_such_knob=1", "normalization.max_tile"):
         with pytest.raises(ValueError):
             tune.parse_tuning(bad)
