@@ -74,7 +74,7 @@ def test_moved_bytes_counts_each_access_reach():
 def test_which_problems_are_timed():
     t = measure.DEFAULT_TUNING
     big = copy_problem(BIG, (0, 1), (1, 0), torch.float32)
-    small = copy_problem((1024, 1024), (0, 1), (1, 0), torch.float32)
+    small = copy_problem((256, 1024), (0, 1), (1, 0), torch.float32)  # 2 MB of 60
     assert measure.why_not_measured(big, "cuda", H200, t) is None
     assert "under" in measure.why_not_measured(small, "cuda", H200, t)
     assert "cpu" in measure.why_not_measured(big, "cpu", H200, t)
@@ -155,3 +155,51 @@ def test_outer_looped_columns_time_the_tile_before_few_blocks_doubled_it():
     assert cands[0] == params and all(c.mode == "looped" for c in cands)
     tiles = [(c.block_x, c.block_r, c.num_warps) for c in cands]
     assert tiles == [(64, 128, 16), (64, 64, 8)], tiles
+
+
+def test_problems_of_a_few_megabytes_are_timed():
+    """The device clock flushes the L2 before each run, so problems down to ``min_l2`` of
+    it (a twentieth: 3 MB of the H200's 60) are timed: an 8 MB transposing copy is."""
+    t = measure.DEFAULT_TUNING
+    assert t.min_l2 * H200.l2_bytes < 8 << 20
+    p = copy_problem((1024, 1024), (0, 1), (1, 0), torch.float32)
+    assert measure.moved_bytes(p) == 8 << 20
+    assert measure.why_not_measured(p, "cuda", H200, t) is None
+    assert len(pointwise_candidates(p)) > 1
+
+
+def test_a_2_byte_outer_reduction_times_half_the_warps():
+    """A fp16 sum over the 112 rows of [30, 64, 112, 112] (r2_106's, unsliced): the rule's
+    [32, 128] x 2 step at 4 warps, and [16, 128] x 2 at 2 (the same bytes a thread) among
+    the candidates; a fp32 one keeps its tiles (the alternative is for 2-byte loads)."""
+    from layoutfuse.schedulers import reduction as rd
+    from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING as T
+
+    def tiles(dtype):
+        ((p, params),) = _planned(lambda fd, x: fd.ops.sum(x, [2]), [(30, 64, 112, 112)], dtype)
+        cands = measure.candidates(rd.heuristics, p, H200, T, T.alternatives, 4)
+        assert cands[0] == params and all(c.template == "outer" for c in cands)
+        return [(c.block_x, c.block_r, c.unroll, c.num_warps) for c in cands]
+
+    half = tiles(torch.float16)
+    assert half[0] == (128, 32, 2, 4) and (128, 16, 2, 2) in half[1:], half
+    assert all(w >= 4 for *_, w in tiles(torch.float32)[1:])
+
+
+def test_an_outer_persistent_normalization_times_half_the_warps():
+    """An fp32 var_mean over the 32 outermost rows of [32, 32, 2, 2888] whose dim 1 is
+    innermost (r2_008): the rule's 128 x 32 tile at 8 warps, and the same tile at 4."""
+    x = torch.empty(32, 2, 2888, 32, device="meta").permute(0, 3, 1, 2)
+    assert x.stride() == (184832, 1, 92416, 32)
+
+    def var_mean(fd, x):
+        var, mean = fd.ops.var_mean(x, [0], correction=1)
+        fd.add_output(mean)
+        return var
+
+    ((p, params),) = _planned(var_mean, [x], torch.float32)
+    t = nm.DEFAULT_TUNING
+    cands = measure.candidates(nm.heuristics, p, H200, t, t.alternatives, 4)
+    assert cands[0] == params and params.template == "outer" and params.mode == "persistent"
+    tiles = [(c.block_x, c.block_r, c.num_warps) for c in cands]
+    assert tiles[0] == (128, 32, 8) and (128, 32, 4) in tiles[1:], tiles

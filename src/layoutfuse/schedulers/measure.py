@@ -11,10 +11,9 @@ order, without repeats: a problem the alternatives do not change has one candida
 not timed. Every candidate is a plan the heuristics could have chosen, so every one is
 correct; the measurement only orders them.
 
-Only problems that move at least ``min_l2`` times the device's L2 are timed: below that a
-launch's time is mostly launch latency and L2 hits, which a timing on the first call's warm
-L2 would not represent, and the first call's cost (compiling each candidate) would weigh
-more than the time saved.
+Only problems that move at least ``min_l2`` times the device's L2 (a twentieth) are timed:
+below that a launch's time is mostly launch latency, which the candidates share, and the
+first call's cost (compiling each candidate) would weigh more than the time saved.
 """
 
 from __future__ import annotations
@@ -40,10 +39,16 @@ class MeasureTuning:
     enabled: bool = True
     # device kinds measured on ("cpu" times the interpreter: the tests of the mechanism)
     devices: tuple[str, ...] = ("cuda",)
-    # problems moving at least this many times the device's L2 (bytes loaded and stored)
-    min_l2: float = 1.0
+    # problems moving at least this many times the device's L2 (bytes loaded and stored).
+    # Since the device clock (an L2 flush and a spin before each run) a timing no longer
+    # sees a warm L2, so problems of a few MB are timed too: seed 2 on the H100 at bf5b350
+    # with 0.05 against 1.0 (random_seed2-min_l2_0.05-20261207-bf5b350-h100.json beside
+    # random_seed2-20261207-1ce8abf-h100.json): 17 cases behind a peer instead of 21, an
+    # fp16 RMS norm over 8 rows of [8, 55, 8192] 15.0 -> 10.0 us, an fp32 max over 184 rows
+    # 20.3 -> 18.4, a bf16 var_mean 25.1 -> 21.1, an fp32 layer norm 71.7 -> 66.6
+    min_l2: float = 0.05
     # candidates timed at most (the heuristics' plan first)
-    max_candidates: int = 3
+    max_candidates: int = 4
     # timed runs of each candidate, after one untimed (which compiles it); the median counts
     reps: int = 5
     # a candidate whose untimed run took longer than this (ms) is timed once more only
@@ -61,9 +66,12 @@ class MeasureTuning:
     # held while the candidates are timed): the L2 holds none of the run before, and the
     # device is busy while the host launches the run (``runtime.measure.DeviceClock``)
     flush_l2: float = 2.0
-    # ... and this many clock cycles of waiting on the device (``torch.cuda._sleep``; some
-    # 100 us), which the host's launch of the run (tens of us) must not outlast
-    spin_cycles: int = 200_000
+    # ... and this many clock cycles of waiting on the device (``torch.cuda._sleep``; about
+    # 1 ms), which the host's launch of the run must not outlast. At 200000 (some 100 us)
+    # the first-call launch of a reduction (its workspaces, fills and finishing kernel)
+    # outlasted it: a bf16 sum of 9 us timed 67 us, a var_mean of 21 us 92-185 us by
+    # candidate (the plan of more launches paid more; seed 2, H100 at bf5b350)
+    spin_cycles: int = 2_000_000
 
 
 DEFAULT_TUNING = MeasureTuning()

@@ -205,7 +205,10 @@ class NormalizationTuning:
     # reductions (prefetching, ``tune-cross-20261205-aeb0365-h100``): 24 warps per SM won
     # 0.7-4.5% on fp32 layer norm backwards and lost 13-17% on bf16 ones; half the tile
     # and thread bytes at 32 warps per SM won 1-2% on the fp32 layer norm and bf16 RMS norm
-    # backwards and lost 5-32% on the others
+    # backwards and lost 5-32% on the others. Third, the rule's tile at half the warps
+    # (twice the bytes a thread): an fp32 var_mean over the 32 outer rows of [32, 32, 2,
+    # 2888] ran 29.9 us in its 128 x 32 tile at 8 warps, 12.4 at 4 (16 warps: 31.7;
+    # torch.compile 26.8; H100 at 685caed, tune-ab57-20261207-685caed-h100.txt)
     alternatives: tuple[Overrides, ...] = (
         (
             ("row_bytes", 128),
@@ -226,6 +229,7 @@ class NormalizationTuning:
             ("loop_l2_warps", 16),
             ("loop_few_blocks", 0),
         ),
+        (("thread_bytes", 128),),
     )
 
 

@@ -213,9 +213,12 @@ class ReductionTuning:
     # carried R indices against divided ones (a problem they do not change gets the same
     # plan, which is not timed twice), an inner step of half the bytes (loads, fp32
     # accumulators and row bytes a step all halved, at the warps of the whole step: half
-    # the bytes a thread), outer tiles of narrower rows, and
-    # 2-byte outer tiles of half the bytes per thread, are timed against the rule's. The
-    # half step: a bf16 sum over rows of 3715 (r2_111) read 2587 GB/s in [2, 2048] x 2
+    # the bytes a thread), outer tiles of narrower rows, 2-byte outer tiles at half the
+    # warps (half the tile, the same bytes a thread: a fp16 sum over the 112 rows of
+    # [30, 64, 112, 112], r2_106, 27.1 us in [32, 128] x 2 at 4 warps, 21.4 in [16, 128] x
+    # 2 at 2, 31.6 at 8; torch.compile 22.8; H100 at 685caed, tune-ab57-20261207-685caed-
+    # h100.txt), and 2-byte outer tiles of half the bytes per thread, are timed against
+    # the rule's. The half step: a bf16 sum over rows of 3715 (r2_111) read 2587 GB/s in [2, 2048] x 2
     # steps and 3101 in [2, 1024] x 2 (eager 95% of the read ceiling in the seed-2 run at
     # f489a24), where [4, 1024] x 2 read 2590 and [8, 1024] 2710, all at 8 warps (H100 at
     # 7d748ff, tune-ab35-20261206-7d748ff-h100.txt): one shape, no rule; the rule's step
@@ -230,6 +233,7 @@ class ReductionTuning:
             ("warps", ((2048, 8), (512, 4), (0, 2))),
         ),
         (("outer_row_bytes", 256),),
+        (("narrow_outer_warps", 2),),
         (("narrow_outer_load_bytes", 64),),
     )
 
