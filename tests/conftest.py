@@ -89,6 +89,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _rules_plans(request, monkeypatch):
+    """The heuristics' own plans: the measured choice (on by default on CUDA, for problems
+    of a few MB and up) is off in every test not marked ``measured``. Tests assert the
+    rules' plans; on a GPU a problem they run would otherwise get whichever candidate
+    timed fastest (a transpose's tile edge, under ``--device cuda`` at 5ef0533)."""
+    if request.node.get_closest_marker("measured") is None:
+        monkeypatch.setenv("LAYOUTFUSE_MEASURE", "0")
+
+
 @pytest.fixture
 def on_cpu():
     """CPU tensors by default, also under ``--device cuda``: for tests of Triton's CPU

@@ -26,6 +26,7 @@ from support.execution import configured
 
 REAL_TIME_RUNS = measure.time_runs
 ON_CPU = DEFAULT.with_fields(measure=dict(devices=("cpu", "cuda"), min_l2=0.0, rounds=1))
+pytestmark = pytest.mark.measured  # the measured choice on (tests/conftest.py)
 
 
 @pytest.fixture(autouse=True)
