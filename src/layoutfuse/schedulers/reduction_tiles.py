@@ -218,11 +218,11 @@ class ReductionTuning:
     # [30, 64, 112, 112], r2_106, 27.1 us in [32, 128] x 2 at 4 warps, 21.4 in [16, 128] x
     # 2 at 2, 31.6 at 8; torch.compile 22.8; H100 at 685caed, tune-ab57-20261207-685caed-
     # h100.txt), and 2-byte outer tiles of half the bytes per thread, are timed against
-    # the rule's. The half step: a bf16 sum over rows of 3715 (r2_111) read 2587 GB/s in [2, 2048] x 2
-    # steps and 3101 in [2, 1024] x 2 (eager 95% of the read ceiling in the seed-2 run at
-    # f489a24), where [4, 1024] x 2 read 2590 and [8, 1024] 2710, all at 8 warps (H100 at
-    # 7d748ff, tune-ab35-20261206-7d748ff-h100.txt): one shape, no rule; the rule's step
-    # stays, and the half is timed
+    # the rule's. The half step: a bf16 sum over rows of 3715 (r2_111) read 2587 GB/s in
+    # [2, 2048] x 2 steps and 3101 in [2, 1024] x 2 (eager 95% of the read ceiling in the
+    # seed-2 run at f489a24), where [4, 1024] x 2 read 2590 and [8, 1024] 2710, all at 8
+    # warps (H100 at 7d748ff, tune-ab35-20261206-7d748ff-h100.txt): one shape, no rule;
+    # the rule's step stays, and the half is timed
     alternatives: tuple[Overrides, ...] = (
         (("fold_rows", 0),),
         (("carry_index", 0),),
