@@ -186,6 +186,51 @@ def test_along_an_expanded_or_size_one_dim(op, base, shape, dim):
     assert 0 not in out.stride()
 
 
+@pytest.mark.parametrize("op", ["cumsum", "argsort", "topk"])
+@pytest.mark.parametrize("source", ["keepdim_sum", "size1_input"])
+def test_along_a_broadcast_dim_the_result_still_broadcasts(op, source):
+    """A scan along a broadcast dim (a keepdim sum's, a size-1 input dim) keeps it a
+    broadcast, as nvFuser's scan keeps its input's iter type: added to a [4, 3] operand
+    it broadcasts as torch's size-1 dim does (generated program 502601, a cumsum of a
+    keepdim sum in an addcmul with a [3] tensor, was refused: "operands disagree on the
+    extent of dim 0"). topk's k is 1 there."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(4, 7 if source == "keepdim_sum" else 1, generator=g)
+    y = torch.randn(4, 6, generator=g)[:, ::2]
+
+    def scanned(fd, t):
+        if op == "topk":
+            return fd.ops.topk(t, 1, 1)[0]
+        out = getattr(fd.ops, op)(t, 1)
+        return fd.ops.cast(out, DataType.Float) if op == "argsort" else out
+
+    def build(fd, tx, ty):
+        t = fd.ops.sum(tx, [1], keepdim=True) if source == "keepdim_sum" else tx
+        return fd.ops.add(scanned(fd, t), ty)
+
+    _, (out,) = run(build, [x, y])
+    t = x.sum(1, keepdim=True) if source == "keepdim_sum" else x
+    want = {"cumsum": t.cumsum(1), "argsort": t.argsort(1).float(), "topk": t.topk(1, 1)[0]}[op]
+    torch.testing.assert_close(out, want + y)
+    assert out.shape == (4, 3) and out.stride() == (want + y).stride()
+
+
+def test_the_generated_program_502601():
+    """A cumsum of a keepdim sum, in an addcmul with a sliced [3] tensor, and an fmod by it."""
+    g = torch.Generator().manual_seed(502601)
+    x, y = torch.randn(7, generator=g), torch.randn(6, generator=g)[::2]
+
+    def build(fd, tx, ty):
+        s = fd.ops.sum(tx, [0], keepdim=True)
+        c = fd.ops.cumsum(s, 0)
+        return fd.ops.addcmul(s, c, ty, fd.define_scalar(0.5)), fd.ops.fmod(s, c)
+
+    _, (out, rem) = run(build, [x, y])
+    s = x.sum(0, keepdim=True)
+    torch.testing.assert_close(out, torch.addcmul(s, s.cumsum(0), y, value=0.5))
+    torch.testing.assert_close(rem, torch.fmod(s, s.cumsum(0)))
+
+
 def test_float64_cumsum_and_argsort():
     x = laid_out((3, 50), (1, 0), torch.float64, values="ties")
     _, (c, a) = run(lambda fd, t: (fd.ops.cumsum(t, 1), fd.ops.argsort(t, 1)), [x])
