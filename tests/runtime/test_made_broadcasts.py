@@ -81,6 +81,38 @@ def test_factories_reshapes_and_topk_make_broadcasts():
     torch.testing.assert_close(c, y - y.max(1, keepdim=True).values)
 
 
+def test_made_dims_of_static_extent_one_broadcast_too():
+    """A dim an op makes with a static extent of 1 (topk's constant k = 1, a slice of one
+    row of a static extent) meets a wider dim in a pointwise op as torch's size-1 dim
+    does, and as nvFuser's concretized symbolic dim does (it was refused: "T5 dim 1 has
+    the static extent 1 in the fusion, but the inputs give 3"), and broadcast_in_dim and
+    expand widen it; the made tensor keeps its dim, returned as it is."""
+    x, y, z = torch.randn(3, 5), torch.randn(5, 3).t(), torch.randn(5, 4)
+    with FusionDefinition() as fd:
+        t0, t1 = _matrix(fd), _matrix(fd, (0, 1))
+        t2 = fd.define_tensor(shape=[5, 4], contiguity=[True, True], dtype=DataType.Float)
+        top, _ = fd.ops.topk(t0, 1, dim=1)
+        fd.add_output(top)
+        fd.add_output(fd.ops.sub(t0, top))  # [3, 1] meets [3, 5]
+        fd.add_output(fd.ops.mul(t1, top))  # ... and a column-major [3, 5]
+        row = fd.ops.slice(t2, start_indices=[2, 0], end_indices=[3, 4])  # static [1, 4]
+        fd.add_output(fd.ops.add(row, t2))
+        fd.add_output(fd.ops.broadcast_in_dim(top, shape=[3, 5], broadcast_dims=[0, 1]))
+        fd.add_output(fd.ops.expand(row, [5, 4]))
+    top, a, b, c, wide, rows = fd.execute([x, y, z])
+    want = x.max(1, keepdim=True).values
+    torch.testing.assert_close(top, want, rtol=0, atol=0)
+    assert top.shape == (3, 1)
+    torch.testing.assert_close(a, x - want, rtol=0, atol=0)
+    torch.testing.assert_close(b, y * want, rtol=0, atol=0)
+    torch.testing.assert_close(c, z[2:3] + z, rtol=0, atol=0)
+    torch.testing.assert_close(wide, want.expand(3, 5), rtol=0, atol=0)
+    torch.testing.assert_close(rows, z[2:3].expand(5, 4), rtol=0, atol=0)
+    assert (a.shape, b.shape, c.shape) == ((3, 5), (3, 5), (5, 4))
+    assert a.stride() == (5, 1)
+    _compiled(fd)
+
+
 def test_a_made_dim_of_two_is_no_broadcast():
     x, y = torch.randn(5, 4), torch.randn(3, 4)
     with FusionDefinition() as fd:

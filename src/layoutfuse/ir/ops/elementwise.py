@@ -410,6 +410,7 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     for k, v in enumerate(vals):
         if isinstance(v, TensorView) and v.ndim < rank:
             vals[k] = broadcast(v, [True] * (rank - v.ndim) + [False] * v.ndim)
+    _broadcast_made_ones(vals)
     ids = [
         combine_ids([v.shape_domain[i] for v in vals if isinstance(v, TensorView)], name, i)
         for i in range(rank)
@@ -417,6 +418,23 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     out = TensorView(f, ids, dtype)
     emit(f, OPDEFS[name], vals, [out])
     return out
+
+
+def _broadcast_made_ones(vals: list) -> None:
+    """Operands (in place) whose iteration dim of static extent 1 (an op made it) meets a
+    wider dim of another operand (not statically 1): that dim a broadcast
+    (``shape.made_ones_as_broadcasts``), so the op broadcasts it as torch does."""
+    from ..values import TensorView
+    from .shape import made_ones_as_broadcasts
+
+    tensors = [(k, v) for k, v in enumerate(vals) if isinstance(v, TensorView)]
+    for k, v in tensors:
+        wider = [
+            i
+            for i in range(v.ndim)
+            if any(o.shape_domain[i].extent != 1 for j, o in tensors if j != k)
+        ]
+        vals[k] = made_ones_as_broadcasts(v, wider)
 
 
 @functools.cache

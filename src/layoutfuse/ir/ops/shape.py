@@ -168,6 +168,7 @@ def broadcast_in_dim(x: TensorView, shape: Shape, broadcast_dims: Sequence[int])
     shape_s = [
         _kept_extent(f, x, bdims, j) if static_value(s) == -1 else s for j, s in enumerate(shape_s)
     ]
+    x = made_ones_as_broadcasts(x, [i for i, j in enumerate(bdims) if _out_extent(shape_s[j]) != 1])
     out_ids: list[IterDomain] = []
     for j, s in enumerate(shape_s):
         ext = _out_extent(s)
@@ -251,13 +252,30 @@ def expand(x: TensorView, shape: Shape) -> TensorView:
         if v == -1:
             full.append(d.extent if d.extent is not None else _size_scalar(x, i))
         else:
-            if not d.is_broadcast and v is not None and d.extent is not None and v != d.extent:
+            if (
+                not d.is_broadcast
+                and v is not None
+                and d.extent not in (None, 1)  # a made dim of 1 expands (broadcast_in_dim)
+                and v != d.extent
+            ):
                 raise DefinitionError(
                     f"expand: dim {i} has extent {d.extent} and is not a "
                     f"broadcast; it cannot expand to {v}"
                 )
             full.append(s)
     return broadcast_in_dim(x, full, list(range(x.ndim)))
+
+
+def made_ones_as_broadcasts(x: TensorView, dims: Sequence[int]) -> TensorView:
+    """``x`` with those of ``dims`` that are iteration dims of static extent 1 made broadcast
+    dims (squeezed and broadcast again). Such a dim is one an op made (topk's constant k
+    of 1, a slice of one element of a static extent; a declared size-1 dim is a broadcast
+    already): torch broadcasts it as any size-1 dim, and nvFuser once it concretizes the
+    symbolic dim. Where a wider dim meets it: a pointwise op, broadcast_in_dim, expand."""
+    ones = [i for i in dims if x.shape_domain[i].is_iteration and x.shape_domain[i].extent == 1]
+    if not ones:
+        return x
+    return broadcast(squeeze(x, ones), [i in ones for i in range(x.ndim)])
 
 
 # --- squeeze --------------------------------------------------------------------------------------
