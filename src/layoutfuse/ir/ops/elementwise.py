@@ -420,7 +420,7 @@ def pointwise(name: str, *operands: Operand) -> Scalar | TensorView:
     return out
 
 
-def _broadcast_made_ones(vals: list) -> None:
+def _broadcast_made_ones(vals: list[Val]) -> None:
     """Operands (in place) whose iteration dim of static extent 1 (an op made it) meets a
     wider dim of another operand (not statically 1): that dim a broadcast
     (``shape.made_ones_as_broadcasts``), so the op broadcasts it as torch does."""
