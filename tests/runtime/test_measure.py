@@ -122,6 +122,30 @@ def test_the_fastest_candidate_runs_and_is_recorded(monkeypatch):
     assert len(calls) == 3
 
 
+def test_nothing_is_timed_while_a_cuda_graph_is_captured(monkeypatch):
+    """While the stream captures a graph (``measure.capturing``), a problem nothing is
+    known of runs the rule's plan untimed and unrecorded (the clock would synchronize, the
+    timed runs join the graph); a choice made before, in the process or on disk, is still
+    taken."""
+    x = torch.randn(64, 96).to(torch.bfloat16)
+    calls = scripted(monkeypatch, [5.0, 1.0, 3.0])
+    monkeypatch.setattr(measure, "capturing", lambda device: True)
+    fd = transpose(x)
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, x, rtol=0, atol=0)
+    seg = segment_run(fd)
+    assert calls == [] and seg.measured is None
+    assert seg.params == pw.heuristics(seg.problem, device_info("cpu"))
+    assert not list(measure.kernel_cache.kernel_cache_dir().glob("choice_*.json"))
+    monkeypatch.setattr(measure, "capturing", lambda device: False)
+    transpose(x).execute([x])  # a new definition, not capturing: timed, candidate 2 wins
+    assert calls == [5.0, 1.0, 3.0]
+    monkeypatch.setattr(measure, "capturing", lambda device: True)
+    fd = transpose(x)
+    fd.execute([x])
+    assert len(calls) == 3 and segment_run(fd).measured.winner == 1
+
+
 def test_a_record_is_read_back_without_timing(monkeypatch):
     x = torch.randn(64, 96).to(torch.bfloat16)
     scripted(monkeypatch, [5.0, 1.0, 3.0])
@@ -292,6 +316,31 @@ def test_the_device_clock_counts_the_device_not_the_host():
     gbps = big.numel() * 4 / read_ms / 1e6
     assert 500 < gbps < 10_000, gbps
     assert float(x[0]) == 2.0  # both runs ran
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="captures a CUDA graph")
+@pytest.mark.parametrize("warm", [True, False], ids=["warmed", "first_call_in_capture"])
+def test_a_cuda_graph_captures_the_call(warm):
+    """A call captured in a CUDA graph, after a warm-up on a side stream (the measured
+    choice times there) or as the problem's first call (nothing is timed while
+    capturing: the rule's plan): the graph's replays copy new values through it."""
+    tuning = DEFAULT.with_fields(measure=dict(min_l2=0.0))
+    x = torch.randn(1024, 768, device="cuda")
+    fd = transpose(x, tuning)
+    if warm:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fd.execute([x])
+        torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        (out,) = fd.execute([x])
+    x.copy_(torch.randn(1024, 768, device="cuda"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x, rtol=0, atol=0)
+    assert out.stride() == (1, 1024)
 
 
 def test_no_room_for_the_flush_buffer_times_without_it(monkeypatch):

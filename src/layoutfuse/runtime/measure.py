@@ -87,10 +87,12 @@ def choose(
     n_candidates: int,
     time_candidate: Callable[[int], float],
     tuning: MeasureTuning,
-) -> Choice:
+    may_time: bool = True,
+) -> Choice | None:
     """The choice among ``n_candidates`` plans of ``key``: this process's, else the
     record's, else measured with ``time_candidate(i)`` (ms; it raises where candidate ``i``
-    cannot run: then it is not chosen; candidate 0, the rule's plan, must run)."""
+    cannot run: then it is not chosen; candidate 0, the rule's plan, must run); None where
+    nothing is known and ``may_time`` is False (a CUDA graph being captured)."""
     with _GUARD:
         lock = _LOCKS.setdefault(key, threading.Lock())
     with lock:
@@ -98,10 +100,18 @@ def choose(
         if found is None:
             found = _recorded(key, n_candidates)
         if found is None:
+            if not may_time:
+                return None
             found = _measure(n_candidates, time_candidate, tuning.min_gain, tuning.rounds)
             _write(key, found)
         _CHOSEN[key] = found
         return found
+
+
+def capturing(device: torch.device) -> bool:
+    """Whether the current stream of ``device`` is capturing a CUDA graph: no timing then
+    (the clock synchronizes, and the timed runs would join the graph)."""
+    return device.type == "cuda" and bool(torch.cuda.is_current_stream_capturing())
 
 
 def chosen() -> dict[str, Choice]:

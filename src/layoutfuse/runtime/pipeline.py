@@ -276,8 +276,11 @@ class CompiledFusion:
                 mt,
             )
 
-        choice = measure.choose(key, len(cands), time_candidate, mt)
+        may_time = not measure.capturing(call.device)
+        choice = measure.choose(key, len(cands), time_candidate, mt, may_time)
         clocks.clear()
+        if choice is None:  # a graph is being captured and nothing is known: the rule's plan
+            return params, None
         return cands[choice.winner], choice
 
     def _run_parts(
