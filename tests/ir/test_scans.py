@@ -188,15 +188,19 @@ def test_along_an_expanded_or_size_one_dim(op, base, shape, dim):
 
 @pytest.mark.parametrize("op", ["cumsum", "argsort", "topk"])
 @pytest.mark.parametrize("source", ["keepdim_sum", "size1_input"])
-def test_along_a_broadcast_dim_the_result_still_broadcasts(op, source):
-    """A scan along a broadcast dim (a keepdim sum's, a size-1 input dim) keeps it a
-    broadcast, as nvFuser's scan keeps its input's iter type: added to a [4, 3] operand
-    it broadcasts as torch's size-1 dim does (generated program 502601, a cumsum of a
-    keepdim sum in an addcmul with a [3] tensor, was refused: "operands disagree on the
-    extent of dim 0"). topk's k is 1 there."""
+@pytest.mark.parametrize("dtype", [F32, BF16])
+@pytest.mark.parametrize("wide", ["sliced", "column_major"])
+def test_along_a_broadcast_dim_the_result_still_broadcasts(op, source, dtype, wide):
+    """A scan along a broadcast dim (a keepdim sum's, a size-1 input dim; topk's k is 1
+    there) gives a dim of extent 1, which a [4, 3] operand (sliced, or column-major: the
+    output takes its order) broadcasts as torch's size-1 dim does
+    (``shape.made_ones_as_broadcasts``; generated program 502601, a cumsum of a keepdim
+    sum in an addcmul with a [3] tensor, was refused: "operands disagree on the extent of
+    dim 0")."""
     g = torch.Generator().manual_seed(5)
-    x = torch.randn(4, 7 if source == "keepdim_sum" else 1, generator=g)
-    y = torch.randn(4, 6, generator=g)[:, ::2]
+    x = torch.randn(4, 7 if source == "keepdim_sum" else 1, generator=g).to(dtype)
+    y = torch.randn(4, 6, generator=g)[:, ::2] if wide == "sliced" else torch.randn(3, 4).t()
+    y = y.to(dtype)
 
     def scanned(fd, t):
         if op == "topk":
@@ -209,10 +213,11 @@ def test_along_a_broadcast_dim_the_result_still_broadcasts(op, source):
         return fd.ops.add(scanned(fd, t), ty)
 
     _, (out,) = run(build, [x, y])
-    t = x.sum(1, keepdim=True) if source == "keepdim_sum" else x
+    t = x.float().sum(1, keepdim=True) if source == "keepdim_sum" else x.float()
     want = {"cumsum": t.cumsum(1), "argsort": t.argsort(1).float(), "topk": t.topk(1, 1)[0]}[op]
-    torch.testing.assert_close(out, want + y)
-    assert out.shape == (4, 3) and out.stride() == (want + y).stride()
+    tol = 0 if dtype == F32 and source == "size1_input" else 2e-2
+    torch.testing.assert_close(out.float(), want + y.float(), rtol=tol, atol=tol)
+    assert out.shape == (4, 3) and out.stride() == (want + y.float()).stride()
 
 
 def test_the_generated_program_502601():

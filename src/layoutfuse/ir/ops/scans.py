@@ -68,18 +68,11 @@ def _row_domain(
     x: TensorView, dim: int, extent: int | None, made: bool = False
 ) -> list[IterDomain]:
     """``x``'s dims with ``dim`` a plain dim of ``extent`` (its values differ along it;
-    ``made``: topk's k, symbolic where it is not a constant). A scan along a broadcast
-    dim that is not expanded (one element: a keepdim reduction's; topk's k then 1) keeps
-    it a broadcast, as nvFuser's scan keeps its input's iter type: the result broadcasts
-    against other operands as torch's size-1 dim does (generated program 502601: a cumsum
-    of a keepdim sum added to a [3] tensor was refused)."""
-
-    def scanned(d: IterDomain) -> IterDomain:
-        if d.is_broadcast and not d.expanded and (not made or extent == 1):
-            return clone_id(d)
-        return IterDomain(extent, symbolic=made)
-
-    return [scanned(d) if i == dim else clone_id(d) for i, d in enumerate(x.shape_domain)]
+    ``made``: topk's k, symbolic where it is not a constant)."""
+    return [
+        IterDomain(extent, symbolic=made) if i == dim else clone_id(d)
+        for i, d in enumerate(x.shape_domain)
+    ]
 
 
 def _check_sortable(x: TensorView, op: str) -> None:
