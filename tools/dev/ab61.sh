@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Session 32, the second call: random seed 3 at the defaults (under RANDOM_S seconds), then
+# params variants of r2_106 (an fp16 outer sum over 112 rows of 112 contiguous columns,
+# the rule's 128-column tile; tiles spanning the columns and the next kept group, x_span=2)
+# and the ops suite's odd-width bf16 cat under other generic tile sizes, the measured
+# choice off.
+. "$(dirname "$0")/device_env.sh"
+for s in ${SEEDS:-3}; do
+  t0=$(date +%s)
+  timeout ${RANDOM_S:-290} python3 -m benchmarks suite random --seed $s --out $out/random_seed$s-$day-$commit-$gpu.json > $out/random.txt 2>&1
+  echo "random $s rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/random.txt | tail -34 | cut -c1-220; rm -f $out/random.txt
+done
+TUNE_LOG=tune-ab61
+run_tune r2_106_sum_float16_30x64x112x112_mem0123_d2_tomem102_s2.1.1 --variant= --variant num_warps=2 \
+  --variant x_span=2,block_x=256,block_r=16,unroll=1,num_warps=4 --variant x_span=2,block_x=128,block_r=16,unroll=1,num_warps=2 \
+  --variant x_span=2,block_x=512,block_r=8,unroll=1,num_warps=4 --variant x_span=2,block_x=256,block_r=32,unroll=1,num_warps=4 \
+  --variant x_span=2,block_x=256,block_r=8,unroll=1,num_warps=2 --variant x_span=2,block_x=64,block_r=32,unroll=1,num_warps=2
+t0=$(date +%s)
+LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-90} python3 tools/dev/tune_ops.py $out/tune-ops-cat-odd-$day-$commit-$gpu.json --peers --filter "cat2_inner_odd|cat2_inner_bf" pointwise.tile_bytes=4096 pointwise.tile_bytes=2048 pointwise.tile_bytes=1024 pointwise.tile_bytes=8192 2>&1 | grep -v Warn | cut -c1-330
+echo "tune_ops cat rc=$? $(( $(date +%s) - t0 )) s"
+rm -rf /tmp/lfcache
