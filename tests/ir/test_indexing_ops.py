@@ -565,3 +565,47 @@ def test_a_gather_by_a_broadcast_index_broadcasts_its_size_one_dims():
     (out,) = fd.execute([x, idx, hi])
     want = torch.clamp(torch.tensor(5), torch.gather(x, 0, idx), hi)
     assert out.shape == want.shape == (1, 4, 1, 3) and torch.equal(out, want)
+
+
+# take_along_axis of a dim an op made with extent 1 (topk's k = 1, a one-element slice)
+# beside a size-1 index dim: the output's dim is arg's (nvFuser's takeAlongAxis takes the
+# input's axis off the indexed dim), so the output layout walks the data's order on past
+# it (generated program 536175: the output came back row-major).
+MADE_ONE_INDEXES = [
+    ([1, 1, 5, 6], (2, 1, 0, 3)),  # program 536175's index
+    ([1, 1, 5, 6], (0, 1, 2, 3)),
+    ([1, 1, 5, 6], (3, 2, 1, 0)),
+    ([1, 3, 5, 6], (2, 0, 1, 3)),
+    ([1, 3, 5, 6], (1, 3, 2, 0)),
+]
+
+
+@pytest.mark.parametrize("maker", ["topk", "slice"])
+@pytest.mark.parametrize("order", [(2, 1, 3, 0), (2, 3, 1, 0), (2, 0, 3, 1)], ids=str)
+@pytest.mark.parametrize("index_shape,index_order", MADE_ONE_INDEXES, ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_take_along_axis_of_a_made_size_one_dim_keeps_the_data_order(
+    maker, order, index_shape, index_order, dtype
+):
+    """The data [4, 3, 4, 6] laid out with the indexed dim 2 outermost, its dim 0 made 1;
+    the index's dim 0 (and dim 1) of size 1: the output [1, 3, 5, 6] takes the data's
+    memory order (its dim 2, the index's, outermost), which the inferred-layout rule
+    walks from the data, the dominant input; torch returns it row-major."""
+    x = with_order([4, 3, 4, 6], order, dtype)
+    idx = _ordered_index(index_shape, index_order, 4, torch.int32)
+    with FusionDefinition() as fd:
+        # a slice of one element makes a static extent of 1 where the data's are static
+        a, i = fd.from_pytorch(x, static_sizes=maker == "slice"), fd.from_pytorch(idx)
+        if maker == "topk":
+            made, _ = fd.ops.topk(a, 1, dim=0, largest=False, sorted=True)
+        else:
+            made = fd.ops.slice(a, start_indices=[2, 0, 0, 0], end_indices=[3, 3, 4, 6])
+        fd.add_output(fd.ops.take_along_axis(made, i, 2))
+    (out,) = fd.execute([x, idx])
+    data = torch.topk(x, 1, dim=0, largest=False).values if maker == "topk" else x[2:3]
+    expect = torch.take_along_dim(data, idx.long(), 2)
+    assert out.dtype == dtype and out.shape == expect.shape == (1, 3, 5, 6)
+    assert torch.equal(out, expect)
+    want = torch.empty([expect.shape[d] for d in order]).permute([order.index(d) for d in range(4)])
+    sized = [d for d in range(4) if out.shape[d] > 1]
+    assert [out.stride(d) for d in sized] == [want.stride(d) for d in sized]

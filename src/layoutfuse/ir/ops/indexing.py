@@ -113,6 +113,7 @@ def _gather_dim(
     mode: str,
     negative: bool = False,
     arg_kept: bool = False,
+    along: bool = False,
 ) -> TensorView:
     """The row's expr: ``index`` already has the output's shape. An output dim where the
     index is expanded and ``arg`` is not is a plain dim of the index's extent (gather's
@@ -120,14 +121,24 @@ def _gather_dim(
     the output's is one too (it broadcasts against any extent, as torch's size-1 dims).
     ``arg_kept``: the index is a 1-D one broadcast to ``arg``'s shape (index_select), so
     the output's other dims are ``arg``'s, as nvFuser's index_select makes them (a dim
-    of extent 1 that is no broadcast in ``arg`` stays none: generated program 32533)."""
+    of extent 1 that is no broadcast in ``arg`` stays none: generated program 32533).
+    ``along`` (take_along_axis, whose index is broadcast to ``arg``'s extents off ``dim``):
+    where ``arg``'s dim is no broadcast the output's is ``arg``'s, as nvFuser's
+    takeAlongAxis takes the input's axis there; that includes an iteration dim of static
+    extent 1 (an op made it: topk's constant k = 1, a slice of one element), to which the
+    index's broadcast grows without being expanded. It stays an axis of ``arg``'s, so the
+    output layout maps the reference's dim through it and walks on (generated program
+    536175: the walk stopped at a broadcast there, and the output came back row-major)."""
     ids = [clone_id(d) for d in index.shape_domain]
     for k, j in enumerate(arg_dims):
         a = arg.shape_domain[k]
         if k != dim and arg_kept:
             ids[j] = clone_id(a)
-        elif k != dim and ids[j].is_broadcast and ids[j].expanded and not a.is_broadcast:
-            ids[j] = IterDomain(ids[j].extent)
+        elif k != dim and ids[j].is_broadcast and not a.is_broadcast:
+            if ids[j].expanded:
+                ids[j] = IterDomain(ids[j].extent)
+            elif along:
+                ids[j] = clone_id(a)
     out = TensorView(arg.fusion, ids, arg.dtype)
     emit(
         arg.fusion,
@@ -189,7 +200,9 @@ def take_along_axis(arg: TensorView, index: TensorView, dim: int) -> TensorView:
     if any(grow):
         shape = [_extent(arg, k) if grow[k] else -1 for k in range(arg.ndim)]
         index = broadcast_in_dim(index, shape, list(range(arg.ndim)))
-    return _gather_dim(arg, index, d, range(arg.ndim), "take_along_axis", "eq", negative=True)
+    return _gather_dim(
+        arg, index, d, range(arg.ndim), "take_along_axis", "eq", negative=True, along=True
+    )
 
 
 def embedding(input: TensorView, weight: TensorView, max_norm: object | None = None) -> TensorView:
