@@ -15,7 +15,13 @@ run_tune r2_106_sum_float16_30x64x112x112_mem0123_d2_tomem102_s2.1.1 --variant= 
   --variant x_span=2,block_x=256,block_r=16,unroll=1,num_warps=4 --variant x_span=2,block_x=128,block_r=16,unroll=1,num_warps=2 \
   --variant x_span=2,block_x=512,block_r=8,unroll=1,num_warps=4 --variant x_span=2,block_x=256,block_r=32,unroll=1,num_warps=4 \
   --variant x_span=2,block_x=256,block_r=8,unroll=1,num_warps=2 --variant x_span=2,block_x=64,block_r=32,unroll=1,num_warps=2
+run_tune r2_106_sum_float16_30x64x112x112_mem0123_d2_tomem102_s2.1.1 --tuning reduction.span_row_bytes=64 --tuning reduction.span_row_bytes=256
 t0=$(date +%s)
 LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-90} python3 tools/dev/tune_ops.py $out/tune-ops-cat-odd-$day-$commit-$gpu.json --peers --filter "cat2_inner_odd|cat2_inner_bf" pointwise.tile_bytes=4096 pointwise.tile_bytes=2048 pointwise.tile_bytes=1024 pointwise.tile_bytes=8192 2>&1 | grep -v Warn | cut -c1-330
 echo "tune_ops cat rc=$? $(( $(date +%s) - t0 )) s"
+rm -rf /tmp/lfcache
+# the outer cumsum's chain tile: bf16 tiles of as many bytes as fp32's (wider, or longer chunks)
+t0=$(date +%s)
+LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-90} python3 tools/dev/tune_ops.py $out/tune-ops-cumsum-outer-$day-$commit-$gpu.json --filter "cumsum_dim0|cumsum_dim1_col" scan.tile_elements=4096 scan.tile_elements=8192 scan.tile_elements=8192,scan.outer_min_bytes=64 scan.tile_elements=8192,scan.chain_outer_warps=8 2>&1 | grep -v Warn | cut -c1-330
+echo "tune_ops cumsum rc=$? $(( $(date +%s) - t0 )) s"
 rm -rf /tmp/lfcache
