@@ -609,3 +609,24 @@ def test_take_along_axis_of_a_made_size_one_dim_keeps_the_data_order(
     want = torch.empty([expect.shape[d] for d in order]).permute([order.index(d) for d in range(4)])
     sized = [d for d in range(4) if out.shape[d] > 1]
     assert [out.stride(d) for d in sized] == [want.stride(d) for d in sized]
+
+
+@pytest.mark.parametrize("k_dim", [0, 1])
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0)], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_take_along_axis_broadcasts_an_index_dim_an_op_made_of_one(k_dim, order, dtype):
+    """The index is topk's indices with k = 1 along ``k_dim`` (an iteration dim of static
+    extent 1 that an op made), facing a wider data dim: it broadcasts there, as
+    torch.take_along_dim broadcasts a size-1 index dim (it was refused: "the index's
+    extent 1 at dim 0 must be equal to the extent 4")."""
+    x = with_order([4, 5, 6], order, dtype)
+    y = with_order([3 if d == k_dim else n for d, n in enumerate([4, 5, 6])], (2, 0, 1), dtype)
+    with FusionDefinition() as fd:
+        a, b = fd.from_pytorch(x), fd.from_pytorch(y)
+        _, idx = fd.ops.topk(b, 1, dim=k_dim, largest=True, sorted=True)
+        fd.add_output(fd.ops.take_along_axis(a, idx, 2))
+    (out,) = fd.execute([x, y])
+    idx = torch.topk(y, 1, dim=k_dim).indices
+    expect = torch.take_along_dim(x, idx, 2)
+    assert out.dtype == dtype and out.shape == expect.shape == (4, 5, 6)
+    assert torch.equal(out, expect)

@@ -31,7 +31,7 @@ from ..opdef import OpDef, OpKind, register
 from ..values import Scalar, TensorView
 from .common import check_tensor, clone_id, emit, normalize_dim
 from .elementwise import cast
-from .shape import _size_scalar, broadcast_in_dim
+from .shape import _size_scalar, broadcast_in_dim, made_ones_as_broadcasts
 
 if TYPE_CHECKING:
     from ..fusion import Expr
@@ -188,6 +188,9 @@ def take_along_axis(arg: TensorView, index: TensorView, dim: int) -> TensorView:
             f"and {index.ndim}"
         )
     d = normalize_dim(dim, arg.ndim, "take_along_axis")
+    # off ``dim``, an index dim an op made with extent 1 (topk's k = 1) broadcasts as a
+    # declared size-1 dim does (torch.take_along_dim broadcasts the index)
+    index = made_ones_as_broadcasts(index, [k for k in range(arg.ndim) if k != d])
     # off ``dim``, a broadcast index dim takes arg's extent, also an expanded one's (a
     # broadcast arg dim of extent 1 reads index 0)
     grow = [
