@@ -25,3 +25,7 @@ t0=$(date +%s)
 LAYOUTFUSE_MEASURE=0 timeout ${TUNE_S:-90} python3 tools/dev/tune_ops.py $out/tune-ops-cumsum-outer-$day-$commit-$gpu.json --filter "cumsum_dim0|cumsum_dim1_col" scan.tile_elements=4096 scan.tile_elements=8192 scan.tile_elements=8192,scan.outer_min_bytes=64 scan.tile_elements=8192,scan.chain_outer_warps=8 2>&1 | grep -v Warn | cut -c1-330
 echo "tune_ops cumsum rc=$? $(( $(date +%s) - t0 )) s"
 rm -rf /tmp/lfcache
+# flat pointwise cases a few % behind eager: bigger tiles (fewer programs, one wave)
+TUNE_LOG=tune-ab61
+run_tune r2_082_copy_float32_1x256x112x112_mem0231_tomem2310 --variant= --variant block_x=2048 --variant block_x=2048,num_warps=8 --variant block_x=4096,num_warps=8 --variant block_x=512
+run_tune r2_051_add_bfloat16_19x256x14x14_mem0231 --variant= --variant block_x=4096 --variant block_x=4096,num_warps=8 --variant block_x=1024 --variant block_x=1024,num_warps=2
