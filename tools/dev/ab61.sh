@@ -29,3 +29,7 @@ rm -rf /tmp/lfcache
 TUNE_LOG=tune-ab61
 run_tune r2_082_copy_float32_1x256x112x112_mem0231_tomem2310 --variant= --variant block_x=2048 --variant block_x=2048,num_warps=8 --variant block_x=4096,num_warps=8 --variant block_x=512
 run_tune r2_051_add_bfloat16_19x256x14x14_mem0231 --variant= --variant block_x=4096 --variant block_x=4096,num_warps=8 --variant block_x=1024 --variant block_x=1024,num_warps=2
+# where the small flat cases' extra microsecond goes: gaps, spans and records per call
+t0=$(date +%s)
+LAYOUTFUSE_MEASURE=0 timeout 100 python3 tools/dev/gap_probe.py r2_082_copy_float32_1x256x112x112_mem0231_tomem2310 r2_051_add_bfloat16_19x256x14x14_mem0231 r3_084_copy_float32_187x3x28x28_mem0123_tomem1230 r3_062_sum_float32_143x2039_mem01_d01 2>&1 | grep -v "Warn\|warn" | tee $out/gap-probe-$day-$commit-$gpu.txt | cut -c1-300
+echo "gap probe rc=$? $(( $(date +%s) - t0 )) s"
