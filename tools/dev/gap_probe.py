@@ -1,11 +1,10 @@
 """Where a small case's call time goes, per system: ``PYTHONPATH=src:. python
-tools/dev/gap_probe.py r2_082 r2_051 ...``. Each call follows the benchmark's L2 flush;
-from the profiler's CUDA records, per call: the gap from the flush's last kernel to the
-call's first device record (queue latency, or anything the call enqueued first), the
-span from its first record to its last, and the kernels' own time; medians over the
-calls, with the names of the records the call put on the stream. Layoutfuse is also
-timed as its replay function alone and as its kernel launched through Triton's JIT
-with the output made beforehand (what the runtime adds around the launch). A
+tools/dev/gap_probe.py CASE ...`` (full case names). Beside the benchmark's call time
+(events around each call), each call after the L2 flush and a synchronize, from the
+profiler's CUDA records: the span from the call's first device record to its last and
+the kernels' own time (medians over the calls), with the names of the records the call
+put on the stream. Layoutfuse is also
+timed as its replay function alone (``lf-replay``: the call without the cache lookup). A
 measurement tool, not part of the product."""
 
 from __future__ import annotations
