@@ -29,30 +29,41 @@ def host_us(fn, n: int = 200) -> float:
     return (t1 - t0) / n * 1e6
 
 
+def probe(case) -> None:
+    xs = make_inputs(case, "cuda")
+    nvf.FusionCache.reset()
+    fd = define_fusion(nvf, case)
+    fd.execute(xs)
+    entry = getattr(fd, "_entry", None)
+    ex = entry.executor() if entry is not None else fd.executor()
+    seg = ex.last_run.segments if ex.last_run is not None else []
+    print(case.name, [s.measured.describe() if s.measured else None for s in seg])
+    print("  params", [str(p)[:160] for p in ex.last_schedule()])
+
+    def call() -> None:
+        fd.execute(xs)
+
+    before = ex.planned_runs
+    ms = time_kernel(call, "cuda")
+    print(f"  call {ms * 1e3:.1f} us; planned runs {before} -> {ex.planned_runs}")
+    print(f"  plans {len(ex._plans)}; host per call {host_us(call):.1f} us")
+    each = kernel_times(call, "cuda")
+    print("  kernels", {k[:30]: round(v * 1e3, 1) for k, v in each.items()})
+    if ex._plans:
+        plan = next(iter(ex._plans.values()))
+
+        def replay() -> None:
+            plan.replay(xs)
+
+        ms = time_kernel(replay, "cuda")
+        print(f"  replay alone {ms * 1e3:.1f} us; host {host_us(replay):.1f} us")
+    sys.stdout.flush()
+
+
 def main(argv: list[str]) -> int:
     cases = random_case_names(argv)
     for name in argv:
-        case = cases[name]
-        xs = make_inputs(case, "cuda")
-        nvf.FusionCache.reset()
-        fd = define_fusion(nvf, case)
-        fd.execute(xs)
-        entry = getattr(fd, "_entry", None)
-        ex = entry.executor() if entry is not None else fd.executor()
-        seg = ex.last_run.segments if ex.last_run is not None else []
-        print(case.name, [s.measured.describe() if s.measured else None for s in seg])
-        print("  params", [str(p)[:160] for p in ex.last_schedule()])
-        before = ex.planned_runs
-        ms = time_kernel(lambda: fd.execute(xs), "cuda")
-        print(f"  call {ms * 1e3:.1f} us; planned runs {before} -> {ex.planned_runs}; plans {len(ex._plans)}")
-        print(f"  host per call {host_us(lambda: fd.execute(xs)):.1f} us")
-        each = kernel_times(lambda: fd.execute(xs), "cuda")
-        print("  kernels", {k[:30]: round(v * 1e3, 1) for k, v in each.items()})
-        if ex._plans:
-            plan = next(iter(ex._plans.values()))
-            ms = time_kernel(lambda: plan.replay(xs), "cuda")
-            print(f"  replay alone {ms * 1e3:.1f} us; host {host_us(lambda: plan.replay(xs)):.1f} us")
-        sys.stdout.flush()
+        probe(cases[name])
     return 0
 
 
