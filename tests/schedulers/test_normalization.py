@@ -540,3 +540,29 @@ def test_looped_rows_keep_their_second_read_in_l2():
     assert params.mode == "looped" and params.num_warps == DEFAULT.normalization.loop_l2_warps
     (art,) = compile_last_run(fd.executor())
     assert art.num_warps == 32 and art.resources["LOCAL"] == 0
+
+
+@pytest.mark.parametrize("op", ["take_along_axis", "gather"])
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_a_read_indexed_by_the_groups_own_result_runs_after_it(op, order, dtype):
+    """A row's max of an index tensor picks the element of ``x`` the row is then scaled
+    by (generated program 178065: a gather indexed by a keepdim prod): the index is the
+    group's own result, which one normalization kernel would need before its loads. The
+    scheduler declines, saying why; the reduction kernel, then a pointwise kernel, match
+    torch in every memory order."""
+    x = with_order([6, 10], order, dtype)
+    i = (with_order([6, 10], order, torch.float32, seed=1) * 7).long().remainder(10)
+    assert i.stride() == x.stride()  # the index in the same memory order
+    with FusionDefinition() as fd:
+        a, b = fd.from_pytorch(x), fd.from_pytorch(i)
+        m = fd.ops.max(b, dims=[1], keepdim=True)
+        g = getattr(fd.ops, op)(a, m, 1)
+        fd.add_output(fd.ops.mul(fd.ops.add(a, b), g))
+    (out,) = fd.execute([x, i])
+    m = i.max(1, keepdim=True).values
+    want = (x + i) * torch.take_along_dim(x, m, 1)
+    torch.testing.assert_close(out, want.to(out.dtype), rtol=1e-2, atol=1e-2)
+    segments = fd.segment([x, i])
+    assert [s["scheduler"] for s in segments] == ["reduction", "pointwise"]
+    assert "takes its index from the group's own results" in segments[0]["reason"]

@@ -67,6 +67,26 @@ def is_indirect(chain: tuple[Expr, ...]) -> bool:
     return any(index_operands(e) or e.op.kind is OpKind.WRITE for e in chain)
 
 
+def indexed_by(chain: tuple[Expr, ...], targets: Collection[int], memory: Collection[int]) -> bool:
+    """Whether an indexed read along ``chain`` takes its index from one of ``targets``
+    (tensor ids, results the kernel computes), through the pointwise and shape ops the
+    kernel computes (not through ``memory``): that read can only be made once those
+    results are done (a gather indexed by its own row's prod)."""
+    stack = [i for e in chain for i in index_operands(e)]
+    seen: set[int] = set()
+    while stack:
+        tv = stack.pop()
+        if id(tv) in targets:
+            return True
+        if id(tv) in seen or id(tv) in memory or tv.definition is None:
+            continue
+        seen.add(id(tv))
+        e = tv.definition
+        if e.op.kind in (OpKind.SHAPE, OpKind.POINTWISE):
+            stack.extend(v for v in e.inputs if isinstance(v, TensorView))
+    return False
+
+
 def stores_every_position(chain: tuple[Expr, ...]) -> bool:
     """Whether a store along ``chain`` (from a kernel's coordinates back to a tensor upstream
     of them) writes every position of that tensor: only the view-like shape ops (set,

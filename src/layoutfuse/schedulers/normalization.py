@@ -55,7 +55,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..analysis.accesses import is_indirect
+from ..analysis.accesses import indexed_by, is_indirect
 from ..analysis.device import DeviceInfo
 from ..dtypes import itemsize
 from ..intmath import cdiv, int32_factor, next_pow2, prod
@@ -315,6 +315,11 @@ def can_schedule(
         return "an access is not affine (a reshape that is not a view)"
     if not any(g.reduced for g in p.groups):
         return "nothing is reduced (size-1 reduced dims)"
+    if _indexed_by_results(segment):
+        return (
+            "an indexed read takes its index from the group's own results: the kernel "
+            "loads before they are done"
+        )
     if _copies_left_out(segment, p, tuning):
         return (
             "a reduced dim is expanded and no row is stored: the reduction kernel leaves "
@@ -335,6 +340,16 @@ def can_schedule(
     if p.cross and plan.mode != "persistent":
         return f"cross reductions need whole rows in one tile ({plan.why})"
     return None
+
+
+def _indexed_by_results(segment: KernelSpec) -> bool:
+    """An access that reads through an indexed read whose index comes from the group's
+    reductions (generated program 178065: a gather indexed by the keepdim prod of the
+    rows it reads again): the kernel makes its loads before its reductions are done."""
+    assert segment.group is not None
+    results = {id(o) for e in segment.group.reductions for o in e.outputs}
+    memory = {id(t) for t in segment.memory}
+    return any(indexed_by(a.chain, results, memory) for a in segment.accesses)
 
 
 def _stores_across_columns(p: Problem) -> bool:
