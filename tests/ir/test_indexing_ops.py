@@ -272,34 +272,6 @@ def test_out_of_range_on_replay_raises(on_cpu):
     torch.testing.assert_close(out, x[[3, 0]])
 
 
-@pytest.mark.parametrize("op", ["take_along_axis", "gather", "index_select"])
-@pytest.mark.parametrize("bad", [10, 17])
-def test_an_index_the_fusion_computes_out_of_range_raises_on_the_cpu(op, bad, on_cpu):
-    """The index is computed in the fusion (an input plus a scalar), so no host check sees
-    it; the kernel's device assert does in Triton's CPU interpreter: an IndexError naming
-    the op, as torch raises (on a GPU the assert compiles only with TRITON_DEBUG=1). An
-    index in range runs."""
-    x = torch.randn(6, 10)
-    i = (
-        torch.tensor([[1], [2], [3], [4], [5], [0]])
-        if op != "index_select"
-        else torch.tensor([1, 2])
-    )
-    for shift, ok in ((bad, False), (0, True)):
-        with FusionDefinition() as fd:
-            a, b = fd.from_pytorch(x), fd.from_pytorch(i)
-            s = fd.define_scalar(shift, dtype=DataType.Int)
-            j = fd.ops.add(b, s)
-            fd.add_output(getattr(fd.ops, op)(a, j, 1))
-        if ok:
-            (out,) = fd.execute([x, i])
-            want = torch.index_select(x, 1, i) if op == "index_select" else torch.gather(x, 1, i)
-            torch.testing.assert_close(out, want)
-        else:
-            with pytest.raises(IndexError, match=f"{op}: index out of range"):
-                fd.execute([x, i])
-
-
 def test_printed_like_nvfuser():
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
