@@ -272,6 +272,69 @@ def test_out_of_range_on_replay_raises(on_cpu):
     torch.testing.assert_close(out, x[[3, 0]])
 
 
+@pytest.mark.parametrize("op", ["take_along_axis", "gather", "index_select"])
+@pytest.mark.parametrize("bad", [10, 17])
+def test_an_index_the_fusion_computes_out_of_range_raises_on_the_cpu(op, bad, on_cpu):
+    """The index is computed in the fusion (an input plus a scalar), so no host check sees
+    it; the kernel's device assert does in Triton's CPU interpreter: an IndexError naming
+    the op, as torch raises (on a GPU the assert compiles only with TRITON_DEBUG=1). An
+    index in range runs."""
+    x = torch.randn(6, 10)
+    i = (
+        torch.tensor([[1], [2], [3], [4], [5], [0]])
+        if op != "index_select"
+        else torch.tensor([1, 2])
+    )
+    for shift, ok in ((bad, False), (0, True)):
+        with FusionDefinition() as fd:
+            a, b = fd.from_pytorch(x), fd.from_pytorch(i)
+            s = fd.define_scalar(shift, dtype=DataType.Int)
+            j = fd.ops.add(b, s)
+            fd.add_output(getattr(fd.ops, op)(a, j, 1))
+        if ok:
+            (out,) = fd.execute([x, i])
+            want = torch.index_select(x, 1, i) if op == "index_select" else torch.gather(x, 1, i)
+            torch.testing.assert_close(out, want)
+        else:
+            with pytest.raises(IndexError, match=f"{op}: index out of range"):
+                fd.execute([x, i])
+
+
+@pytest.mark.parametrize("consumer", ["none", "sum", "softmax"])
+@pytest.mark.parametrize("op", ["take_along_axis", "gather", "index_select"])
+def test_an_index_minus_one_in_range_runs_in_masked_tiles(op, consumer):
+    """Indices in [1, n] minus 1 are in range, but a masked lane of a tile past the
+    tensor's end loads 0 and computes -1: the kernel's assert covers the tile's lanes
+    only, so it passes in the CPU interpreter (which evaluates it) and with CUDA tensors.
+    Odd extents leave masked lanes in the pointwise, reduction and normalization kernels."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(7, 13, generator=g)
+    i = torch.randint(1, 14, [5] if op == "index_select" else [7, 5], generator=g)
+
+    def build(fd, a, b):
+        j = fd.ops.sub(b, fd.define_scalar(1, dtype=DataType.Int))
+        y = getattr(fd.ops, op)(a, j, 1)
+        if consumer == "sum":
+            y = fd.ops.sum(y, [1])
+        elif consumer == "softmax":
+            m = fd.ops.broadcast_in_dim(fd.ops.max(y, [1]), list(y.shape()), [0])
+            e = fd.ops.exp(fd.ops.sub(y, m))
+            y = fd.ops.div(e, fd.ops.broadcast_in_dim(fd.ops.sum(e, [1]), list(y.shape()), [0]))
+        return [y]
+
+    dev = torch.get_default_device()
+    xs, js = x.to(dev), i.to(dev)
+    _, (out,) = _run(build, xs, js)
+    want = (
+        torch.index_select(xs, 1, js - 1) if op == "index_select" else torch.gather(xs, 1, js - 1)
+    )
+    if consumer == "sum":
+        want = want.sum(1)
+    elif consumer == "softmax":
+        want = torch.softmax(want, 1)
+    torch.testing.assert_close(out, want)
+
+
 def test_printed_like_nvfuser():
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)

@@ -41,7 +41,7 @@ import threading
 import types
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ from triton._C.libtriton import native_specialize_impl
 from triton.backends.compiler import BaseBackend, GPUTarget
 from triton.compiler import ASTSource
 from triton.language.semantic import TritonSemantic
+from triton.runtime.errors import InterpreterError
 from triton.runtime.interpreter import (
     InterpretedFunction,
     InterpreterBuilder,
@@ -62,6 +63,7 @@ from triton.runtime.interpreter import (
     _get_np_dtype,
     _LangPatchScope,
     _patch_lang,
+    interpreter_builder,
 )
 from triton.runtime.jit import JITFunction
 
@@ -393,6 +395,12 @@ def _interpreter_scope() -> _LangPatchScope:
     scope.set_attr(InterpreterBuilder, "cast_impl", _cast_rounding_to_nearest_even)
     scope.set_attr(InterpreterBuilder, "create_fp_to_fp", _fp_to_fp_through_torch)
     scope.set_attr(TritonSemantic, "scalar_constant", _scalar_constant_keeping_negative_zero)
+    # ``tl.device_assert`` evaluated (an index the fusion computes, out of range): the
+    # interpreter's builder drops asserts unless its options say debug
+    options = interpreter_builder.options
+    scope.set_attr(
+        interpreter_builder, "options", replace(options, debug=True, sanitize_overflow=False)
+    )
     # grid dependency control: the interpreter runs a launch after the one before it has
     # finished, which is what ``gdc_wait`` waits for; nothing to launch early
     for name in ("gdc_wait", "gdc_launch_dependents"):
@@ -422,10 +430,25 @@ class InterpretedKernel:
                 kwargs.pop("launch_pdl", None)  # a compile option of the GPU's launches
                 try:
                     return self.fn[grid](*args, **kwargs)
+                except InterpreterError as e:
+                    index_error = _index_error(e)
+                    if index_error is None:
+                        raise
+                    raise index_error from e
                 finally:
                     scope.restore()
 
         return run
+
+
+def _index_error(e: InterpreterError) -> IndexError | None:
+    """An interpreted launch stopped by an indexed read's ``tl.device_assert`` (an index the
+    fusion computes, out of range: input indices are checked before the launch), as the
+    ``IndexError`` torch raises on the CPU; None for any other error."""
+    cause = e.__cause__
+    if isinstance(cause, AssertionError) and str(cause).endswith("index out of range"):
+        return IndexError(f"{cause}: an index the fusion computes is outside the indexed dim")
+    return None
 
 
 class CudaKernel:

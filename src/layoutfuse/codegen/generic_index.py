@@ -40,11 +40,19 @@ from .indexing import offset_expr
 @dataclass(frozen=True, eq=False)
 class Indirect:
     """A line ``<name> = <the value of expr's index operand>`` at ``chain`` (the exprs
-    between the iteration tensor and ``expr``)."""
+    between the iteration tensor and ``expr``), then torch's device-side check of it:
+    ``in_range``, asserted where Triton compiles asserts."""
 
     name: str
     expr: Any
     chain: tuple[Any, ...]
+    in_range: str
+
+    def check(self, lanes: str | None) -> str:
+        """The assert, over the tile's ``lanes`` (a masked lane's index is whatever its
+        masked load gave, 0: an index computed from it, say minus 1, is no error)."""
+        where = f", mask={lanes}" if lanes else ""
+        return f'tl.device_assert({self.in_range}, "{self.expr.attrs["source"]}: index out of range"{where})'
 
 
 class TritonIndex:
@@ -132,15 +140,11 @@ class TritonIndex:
         name = self._memo.get(key)
         if name is None:
             name = f"gv{sum(isinstance(x, Indirect) for x in self.lines)}"
-            self.lines.append(Indirect(name, expr, self.chain))
-            self._memo[key] = name
             n = self.extent(expr.inputs[0], expr.attrs["dim"])
             low = f"-{n}" if expr.attrs["negative"] else "0"
-            # torch's device-side check (compiled where Triton compiles asserts)
-            self.lines.append(
-                f"tl.device_assert(({name} >= {low}) & ({name} < {n}), "
-                f'"{expr.attrs["source"]}: index out of range")'
-            )
+            in_range = f"({name} >= {low}) & ({name} < {n})"
+            self.lines.append(Indirect(name, expr, self.chain, in_range))
+            self._memo[key] = name
         if not expr.attrs["negative"]:
             return name
         n = self.extent(expr.inputs[0], expr.attrs["dim"])
@@ -203,13 +207,15 @@ class GenericIndex:
         zero_tile: str,
         index64: bool,
         load_masks: list[str] | None = None,
+        lanes: str | None = None,
     ) -> None:
         """Write the walk into ``w`` and each access's offset into ``offsets``: the lines in
         order, an ``Indirect`` as the kernel's ``value(index operand, chain)``; an offset
         after every line, or earlier where an indirect value needs it (an index operand read
         through another indexed read: its own walk comes first, ``accesses.reached``).
         Given ``load_masks``, a load's mask is narrowed by its ``valid`` condition (a pad's
-        input: read where it lies) with its offset (a caller without them masks per load)."""
+        input: read where it lies) with its offset (a caller without them masks per load).
+        ``lanes``: the tile's mask, under which the indirect values are asserted in range."""
         for line in dim_lines:
             w.line(line)
         done = dict(self.ends)
@@ -230,6 +236,7 @@ class GenericIndex:
                 flush(k)
                 v = value(line.expr.inputs[1], line.chain)
                 w.line(f"{line.name} = {v}.to(tl.int64)" if index64 else f"{line.name} = {v}")
+                w.line(line.check(lanes))
             else:
                 w.line(line)
         flush(len(self.lines))

@@ -219,7 +219,7 @@ class _Kernel:
             assert ridx is not None
             dims = self.gen.dim_lines(self.p, {**self.idx, **ridx})
             zero = f"tl.zeros({self.tile}, tl.int32)"
-            self.gen.emit(w, dims, offsets, ve.value, zero, self.p.index64)
+            self.gen.emit(w, dims, offsets, ve.value, zero, self.p.index64, lanes=mask)
         return ve
 
     def r_tile(self, start: str) -> tuple[dict[int, str], str]:

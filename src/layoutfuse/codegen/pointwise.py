@@ -142,7 +142,7 @@ def _body(
         repeat="NREP" if params.repeat else None,
     )
     if gen:
-        gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks)
+        gen.emit(w, dims, offsets, ve.value, TILE_ZEROS, params.index64, load_masks, mask)
     load_all(ve, spec)
     for i in range(spec.n_loads, spec.n_loads + spec.n_stores):
         acc = spec.accesses[i]

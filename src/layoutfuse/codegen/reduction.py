@@ -412,6 +412,7 @@ class _ReductionEmitter:
                 ve.value,
                 self.zero_tile,
                 self.params.index64,
+                lanes=mask,
             )
         load_all(ve, self.spec)
         values = [

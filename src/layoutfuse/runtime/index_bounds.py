@@ -8,7 +8,8 @@ the dim it indexes, as torch requires; a bad one raises ``IndexError`` naming th
 Indices on a GPU are not checked on the host (that would synchronize): the kernel's
 ``tl.device_assert`` fires where Triton compiles asserts (``TRITON_DEBUG=1``); without it
 an out-of-range index reads outside the tensor (undefined, as a CUDA kernel without
-device asserts). Indices the fusion computes are checked only by that assert.
+device asserts). Indices the fusion computes are checked only by that assert, which
+Triton's CPU interpreter evaluates (``codegen.backend``): an ``IndexError`` naming the op.
 """
 
 from __future__ import annotations
