@@ -7,6 +7,6 @@
 bash "$(dirname "$0")/ab62.sh"
 for dbg in 0 1; do
   t0=$(date +%s)
-  TRITON_DEBUG=$dbg timeout 150 python3 -m pytest -q -p no:cacheprovider tests/ir/test_indexing_ops.py tests/ir/test_indexing_writes.py --device cuda -n 4 2>&1 | tail -4
+  TRITON_DEBUG=$dbg timeout 150 python3 -m pytest -q -p no:cacheprovider tests/ir/test_indexing_ops.py tests/ir/test_indexing_writes.py --device cuda 2>&1 | tail -4
   echo "indexing tests TRITON_DEBUG=$dbg rc=$? $(( $(date +%s) - t0 )) s"
 done
