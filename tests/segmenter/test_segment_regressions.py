@@ -3,7 +3,9 @@ each reduced to its smallest fusion and run against torch.
 
 * an output upstream of another output's slice, select, cropping pad or cat was stored
   by that output's kernel along the movement op: only the positions the op reads were
-  written (a cat's wrote past the end); it gets a kernel of its own;
+  written (a cat's wrote past the end); it gets a kernel of its own; so too where a
+  reduction of it is compared with the moved tensor (a normalization group whose
+  fallback's pointwise kernel stored it in the moved tensor's coordinates);
 * a library op's operand stored by the kernel that reads the library op's result (as an
   upstream output, beside the root, in a normalization kernel): the segments waited on
   each other;
@@ -52,6 +54,23 @@ def test_an_output_upstream_of_a_movement_op_is_stored_whole(op):
     moved, e = fd.execute([x])
     assert torch.equal(e, -x)
     assert torch.equal(moved, ref(-x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+@pytest.mark.parametrize("op", MOVED)
+def test_an_output_reduced_and_moved_is_stored_whole(op, dtype):
+    """Generated program 606640: ``e`` stored, and compared after a movement op with its
+    own reduction (a normalization group of mismatched extents, run by its fallback)."""
+    build, ref = MOVED[op]
+    x = torch.arange(12, dtype=dtype)[::2] - 2  # sliced: stride 2
+    with FusionDefinition() as fd:
+        e = fd.ops.abs(fd.from_pytorch(x))
+        red = fd.ops.sum(e, [0])
+        fd.add_output(fd.ops.ge(red, build(fd, e)))
+        fd.add_output(e)
+    out, e = fd.execute([x])
+    assert torch.equal(e, x.abs())
+    assert torch.equal(out, x.abs().sum() >= ref(x.abs()))
 
 
 @pytest.mark.parametrize("where", ["beside", "upstream", "normalization"])

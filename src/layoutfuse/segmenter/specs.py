@@ -12,7 +12,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..analysis.accesses import Access, is_indirect, upstream_accesses, upstream_tensors
+from ..analysis.accesses import (
+    Access,
+    is_indirect,
+    stores_every_position,
+    upstream_accesses,
+    upstream_tensors,
+)
 from ..dtypes import is_complex
 from ..ir import Expr, Fusion, OpKind, Scalar, TensorView, Vector
 from ..ir.ops import COORDINATE_OPS
@@ -541,6 +547,12 @@ def _fallback_pointwise(
     fb: list[KernelSpec] = []
     up = upstream_tensors(group.root, memory_ids)
     with_root = {id(group.root)} | {id(p) for p in group.partners + group.beside}
+    # an output the group's kernel stores in its rows' coordinates (reached through its
+    # reductions) that the root reaches only through a slice, a pad or an indexed read is
+    # not in the root's coordinates: its own kernel (generated program 606640: a
+    # threshold's output beside a compare with a one-element slice of it, stored at that
+    # one element only)
+    up = {k: v for k, v in up.items() if stores_every_position(v[1])}
     if stores:
         chosen = [a for a in stores if id(a.tv) in with_root or id(a.tv) in up]
         fb.append(
