@@ -228,6 +228,62 @@ def test_a_var_mean_of_short_rows_stores_along_its_output(order):
     assert params.y_group is not None and params.block_y == 8, params
 
 
+@pytest.mark.parametrize("op", ["var_mean", "sum"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_transposed_tile_stepping_r_a_row_at_a_time(op, dtype):
+    """``transposed_r_rows=1`` (a measured alternative): the transposed tile of r1_077's
+    pattern steps R one row a loop step (block_r 1, no unroll), at the rule's Y and X
+    edges; torch's values and row-major outputs; the kernel compiles for sm_90. The
+    H200's candidates for r1_077's shape include that tile after the rule's own."""
+    from layoutfuse.codegen.hopper_check import compile_last_run
+    from layoutfuse.schedulers import measure
+    from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING as T
+    from layoutfuse.schedulers.tuning import DEFAULT
+
+    g = torch.Generator().manual_seed(9)
+    order = (2, 3, 0, 1)
+    x = torch.randn([(40, 3, 7, 7)[d] for d in order], generator=g).to(dtype)
+    x = x.permute(*[order.index(d) for d in range(4)])
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        outs = (
+            fd.ops.var_mean(t, dims=[3], correction=1) if op == "var_mean" else [fd.ops.sum(t, [3])]
+        )
+        for o in outs:
+            fd.add_output(o, stride_order=[2, 1, 0])
+    tuning = DEFAULT.with_fields(reduction=dict(transposed_r_rows=1))
+    got = configured(fd, target=small_gpu(1), tuning=tuning).execute([x])
+    xd = x.double()
+    want = torch.var_mean(xd, 3, correction=1) if op == "var_mean" else [xd.sum(3)]
+    for o, w in zip(got, want, strict=True):
+        torch.testing.assert_close(
+            o.double(),
+            w,
+            rtol=2e-2 if dtype == torch.bfloat16 else 1e-5,
+            atol=1e-2 if dtype == torch.bfloat16 else 1e-5,
+        )
+        assert o.stride() == (21, 7, 1)
+    (params,) = schedules(fd)
+    assert params.y_group is not None and (params.block_y, params.block_r, params.unroll) == (
+        8,
+        1,
+        1,
+    )
+    compile_last_run(fd.executor())
+
+    big = torch.empty([(23235, 3, 7, 7)[d] for d in order], device="meta").permute(
+        *[order.index(d) for d in range(4)]
+    )
+    with FusionDefinition() as fd:
+        var, mean = fd.ops.var_mean(fd.from_pytorch(big), dims=[3], correction=1)
+        fd.add_output(var, stride_order=[2, 1, 0])
+        fd.add_output(mean, stride_order=[2, 1, 0])
+    (seg,) = configured(fd, target=H200).executor().plan([big]).segments
+    cands = measure.candidates(rd.heuristics, seg.problem, H200, T, T.alternatives, 4)
+    assert cands[0] == seg.params and cands[0].block_r == 8
+    assert any(c.y_group is not None and c.block_r == 1 for c in cands[1:]), cands
+
+
 # --- compiled for sm_90 at the benchmark's sizes ------------------------------------------------
 CASES = {c.name: c for c in SUITES["reduction"]()}
 

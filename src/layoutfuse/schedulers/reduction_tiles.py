@@ -172,6 +172,13 @@ class ReductionTuning:
     transposed_store_bytes: int = 32
     # transposed store: contiguous input bytes per row (one cache line)
     transposed_line_bytes: int = 128
+    # transposed store: R rows a loop step at most (0: as many as fill ``load_bytes``). 1
+    # walks R a row a step, each thread's accumulators its own, with no reduce across the
+    # tile's R lanes: a fp32 var_mean over 7 rows 69705 elements apart stored transposed
+    # (r1_077) took 80 registers a thread and 11.8 us in [8, 8, 32] steps (a Welford's
+    # tile reduce), 24 and 10.4 us in [8, 1, 32] (H100 at 48936a1, tune-r1_077-20261207-
+    # 48936a1-h100.txt). One case: timed by the measured choice (``alternatives``)
+    transposed_r_rows: int = 0
     # an outer reduction whose input fits in L2 (never timed by the measured choice) takes
     # the rows per tile and the split of fewest DRAM round trips on its critical path
     # (``few_rounds``): a program's loop steps, plus the ticket and each combine step of
@@ -217,8 +224,9 @@ class ReductionTuning:
     # warps (half the tile, the same bytes a thread: a fp16 sum over the 112 rows of
     # [30, 64, 112, 112], r2_106, 27.1 us in [32, 128] x 2 at 4 warps, 21.4 in [16, 128] x
     # 2 at 2, 31.6 at 8; torch.compile 22.8; H100 at 685caed, tune-ab57-20261207-685caed-
-    # h100.txt), and 2-byte outer tiles of half the bytes per thread, are timed against
-    # the rule's. The half step: a bf16 sum over rows of 3715 (r2_111) read 2587 GB/s in
+    # h100.txt), 2-byte outer tiles of half the bytes per thread, and transposed tiles
+    # stepping R a row at a time, are timed against the rule's. The half step: a bf16 sum
+    # over rows of 3715 (r2_111) read 2587 GB/s in
     # [2, 2048] x 2 steps and 3101 in [2, 1024] x 2 (eager 95% of the read ceiling in the
     # seed-2 run at f489a24), where [4, 1024] x 2 read 2590 and [8, 1024] 2710, all at 8
     # warps (H100 at 7d748ff, tune-ab35-20261206-7d748ff-h100.txt): one shape, no rule;
@@ -235,6 +243,7 @@ class ReductionTuning:
         (("outer_row_bytes", 256),),
         (("narrow_outer_warps", 2),),
         (("narrow_outer_load_bytes", 64),),
+        (("transposed_r_rows", 1),),
     )
 
     @property
@@ -369,6 +378,8 @@ def transposed_tile(
     load_elems = t.load_bytes * t.tile_threads // item
     unroll_max = max(1, load_elems // (t.acc_elements * t.tile_threads))
     r_step = min(next_pow2(nr), max(1, load_elems // (block_x * block_y)))
+    if t.transposed_r_rows:
+        r_step = min(r_step, t.transposed_r_rows)
     unroll = min(unroll_max, r_step)
     return Tile(block_x, r_step // unroll, unroll, block_y)
 
