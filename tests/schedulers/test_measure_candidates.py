@@ -117,6 +117,26 @@ def test_an_inner_reduction_times_a_step_of_half_the_bytes():
         assert [(c.block_x, c.block_r, c.unroll, c.num_warps) for c in cands] == tiles
 
 
+def test_an_inner_reduction_of_scalar_rows_times_a_quarter_tile_at_4_warps():
+    """A fp32 max over rows of 255 elements, 1020 bytes apart (r3_093: [128, 1, 255, 363]
+    laid out [1, 3, 0, 2], reduced over dims 1 and 2): no 16-byte load, so the tile sized
+    as for 16-byte elements, [4, 256] at 4 warps, is a candidate after the rule's [16,
+    256] at 8 and the half step; rows 16-byte aligned (256 fp32) have no such candidate."""
+    from layoutfuse.schedulers import reduction as rd
+    from layoutfuse.schedulers.reduction_tiles import DEFAULT_TUNING as T
+
+    x = torch.empty(1, 363, 128, 255, device="meta").permute(2, 0, 3, 1)
+    assert x.shape == (128, 1, 255, 363) and x.stride()[2] == 1
+    ((p, params),) = _planned(lambda fd, x: fd.ops.max(x, [1, 2]), [x], torch.float32)
+    cands = measure.candidates(rd.heuristics, p, H200, T, T.alternatives, 4)
+    tiles = [(c.block_x, c.block_r, c.num_warps) for c in cands]
+    assert cands[0] == params and tiles[0] == (16, 256, 8), tiles
+    assert (4, 256, 4) in tiles[1:], tiles
+    ((p, _),) = _planned(lambda fd, x: fd.ops.max(x, [1]), [(46464, 256)], torch.float32)
+    cands = measure.candidates(rd.heuristics, p, H200, T, T.alternatives, 4)
+    assert (4, 256, 4) not in [(c.block_x, c.block_r, c.num_warps) for c in cands], cands
+
+
 def test_a_looped_softmax_times_a_loop_tile_of_4096_at_16_warps():
     """A bf16 softmax over rows of 50257 (r2_050's): the rule's [1, 16384] at 32 warps,
     twice the tile, and the half direction's [1, 4096] at 16 warps."""

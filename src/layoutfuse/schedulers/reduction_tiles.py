@@ -224,8 +224,12 @@ class ReductionTuning:
     # warps (half the tile, the same bytes a thread: a fp16 sum over the 112 rows of
     # [30, 64, 112, 112], r2_106, 27.1 us in [32, 128] x 2 at 4 warps, 21.4 in [16, 128] x
     # 2 at 2, 31.6 at 8; torch.compile 22.8; H100 at 685caed, tune-ab57-20261207-685caed-
-    # h100.txt), 2-byte outer tiles of half the bytes per thread, and transposed tiles
-    # stepping R a row at a time, are timed against the rule's. The half step: a bf16 sum
+    # h100.txt), 2-byte outer tiles of half the bytes per thread, transposed tiles
+    # stepping R a row at a time, and scalar inner tiles sized as for 16-byte elements (a
+    # quarter of a fp32 step: a fp32 max over rows of 255, 1020 bytes apart, r3_093, read
+    # [16, 256] at 8 warps in 24.4 us, [8, 256] at 8 in 22.7, [4, 256] at 4 in 16.9;
+    # torch.compile's call 20.4; H100 at c4ae9f7, tune-r3_093-20261207-c4ae9f7-h100.txt),
+    # are timed against the rule's. The half step: a bf16 sum
     # over rows of 3715 (r2_111) read 2587 GB/s in
     # [2, 2048] x 2 steps and 3101 in [2, 1024] x 2 (eager 95% of the read ceiling in the
     # seed-2 run at f489a24), where [4, 1024] x 2 read 2590 and [8, 1024] 2710, all at 8
@@ -244,6 +248,7 @@ class ReductionTuning:
         (("narrow_outer_warps", 2),),
         (("narrow_outer_load_bytes", 64),),
         (("transposed_r_rows", 1),),
+        (("scalar_inner_item", 16),),
     )
 
     @property
