@@ -229,12 +229,11 @@ class ReductionTuning:
     # quarter of a fp32 step: a fp32 max over rows of 255, 1020 bytes apart, r3_093, read
     # [16, 256] at 8 warps in 24.4 us, [8, 256] at 8 in 22.7, [4, 256] at 4 in 16.9;
     # torch.compile's call 20.4; H100 at c4ae9f7, tune-r3_093-20261207-c4ae9f7-h100.txt),
-    # are timed against the rule's. The half step: a bf16 sum
-    # over rows of 3715 (r2_111) read 2587 GB/s in
-    # [2, 2048] x 2 steps and 3101 in [2, 1024] x 2 (eager 95% of the read ceiling in the
-    # seed-2 run at f489a24), where [4, 1024] x 2 read 2590 and [8, 1024] 2710, all at 8
-    # warps (H100 at 7d748ff, tune-ab35-20261206-7d748ff-h100.txt): one shape, no rule;
-    # the rule's step stays, and the half is timed
+    # are timed against the rule's. The half step: a bf16 sum over rows of 3715 (r2_111)
+    # read 2587 GB/s in [2, 2048] x 2 steps and 3101 in [2, 1024] x 2 (eager 95% of the
+    # read ceiling in the seed-2 run at f489a24), where [4, 1024] x 2 read 2590 and [8,
+    # 1024] 2710, all at 8 warps (H100 at 7d748ff, tune-ab35-20261206-7d748ff-h100.txt):
+    # one shape, no rule; the rule's step stays, and the half is timed
     alternatives: tuple[Overrides, ...] = (
         (("fold_rows", 0),),
         (("carry_index", 0),),
