@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Session 33's prepared next call (not run): random seed 3 at the head (r3_093's new scalar
+# inner candidate, r3_021), then tiles of two losers of seed 1 at c4ae9f7: r1_059 (fp32
+# layer norm over a strided dim of 61, 127 against torch.compile's 118 us) and r1_090 (fp32
+# RMS norm over rows of 6144, 172 rows: 7.5 against 6.4 us).
+. "$(dirname "$0")/device_env.sh"
+for s in ${SEEDS:-3}; do
+  t0=$(date +%s)
+  timeout ${RANDOM_S:-290} python3 -m benchmarks suite random --seed $s --out $out/random_seed$s-$day-$commit-$gpu.json > $out/random.txt 2>&1
+  echo "random $s rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/random.txt | tail -30 | cut -c1-220; rm -f $out/random.txt
+done
+TUNE_LOG=tune-ab65 TUNE_S=60 run_tune r1_059_layernorm_float32_1x694173x61_mem201_d2_s2.2.1 --variant= \
+  --variant block_x=64,num_warps=8 --variant block_x=256,num_warps=16 --variant num_warps=8 --variant block_x=64,num_warps=16 \
+  --variant block_x=256,num_warps=32
+TUNE_LOG=tune-ab65 TUNE_S=60 run_tune r1_090_rmsnorm_float32_2x86x6144_mem102_d2 --variant= \
+  --variant num_warps=8 --variant num_warps=32 --variant num_warps=4
