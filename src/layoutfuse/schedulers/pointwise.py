@@ -188,12 +188,21 @@ class PointwiseTuning:
     # A call at each element's own index (before runs) made a dropout compute-bound: bf16
     # [8192, 8192] 1263 GB/s against eager's 2329, fp32 2599 against 2869 (H200)
     philox_run: int = 4
+    # a short stride-1 group continued in an access's memory by a group at its extent
+    # rounded up to a power of two (3 bf16 channels of 4, a slice of padded rows: strides
+    # 1, 4, 56) flattens with that group as an exactly continued one does (``flattened``,
+    # ``shared_short_inner``): the axis's rows are contiguous, the padding's lanes masked.
+    # A bf16 copy of [343288, 3, 14, 14] laid out so (r1_036) read 6 bytes of every 84
+    # along its tile's X, at 24% of the copy bandwidth, as eager and torch.compile did
+    # (H100 at c4ae9f7). Not measured yet: timed by the measured choice only. 0: off
+    padded_continuation: int = 0
     # measured choice (``schedulers/measure.py``): a transpose's tile at half the edge (at
     # the warps the thread bytes give, and at twice as many) and at twice the edge are
     # timed against the rule's; at 6cd3542 (H200) no one tile won every unaligned
     # transpose: bf16 [119111, 6144] best at 64 x 64 / 8 warps (2552 GB/s), fp16
     # [8 x 211, 50257] at 32 x 32 / 4 (2803, 64 x 64 / 8: 2508)
     alternatives: tuple[Overrides, ...] = (
+        (("padded_continuation", 1),),  # first: it changes only padded layouts' plans
         (("transpose_edge_bytes", 128),),
         (("transpose_edge_bytes", 128), ("transpose_thread_bytes", 32)),
         (("transpose_edge_bytes", 512),),
@@ -293,19 +302,20 @@ def heuristics(
     gx, gy, gx2, gy2, split_x, split_y = 0, None, None, None, 1, 1
     transpose = False
     edge = edge_elements(widest_itemsize(p), tuning)
+    padded = bool(tuning.padded_continuation)
     for a in p.stores():
         inner = p.innermost_group(a)
         if inner is not None and inner != gx and n > 1:
             gy, transpose = inner, True
             if tuning.continuation_to_store and _same_continuation(p, a, gx, gy, edge):
-                gy2, split_y = flattened(p, a, gy, {gx}, edge)
-                gx2, split_x = flattened(p, 0, gx, {gy, gy2}, edge)
+                gy2, split_y = flattened(p, a, gy, {gx}, edge, padded)
+                gx2, split_x = flattened(p, 0, gx, {gy, gy2}, edge, padded)
             else:
-                gx2, split_x = flattened(p, 0, gx, {gy}, edge)
-                gy2, split_y = flattened(p, a, gy, {gx, gx2}, edge)
+                gx2, split_x = flattened(p, 0, gx, {gy}, edge, padded)
+                gy2, split_y = flattened(p, a, gy, {gx, gx2}, edge, padded)
             break
     if not transpose and n > 1:
-        gy, gx2, split_x = shared_short_inner(p, edge)
+        gy, gx2, split_x = shared_short_inner(p, edge, padded)
         transpose = gy is not None
     if gy is None and n > 1:
         gy = 1
@@ -633,15 +643,29 @@ def continuation(p: Problem, access: int, k: int) -> int | None:
     return next((j for j, g in enumerate(p.groups) if j != k and g.strides[access] == want), None)
 
 
+def padded_continuation(p: Problem, access: int, k: int) -> int | None:
+    """The group that continues group ``k`` in ``access``'s memory at ``k``'s extent
+    rounded up to a power of two (``padded_continuation``), where that is more than the
+    extent; else None."""
+    size = p.groups[k].size
+    want = p.groups[k].strides[access] * next_pow2(size)
+    if next_pow2(size) == size or want == 0 or not p.is_affine(access):
+        return None
+    return next((j for j, g in enumerate(p.groups) if j != k and g.strides[access] == want), None)
+
+
 def flattened(
-    p: Problem, access: int, k: int, taken: set[int | None], edge: int
+    p: Problem, access: int, k: int, taken: set[int | None], edge: int, padded: bool = False
 ) -> tuple[int | None, int]:
     """(outer group, split) of a tile axis whose inner group ``k`` is ``access``'s
     stride-1 group: when ``k``'s extent, rounded up to a power of two (``split``), is
-    under ``edge`` elements and the group that continues ``k`` in ``access``'s memory is
-    not ``taken`` by the other axis, the axis spans both; else (None, 1)."""
+    under ``edge`` elements and the group that continues ``k`` in ``access``'s memory
+    (``padded``: or at ``split`` times its stride) is not ``taken`` by the other axis,
+    the axis spans both; else (None, 1)."""
     split = next_pow2(p.groups[k].size)
     outer = continuation(p, access, k)
+    if outer is None and padded:
+        outer = padded_continuation(p, access, k)
     if split >= edge or outer is None or outer in taken:
         return None, 1
     return outer, split
@@ -681,14 +705,19 @@ def filled_y(
     return None, 1
 
 
-def shared_short_inner(p: Problem, edge: int) -> tuple[int | None, int | None, int]:
+def shared_short_inner(
+    p: Problem, edge: int, padded: bool = False
+) -> tuple[int | None, int | None, int]:
     """(gy, gx2, split_x) when the dominant input and a store share a stride-1 group
     shorter than ``edge`` but continue it with different groups: Y is the store's
-    continuation, X spans the short group and the input's. (None, None, 1) otherwise."""
+    continuation, X spans the short group and the input's (``padded``: the input's may
+    continue it at its power-of-two extent). (None, None, 1) otherwise."""
     split = next_pow2(p.groups[0].size)
     if split >= edge:
         return None, None, 1
     load_next = continuation(p, 0, 0)
+    if load_next is None and padded:
+        load_next = padded_continuation(p, 0, 0)
     for a in p.stores():
         store_next = continuation(p, a, 0)
         if store_next is not None and store_next != load_next:
