@@ -14,3 +14,7 @@ TUNE_LOG=tune-ab65 TUNE_S=60 run_tune r1_059_layernorm_float32_1x694173x61_mem20
   --variant block_x=256,num_warps=32
 TUNE_LOG=tune-ab65 TUNE_S=60 run_tune r1_090_rmsnorm_float32_2x86x6144_mem102_d2 --variant= \
   --variant num_warps=8 --variant num_warps=32 --variant num_warps=4
+# r1_036 (a bf16 copy whose C of 3 is padded to 4; 24% of copy for all three systems): the
+# padded continuation's tile against the rule's
+TUNE_LOG=tune-ab65 TUNE_S=60 run_tune r1_036_copy_bfloat16_343288x3x14x14_mem3021_tomem3201_s1.1.1 \
+  --tuning "" --tuning pointwise.padded_continuation=1
