@@ -7,11 +7,7 @@ t0=$(date +%s)
 timeout 70 python3 -m pytest -q -p no:cacheprovider --device cuda tests/segmenter/test_segment_regressions.py \
   tests/schedulers/test_reduction_transposed.py tests/schedulers/test_measure_candidates.py 2>&1 | tail -3
 echo "tests rc=$? $(( $(date +%s) - t0 )) s"
-for s in ${SEEDS:-1 3}; do
-  t0=$(date +%s)
-  timeout ${RANDOM_S:-245} python3 -m benchmarks suite random --seed $s --out $out/random_seed$s-$day-$commit-$gpu.json > $out/random.txt 2>&1
-  echo "random $s rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/random.txt | tail -30 | cut -c1-220; rm -f $out/random.txt
-done
+run_seeds ${SEEDS:-1 3}
 # r3_093 (fp32 max over rows of 255, 1020 bytes apart: scalar loads; 26.5 us against
 # torch.compile's 20.4 at d261dbc): tiles
 [ "${TUNE_S:-45}" != 0 ] && TUNE_LOG=tune-r3_093 run_tune r3_093_max_float32_128x1x255x363_mem1302_d12 --variant= \

@@ -4,11 +4,7 @@
 # layer norm over a strided dim of 61, 127 against torch.compile's 118 us) and r1_090 (fp32
 # RMS norm over rows of 6144, 172 rows: 7.5 against 6.4 us).
 . "$(dirname "$0")/device_env.sh"
-for s in ${SEEDS:-3}; do
-  t0=$(date +%s)
-  timeout ${RANDOM_S:-290} python3 -m benchmarks suite random --seed $s --out $out/random_seed$s-$day-$commit-$gpu.json > $out/random.txt 2>&1
-  echo "random $s rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/random.txt | tail -30 | cut -c1-220; rm -f $out/random.txt
-done
+run_seeds ${SEEDS:-3}
 TUNE_LOG=tune-ab65 TUNE_S=60 run_tune r1_059_layernorm_float32_1x694173x61_mem201_d2_s2.2.1 --variant= \
   --variant block_x=64,num_warps=8 --variant block_x=256,num_warps=16 --variant num_warps=8 --variant block_x=64,num_warps=16 \
   --variant block_x=256,num_warps=32

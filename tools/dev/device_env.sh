@@ -24,3 +24,13 @@ run_tune() {  # case, then variants
     | tee -a $out/${TUNE_LOG:?}-$day-$commit-$gpu.txt | cut -c1-300 | tail -14
   echo "tune $c rc=$? $(( $(date +%s) - t0 )) s"
 }
+# Random seeds (python -m benchmarks suite random), each under RANDOM_S seconds, their
+# results in $out and the report's last lines printed
+run_seeds() {  # seeds
+  local s t0
+  for s in "$@"; do
+    t0=$(date +%s)
+    timeout ${RANDOM_S:-290} python3 -m benchmarks suite random --seed $s --out $out/random_seed$s-$day-$commit-$gpu.json > $out/random.txt 2>&1
+    echo "random $s rc=$? $(( $(date +%s) - t0 )) s"; grep -v "Warn\|warn" $out/random.txt | tail -30 | cut -c1-220; rm -f $out/random.txt
+  done
+}
