@@ -634,10 +634,10 @@ def _store_continues_on_grid(p: Problem, gy: int, tiled: set[int | None]) -> boo
     )
 
 
-def continuation(p: Problem, access: int, k: int) -> int | None:
+def continuation(p: Problem, access: int, k: int, extent: int | None = None) -> int | None:
     """The group that continues group ``k`` in ``access``'s memory (its stride is ``k``'s
-    extent times ``k``'s stride), or None."""
-    want = p.groups[k].strides[access] * p.groups[k].size
+    extent, or ``extent``, times ``k``'s stride), or None."""
+    want = p.groups[k].strides[access] * (extent or p.groups[k].size)
     if want == 0 or not p.is_affine(access):
         return None
     return next((j for j, g in enumerate(p.groups) if j != k and g.strides[access] == want), None)
@@ -648,10 +648,7 @@ def padded_continuation(p: Problem, access: int, k: int) -> int | None:
     rounded up to a power of two (``padded_continuation``), where that is more than the
     extent; else None."""
     size = p.groups[k].size
-    want = p.groups[k].strides[access] * next_pow2(size)
-    if next_pow2(size) == size or want == 0 or not p.is_affine(access):
-        return None
-    return next((j for j, g in enumerate(p.groups) if j != k and g.strides[access] == want), None)
+    return None if next_pow2(size) == size else continuation(p, access, k, next_pow2(size))
 
 
 def flattened(
