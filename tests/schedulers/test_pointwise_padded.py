@@ -31,17 +31,18 @@ ON = DEFAULT.with_fields(pointwise=dict(padded_continuation=1, transpose_fill=0)
 OFF = DEFAULT.with_fields(pointwise=dict(padded_continuation=0, transpose_fill=0))
 
 
-def _padded(n: int, h: int, w: int, dtype, device=None) -> torch.Tensor:
-    """[n, 3, h, w] laid out w, n, h, c (c innermost) with c padded to 4: strides
-    (4h, 1, 4, 4hn)."""
+def _padded(n: int, h: int, w: int, dtype, device=None, c: int = 3) -> torch.Tensor:
+    """[n, c, h, w] laid out w, n, h, c (c innermost) with c padded to a power of two
+    ``pc``: strides (pc h, 1, pc, pc h n)."""
     device = device or torch.get_default_device()
+    pc = 1 << (c - 1).bit_length()
     if str(device) == "meta":
-        full = torch.empty(w, n, h, 4, dtype=dtype, device="meta")
+        full = torch.empty(w, n, h, pc, dtype=dtype, device="meta")
     else:
         g = torch.Generator().manual_seed(n * 31 + h)
-        full = torch.randn(w, n, h, 4, generator=g).to(dtype).to(device)
-    x = full[..., :3].permute(1, 3, 2, 0)  # the slice of the dense tensor: strides kept
-    assert x.shape == (n, 3, h, w) and x.stride()[1] == 1 and x.stride()[2] == 4
+        full = torch.randn(w, n, h, pc, generator=g).to(dtype).to(device)
+    x = full[..., :c].permute(1, 3, 2, 0)  # the slice of the dense tensor: strides kept
+    assert x.shape == (n, c, h, w) and x.stride()[1] == 1 and x.stride()[2] == pc
     return x
 
 
@@ -51,13 +52,14 @@ def _padded(n: int, h: int, w: int, dtype, device=None) -> torch.Tensor:
     [[1, 0, 2, 3], [2, 0, 1, 3], [0, 1, 2, 3]],
     ids=["c_then_n", "c_then_h", "n_innermost"],
 )
-def test_a_padded_group_flattens_with_its_continuation(dtype, stride_order):
-    """r1_036's layout (C innermost and padded to 4, then H, then N) stored with C
+@pytest.mark.parametrize("c", [3, 5])
+def test_a_padded_group_flattens_with_its_continuation(dtype, stride_order, c):
+    """r1_036's layout (C innermost and padded to 4, then H, then N; and 5 of 8) stored with C
     innermost then N (the shared short group) and N innermost (a transpose whose X is the
     input's C): with the knob X spans C, as 4, and H; stored C then H (a plain copy, whose
     tile rows already cover the padding) X stays C alone. Torch's values and strides
     each way."""
-    x = _padded(37, 14, 5, dtype)
+    x = _padded(37, 14, 5, dtype, c=c)
     outer_to_inner = sorted(range(4), key=lambda d: -stride_order[d])
     dense = torch.empty([x.shape[d] for d in outer_to_inner]).permute(
         *[outer_to_inner.index(d) for d in range(4)]
@@ -70,7 +72,8 @@ def test_a_padded_group_flattens_with_its_continuation(dtype, stride_order):
     on, off = tiles["on"], tiles["off"]
     if stride_order != [2, 0, 1, 3]:  # a transpose: X spans C (as 4) and H with the knob
         assert off.gx2 is None, off
-        assert on.transpose and on.gx == 0 and on.gx2 is not None and on.split_x == 4, on
+        assert on.transpose and on.gx == 0 and on.gx2 is not None, on
+        assert on.split_x == x.stride(2), on  # C's extent padded: 4 or 8
     else:  # a plain copy (its rows already cover the padding): X is C alone either way
         assert on.gx2 is None and off.gx2 is None, (on, off)
 

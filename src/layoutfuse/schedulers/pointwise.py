@@ -643,12 +643,14 @@ def continuation(p: Problem, access: int, k: int, extent: int | None = None) -> 
     return next((j for j, g in enumerate(p.groups) if j != k and g.strides[access] == want), None)
 
 
-def padded_continuation(p: Problem, access: int, k: int) -> int | None:
-    """The group that continues group ``k`` in ``access``'s memory at ``k``'s extent
-    rounded up to a power of two (``padded_continuation``), where that is more than the
-    extent; else None."""
+def continued_by(p: Problem, access: int, k: int, padded: bool) -> int | None:
+    """``continuation``; where there is none and ``padded``, the group that continues
+    ``k`` at its extent rounded up to a power of two (``padded_continuation``)."""
+    exact = continuation(p, access, k)
     size = p.groups[k].size
-    return None if next_pow2(size) == size else continuation(p, access, k, next_pow2(size))
+    if exact is not None or not padded or next_pow2(size) == size:
+        return exact
+    return continuation(p, access, k, next_pow2(size))
 
 
 def flattened(
@@ -660,9 +662,7 @@ def flattened(
     (``padded``: or at ``split`` times its stride) is not ``taken`` by the other axis,
     the axis spans both; else (None, 1)."""
     split = next_pow2(p.groups[k].size)
-    outer = continuation(p, access, k)
-    if outer is None and padded:
-        outer = padded_continuation(p, access, k)
+    outer = continued_by(p, access, k, padded)
     if split >= edge or outer is None or outer in taken:
         return None, 1
     return outer, split
@@ -712,9 +712,7 @@ def shared_short_inner(
     split = next_pow2(p.groups[0].size)
     if split >= edge:
         return None, None, 1
-    load_next = continuation(p, 0, 0)
-    if load_next is None and padded:
-        load_next = padded_continuation(p, 0, 0)
+    load_next = continued_by(p, 0, 0, padded)
     for a in p.stores():
         store_next = continuation(p, a, 0)
         if store_next is not None and store_next != load_next:
