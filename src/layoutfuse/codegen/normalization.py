@@ -157,25 +157,6 @@ class _Kernel:
         if same:
             w.line(f"aligned = {self.aligned}")
 
-    def window_scalars(self) -> None:
-        """The row's scalars of the persistent window (``align_rows`` = V, a row a
-        program): each row access's row offset rounded down to a multiple of V (``ob``),
-        the lanes before the first access's row (``head``), and whether every row access
-        has as many (``aligned``: else the plain tile)."""
-        w, p, v = self.w, self.p, self.p.align_rows
-        idx = dict(zip(p.x_groups, decompose(w, "pid", [f"n{g}" for g in p.x_groups], "xs")))
-        self.row_base = {}
-        heads = []
-        for a in row_accesses(self.spec.n_loads + self.spec.n_stores, p):
-            terms = [self.stride(a, g, idx[g]) for g in p.x_groups if not p.zero_strides[a][g]]
-            base = f" + b{a}" if a in p.based else ""
-            xs = w.assign("xs", offset_expr(terms) + base)
-            self.row_base[a] = w.assign("ob", f"{xs} // {v} * {v}")
-            heads.append(f"({xs} - {self.row_base[a]})")
-        w.line(f"head = {heads[0]}")
-        same = [f"({h} == head)" for h in heads[1:]]
-        self.aligned = " & ".join(same)
-
     def tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
         """Offsets over the tile for loads, row-space stores and coordinates."""
         p, w = self.p, self.w
@@ -205,12 +186,10 @@ class _Kernel:
         mask: str,
         ridx: dict[int, str] | None = None,
         preloaded: dict[int, str] | None = None,
-        load_masks: dict[int, str] | None = None,
     ) -> ValueEmitter:
         """Values over the tile at ``offsets``; in generic mode, the walk at the R tile
         ``ridx`` is written first and its offsets join ``offsets``. ``preloaded``: loads
-        already made (by index), in their storage dtype; ``load_masks``: loads (by index)
-        masked otherwise than by ``mask``."""
+        already made (by index), in their storage dtype."""
         w = self.w
 
         def load(tv, chain):
@@ -221,9 +200,7 @@ class _Kernel:
             if preloaded and i in preloaded:
                 return w.assign("v", f"{preloaded[i]}.to({tl_compute(tv.dtype)})")
             valid = self.gen.valid.get(i) if self.gen else None  # a pad's input
-            lmask = (load_masks or {}).get(i, mask)
-            if valid is not None:
-                lmask = w.assign("lmask", f"{lmask} & {valid}")
+            lmask = mask if valid is None else w.assign("lmask", f"{mask} & {valid}")
             return w.assign("v", load_line(self.ptr[id(tv)], offsets[i], lmask, tv.dtype))
 
         def coordinate(tv, chain):
@@ -560,22 +537,20 @@ def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=N
     ``preloaded``: its loads already made (``_row_loop``)."""
     spec, group = k.spec, k.spec.group
     k.rows()
-    if params.mode == "persistent" and params.align_rows:
-        k.window_scalars()
-        if not k.aligned:
-            _persistent(k, cross, preloaded, window=True)
-        else:  # each branch stores its own per-row results (names defined in it)
-            k.w.line(f"if {k.aligned}:")
-            with k.w.indent():
-                _persistent(k, cross, preloaded, window=True)
-                k.store_per_row()
-            k.w.line("else:")
-            with k.w.indent():
-                _persistent(k, cross, preloaded, window=False)
-                k.store_per_row()
-            return
-    elif params.mode == "persistent":
-        _persistent(k, cross, preloaded, window=False)
+    if params.mode == "persistent":
+        ridx, mask = k.r_tile("")
+        offsets = k.tile_offsets(ridx)
+        ve = k.emitter(offsets, mask, ridx, preloaded)
+        # cross contributions that need no row result go first: what only they use (dy of
+        # a layer norm backward) is then dead before the row reductions' barriers
+        early = not _needs_rows(group)
+        if early:
+            _cross_step(k, ve, cross, mask)
+        for e in group.reductions:
+            _reduce_whole(k, e, ve.value(e.inputs[0], ()))
+        k.store_rows(ve, offsets, mask)
+        if not early:
+            _cross_step(k, ve, cross, mask)
     else:
         assert not cross, "cross reductions need a persistent tile"
         if params.align_rows:
@@ -595,44 +570,6 @@ def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=N
                 ),
             )  # the store pass
     k.store_per_row()
-
-
-def _persistent(k: _Kernel, cross: list[str], preloaded, window: bool) -> None:
-    """A row block held whole: its loads, reductions and stores (and its cross
-    contributions). ``window`` (``align_rows`` = V, after ``window_scalars``): lane ``t``
-    holds element ``t - head`` of the row, and each row access loads from its boundary
-    ``ob`` at ``ob + t``, masked a V-lane vector at a time (every vector that holds an
-    element of the row; the others of such a vector lie in the same 16 bytes, and
-    ``mask`` leaves them out of the reductions and stores), so Triton proves the loads
-    aligned and whole vectors."""
-    w, group = k.w, k.spec.group
-    if window:
-        v = k.p.align_rows
-        w.line("t = tl.arange(0, BLOCK_R)[None, :]")
-        w.line("r = t - head")
-        w.line("mask = xmask & (t >= head) & (r < NR)")
-        w.line(f"vmask = xmask & (t // {v} < (head + NR + {v - 1}) // {v})")
-        ridx, mask = {k.p.r_groups[0]: "r"}, "mask"
-        offsets = k.tile_offsets(ridx)
-        for a, ob in k.row_base.items():
-            offsets[a] = w.assign("off", f"{ob} + t")
-        loads = {a: "vmask" for a in k.row_base if a < k.spec.n_loads}
-    else:
-        ridx, mask = k.r_tile("")
-        offsets = k.tile_offsets(ridx)
-        loads = {}
-    k.special.clear()
-    ve = k.emitter(offsets, mask, ridx, preloaded, loads)
-    # cross contributions that need no row result go first: what only they use (dy of
-    # a layer norm backward) is then dead before the row reductions' barriers
-    early = not _needs_rows(group)
-    if early:
-        _cross_step(k, ve, cross, mask)
-    for e in group.reductions:
-        _reduce_whole(k, e, ve.value(e.inputs[0], ()))
-    k.store_rows(ve, offsets, mask)
-    if not early:
-        _cross_step(k, ve, cross, mask)
 
 
 def cross_finish_source(spec, params: NormalizationParams, name: str) -> tuple[str, list[str]]:

@@ -125,10 +125,6 @@ class NormalizationTuning:
     # inner looped, a row a program: rows that Triton cannot prove aligned are walked from
     # their first element on a boundary of this many bytes (``aligned_rows``; 0: off)
     align_row_bytes: int = 16
-    # inner persistent, a row a program: rows that Triton cannot prove aligned are loaded
-    # through a window that starts at the boundary of this many bytes at or before each
-    # row's first element, masked a whole vector at a time (``aligned_rows``; 0: off)
-    window_row_bytes: int = 16
     # inner kernels: the row length and row strides passed divided by their power-of-two
     # factor, which the kernel multiplies back (``size_factors``); 0: passed as they are
     size_factors: int = 1
@@ -276,10 +272,8 @@ class NormalizationParams:
     finish_rows: int = 0
     finish_warps: int = 0
     finish_pdl: bool = False  # the finish is a programmatic dependent launch (``cross_pdl``)
-    # inner rows, a row a program, in elements of a 16-byte boundary (``aligned_rows``; 0:
-    # rows from element 0). Looped: the R loop starts each row at its first element on a
-    # boundary. Persistent: the tile is a window from the boundary at or before the row's
-    # first element, its loads masked a whole vector at a time
+    # looped inner rows, a row a program: its R loop starts each row at its first element
+    # of this many that lies on a 16-byte boundary (0: from element 0; ``aligned_rows``)
     align_rows: int = 0
     # integer arguments the kernel receives divided by a power of two it multiplies back
     # (``size_factors``: ("NR", 4) for rows of 276), so Triton knows them multiples of it
@@ -491,18 +485,15 @@ def size_factors(
 
 
 def aligned_rows(p: Problem, params: NormalizationParams, tuning: NormalizationTuning) -> int:
-    """``align_rows`` of an inner kernel of a row a program whose rows Triton cannot prove
-    16-byte aligned and whole (a row stride or the row length no multiple of 16 elements,
-    a slice's base): elements of the narrowest row access in ``align_row_bytes`` (looped)
-    or ``window_row_bytes`` (persistent, where the window of ``BLOCK_R`` holds every row
-    from its boundary: ``NR + V - 1`` elements). Such a row's loads are otherwise one
-    element each: a bf16 softmax over rows of 50257 ran at 62% of eager's (H200, 2924fc7),
-    whose kernel also starts each row at its first aligned element. 0 otherwise."""
-    looped = params.mode == "looped"
-    bytes_ = tuning.align_row_bytes if looped else tuning.window_row_bytes
-    if not bytes_ or params.template != "inner" or params.block_x != 1:
+    """``align_rows`` of a looped inner kernel of a row a program whose rows Triton cannot
+    prove 16-byte aligned and whole (a row stride or the row length no multiple of 16
+    elements, a slice's base): elements of the narrowest row access in
+    ``align_row_bytes``. Such a row's loads and stores are otherwise one element each: a
+    bf16 softmax over rows of 50257 ran at 62% of eager's (H200, 2924fc7), whose kernel
+    also starts each row at its first aligned element. 0 otherwise."""
+    if not tuning.align_row_bytes or params.mode != "looped" or params.template != "inner":
         return 0
-    if params.mode not in ("looped", "persistent") or params.row_programs:
+    if params.block_x != 1:
         return 0
     rows = row_accesses(p.n_loads + p.n_stores, params)
     if not rows:
@@ -511,10 +502,7 @@ def aligned_rows(p: Problem, params: NormalizationParams, tuning: NormalizationT
     strides = [p.groups[k].strides[a] for a in rows for k in params.x_groups]
     if nr % 16 == 0 and all(s % 16 == 0 for s in strides) and not set(rows) & set(p.based):
         return 0  # Triton proves each row's tiles aligned and whole
-    v = max(1, bytes_ // min(itemsize(p.dtypes[a]) for a in rows))
-    if not looped and (v == 1 or params.block_r < nr + v - 1):
-        return 0  # a row from its boundary does not fit the tile (or no vector to gain)
-    return v
+    return max(1, tuning.align_row_bytes // min(itemsize(p.dtypes[a]) for a in rows))
 
 
 def _with_cross(
