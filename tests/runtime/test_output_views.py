@@ -130,3 +130,31 @@ def test_a_gradient_and_its_2d_reshape_beside_a_layer_norm_backward(dt):
     torch.testing.assert_close(dx_out.float(), ref, rtol=tol, atol=tol)
     (run,) = fd.executor().last_run.segments
     assert run.scheduler == "normalization", run.reason
+
+
+@pytest.mark.parametrize("order", [[3, 1, 0, 2], [3, 2, 1, 0], [0, 1, 2, 3], [3, 0, 2, 1]])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_a_reshape_the_input_cannot_view_is_a_view_of_the_pinned_output(order, dtype):
+    """``y = stride_order(x)`` pinned and ``z = reshape(y)`` (program 683742): the chain
+    from x is all view ops, but x's layout cannot view the reshape; y's can where its
+    pinned order keeps the merged dims together. z then comes back as a view of y (as
+    nvFuser's alias analysis takes the nearest output), on the planned call and on
+    replays; where neither can view it, z is computed in its own memory."""
+    x = torch.randn(420).to(dtype).as_strided((2, 5, 7, 6), (210, 6, 30, 1))
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        y = fd.ops.stride_order(fd.ops.set(t), stride_order=order)
+        fd.add_output(fd.ops.reshape(y, new_shape=[2, 35, 6]))
+        fd.add_output(y)
+    for call in range(2):
+        z, y = fd.execute([x])
+        torch.testing.assert_close(z, x.reshape(2, 35, 6))
+        torch.testing.assert_close(y, x)
+        try:
+            want = y.view(2, 35, 6)
+        except RuntimeError:
+            assert not _same_memory(z, y) and z.is_contiguous(), call
+            continue
+        assert _same_memory(z, y) and z.stride() == want.stride(), (call, z.stride())
+        if call == 0:
+            assert len(fd.executor().last_run.launches) == 1

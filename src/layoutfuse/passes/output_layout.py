@@ -31,7 +31,7 @@ Rules, in order (nvFuser's, see research/nvfuser_frontend_api.md §2):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import DefinitionError
 from ..ir import Expr, Fusion, IterDomain, OpKind, Scalar, TensorView
@@ -51,7 +51,11 @@ class OutputLayout:
     ``fusion.inputs`` for ``alias``; ``view_of``: index in ``fusion.inputs`` for
     ``view`` of an input, ``view_of_output``: position in ``fusion.outputs`` for a
     ``view`` of another output (one of the two is set); ``fallback``: ``"inferred"``
-    or ``"row_major"`` for ``view``.
+    or ``"row_major"`` for ``view``. ``fallback_output``: for a view of an input, the
+    position of a computed output on its chain of view ops (a reshape of a pinned
+    output): where the input's strides cannot express the view at run time, the output
+    is a view of that one if its strides can (nvFuser's alias analysis takes the
+    nearest), else laid out by ``fallback``.
     """
 
     kind: str
@@ -60,6 +64,7 @@ class OutputLayout:
     view_of: int | None = None
     fallback: str | None = None
     view_of_output: int | None = None
+    fallback_output: int | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -104,6 +109,8 @@ class OutputLayoutPass:
             layouts[pos] = OutputLayout(
                 "view", layout.order, fallback=layout.kind, view_of_output=src
             )
+        for pos, src in fallback_view_sources(fusion, layouts).items():
+            layouts[pos] = replace(layouts[pos], fallback_output=src)
         return layouts
 
 
@@ -132,6 +139,25 @@ def output_view_sources(fusion: Fusion, layouts: dict[int, OutputLayout]) -> dic
     roots = {id(fusion.outputs[q].value): q for q in computed if q not in views}
     found = {q: source_on(q, roots) for q in views}
     return {q: src for q, src in found.items() if src is not None}
+
+
+def fallback_view_sources(fusion: Fusion, layouts: dict[int, OutputLayout]) -> dict[int, int]:
+    """Per view of an input, the position of the nearest computed output (pinned, inferred
+    or row-major, no view itself) on its chain of view ops, where there is one."""
+    computed = {
+        id(fusion.outputs[q].value): q
+        for q, lay in layouts.items()
+        if lay.kind in ("pinned", "inferred", "row_major")
+    }
+    found = {}
+    for pos, lay in layouts.items():
+        if lay.kind != "view" or lay.view_of is None:
+            continue
+        tv = fusion.outputs[pos].value
+        src = next((computed[id(v)] for v in _view_ancestors(tv) if id(v) in computed), None)
+        if src is not None:
+            found[pos] = src
+    return found
 
 
 def _view_ancestors(tv) -> list[TensorView]:

@@ -330,6 +330,8 @@ class FusionExecutor:
                     or getattr(layout, "kind", None) == "view"
                 ):
                     continue
+                if any(lay.fallback_output == pos for lay in layouts.values()):
+                    continue  # an output may view its destination: kept (rare)
                 views = tuple(
                     (q, view_chain(self.fusion, cast(TensorView, values[q]), tv))
                     for q, lay in layouts.items()
@@ -466,6 +468,8 @@ class FusionExecutor:
     def _view_bases(layout: OutputLayout, inputs: list[Any], outputs: list[Any]) -> list[Any]:
         """What a ``view`` output may be a view of: the inputs, or the other output."""
         if layout.view_of_output is None:
+            if layout.fallback_output is not None:
+                return [*inputs, outputs[layout.fallback_output]]
             return inputs
         return [outputs[layout.view_of_output]]
 
@@ -502,6 +506,11 @@ class FusionExecutor:
                 src = self.fusion.inputs[layout.view_of]
                 assert isinstance(src, TensorView)  # a view is of a tensor input
                 view = make_view(view_chain(self.fusion, tv, src), inputs[layout.view_of], bindings)
+                if view is None and layout.fallback_output is not None:
+                    of_outputs.append(pos)  # a view of that output, once it exists
+                    outputs.append(None)
+                    computed.append(True)
+                    continue
                 outputs.append(
                     view if view is not None else allocate_output(tv, layout.order, bindings)
                 )
@@ -511,10 +520,13 @@ class FusionExecutor:
                 computed.append(True)
         for pos in of_outputs:
             tv, layout = self.fusion.outputs[pos].value, layouts[pos]
-            assert isinstance(tv, TensorView) and layout.view_of_output is not None
-            src = self.fusion.outputs[layout.view_of_output].value
+            assert isinstance(tv, TensorView)
+            of = layout.view_of_output
+            of = layout.fallback_output if of is None else of
+            assert of is not None
+            src = self.fusion.outputs[of].value
             assert isinstance(src, TensorView)
-            base = outputs[layout.view_of_output]
+            base = outputs[of]
             view = make_view(view_chain(self.fusion, tv, src), base, bindings)
             outputs[pos] = view if view is not None else allocate_output(tv, layout.order, bindings)
             computed[pos] = view is None
