@@ -201,3 +201,38 @@ def test_a_declared_symbolic_dim_may_not_be_squeezed():
         fd.ops.squeeze(mixed, [0])  # two made dims meeting: still symbolic
         with pytest.raises(DefinitionError, match="squeeze: dim 0 has extent symbolic"):
             fd.ops.squeeze(fd.ops.add(top, t0), [0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("order", [(1, 0), (0, 1)], ids=["row_major", "column_major"])
+def test_an_expanded_made_broadcast_comes_back_expanded(order, dtype):
+    """broadcast_in_dim of a slice that is one row at run time, as an output: an expanded
+    dim (stride 0), as nvFuser returns it (program 654317), on the planned call and the
+    replay; a slice of two rows broadcast to the same extent is a dense output."""
+    dt = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}[dtype]
+    x = torch.randn(5, 4).to(dtype) if order == (1, 0) else torch.randn(4, 5).to(dtype).t()
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(
+            shape=[-1, -1], contiguity=[True, True], dtype=dt, stride_order=list(order)
+        )
+        n = fd.define_scalar(dtype=DataType.Int)
+        row = fd.ops.slice(t0, start_indices=[1, 0], end_indices=[n, 4])
+        wide = fd.ops.broadcast_in_dim(row, shape=[3, 4], broadcast_dims=[0, 1])
+        fd.add_output(wide)
+        fd.add_output(fd.ops.neg(wide))  # computed from it: dense
+    for call in range(2):
+        a, b = fd.execute([x, 2])
+        torch.testing.assert_close(a, x[1:2].expand(3, 4), rtol=0, atol=0)
+        torch.testing.assert_close(b, -x[1:2].expand(3, 4), rtol=0, atol=0)
+        assert a.stride() == (0, 1), (call, a.stride())
+        assert b.stride() in ((4, 1), (1, 3)), (call, b.stride())
+    _compiled(fd)
+    y = torch.randn(6, 4).to(dtype)
+    with FusionDefinition() as fd2:
+        t0 = fd2.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dt)
+        n = fd2.define_scalar(dtype=DataType.Int)
+        rows = fd2.ops.slice(t0, start_indices=[1, 0], end_indices=[n, 4])
+        fd2.add_output(fd2.ops.broadcast_in_dim(rows, shape=[-1, 4], broadcast_dims=[0, 1]))
+    (c,) = fd2.execute([y, 4])
+    torch.testing.assert_close(c, y[1:4], rtol=0, atol=0)
+    assert c.stride() == (4, 1)

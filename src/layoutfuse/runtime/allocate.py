@@ -91,10 +91,13 @@ def expanded_dims(tv: TensorView) -> list[int]:
 
 
 def allocate_output(tv: TensorView, order: Sequence[int], bindings: Bindings) -> torch.Tensor:
-    """The buffer for output ``tv``: dense in ``order``, its expanded broadcast dims stride 0."""
-    return allocate_dense(
-        bindings.shape(tv), order, to_torch(tv.dtype), bindings.device, expanded_dims(tv)
-    )
+    """The buffer for output ``tv``: dense in ``order``, its expanded broadcast dims stride 0
+    (declared, or made by this run: ``RunExtents.made_expanded``)."""
+    made = getattr(bindings.extents, "made_expanded", ())
+    expanded = expanded_dims(tv) + [
+        i for i, d in enumerate(tv.shape_domain) if d.uid in made and not d.is_broadcast
+    ]
+    return allocate_dense(bindings.shape(tv), order, to_torch(tv.dtype), bindings.device, expanded)
 
 
 # --- views of inputs --------------------------------------------------------------------------

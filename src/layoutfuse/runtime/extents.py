@@ -15,7 +15,9 @@ extent in a pointwise op and be expanded by ``broadcast_in_dim``, as a declared
 broadcast dim may; a pointwise output whose operands are all broadcast there is one too.
 Their uids are ``RunExtents.made_one``; the loads read them at index 0
 (``analysis.accesses.unit_broadcasts``). A declared input dim of symbolic extent stays
-an iteration dim even when it is 1.
+an iteration dim even when it is 1. ``broadcast_in_dim`` of such a dim to a wider extent
+makes an expanded broadcast (``RunExtents.made_expanded``, kept through copies): a buffer
+for it has stride 0 there, as nvFuser returns an expanded output.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class RunExtents(dict[int, int]):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.made_one: set[int] = set()
+        self.made_expanded: set[int] = set()
 
 
 def propagate_extents(
@@ -56,6 +59,7 @@ def propagate_extents(
     prop = _Propagator(extents, scalars, origins)
     if isinstance(extents, RunExtents):
         prop.made_one = extents.made_one
+        prop.made_expanded = extents.made_expanded
     for expr in fusion.exprs:
         if not any(isinstance(o, TensorView) for o in expr.outputs):
             prop.scalar_expr(expr)
@@ -69,6 +73,7 @@ class _Propagator:
         self.scalars = scalars
         self.origins = origins
         self.made_one: set[int] = set()  # uids of dims made at run time with extent 1
+        self.made_expanded: set[int] = set()  # ... and such dims broadcast_in_dim widened
 
     def broadcast(self, d: IterDomain) -> bool:
         """Declared broadcast, or made one at run time (the module's docstring)."""
@@ -132,6 +137,8 @@ class _Propagator:
             self.bind(expr, out, dst, self.ext[src.uid], self.origin(src))
             if src.uid in self.made_one and not dst.is_broadcast:
                 self.made_one.add(dst.uid)
+            if src.uid in self.made_expanded and not dst.is_broadcast:
+                self.made_expanded.add(dst.uid)
 
     # --- tensor exprs ------------------------------------------------------------------------
     def tensor_expr(self, expr: Expr) -> None:
@@ -290,6 +297,8 @@ class _Propagator:
                 self.copy(expr, out, [(src, d)])
             elif self.broadcast(src) and es == 1 and v >= 0:
                 self.bind(expr, out, d, v, f"the shape of {expr!r}")
+                if src.uid in self.made_one and not d.is_broadcast and v != 1:
+                    self.made_expanded.add(d.uid)
             else:
                 raise InputShapeError(
                     f"{expr!r}: input dim {bdims.index(j)} ({self.origin(src)}) has extent "
