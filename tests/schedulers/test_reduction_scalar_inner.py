@@ -83,3 +83,54 @@ def test_fewer_registers_on_sm90():
         regs[name] = max(a.resources["REG"] for a in arts)
         assert all(a.local_bytes == 0 for a in arts), [a.resources for a in arts]
     assert regs["on"] < regs["off"], regs
+
+
+QUARTER = DEFAULT.with_fields(reduction=dict(scalar_inner_item=16))  # the measured candidate
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("op", ["max", "sum", "var_mean"])
+@pytest.mark.parametrize("layout", ["contiguous", "r3_093", "sliced"])
+def test_the_16_byte_item_tile_matches_torch(layout, op, dtype):
+    """The measured choice's candidate ``scalar_inner_item=16``: fp32 and bf16 max, sum and
+    var_mean over rows of odd widths, contiguous, laid out as r3_093 ([b, 1, n, m] with n
+    innermost, rows n elements apart) and sliced (every other element), against torch.
+    Its tile holds fewer elements a thread than the rule's (fp32: half; bf16 keeps its
+    scalar tile where that is already as small); var_mean of rows this short takes the
+    normalization kernel either way (its values are checked all the same)."""
+    if layout == "contiguous":
+        x, dims = _input(3, 5, 255, dtype), [0, 2]
+    elif layout == "r3_093":
+        g = torch.Generator().manual_seed(93)
+        x = torch.randn(1, 9, 37, 255, generator=g).to(dtype)
+        x, dims = x.permute(2, 0, 3, 1), [1, 2]  # [37, 1, 255, 9], dim 2 innermost
+    else:
+        x, dims = _input(3, 4, 667, dtype)[:, :, ::2], [0, 2]
+    outs = {}
+    for name, tuning in (("quarter", QUARTER), ("rule", DEFAULT)):
+        with FusionDefinition() as fd:
+            t = fd.from_pytorch(x)
+            if op == "var_mean":
+                var, mean = fd.ops.var_mean(t, dims, correction=1)
+                fd.add_output(var)
+                fd.add_output(mean)
+            else:
+                fd.add_output(getattr(fd.ops, op)(t, dims))
+        configured(fd, tuning=tuning)
+        got = fd.execute([x])
+        xf = x.float()
+        if op == "var_mean":
+            want = list(torch.var_mean(xf, dims, correction=1))
+        else:
+            want = [xf.amax(dims) if op == "max" else xf.sum(dims)]
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.float(), w, rtol=2e-2, atol=5e-2)
+        (outs[name],) = schedules(fd)
+    q, r = outs["quarter"], outs["rule"]
+    if op == "var_mean":  # rows this short: the normalization kernel, either way
+        assert q.scheduler == r.scheduler == "normalization", (q, r)
+        return
+    assert q.template == r.template == "inner", (q, r)
+    assert _per_thread(q) <= _per_thread(r), (q, r)
+    if dtype == torch.float32:
+        assert _per_thread(q) < _per_thread(r), (q, r)

@@ -31,6 +31,7 @@ from layoutfuse.dtypes import DataType
 from layoutfuse.nvfuser import FusionDefinition
 from layoutfuse.schedulers import reduction as rd
 from layoutfuse.schedulers.problem import Problem
+from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import INTERPRETER_WARNINGS, configured, schedules, small_gpu
 from support.reductions import (
     DEVICE,
@@ -50,7 +51,7 @@ SHAPE = (40, 36, 33)  # every kept dim spans an fp32 tile edge (32 elements: 128
 ONE_PROGRAM_SM = DeviceInfo("cpu", 1, 256, 1 << 20, 65536)
 
 
-def run(alloc, reduced, op, dtype, output, shape=SHAPE):
+def run(alloc, reduced, op, dtype, output, shape=SHAPE, tuning=None):
     rank = len(alloc)
     x = strided(shape, alloc, dtype, torch.Generator().manual_seed(7))
     pinned = pinned_order(output, alloc, reduced)
@@ -68,7 +69,7 @@ def run(alloc, reduced, op, dtype, output, shape=SHAPE):
         )
         for out in outs:
             fd.add_output(out, stride_order=pinned)
-    results = configured(fd, target=ONE_PROGRAM_SM).execute([x])
+    results = configured(fd, target=ONE_PROGRAM_SM, tuning=tuning).execute([x])
     assert_values(op, results, dtype, x.cpu().double(), reduced)
     for out in results:
         assert_layout(out, x, reduced, False, pinned)
@@ -282,6 +283,32 @@ def test_a_transposed_tile_stepping_r_a_row_at_a_time(op, dtype):
     cands = measure.candidates(rd.heuristics, seg.problem, H200, T, T.alternatives, 4)
     assert cands[0] == seg.params and cands[0].block_r == 8
     assert any(c.y_group is not None and c.block_r == 1 for c in cands[1:]), cands
+
+
+ROW_AT_A_TIME = [
+    pytest.param(alloc, (d,), op, id=f"a{''.join(map(str, alloc))}-r{d}-{op}")
+    for op in ("sum", "var_mean")
+    for alloc, d in itertools.product(itertools.permutations(range(3)), range(3))
+]
+
+
+@pytest.mark.parametrize("alloc, reduced, op", ROW_AT_A_TIME)
+def test_row_at_a_time_in_every_memory_order(alloc, reduced, op):
+    """``transposed_r_rows=1`` in every memory order of [40, 36, 33] and every reduced dim,
+    the output pinned to the reverse of the input's kept order: torch's values and the
+    pinned layout (``run``); a transposed tile (Y set) steps R a row at a time."""
+    tuning = DEFAULT.with_fields(reduction=dict(transposed_r_rows=1))
+    x, (out, *_), fd = run(alloc, reduced, op, torch.float32, "reversed", tuning=tuning)
+    kept = [d for d in range(3) if d not in reduced]
+    input_fastest = min(range(3), key=lambda d: x.stride(d))
+    output_fastest = kept[min(range(2), key=lambda j: out.stride(j))]
+    transposed = 0
+    for params in schedules(fd):  # var_mean of some orders: the normalization kernel
+        if isinstance(params, rd.ReductionParams) and params.y_group is not None:
+            assert params.template == "outer" and params.block_r * params.unroll == 1, params
+            transposed += 1
+    if op == "sum" and input_fastest in kept and output_fastest != input_fastest:
+        assert transposed == 1, schedules(fd)
 
 
 # --- compiled for sm_90 at the benchmark's sizes ------------------------------------------------
