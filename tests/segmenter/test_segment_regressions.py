@@ -22,11 +22,13 @@ each reduced to its smallest fusion and run against torch.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-from layoutfuse.nvfuser import FusionDefinition
+from layoutfuse.nvfuser import DataType, FusionDefinition
 from support.execution import INTERPRETER_WARNINGS
 
 pytestmark = [pytest.mark.usefixtures("kernel_cache_in_tmp"), *INTERPRETER_WARNINGS]
@@ -215,3 +217,53 @@ def test_the_finer_plan_stores_an_output_its_root_reaches_through_an_expand(orde
         )
     kinds = [r.scheduler for r in fd.executor().last_run.segments]
     assert "pointwise" in kinds, kinds
+
+
+def _count_at_max(fd, t, dim: int, epilogue: bool):
+    """How many elements of each row equal its max (``ge(x, max)`` summed): a reduction of
+    a value that reads the other's result on the rows, with only per-row results stored;
+    ``epilogue``: the count's log, a per-row output of the results."""
+    m = fd.ops.max(t, dims=[dim])
+    shape = [t.size(k) for k in range(3)]
+    keep = [k for k in range(3) if k != dim]
+    count = fd.ops.sum(fd.ops.ge(t, fd.ops.broadcast_in_dim(m, shape, keep)), dims=[dim])
+    return fd.ops.log(fd.ops.cast(count, DataType.Float)) if epilogue else count
+
+
+@pytest.mark.parametrize("epilogue", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize("pinned", [None, [0, 1], [1, 0]], ids=str)
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=str)
+def test_a_reduction_of_the_rows_compared_with_their_max_reads_it_after_it_is_stored(
+    order, pinned, dtype, epilogue
+):
+    """Generated program 699880: the max and the count of the elements at it (whose input
+    reads the max on the rows), only per-row results stored, in a transposed layout whose
+    group the normalization kernel declines. The finer plan ran both in one reduction
+    kernel as siblings: the count read the max from memory before it was stored. Every
+    memory order of [6, 5, 7], each dim reduced, outputs inferred or pinned either way."""
+    g = torch.Generator().manual_seed(699880)
+    base = torch.randint(-3, 4, [(6, 5, 7)[d] for d in order], generator=g).to(dtype)
+    x = base.permute(*[order.index(d) for d in range(3)])
+    for dim in range(3):
+        with FusionDefinition() as fd:
+            t = fd.from_pytorch(x)
+            fd.add_output(_count_at_max(fd, t, dim, epilogue), stride_order=pinned)
+        (got,) = fd.execute([x])
+        want = (x >= x.amax(dim, keepdim=True)).sum(dim)
+        want = want.float().log() if epilogue else want
+        torch.testing.assert_close(got, want, rtol=0, atol=0, msg=lambda m, d=dim: f"dim {d}: {m}")
+
+
+def test_the_count_at_the_max_of_an_expanded_input():
+    """Program 699880 as drawn: a permuted fp16 input with an expanded dim."""
+    x = torch.randn(60, generator=torch.Generator().manual_seed(0)).half()
+    x = x.as_strided((5, 2, 6, 2), (6, 0, 1, 30))
+    with FusionDefinition() as fd:
+        t = fd.ops.permute(fd.from_pytorch(x), dims=[3, 2, 1, 0])
+        m = fd.ops.max(t, dims=[0])
+        count = fd.ops.sum(fd.ops.ge(t, m), dims=[0])
+        fd.add_output(count, stride_order=[2, 0, 1])
+    (got,) = fd.execute([x])
+    x1 = x.permute(3, 2, 1, 0)
+    assert torch.equal(got, (x1 >= x1.amax(0)).sum(0))

@@ -483,7 +483,7 @@ def _fallback_plan(
 ) -> list[KernelSpec]:
     """The group's multi-kernel plan: each reduction its own kernel (siblings: one kernel
     for all), then pointwise kernels for the rest."""
-    epilogue = epilogue_outputs(group, xstores, memory_ids)
+    epilogue = epilogue_outputs(group, xstores, memory_ids) if _one_level(group) else ()
     if epilogue:
         done = {id(o) for o in epilogue}
         rest = [a for a in xstores if id(a.tv) not in done]
@@ -534,8 +534,19 @@ def _fallback_reductions(group: Group, memory_ids: set[int]) -> list[KernelSpec]
         sm = next(e for e in group.reductions if id(e) == sid)
         return [reduction_spec(mx, memory_ids, (sm,), online=dict(group.online))]
     if not group.rows and len(group.reductions) > 1:
-        return [reduction_spec(group.reductions[0], memory_ids, tuple(group.reductions[1:]))]
+        # one kernel per pass: a reduction of a later one reads the earlier results from
+        # memory, after the kernel that stores them (generated program 699880: a count of
+        # the elements equal to their row's max, the max its sibling, read before it was
+        # stored)
+        levels = sorted(set(group.levels[id(e)] for e in group.reductions))
+        passes = [[e for e in group.reductions if group.levels[id(e)] == k] for k in levels]
+        return [reduction_spec(first, memory_ids, tuple(rest)) for first, *rest in passes]
     return [reduction_spec(e, memory_ids) for e in group.reductions]
+
+
+def _one_level(group: Group) -> bool:
+    """No reduction of ``group`` depends on another (one pass computes them all)."""
+    return len({group.levels[id(e)] for e in group.reductions}) <= 1
 
 
 def _fallback_pointwise(
