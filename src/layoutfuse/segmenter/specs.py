@@ -539,8 +539,19 @@ def _fallback_reductions(group: Group, memory_ids: set[int]) -> list[KernelSpec]
         # the elements equal to their row's max, the max its sibling, read before it was
         # stored)
         levels = sorted(set(group.levels[id(e)] for e in group.reductions))
-        passes = [[e for e in group.reductions if group.levels[id(e)] == k] for k in levels]
-        return [reduction_spec(first, memory_ids, tuple(rest)) for first, *rest in passes]
+        specs = []
+        for k in levels:
+            members = [e for e in group.reductions if group.levels[id(e)] == k]
+            pairs = [(e, group.online[id(e)]) for e in members if id(e) in group.online]
+            paired = {id(x) for pair in pairs for x in pair}
+            # softmax's pairs: each its own kernel, one running pair per lane
+            specs += [
+                reduction_spec(mx, memory_ids, (sm,), online={id(sm): mx}) for sm, mx in pairs
+            ]
+            rest = [e for e in members if id(e) not in paired]
+            if rest:
+                specs.append(reduction_spec(rest[0], memory_ids, tuple(rest[1:])))
+        return specs
     return [reduction_spec(e, memory_ids) for e in group.reductions]
 
 
