@@ -3,8 +3,8 @@
 ``kernel_spec`` builds a pointwise or reduction kernel from its iteration tensor,
 ``reduction_spec`` a reduction kernel (with siblings, or softmax's online pair), and
 ``group_spec`` a normalization kernel with its fallback plan (``KernelSpec.fallback``):
-each reduction its own kernel (siblings together; softmax's max and sum together), then
-pointwise kernels.
+each reduction its own kernel (siblings together, one kernel per pass where one reads
+another's result; softmax's max and sum together), then pointwise kernels.
 """
 
 from __future__ import annotations
@@ -482,7 +482,8 @@ def _fallback_plan(
     group: Group, stores: list[Access], xstores: list[Access], memory_ids: set[int]
 ) -> list[KernelSpec]:
     """The group's multi-kernel plan: each reduction its own kernel (siblings: one kernel
-    for all), then pointwise kernels for the rest."""
+    a pass), then pointwise kernels for the rest; the per-row epilogue in the reduction
+    kernel only where one pass computes every reduction."""
     epilogue = epilogue_outputs(group, xstores, memory_ids) if _one_level(group) else ()
     if epilogue:
         done = {id(o) for o in epilogue}
