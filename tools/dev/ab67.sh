@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 34: bf16 rows held whole at one 16-warp program a multiprocessor (r3_110's rows
+# Session 34 (prepared, not run; ab68.sh runs it): bf16 rows held whole at one 16-warp program a multiprocessor (r3_110's rows
 # of 9747 ran at 41-60% of the read ceiling, 113 registers a thread) against the looped
 # mode (the store pass re-reads its row from L2) at two loop tiles, kernel time each.
 . "$(dirname "$0")/device_env.sh"
