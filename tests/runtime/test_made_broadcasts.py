@@ -208,7 +208,7 @@ def test_a_declared_symbolic_dim_may_not_be_squeezed():
 def test_an_expanded_made_broadcast_comes_back_expanded(order, dtype):
     """broadcast_in_dim of a slice that is one row at run time, as an output: an expanded
     dim (stride 0), as nvFuser returns it (program 654317), on the planned call and the
-    replay; a slice of two rows broadcast to the same extent is a dense output."""
+    replay; a slice of three rows, its extent kept, is a dense output."""
     dt = {torch.float32: DataType.Float, torch.bfloat16: DataType.BFloat16}[dtype]
     x = torch.randn(5, 4).to(dtype) if order == (1, 0) else torch.randn(4, 5).to(dtype).t()
     with FusionDefinition() as fd:
