@@ -124,40 +124,39 @@ def view_source(fusion: Fusion, tv: TensorView) -> int | None:
     return None
 
 
+COMPUTED = ("pinned", "inferred", "row_major")  # kinds a kernel writes (no view)
+
+
 def output_view_sources(fusion: Fusion, layouts: dict[int, OutputLayout]) -> dict[int, int]:
     """Per output that is a chain of view ops of another computed output (laid out by the
     rules after ``view``), the position of the nearest such output that is no view itself."""
-    computed = [q for q, lay in layouts.items() if lay.kind in ("pinned", "inferred", "row_major")]
-    chains = {q: _view_ancestors(fusion.outputs[q].value) for q in computed}
+    computed = [q for q, lay in layouts.items() if lay.kind in COMPUTED]
     of = {id(fusion.outputs[q].value): q for q in computed}
-
-    def source_on(q: int, among: dict[int, int]) -> int | None:
-        tv = fusion.outputs[q].value
-        return next((among[id(v)] for v in chains[q] if id(v) in among and v is not tv), None)
-
-    views = [q for q in computed if layouts[q].kind != "pinned" and source_on(q, of) is not None]
+    views = [
+        q
+        for q in computed
+        if layouts[q].kind != "pinned" and _nearest(fusion.outputs[q].value, of) is not None
+    ]
     roots = {id(fusion.outputs[q].value): q for q in computed if q not in views}
-    found = {q: source_on(q, roots) for q in views}
+    found = {q: _nearest(fusion.outputs[q].value, roots) for q in views}
     return {q: src for q, src in found.items() if src is not None}
 
 
 def fallback_view_sources(fusion: Fusion, layouts: dict[int, OutputLayout]) -> dict[int, int]:
-    """Per view of an input, the position of the nearest computed output (pinned, inferred
-    or row-major, no view itself) on its chain of view ops, where there is one."""
-    computed = {
-        id(fusion.outputs[q].value): q
-        for q, lay in layouts.items()
-        if lay.kind in ("pinned", "inferred", "row_major")
+    """Per view of an input, the position of the nearest computed output on its chain of
+    view ops, where there is one."""
+    of = {id(fusion.outputs[q].value): q for q, lay in layouts.items() if lay.kind in COMPUTED}
+    found = {
+        pos: _nearest(fusion.outputs[pos].value, of)
+        for pos, lay in layouts.items()
+        if lay.kind == "view" and lay.view_of is not None
     }
-    found = {}
-    for pos, lay in layouts.items():
-        if lay.kind != "view" or lay.view_of is None:
-            continue
-        tv = fusion.outputs[pos].value
-        src = next((computed[id(v)] for v in _view_ancestors(tv) if id(v) in computed), None)
-        if src is not None:
-            found[pos] = src
-    return found
+    return {q: src for q, src in found.items() if src is not None}
+
+
+def _nearest(tv, among: dict[int, int]) -> int | None:
+    """The position ``among`` gives the nearest tensor ``tv`` is a chain of view ops of."""
+    return next((among[id(v)] for v in _view_ancestors(tv) if id(v) in among), None)
 
 
 def _view_ancestors(tv) -> list[TensorView]:

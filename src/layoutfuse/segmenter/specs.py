@@ -539,10 +539,8 @@ def _fallback_reductions(group: Group, memory_ids: set[int]) -> list[KernelSpec]
         # memory, after the kernel that stores them (generated program 699880: a count of
         # the elements equal to their row's max, the max its sibling, read before it was
         # stored)
-        levels = sorted(set(group.levels[id(e)] for e in group.reductions))
         specs = []
-        for k in levels:
-            members = [e for e in group.reductions if group.levels[id(e)] == k]
+        for members in _passes(group):
             pairs = [(e, group.online[id(e)]) for e in members if id(e) in group.online]
             paired = {id(x) for pair in pairs for x in pair}
             # softmax's pairs: each its own kernel, one running pair per lane
@@ -556,9 +554,15 @@ def _fallback_reductions(group: Group, memory_ids: set[int]) -> list[KernelSpec]
     return [reduction_spec(e, memory_ids) for e in group.reductions]
 
 
+def _passes(group: Group) -> list[list[Expr]]:
+    """``group``'s reductions by pass (``Group.levels``), in pass order."""
+    levels = sorted({group.levels[id(e)] for e in group.reductions})
+    return [[e for e in group.reductions if group.levels[id(e)] == k] for k in levels]
+
+
 def _one_level(group: Group) -> bool:
     """No reduction of ``group`` depends on another (one pass computes them all)."""
-    return len({group.levels[id(e)] for e in group.reductions}) <= 1
+    return len(_passes(group)) <= 1
 
 
 def _fallback_pointwise(
