@@ -139,6 +139,24 @@ def test_index_select_keeps_the_dims_of_its_arg():
     assert selected == OutputLayout("inferred", (2, 1, 0))
 
 
+@pytest.mark.parametrize("op", ["sum", "prod", "max"])
+def test_a_reduction_over_a_gathered_broadcast_consumes_the_data_dim(op):
+    """A gather whose index is a broadcast along a dim of the data (extent 1 there), then a
+    reduction over that dim: a reduction of one element is a squeeze, and the data dim it
+    removes counts as consumed, as a reduction's, so the walk goes on to the next dim
+    (generated program 810385 came back row-major: the squeeze had stopped the walk)."""
+
+    def build(f):
+        # data dims outermost first 2, 0, 1, 3; the index's dims 0 and 3 broadcast
+        data = define_tensor(f, [-1, -1, -1, -1], stride_order=[2, 1, 3, 0], dtype=DataType.Int)
+        index = define_tensor(f, [1, -1, -1, 1], stride_order=[3, 2, 1, 0], dtype=DataType.Int)
+        gathered = ops.gather(data, index, 0)
+        return [ops.reduction(op, gathered, [3])]
+
+    # the data's dim 3 is consumed, dim 1 maps, dim 0 is the indexed one (the walk stops)
+    assert only(build) == OutputLayout("inferred", (0, 2, 1))
+
+
 def test_reference_is_the_input_with_most_non_broadcast_dims():
     def build(f):
         x = define_tensor(f, [-1, -1], stride_order=[0, 1])

@@ -243,6 +243,7 @@ def map_reference_dims(fusion: Fusion, ref: TensorView):
         for v in expr.inputs:
             if isinstance(v, TensorView):
                 gone |= reduced.get(id(v), set())
+        gone |= _reduced_by_squeeze(expr, ref_of)
         candidates: dict[int, set[int]] = {}
         for src, dst in id_pairs(expr):
             k = ref_of.get(src.uid)
@@ -259,6 +260,16 @@ def map_reference_dims(fusion: Fusion, ref: TensorView):
             if isinstance(o, TensorView):
                 reduced[id(o)] = gone
     return ref_of, reduced
+
+
+def _reduced_by_squeeze(expr: Expr, ref_of: dict[int, int]) -> set[int]:
+    """The reference dims a reduction of one element along them removed (a squeeze that
+    ``reduced`` marks: the dims of an indexed read's broadcast, say), consumed as a
+    reduction's are."""
+    if expr.op.name != "squeeze" or not expr.attrs.get("reduced"):
+        return set()
+    src = expr.inputs[0].shape_domain
+    return {ref_of[src[d].uid] for d in expr.attrs["dims"] if src[d].uid in ref_of}
 
 
 def id_pairs(expr: Expr) -> list[tuple[IterDomain, IterDomain]]:

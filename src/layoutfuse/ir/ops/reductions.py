@@ -351,7 +351,7 @@ def reduction(
         # compute in place instead of cutting a reduction there
         from .shape import squeeze
 
-        out = squeeze(x, nd)
+        out = squeeze(x, nd, reduced=True)
         return broadcast(out, [i in nd for i in range(x.ndim)]) if keepdim else out
     out = TensorView(x.fusion, _reduced_domain(x, nd), x.dtype)
     emit(x.fusion, OPDEFS[name], [x], [out], dims=nd)

@@ -286,7 +286,7 @@ def _squeeze_map(expr: Expr, out_idx: Sequence[Any], ix: IndexAlgebra) -> list[A
     return [ix.zero if i in dims else next(it) for i in range(n)]
 
 
-def _squeeze_ref(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+def _squeeze_ref(x: torch.Tensor, dims: Sequence[int], reduced: bool = False) -> torch.Tensor:
     index = tuple(0 if i in dims else slice(None) for i in range(x.dim()))
     return x[index]
 
@@ -294,7 +294,12 @@ def _squeeze_ref(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
 SQUEEZE = register(OpDef("squeeze", OpKind.SHAPE, reference=_squeeze_ref, index_map=_squeeze_map))
 
 
-def squeeze(x: TensorView, dims: Sequence[int], squeeze_expanded: bool = False) -> TensorView:
+def squeeze(
+    x: TensorView, dims: Sequence[int], squeeze_expanded: bool = False, reduced: bool = False
+) -> TensorView:
+    """``x`` without ``dims`` (each of extent 1). ``reduced``: a reduction over them made
+    it (a reduction of one element is that element), so the output layout's inference
+    counts them consumed, as a reduction's (``passes/output_layout.py``)."""
     x = check_tensor(x, "squeeze")
     nd = normalize_dims(int_sequence(dims, "squeeze", "dims"), x.ndim, "squeeze")
     for d in nd:
@@ -313,7 +318,10 @@ def squeeze(x: TensorView, dims: Sequence[int], squeeze_expanded: bool = False) 
             )
     out_ids = [clone_id(d) for i, d in enumerate(x.shape_domain) if i not in nd]
     out = TensorView(x.fusion, out_ids, x.dtype)
-    emit(x.fusion, SQUEEZE, [x], [out], dims=nd)
+    if reduced:
+        emit(x.fusion, SQUEEZE, [x], [out], dims=nd, reduced=True)
+    else:
+        emit(x.fusion, SQUEEZE, [x], [out], dims=nd)
     return out
 
 
