@@ -566,3 +566,23 @@ def test_a_read_indexed_by_the_groups_own_result_runs_after_it(op, order, dtype)
     segments = fd.segment([x, i])
     assert [s["scheduler"] for s in segments] == ["reduction", "pointwise"]
     assert "takes its index from the group's own results" in segments[0]["reason"]
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize(
+    "shape, order, dim, template",
+    [((6, 90), (0, 1), 1, "inner"), ((40, 256), (0, 1), 0, "outer")],
+)
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "var_mean"])
+def test_looped_rows_pipeline_their_walks(op, shape, order, dim, template, stages):
+    """``looped_stages``: each walk along R of a looped row is a Triton loop of that many
+    pipelining stages; the results match torch, the kernel compiles for sm_90, and its
+    loads are asynchronous copies."""
+    tuning = DEFAULT.with_fields(
+        normalization=dict(max_tile=64, loop_tile=32, looped_stages=stages)
+    )
+    fd, _, _ = run_case(op, shape, order, dim, torch.float32, tuning=tuning, target=small_gpu(4))
+    (params,) = schedules(fd)
+    assert (params.mode, params.template, params.loop_stages) == ("looped", template, stages)
+    (art,) = compile_last_run(fd.executor())
+    assert "cp.async" in art.ptx

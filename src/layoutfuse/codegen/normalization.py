@@ -318,9 +318,11 @@ def _r_loop(k: _Kernel, step, align: bool = True) -> None:
     their offsets ``ob + j`` (a multiple of V plus a multiple of BLOCK_R plus the arange)
     aligned and contiguous, so they load and store 16-byte vectors."""
     w, rg = k.w, k.p.r_groups
+    # Triton's pipelining of the walk (``loop_stages``), else a plain loop
+    walk = f"tl.range({{}}, num_stages={k.p.loop_stages})" if k.p.loop_stages > 1 else "range({})"
 
     def plain() -> None:
-        w.line("for r0 in range(0, NR, BLOCK_R):")
+        w.line(f"for r0 in {walk.format('0, NR, BLOCK_R')}:")
         with w.indent():
             ridx, mask = k.r_tile("r0 + ")
             step(ridx, mask, k.tile_offsets(ridx))
@@ -337,7 +339,7 @@ def _r_loop(k: _Kernel, step, align: bool = True) -> None:
         w.line("if tail0 + BLOCK_R - head < NR:")
         with w.indent():
             masked("tail0 + BLOCK_R - head + t")
-        w.line("for j0 in range(0, NFULL, BLOCK_R):")
+        w.line(f"for j0 in {walk.format('0, NFULL, BLOCK_R')}:")
         with w.indent():
             w.line("j = j0 + t")
             w.line("r = head + j")

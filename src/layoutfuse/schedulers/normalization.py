@@ -136,6 +136,8 @@ class NormalizationTuning:
     # reduction in rows of 1 KB, then the pointwise kernel; H100 at 4170aed,
     # tune-ab18-20261206-4170aed-h100.txt, r1_021: torch.compile 1177)
     loop_min_row_bytes: int = 128
+    # looped rows: Triton's pipelining stages of each walk along R (1: a plain loop)
+    looped_stages: int = 1
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
     loop_outer_tile: int = 4096
     # outer looped: warps of the tile
@@ -442,6 +444,7 @@ def heuristics(
             params,
             align_rows=aligned_rows(p, params, tuning),
             factors=size_factors(p, params, tuning),
+            loop_stages=max(1, tuning.looped_stages) if plan.mode == "looped" else 1,
         )
     return _with_cross(params, p, device, tuning, plan.warps)
 
