@@ -256,6 +256,26 @@ def test_shift_by_a_scalar(name, dtype, form):
     assert_matches(out, ref(torch.tensor(-5, dtype=dtype), cs), exact=True)
 
 
+@pytest.mark.parametrize("total", [0, 13, 31, 32, 40, -3])
+@pytest.mark.parametrize(
+    "name", ["bitwise_left_shift", "bitwise_right_shift", "logical_right_shift"]
+)
+def test_int32_shift_by_a_0_dim_int_sum(name, total):
+    """An Int32 tensor shifted by a 0-dim Int tensor (its own sum, which promotes to Int):
+    the 0-dim tensor does not promote the dimensioned one, so the shift is at 32 bits
+    (zeros come in at bit 31 for a logical shift; generated program 818646)."""
+    dev = torch.get_default_device()
+    x = torch.tensor([-7, 9, 6, 0, -1, 2**31 - 1, -(2**31)], dtype=torch.int32, device=dev)
+    x[3] = total - int(x.sum())  # the sum of the whole tensor is ``total``
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(getattr(fd.ops, name)(t, fd.ops.sum(t, dims=[0])))
+    (out,) = fd.execute([x])
+    want = BY_NAME[name].torch_fn(x, torch.tensor(total, device=dev))
+    assert out.dtype == torch.int32 and want.dtype == torch.int32
+    assert torch.equal(out.cpu(), want.cpu())
+
+
 @pytest.mark.parametrize("dtype", INTS, ids=dtype_id)
 def test_gcd_with_a_scalar(dtype):
     x = edge_values(dtype).to(torch.get_default_device())

@@ -209,6 +209,10 @@ LOGARITHMS = {"log": 1.0, "log2": 1 / math.log(2), "log10": 1 / math.log(10)}
 # Exact on approximate operands too: the error bound never crosses to or from nan or inf
 # (``check_finite`` refuses results that overflow).
 CLASSIFIES = {"isnan", "isinf", "isfinite"}
+# rows whose integer operands compute at the result's dtype: a logical shift's zeros come
+# in at its width (a 0-dim Int shift of an Int32 tensor, computed as a 1-element tensor,
+# would otherwise promote the computation to 64 bits; generated program 818646)
+AT_RESULT_DTYPE = {"logical_right_shift"}
 EXACT = (
     KEEPS
     | set(NO_CANCEL)
@@ -519,6 +523,8 @@ def _pointwise_compute(
     for k in NONZERO.get(name, ()):
         if bool((as_torch[k] == 0).any()):
             raise Unusable(f"{name}: operand {k} has a zero")
+    if name in AT_RESULT_DTYPE and not dtype.is_floating_point:
+        as_torch = [x.to(dtype) for x in as_torch]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
