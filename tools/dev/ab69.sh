@@ -14,12 +14,23 @@ echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -3 $out/tests-gpu-changed-$da
 TUNE_LOG=tune-ab69 TUNE_S=55 run_tune r3_017_rmsnorm_bfloat16_15307x4096_mem10_d1 --tuning "" \
   --tuning normalization.looped_stages=2 --tuning normalization.looped_stages=3 \
   --tuning normalization.loop_min_row_bytes=256
-for c in r2_050_softmax_bfloat16_2417x50257_mem01_d1 r1_095_rmsnorm_bfloat16_786x50257_mem01_d1 \
-  r3_029_layernorm_bfloat16_144032x1024_mem10_d0 r3_046_softmax_float32_251x187377_mem01_d1 \
-  r3_101_log_softmax_bfloat16_5142x64x28x28_mem0231_d0; do
+# CASES: the looped cases (SHORT=1: three of them, and two of ab67.sh's, for a call that
+# must fit what is left of the session's device time)
+CASES="r2_050_softmax_bfloat16_2417x50257_mem01_d1 r3_029_layernorm_bfloat16_144032x1024_mem10_d0 \
+  r3_046_softmax_float32_251x187377_mem01_d1"
+[ -n "${SHORT:-}" ] || CASES="$CASES r1_095_rmsnorm_bfloat16_786x50257_mem01_d1 r3_101_log_softmax_bfloat16_5142x64x28x28_mem0231_d0"
+for c in $CASES; do
   TUNE_LOG=tune-ab69 TUNE_S=40 run_tune $c --tuning "" --tuning normalization.looped_stages=2 \
     --tuning normalization.looped_stages=3
 done
 echo "stages done $(( $(date +%s) - t0 )) s"
-bash "$(dirname "$0")/ab67.sh"
+if [ -n "${SHORT:-}" ]; then
+  for c in r3_110_softmax_bfloat16_9747x50257_mem10_d0 r1_058_softmax_bfloat16_17347x32000_mem01_d1; do
+    TUNE_LOG=tune-ab67 TUNE_S=45 run_tune $c --tuning "" \
+      --tuning normalization.max_tile=2048,normalization.loop_tile=4096 \
+      --tuning normalization.max_tile=2048,normalization.loop_tile=16384
+  done
+else
+  bash "$(dirname "$0")/ab67.sh"
+fi
 echo "all $(( $(date +%s) - t0 )) s"
