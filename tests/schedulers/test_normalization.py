@@ -270,6 +270,15 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise():
     segs = fd.segment([x])
     assert all("4 column blocks cannot fill 8" in s["reason"] for s in segs)
     assert "softmax's max and sum in one pass" in segs[0]["reason"]
+    # ``loop_min_blocks``: 4 blocks of a line make 1 a multiprocessor of 4, not 2
+    twice = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_min_blocks=2))
+    fd, x, _ = run_case(
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=twice, target=small_gpu(4)
+    )
+    assert [p.scheduler for p in schedules(fd)] == ["reduction", "pointwise"]
+    assert (
+        "4 column blocks cannot fill 4 multiprocessors 2 times over" in fd.segment([x])[0]["reason"]
+    )
     # rows of a sector may still be looped where the tuning allows them
     narrow = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_min_row_bytes=32))
     fd, x, _ = run_case(

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Session 35's first call: session 34's changed areas with CUDA tensors (ab68.sh's tests);
+# Prepared in session 35 (no machine was lent; the next session's first call): session 34's
+# and 35's changed areas with CUDA tensors (ab68.sh's tests and the output layout's);
 # looped rows under Triton's pipelining (normalization.looped_stages 2 and 3) on the seed
-# runs' looped cases, with r3_017's segmented plan beside them (loop_min_row_bytes=256
-# leaves 120 column blocks: split reductions, then the pointwise kernel); then ab67.sh's
-# bf16 rows held whole against the looped mode. Kernel times, the measured choice off.
+# runs' looped cases, with r3_017's segmented plan beside them (loop_min_blocks=2: its 240
+# column blocks are 1.8 a multiprocessor, so split reductions, then the pointwise kernel);
+# then ab67.sh's bf16 rows held whole against the looped mode. Kernel times, the measured
+# choice off. SHORT=1: a shorter call.
 . "$(dirname "$0")/device_env.sh"
 t0=$(date +%s)
 timeout 120 python3 -m pytest -q -p no:cacheprovider --device cuda tests/segmenter/test_segment_regressions.py \
@@ -13,7 +15,7 @@ timeout 120 python3 -m pytest -q -p no:cacheprovider --device cuda tests/segment
 echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -3 $out/tests-gpu-changed-$day-$commit-$gpu.txt
 TUNE_LOG=tune-ab69 TUNE_S=55 run_tune r3_017_rmsnorm_bfloat16_15307x4096_mem10_d1 --tuning "" \
   --tuning normalization.looped_stages=2 --tuning normalization.looped_stages=3 \
-  --tuning normalization.loop_min_row_bytes=256
+  --tuning normalization.loop_min_blocks=2
 # CASES: the looped cases (SHORT=1: three of them, and two of ab67.sh's, for a call that
 # must fit what is left of the session's device time)
 CASES="r2_050_softmax_bfloat16_2417x50257_mem01_d1 r3_029_layernorm_bfloat16_144032x1024_mem10_d0 \

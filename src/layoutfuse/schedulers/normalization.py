@@ -136,6 +136,8 @@ class NormalizationTuning:
     # reduction in rows of 1 KB, then the pointwise kernel; H100 at 4170aed,
     # tune-ab18-20261206-4170aed-h100.txt, r1_021: torch.compile 1177)
     loop_min_row_bytes: int = 128
+    # outer looped: column blocks per multiprocessor at least (fewer: the segmented plan)
+    loop_min_blocks: int = 1
     # looped rows: Triton's pipelining stages of each walk along R (1: a plain loop)
     looped_stages: int = 1
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
@@ -730,9 +732,9 @@ def _outer_loop(
 ) -> tuple[str, int, int, int, str]:
     """Mode, BLOCK_X, BLOCK_R, warps and reason for outer columns too long for one tile:
     one program per column block walks it twice (the reductions' pass, then the store),
-    when one pass suffices and the blocks fill the GPU (rows of ``loop_row_bytes``, halved
-    down to ``loop_min_row_bytes`` where that makes enough blocks); else the segmented
-    plan.
+    when one pass suffices and the blocks fill the GPU ``loop_min_blocks`` times (rows of
+    ``loop_row_bytes``, halved down to ``loop_min_row_bytes`` where that makes enough
+    blocks); else the segmented plan.
 
     Tiles of ``loop_outer_tile`` elements at ``loop_outer_warps`` warps; where the column
     blocks are fewer than ``loop_few_blocks`` per multiprocessor, more warps, so the few
@@ -744,7 +746,8 @@ def _outer_loop(
     t = tuning
     _, _, nx, nr = p.kept_and_reduced()
     # narrower rows (down to a line) where the blocks are too few
-    block_x, programs = _column_blocks(p, t.loop_row_bytes, t.loop_min_row_bytes, device.sm_count)
+    want = max(1, t.loop_min_blocks) * device.sm_count
+    block_x, programs = _column_blocks(p, t.loop_row_bytes, t.loop_min_row_bytes, want)
     tile, warps = t.loop_outer_tile, t.loop_outer_warps
     if programs < t.loop_few_blocks * device.sm_count:
         if p.narrowest_load_bytes() >= 4:
@@ -780,7 +783,8 @@ def _outer_loop(
                 "pointwise kernel"
             ),
         )
-    if programs < device.sm_count:
+    if programs < want:
+        times = f" {want // device.sm_count} times over" if want > device.sm_count else ""
         return (
             "segmented",
             block_x,
@@ -788,7 +792,7 @@ def _outer_loop(
             warps,
             (
                 f"{too_long}; {programs} column blocks cannot fill {device.sm_count} "
-                "multiprocessors: split reductions instead"
+                f"multiprocessors{times}: split reductions instead"
             ),
         )
     walks = passes + 1 if rows else passes  # the store pass, where rows are stored
