@@ -8,10 +8,11 @@
 # choice off. SHORT=1: a shorter call.
 . "$(dirname "$0")/device_env.sh"
 t0=$(date +%s)
-timeout 120 python3 -m pytest -q -p no:cacheprovider --device cuda tests/segmenter/test_segment_regressions.py \
+timeout 150 python3 -m pytest -q -p no:cacheprovider --device cuda tests/segmenter/test_segment_regressions.py \
   tests/runtime/test_output_views.py tests/runtime/test_made_broadcasts.py \
   tests/schedulers/test_reduction_scalar_inner.py tests/schedulers/test_reduction_transposed.py \
-  tests/passes/test_output_layout.py > $out/tests-gpu-changed-$day-$commit-$gpu.txt 2>&1
+  tests/passes/test_output_layout.py tests/ir/test_math_rows.py tests/schedulers/test_normalization.py \
+  > $out/tests-gpu-changed-$day-$commit-$gpu.txt 2>&1
 echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -3 $out/tests-gpu-changed-$day-$commit-$gpu.txt
 TUNE_LOG=tune-ab69 TUNE_S=55 run_tune r3_017_rmsnorm_bfloat16_15307x4096_mem10_d1 --tuning "" \
   --tuning normalization.looped_stages=2 --tuning normalization.looped_stages=3 \
