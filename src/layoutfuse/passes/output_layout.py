@@ -268,7 +268,9 @@ def _reduced_by_squeeze(expr: Expr, ref_of: dict[int, int]) -> set[int]:
     reduction's are."""
     if expr.op.name != "squeeze" or not expr.attrs.get("reduced"):
         return set()
-    src = expr.inputs[0].shape_domain
+    x = expr.inputs[0]
+    assert isinstance(x, TensorView)
+    src = x.shape_domain
     return {ref_of[src[d].uid] for d in expr.attrs["dims"] if src[d].uid in ref_of}
 
 
