@@ -1,5 +1,8 @@
-"""Plan random-suite cases on meta tensors; print schedule and kernel source (optional)."""
+"""Plan random-suite cases on meta tensors; print schedule and kernel source (optional).
+``TUNING=normalization.loop_min_blocks=2,...`` plans under those tuning fields (the tune
+tool's syntax)."""
 
+import os
 import sys
 
 import torch
@@ -14,6 +17,10 @@ def plan(case, show_src=False):
     nvf.FusionCache.reset()
     fd = define_fusion(nvf, case)
     ex = fd._entry.executor() if fd._entry is not None else fd.executor()
+    if os.environ.get("TUNING"):
+        from benchmarks.tune import parse_tuning
+
+        ex.configure(tuning=parse_tuning(os.environ["TUNING"]))
     ins = _inputs(
         case, lambda physical: torch.empty(physical, dtype=case.torch_dtype, device="meta")
     )
