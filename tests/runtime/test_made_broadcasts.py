@@ -6,6 +6,8 @@ in a pointwise op and ``broadcast_in_dim`` expands it. The loads then read it at
 through strides (affine kernels) and through the index walk (a gather or a pad beside it:
 ``params.made_ones``). A declared input dim of symbolic extent stays an iteration dim."""
 
+import itertools
+
 import pytest
 import torch
 
@@ -18,6 +20,17 @@ def _matrix(fd: FusionDefinition, order=(1, 0)):
     return fd.define_tensor(
         shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=list(order)
     )
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """``t`` fills its memory in some order of its dims: each stride, smallest first, is the
+    product of the extents inside it."""
+    running = 1
+    for d in sorted(range(t.dim()), key=lambda d: (t.stride(d), t.shape[d])):
+        if t.shape[d] != 1 and t.stride(d) != running:
+            return False
+        running *= t.shape[d]
+    return True
 
 
 def _compiled(fd: FusionDefinition) -> None:
@@ -236,3 +249,34 @@ def test_an_expanded_made_broadcast_comes_back_expanded(order, dtype):
     (c,) = fd2.execute([y, 4])
     torch.testing.assert_close(c, y[1:4], rtol=0, atol=0)
     assert c.stride() == (4, 1)
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=str)
+def test_two_expanded_made_broadcasts_of_a_3d_input(order):
+    """Two dims of a 3-D input that slices make one wide at run time, widened by
+    broadcast_in_dim, in every memory order: both come back expanded (stride 0), the kept
+    dim dense, on the planned call and the replay; a result computed from it is dense."""
+    base = torch.randn([(5, 4, 6)[d] for d in order])
+    x = base.permute([order.index(d) for d in range(3)])  # [5, 4, 6], dims outermost first
+    assert x.shape == (5, 4, 6)
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(
+            shape=[-1, -1, -1],
+            contiguity=[True, True, True],
+            dtype=DataType.Float,
+            stride_order=[2 - order.index(d) for d in range(3)],
+        )
+        n = fd.define_scalar(dtype=DataType.Int)
+        m = fd.define_scalar(dtype=DataType.Int)
+        one = fd.ops.slice(t0, start_indices=[1, 0, 3], end_indices=[n, 4, m])
+        wide = fd.ops.broadcast_in_dim(one, shape=[3, 4, 2], broadcast_dims=[0, 1, 2])
+        fd.add_output(wide)
+        fd.add_output(fd.ops.mul(wide, wide))
+    want = x[1:2, :, 3:4].expand(3, 4, 2)
+    for call in range(2):
+        a, b = fd.execute([x, 2, 4])
+        torch.testing.assert_close(a, want, rtol=0, atol=0)
+        torch.testing.assert_close(b, want * want, rtol=0, atol=0)
+        assert a.stride() == (0, 1, 0), (call, a.stride())
+        assert _dense(b), (call, b.stride())
+    _compiled(fd)
