@@ -588,10 +588,28 @@ def test_looped_rows_pipeline_their_walks(op, shape, order, dim, template, stage
     pipelining stages; the results match torch, the kernel compiles for sm_90, and its
     loads are asynchronous copies."""
     tuning = DEFAULT.with_fields(
-        normalization=dict(max_tile=64, loop_tile=32, looped_stages=stages)
+        normalization=dict(
+            max_tile=64, loop_tile=32, looped_stages=stages, looped_stage_bytes=1 << 20
+        )
     )
     fd, _, _ = run_case(op, shape, order, dim, torch.float32, tuning=tuning, target=small_gpu(4))
     (params,) = schedules(fd)
     assert (params.mode, params.template, params.loop_stages) == ("looped", template, stages)
     (art,) = compile_last_run(fd.executor())
     assert "cp.async" in art.ptx
+
+
+@pytest.mark.parametrize("budget, stages", [(1 << 20, 3), (256, 2), (255, 1)])
+def test_looped_stages_keep_their_buffers_within_the_budget(budget, stages):
+    """Each further stage holds a tile of every load for each walk (an fp32 softmax of
+    rows of 90 in tiles of 32: 128 bytes, two walks): three stages asked for, as many
+    granted as ``looped_stage_bytes`` holds."""
+    tuning = DEFAULT.with_fields(
+        normalization=dict(max_tile=64, loop_tile=32, looped_stages=3, looped_stage_bytes=budget)
+    )
+    fd, _, _ = run_case(
+        "softmax", (6, 90), (0, 1), 1, torch.float32, tuning=tuning, target=small_gpu(4)
+    )
+    (params,) = schedules(fd)
+    assert params.mode == "looped" and params.block_x * params.block_r == 32
+    assert params.loop_stages == stages

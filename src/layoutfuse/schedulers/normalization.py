@@ -140,6 +140,11 @@ class NormalizationTuning:
     loop_min_blocks: int = 1
     # looped rows: Triton's pipelining stages of each walk along R (1: a plain loop)
     looped_stages: int = 1
+    # ... fewer where each further stage's buffers (a tile of every load, for every walk)
+    # would pass this many bytes of shared memory (sm_90 gives a program up to 227 KB; the
+    # rest holds the reductions' scratch). Compiled for sm_90: an fp32 softmax's 16384
+    # tile took 128 KB at 2 stages, 256 KB at 3, which no multiprocessor holds
+    looped_stage_bytes: int = 131072
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
     loop_outer_tile: int = 4096
     # outer looped: warps of the tile
@@ -446,9 +451,20 @@ def heuristics(
             params,
             align_rows=aligned_rows(p, params, tuning),
             factors=size_factors(p, params, tuning),
-            loop_stages=max(1, tuning.looped_stages) if plan.mode == "looped" else 1,
+            loop_stages=_looped_stages(p, plan, tuning),
         )
     return _with_cross(params, p, device, tuning, plan.warps)
+
+
+def _looped_stages(p: Problem, plan: _Plan, t: NormalizationTuning) -> int:
+    """Pipelining stages of a looped row's walks: ``looped_stages``, as many as keep the
+    further stages' buffers (a tile of every load for each walk: the passes and the store's)
+    within ``looped_stage_bytes``; 1 for the other modes."""
+    if plan.mode != "looped" or t.looped_stages <= 1:
+        return 1
+    tile = plan.block_x * plan.block_r * sum(itemsize(p.dtypes[a]) for a in range(p.n_loads))
+    per_stage = tile * (p.passes + 1)
+    return max(1, min(t.looped_stages, 1 + t.looped_stage_bytes // max(1, per_stage)))
 
 
 def row_accesses(n_accesses: int, params: NormalizationParams) -> list[int]:
