@@ -5,7 +5,7 @@
 # runs' looped cases, with r3_017's segmented plan beside them (loop_min_blocks=2: its 240
 # column blocks are 1.8 a multiprocessor, so split reductions, then the pointwise kernel);
 # then ab67.sh's bf16 rows held whole against the looped mode. Kernel times, the measured
-# choice off. SHORT=1: a shorter call.
+# choice off. About 9-10 minutes (give run 600 s); SHORT=1: about 6.
 . "$(dirname "$0")/device_env.sh"
 t0=$(date +%s)
 timeout 150 python3 -m pytest -q -p no:cacheprovider --device cuda tests/segmenter/test_segment_regressions.py \
