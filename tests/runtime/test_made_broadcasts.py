@@ -14,23 +14,13 @@ import torch
 from layoutfuse.codegen.hopper_check import compile_last_run
 from layoutfuse.errors import DefinitionError, InputShapeError
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from support.programs import is_dense
 
 
 def _matrix(fd: FusionDefinition, order=(1, 0)):
     return fd.define_tensor(
         shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, stride_order=list(order)
     )
-
-
-def _dense(t: torch.Tensor) -> bool:
-    """``t`` fills its memory in some order of its dims: each stride, smallest first, is the
-    product of the extents inside it."""
-    running = 1
-    for d in sorted(range(t.dim()), key=lambda d: (t.stride(d), t.shape[d])):
-        if t.shape[d] != 1 and t.stride(d) != running:
-            return False
-        running *= t.shape[d]
-    return True
 
 
 def _compiled(fd: FusionDefinition) -> None:
@@ -278,5 +268,5 @@ def test_two_expanded_made_broadcasts_of_a_3d_input(order):
         torch.testing.assert_close(a, want, rtol=0, atol=0)
         torch.testing.assert_close(b, want * want, rtol=0, atol=0)
         assert a.stride() == (0, 1, 0), (call, a.stride())
-        assert _dense(b), (call, b.stride())
+        assert is_dense(b, [False] * 3), (call, b.stride())
     _compiled(fd)

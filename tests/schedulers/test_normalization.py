@@ -583,16 +583,19 @@ def test_a_read_indexed_by_the_groups_own_result_runs_after_it(op, order, dtype)
     [((6, 90), (0, 1), 1, "inner"), ((40, 256), (0, 1), 0, "outer")],
 )
 @pytest.mark.parametrize("op", ["softmax", "layer_norm", "var_mean"])
-def test_looped_rows_pipeline_their_walks(op, shape, order, dim, template, stages):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_looped_rows_pipeline_their_walks(op, shape, order, dim, template, stages, dtype):
     """``looped_stages``: each walk along R of a looped row is a Triton loop of that many
     pipelining stages; the results match torch, the kernel compiles for sm_90, and its
-    loads are asynchronous copies."""
+    loads are asynchronous copies (tiles of 128 bytes: a copy moves 4 bytes at least, so a
+    1-warp bf16 tile of 32 elements, one a thread, would load as it did)."""
+    tile = 128 // dtype.itemsize
     tuning = DEFAULT.with_fields(
         normalization=dict(
-            max_tile=64, loop_tile=32, looped_stages=stages, looped_stage_bytes=1 << 20
+            max_tile=64, loop_tile=tile, looped_stages=stages, looped_stage_bytes=1 << 20
         )
     )
-    fd, _, _ = run_case(op, shape, order, dim, torch.float32, tuning=tuning, target=small_gpu(4))
+    fd, _, _ = run_case(op, shape, order, dim, dtype, tuning=tuning, target=small_gpu(4))
     (params,) = schedules(fd)
     assert (params.mode, params.template, params.loop_stages) == ("looped", template, stages)
     (art,) = compile_last_run(fd.executor())

@@ -800,7 +800,7 @@ def _outer_loop(
             ),
         )
     if programs < want:
-        times = f" {want // device.sm_count} times over" if want > device.sm_count else ""
+        times = f" {t.loop_min_blocks} times over" if t.loop_min_blocks > 1 else ""
         return (
             "segmented",
             block_x,

@@ -318,10 +318,7 @@ def squeeze(
             )
     out_ids = [clone_id(d) for i, d in enumerate(x.shape_domain) if i not in nd]
     out = TensorView(x.fusion, out_ids, x.dtype)
-    if reduced:
-        emit(x.fusion, SQUEEZE, [x], [out], dims=nd, reduced=True)
-    else:
-        emit(x.fusion, SQUEEZE, [x], [out], dims=nd)
+    emit(x.fusion, SQUEEZE, [x], [out], dims=nd, **({"reduced": True} if reduced else {}))
     return out
 
 
