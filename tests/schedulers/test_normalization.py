@@ -207,10 +207,11 @@ def test_rows_longer_than_a_tile_loop_in_one_kernel():
 def test_columns_longer_than_a_tile_loop_over_column_blocks():
     """Strided columns that do not fit the tile, one reduction pass and enough column
     blocks: one kernel walks each block twice, with 256-byte tile rows (64 fp32 columns:
-    4 blocks of the 256 columns fill 4 multiprocessors)."""
+    4 blocks of the 256 columns fill 2 multiprocessors ``loop_min_blocks`` = 2 times)."""
+    assert nm.DEFAULT_TUNING.loop_min_blocks == 2
     for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "var_mean"):
         fd, x, _ = run_case(
-            op, (40, 256), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(4)
+            op, (40, 256), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(2)
         )
         (params,) = schedules(fd)
         assert (params.mode, params.template, params.passes) == ("looped", "outer", 1)
@@ -253,36 +254,42 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise():
         for s in segs
     )
 
-    # 2 blocks of 256 bytes cannot fill 4: rows of a line (128 bytes), 4 blocks
+    # 2 blocks of 256 bytes cannot fill 2 multiprocessors twice: rows of a line (128
+    # bytes), 4 blocks
     fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(4)
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(2)
     )
     (params,) = schedules(fd)
     assert (params.mode, params.block_x) == ("looped", 32)
-    # 4 column blocks of a line cannot fill 8, and narrower rows are not looped
+    # 4 column blocks of a line cannot fill 4 twice, and narrower rows are not looped
     # (``loop_min_row_bytes``: the segmented plan read 2x faster than 64-byte rows)
     fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(8)
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(4)
     )
     # softmax's max and sum: one reduction kernel (a running pair), then the pointwise one
     assert [p.scheduler for p in schedules(fd)] == ["reduction", "pointwise"]
     assert schedules(fd)[0].family == "outer"
     segs = fd.segment([x])
-    assert all("4 column blocks cannot fill 8" in s["reason"] for s in segs)
+    assert all(
+        "4 column blocks cannot fill 4 multiprocessors 2 times over" in s["reason"] for s in segs
+    )
     assert "softmax's max and sum in one pass" in segs[0]["reason"]
-    # ``loop_min_blocks``: 4 blocks of a line make 1 a multiprocessor of 4, not 2
-    twice = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_min_blocks=2))
+    # ``loop_min_blocks`` = 1: 4 blocks of a line fill 4 multiprocessors once, looped
+    once = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_min_blocks=1))
     fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=twice, target=small_gpu(4)
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=once, target=small_gpu(4)
+    )
+    (params,) = schedules(fd)
+    assert (params.mode, params.block_x) == ("looped", 32)
+    fd, x, _ = run_case(
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=once, target=small_gpu(8)
     )
     assert [p.scheduler for p in schedules(fd)] == ["reduction", "pointwise"]
-    assert (
-        "4 column blocks cannot fill 4 multiprocessors 2 times over" in fd.segment([x])[0]["reason"]
-    )
+    assert "4 column blocks cannot fill 8 multiprocessors:" in fd.segment([x])[0]["reason"]
     # rows of a sector may still be looped where the tuning allows them
     narrow = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_min_row_bytes=32))
     fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=narrow, target=small_gpu(16)
+        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=narrow, target=small_gpu(8)
     )
     (params,) = schedules(fd)
     assert (params.mode, params.block_x) == ("looped", 8)
@@ -595,7 +602,7 @@ def test_looped_rows_pipeline_their_walks(op, shape, order, dim, template, stage
             max_tile=64, loop_tile=tile, looped_stages=stages, looped_stage_bytes=1 << 20
         )
     )
-    fd, _, _ = run_case(op, shape, order, dim, dtype, tuning=tuning, target=small_gpu(4))
+    fd, _, _ = run_case(op, shape, order, dim, dtype, tuning=tuning, target=small_gpu(2))
     (params,) = schedules(fd)
     assert (params.mode, params.template, params.loop_stages) == ("looped", template, stages)
     (art,) = compile_last_run(fd.executor())

@@ -136,8 +136,11 @@ class NormalizationTuning:
     # reduction in rows of 1 KB, then the pointwise kernel; H100 at 4170aed,
     # tune-ab18-20261206-4170aed-h100.txt, r1_021: torch.compile 1177)
     loop_min_row_bytes: int = 128
-    # outer looped: column blocks per multiprocessor at least (fewer: the segmented plan)
-    loop_min_blocks: int = 1
+    # outer looped: column blocks per multiprocessor at least (fewer: the segmented plan).
+    # A bf16 RMS norm of 1.8 blocks a multiprocessor (r3_017) ran 1702 GB/s segmented
+    # against 1207 looped (H100 at 5160442, tune-ab69-20261207-5160442-h100.txt); session
+    # 18's r1_021 ran 2x faster segmented at 1.6
+    loop_min_blocks: int = 2
     # looped rows: Triton's pipelining stages of each walk along R (1: a plain loop)
     looped_stages: int = 1
     # ... fewer where each further stage's buffers (a tile of every load, for every walk)
