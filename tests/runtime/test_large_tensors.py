@@ -156,6 +156,12 @@ def _nested(p) -> bool:
     return p.family == "inner" and p.r_nest
 
 
+def _outer_looped_past_l2() -> dict:
+    """The outer looped plan for columns whose blocks in flight pass half of L2, as those
+    of 2**31 elements do (on by default, ``loop_outer_l2`` plans them segmented)."""
+    return {"tuning": DEFAULT.with_fields(normalization=dict(loop_outer_l2=0, loop_min_blocks=1))}
+
+
 def _split_finished_by_a_kernel(p) -> bool:
     return p.family == "inner" and p.split > 1 and p.finish == "kernel"
 
@@ -335,6 +341,7 @@ CASES = [
         },
         ("normalization",),
         _mode("looped", "outer"),
+        _outer_looped_past_l2,
     ),
     Case(
         "softmax segmented",
@@ -466,7 +473,7 @@ def _split_finishing_kernel() -> dict:
 
 
 def _columns_looped() -> dict:
-    return {"tuning": DEFAULT.with_fields(normalization=dict(max_tile=64)), "target": small_gpu(4)}
+    return {"tuning": DEFAULT.with_fields(normalization=dict(max_tile=64)), "target": small_gpu(2)}
 
 
 def _softmax_reference(dim: int):

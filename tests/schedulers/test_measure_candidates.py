@@ -84,9 +84,9 @@ def test_which_problems_are_timed():
     assert measure.why_not_measured(small, "cpu", H200, anywhere) is None
 
 
-def _planned(build, shapes, dtype):
+def _planned(build, shapes, dtype, tuning=None):
     """The (problem, params) of each scheduled segment of ``build`` over meta inputs of
-    ``shapes``, planned for an H200."""
+    ``shapes``, planned for an H200 (under ``tuning``, else the default)."""
     from layoutfuse.nvfuser import FusionDefinition
     from support.execution import configured
 
@@ -96,7 +96,7 @@ def _planned(build, shapes, dtype):
     ]
     with FusionDefinition() as fd:
         fd.add_output(build(fd, *(fd.from_pytorch(x) for x in inputs)))
-    fd = configured(fd, target=H200)
+    fd = configured(fd, target=H200, tuning=tuning)
     return [(r.problem, r.params) for r in fd.executor().plan(inputs).segments]
 
 
@@ -157,10 +157,12 @@ def test_a_looped_softmax_times_a_loop_tile_of_4096_at_16_warps():
 
 
 def test_outer_looped_columns_time_the_tile_before_few_blocks_doubled_it():
-    """A bf16 RMS norm over the strided dim of a column-major [15307, 4096] (r3_017): 240
-    column blocks of 64, under 4 a multiprocessor, so the rule doubles the tile and the
-    warps (64 x 128 at 16); the half direction times 64 x 64 at 8."""
+    """A bf16 RMS norm over the strided dim of a column-major [15307, 4096] (r3_017),
+    looped as it was before ``loop_min_blocks`` and ``loop_outer_l2`` (which plan it
+    segmented): 240 column blocks of 64, under 4 a multiprocessor, so the rule doubles the
+    tile and the warps (64 x 128 at 16); the half direction times 64 x 64 at 8."""
     from layoutfuse.nvfuser import DataType as D
+    from layoutfuse.schedulers.tuning import DEFAULT
 
     def rms_norm(fd, x):
         xf = fd.ops.cast(x, D.Float)
@@ -169,8 +171,10 @@ def test_outer_looped_columns_time_the_tile_before_few_blocks_doubled_it():
         return fd.ops.cast(fd.ops.mul(xf, fd.ops.broadcast_in_dim(r, x.shape(), [0])), D.BFloat16)
 
     x = torch.empty(4096, 15307, dtype=torch.bfloat16, device="meta").t()
-    ((p, params),) = _planned(rms_norm, [x], torch.bfloat16)
-    t = nm.DEFAULT_TUNING
+    looped = DEFAULT.with_fields(normalization=dict(loop_min_blocks=1, loop_outer_l2=0))
+    ((p, params),) = _planned(rms_norm, [x], torch.bfloat16, looped)
+    t = looped.normalization
+    assert len(_planned(rms_norm, [x], torch.bfloat16)) == 2  # by default: segmented
     cands = measure.candidates(nm.heuristics, p, H200, t, t.alternatives, 3)
     assert cands[0] == params and all(c.mode == "looped" for c in cands)
     tiles = [(c.block_x, c.block_r, c.num_warps) for c in cands]

@@ -306,6 +306,46 @@ def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():
     assert params.mode == "persistent" and params.block_x * 4 == nm.DEFAULT_TUNING.min_row_bytes
 
 
+def test_outer_tiles_take_one_sector_rows_only_where_rows_start_on_sectors():
+    """Rows of 32 bytes hold a whole column in the persistent tile only where each row
+    starts on a 32-byte boundary (its stride along R a multiple of 32 bytes): else each
+    row reads two sectors (r3_088's fp32 stride of 2157 ran 1.36x slower than the
+    segmented plan), and the tile rows stay ``row_bytes`` wide, too long to hold."""
+    tuning = DEFAULT.with_fields(normalization=dict(max_tile=8 * 1024))
+    for n0, sector_rows in ((16, True), (24, True), (15, False), (20, False)):
+        fd, x, _ = run_case(
+            "layer_norm", (n0, 600), (1, 0), 1, torch.float32, tuning=tuning, target=small_gpu(1)
+        )
+        first = schedules(fd)[0]
+        assert (first.scheduler == "normalization" and first.mode == "persistent") == sector_rows
+        if sector_rows:
+            assert first.block_x * 4 == nm.DEFAULT_TUNING.min_row_bytes
+        else:
+            assert first.block_x * 4 >= nm.DEFAULT_TUNING.row_bytes or first.block_x >= n0
+
+
+@pytest.mark.parametrize("l2_kb, looped", [(1024, True), (80, True), (79, False), (16, False)])
+def test_outer_looped_columns_fit_half_of_l2_in_flight(l2_kb, looped):
+    """Outer looped programs re-read their column block in the store pass; where the blocks
+    in flight (4 of 64 x 40 fp32: 40 KB) pass half of L2, that read goes to DRAM and the
+    segmented plan, which streams, is planned instead and says why."""
+    target = small_gpu(2, l2_bytes=l2_kb << 10)
+    fd, x, _ = run_case(
+        "softmax", (40, 256), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=target
+    )
+    kinds = [p.scheduler for p in schedules(fd)]
+    if looped:
+        assert kinds == ["normalization"] and schedules(fd)[0].mode == "looped"
+    else:
+        assert kinds == ["reduction", "pointwise"]
+        assert (
+            "the column blocks in flight hold 0 MB, more than half" in fd.segment([x])[0]["reason"]
+        )
+    off = SHORT_TILE.with_fields(normalization=dict(loop_outer_l2=0))
+    fd, x, _ = run_case("softmax", (40, 256), (0, 1), 0, torch.float32, tuning=off, target=target)
+    assert schedules(fd)[0].mode == "looped"
+
+
 def test_few_long_rows_fall_back_to_split_reductions():
     """Rows that do not fit a tile and too few of them to fill the GPU: split reduction
     kernels (softmax's max and sum in one, a layer norm's Welford in one), then the

@@ -148,6 +148,11 @@ class NormalizationTuning:
     # rest holds the reductions' scratch). Compiled for sm_90: an fp32 softmax's 16384
     # tile took 128 KB at 2 stages, 256 KB at 3, which no multiprocessor holds
     looped_stage_bytes: int = 131072
+    # outer looped only where the column blocks in flight fit half of L2 (their store pass
+    # re-reads them); else the segmented plan, whose kernels each stream. An fp32 softmax
+    # over 3192 strided rows, 1054 blocks of 256-byte rows: looped 1366 us, segmented
+    # 1095 (r3_088, H100 at c85f287, tune-ab71-20261207-c85f287-h100.txt). 0: off
+    loop_outer_l2: int = 1
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
     loop_outer_tile: int = 4096
     # outer looped: warps of the tile
@@ -584,7 +589,7 @@ def _plan(p: Problem, device: DeviceInfo, tuning: NormalizationTuning) -> _Plan:
         n0 = groups[0].size
         block_r = next_pow2(nr)
         block_x = min(next_pow2(n0), max(1, t.row_bytes // item))
-        if block_x * block_r > t.max_tile:
+        if block_x * block_r > t.max_tile and _rows_on_boundaries(p, t.min_row_bytes):
             block_x = min(next_pow2(n0), max(1, t.min_row_bytes // item))
         elif block_x * block_r < (column_tile := _column_tile(p, t)):
             span = _column_span(p, item, block_x * block_r, t)
@@ -671,6 +676,23 @@ def _column_span(p: Problem, item: int, tile: int, t: NormalizationTuning) -> in
     # only a tiny tile: spanning the groups of a [16, 128] tile (13 of 16 columns) ran a
     # third as fast (rmsnorm over [321110, 64, 13] dim 1: 4213 -> 1373 GB/s)
     return 2 if tile < t.span_below else 1
+
+
+def _rows_on_boundaries(p: Problem, row: int) -> bool:
+    """Whether every load's rows (its strides along the reduced groups) start ``row``
+    bytes apart or a multiple of it, so that a tile row of ``row`` bytes is one sector and
+    not two: an fp32 softmax over a dim of stride 2157 ran persistent in 32-byte rows at
+    36% of the read ceiling, 1.36x slower than the segmented plan (r3_088, H100 at
+    c85f287, tune-ab71-20261207-c85f287-h100.txt). Loads constant along the tile rows
+    (a layer norm's weight) read one element a row, from cache, and do not count."""
+    for a in range(p.n_loads):
+        item = itemsize(p.dtypes[a])
+        if p.groups[0].strides[a] == 0:
+            continue
+        for g in p.groups:
+            if g.reduced and g.size > 1 and (g.strides[a] * item) % row:
+                return False
+    return True
 
 
 def _column_tile(p: Problem, t: NormalizationTuning) -> int:
@@ -814,6 +836,19 @@ def _outer_loop(
                 f"multiprocessors{times}: split reductions instead"
             ),
         )
+    flight = _blocks_in_flight(p, device, programs, block_x, nr, warps)
+    if t.loop_outer_l2 and flight * 2 > device.l2_bytes:
+        return (
+            "segmented",
+            block_x,
+            block_r,
+            warps,
+            (
+                f"{too_long}; the column blocks in flight hold {flight >> 20} MB, more "
+                f"than half of the {device.l2_bytes >> 20} MB L2, so the store pass "
+                "would read DRAM again: split reductions instead"
+            ),
+        )
     walks = passes + 1 if rows else passes  # the store pass, where rows are stored
     return (
         "looped",
@@ -825,6 +860,17 @@ def _outer_loop(
             "column blocks"
         ),
     )
+
+
+def _blocks_in_flight(
+    p: Problem, device: DeviceInfo, programs: int, block_x: int, nr: int, warps: int
+) -> int:
+    """Bytes of the column blocks outer looped programs walk at once: as many programs as
+    the threads allow on every multiprocessor (at most all of them), a column of ``nr``
+    rows of ``block_x`` elements each."""
+    per_sm = max(1, device.max_threads_per_sm // (THREADS_PER_WARP * warps))
+    resident = min(programs, device.sm_count * per_sm)
+    return resident * block_x * nr * p.narrowest_load_bytes()
 
 
 def grid(params: NormalizationParams, sizes: Sequence[int]) -> int:
