@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 36's second call: the plans that loop_outer_l2 and the sector-row rule changed
+# (the fixed suite's strided normalizations, r3_101) against the old ones; the changed
+# areas' tests with CUDA tensors; then seed 3 (r3_017, r3_088, r3_101 changed). About 9 min.
+. "$(dirname "$0")/device_env.sh"
+t0=$(date +%s)
+OLD=normalization.loop_outer_l2=0,normalization.loop_min_blocks=1
+for c in norm_softmax_colmajor_reduce_outer_float32 norm_layernorm_colmajor_reduce_outer_float32 \
+  norm_softmax_3d_reduce_middle_bfloat16 norm_layernorm_3d_reduce_middle_bfloat16 \
+  r3_101_log_softmax_bfloat16_5142x64x28x28_mem0231_d0; do
+  TUNE_LOG=tune-ab72 TUNE_S=35 run_tune $c --tuning "" --tuning $OLD
+done
+echo "ab done $(( $(date +%s) - t0 )) s"
+timeout 170 python3 -m pytest -q -x -n 8 -p no:cacheprovider --device cuda tests/schedulers/test_normalization.py \
+  tests/runtime/test_large_tensors.py tests/schedulers/test_measure_candidates.py tests/passes/test_output_layout.py \
+  tests/ir/test_math_rows.py tests/runtime/test_made_broadcasts.py > $out/tests-gpu-changed-$day-$commit-$gpu.txt 2>&1
+echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -4 $out/tests-gpu-changed-$day-$commit-$gpu.txt
+run_seeds ${SEEDS:-3}
+echo "all $(( $(date +%s) - t0 )) s"
