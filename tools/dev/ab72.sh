@@ -11,9 +11,11 @@ for c in norm_softmax_colmajor_reduce_outer_float32 norm_layernorm_colmajor_redu
   TUNE_LOG=tune-ab72 TUNE_S=35 run_tune $c --tuning "" --tuning $OLD
 done
 echo "ab done $(( $(date +%s) - t0 )) s"
-timeout 170 python3 -m pytest -q -x -n 8 -p no:cacheprovider --device cuda tests/schedulers/test_normalization.py \
-  tests/runtime/test_large_tensors.py tests/schedulers/test_measure_candidates.py tests/passes/test_output_layout.py \
-  tests/ir/test_math_rows.py tests/runtime/test_made_broadcasts.py > $out/tests-gpu-changed-$day-$commit-$gpu.txt 2>&1
-echo "tests rc=$? $(( $(date +%s) - t0 )) s"; tail -4 $out/tests-gpu-changed-$day-$commit-$gpu.txt
+TEST_PATHS="tests/schedulers/test_normalization.py tests/runtime/test_large_tensors.py \
+  tests/schedulers/test_measure_candidates.py tests/passes/test_output_layout.py tests/ir/test_math_rows.py \
+  tests/runtime/test_made_broadcasts.py" timeout ${TESTS_S:-170} tools/gpu-tests $out/tests 8 > /dev/null 2>&1
+echo "tests rc=$? $(( $(date +%s) - t0 )) s"
+cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-changed-$day-$commit-$gpu.txt
+cat $out/tests/tests-shard-*.log | grep -a "^E  \|^FAILED\|^ERROR\|passed\|failed" | cut -c1-300 | head -30; rm -rf $out/tests
 run_seeds ${SEEDS:-3}
 echo "all $(( $(date +%s) - t0 )) s"
