@@ -27,8 +27,10 @@ LOOP = "for r0 in range(0, NR, BLOCK_R):"
 def looped(fd: FusionDefinition) -> FusionDefinition:
     """``fd`` planned so that rows of more than 64 elements do not fit a tile and loops
     take several chunks (the last one partial for the shapes below), on one
-    multiprocessor, so any grid fills it."""
-    tuning = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=16, loop_outer_tile=512))
+    multiprocessor that one program fills (``loop_min_blocks`` 1), so any grid does."""
+    tuning = DEFAULT.with_fields(
+        normalization=dict(max_tile=64, loop_tile=16, loop_outer_tile=512, loop_min_blocks=1)
+    )
     return configured(fd, tuning=tuning, target=small_gpu(1))
 
 
@@ -194,7 +196,8 @@ def test_outer_looped_tile_spans_256_bytes_and_compiles_without_spills(dtype, bl
     twice the elements at 16 warps; fp32: the same tile at 32 warps): no register spills
     on sm_90 with the online softmax's two accumulators."""
     t = nm.DEFAULT_TUNING
-    blocks = 1 if few else t.loop_few_blocks
+    blocks = t.loop_min_blocks if few else t.loop_few_blocks
+    assert blocks < t.loop_few_blocks or not few
     x = rows_with_specials(block_x * blocks, 300, dtype, "col")
     fd = configured(
         softmax_fusion("softmax", x),
