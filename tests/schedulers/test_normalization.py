@@ -254,38 +254,39 @@ def test_columns_longer_than_a_tile_run_outer_reductions_then_pointwise():
         for s in segs
     )
 
+    def columns(sm_count, tuning=SHORT_TILE):
+        """A softmax over the 40 strided rows of [40, 128] fp32 planned for ``sm_count``
+        multiprocessors: the executor's schedules and the cut's reasons."""
+        fd, x, _ = run_case(
+            "softmax",
+            (40, 128),
+            (0, 1),
+            0,
+            torch.float32,
+            tuning=tuning,
+            target=small_gpu(sm_count),
+        )
+        return schedules(fd), [s["reason"] for s in fd.segment([x])]
+
     # 2 blocks of 256 bytes cannot fill 2 multiprocessors twice: rows of a line (128
     # bytes), 4 blocks
-    fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(2)
-    )
-    (params,) = schedules(fd)
+    (params,), _ = columns(2)
     assert (params.mode, params.block_x) == ("looped", 32)
     # 4 column blocks of a line cannot fill 4 twice, and narrower rows are not looped
     # (``loop_min_row_bytes``: the segmented plan read 2x faster than 64-byte rows)
-    fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=SHORT_TILE, target=small_gpu(4)
-    )
+    scheds, reasons = columns(4)
     # softmax's max and sum: one reduction kernel (a running pair), then the pointwise one
-    assert [p.scheduler for p in schedules(fd)] == ["reduction", "pointwise"]
-    assert schedules(fd)[0].family == "outer"
-    segs = fd.segment([x])
-    assert all(
-        "4 column blocks cannot fill 4 multiprocessors 2 times over" in s["reason"] for s in segs
-    )
-    assert "softmax's max and sum in one pass" in segs[0]["reason"]
+    assert [p.scheduler for p in scheds] == ["reduction", "pointwise"]
+    assert scheds[0].family == "outer"
+    assert all("4 column blocks cannot fill 4 multiprocessors 2 times over" in r for r in reasons)
+    assert "softmax's max and sum in one pass" in reasons[0]
     # ``loop_min_blocks`` = 1: 4 blocks of a line fill 4 multiprocessors once, looped
     once = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_min_blocks=1))
-    fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=once, target=small_gpu(4)
-    )
-    (params,) = schedules(fd)
+    (params,), _ = columns(4, once)
     assert (params.mode, params.block_x) == ("looped", 32)
-    fd, x, _ = run_case(
-        "softmax", (40, 128), (0, 1), 0, torch.float32, tuning=once, target=small_gpu(8)
-    )
-    assert [p.scheduler for p in schedules(fd)] == ["reduction", "pointwise"]
-    assert "4 column blocks cannot fill 8 multiprocessors:" in fd.segment([x])[0]["reason"]
+    scheds, reasons = columns(8, once)
+    assert [p.scheduler for p in scheds] == ["reduction", "pointwise"]
+    assert "4 column blocks cannot fill 8 multiprocessors:" in reasons[0]
     # rows of a sector may still be looped where the tuning allows them
     narrow = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_min_row_bytes=32))
     fd, x, _ = run_case(
