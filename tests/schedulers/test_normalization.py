@@ -347,6 +347,30 @@ def test_outer_looped_columns_fit_half_of_l2_in_flight(l2_kb, looped):
     assert schedules(fd)[0].mode == "looped"
 
 
+@pytest.mark.parametrize(
+    "op, dtype, segmented",
+    [
+        ("softmax", torch.float32, True),
+        ("layer_norm", torch.bfloat16, True),
+        ("rms_norm", torch.bfloat16, True),
+        # the online max and sum over 2-byte loads: the split reduction is the slower plan
+        ("softmax", torch.bfloat16, False),
+        ("log_softmax", torch.bfloat16, False),
+    ],
+)
+def test_outer_looped_columns_past_l2_by_op_and_width(op, dtype, segmented):
+    """Past half of L2 (16 KB of it here), the segmented plan, except softmax's running
+    max and sum over 2-byte loads (``_past_l2``); the results match torch either way."""
+    shape = (40, 512 // dtype.itemsize)  # 4 column blocks of 256 bytes
+    fd, _, _ = run_case(
+        op, shape, (0, 1), 0, dtype, tuning=SHORT_TILE, target=small_gpu(2, l2_bytes=16 << 10)
+    )
+    kinds = [p.scheduler for p in schedules(fd)]
+    assert (kinds[0] == "reduction") == segmented, kinds
+    if not segmented:
+        assert kinds == ["normalization"] and schedules(fd)[0].mode == "looped"
+
+
 def test_few_long_rows_fall_back_to_split_reductions():
     """Rows that do not fit a tile and too few of them to fill the GPU: split reduction
     kernels (softmax's max and sum in one, a layer norm's Welford in one), then the

@@ -273,4 +273,5 @@ def _reduction_fields(spec: KernelSpec) -> dict[str, Any]:
         "loop": group.rows or len(group.reductions) > 1,
         "rows": group.rows,
         "cross": len(group.cross),
+        "online": bool(group.online),
     }

@@ -151,7 +151,12 @@ class NormalizationTuning:
     # outer looped only where the column blocks in flight fit half of L2 (their store pass
     # re-reads them); else the segmented plan, whose kernels each stream. An fp32 softmax
     # over 3192 strided rows, 1054 blocks of 256-byte rows: looped 1366 us, segmented
-    # 1095 (r3_088, H100 at c85f287, tune-ab71-20261207-c85f287-h100.txt). 0: off
+    # 1095 (r3_088, H100 at c85f287, tune-ab71-20261207-c85f287-h100.txt); the fixed
+    # suite's column-major [8192, 8192] fp32 softmax and layer norm 274 -> 269 us, the
+    # [32, 4096, 4096] bf16 layer norm over the middle dim 1105 -> 1065. Not for the
+    # online softmax pair over 2-byte loads (``_past_l2``): the bf16 softmax there 1126
+    # -> 1283, r3_101's log_softmax 556 -> 718 (tune-ab73-20261207-e0952d7-h100.txt).
+    # 0: off
     loop_outer_l2: int = 1
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
     loop_outer_tile: int = 4096
@@ -837,7 +842,7 @@ def _outer_loop(
             ),
         )
     flight = _blocks_in_flight(p, device, programs, block_x, nr, warps)
-    if t.loop_outer_l2 and flight * 2 > device.l2_bytes:
+    if _past_l2(p, flight, device, t):
         return (
             "segmented",
             block_x,
@@ -860,6 +865,16 @@ def _outer_loop(
             "column blocks"
         ),
     )
+
+
+def _past_l2(p: Problem, flight: int, device: DeviceInfo, t: NormalizationTuning) -> bool:
+    """Whether outer looped columns whose blocks in flight hold ``flight`` bytes take the
+    segmented plan (``loop_outer_l2``): where those pass half of L2, except softmax's
+    running max and sum over 2-byte loads, whose split reduction kernel runs at some 58%
+    of the read ceiling (regs 96-101), so the looped kernel's DRAM re-read is cheaper."""
+    if not t.loop_outer_l2 or flight * 2 <= device.l2_bytes:
+        return False
+    return not (p.online and p.narrowest_load_bytes() < 4)
 
 
 def _blocks_in_flight(

@@ -35,6 +35,8 @@ class Problem:
     loop: bool = True  # normalization: may walk rows too long for a tile twice
     rows: bool = True  # normalization: results are used again on the rows
     cross: int = 0  # normalization: reductions over the kept dims (partial column results)
+    online: bool = False  # normalization: softmax's max and sum, one running pair
+    #   (``Group.online``)
     based: tuple[int, ...] = ()  # affine accesses with a base offset ``b<a>`` (a slice's
     #   start, a select's index on their chain), bound at launch
     scan_op: str = ""  # scan: the per-row op (cumsum, argsort, topk)
