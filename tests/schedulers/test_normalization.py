@@ -307,22 +307,31 @@ def test_outer_tiles_narrow_to_one_sector_when_that_fits_the_column():
     assert params.mode == "persistent" and params.block_x * 4 == nm.DEFAULT_TUNING.min_row_bytes
 
 
-def test_outer_tiles_take_one_sector_rows_only_where_rows_start_on_sectors():
+@pytest.mark.parametrize(
+    "dtype, n0s",
+    [(torch.float32, (16, 24, 15, 20)), (torch.bfloat16, (32, 48, 40, 36, 33))],
+    ids=str,
+)
+def test_outer_tiles_take_one_sector_rows_only_where_rows_start_on_sectors(dtype, n0s):
     """Rows of 32 bytes hold a whole column in the persistent tile only where each row
-    starts on a 32-byte boundary (its stride along R a multiple of 32 bytes): else each
-    row reads two sectors (r3_088's fp32 stride of 2157 ran 1.36x slower than the
-    segmented plan), and the tile rows stay ``row_bytes`` wide, too long to hold."""
-    tuning = DEFAULT.with_fields(normalization=dict(max_tile=8 * 1024))
-    for n0, sector_rows in ((16, True), (24, True), (15, False), (20, False)):
+    starts on a 32-byte boundary (its stride along R, ``n0`` elements, a multiple of 32
+    bytes): else each row reads two sectors (r3_088's fp32 stride of 2157 ran 1.36x slower
+    than the segmented plan), and the tile rows stay ``row_bytes`` wide, too long to hold."""
+    item, t = dtype.itemsize, nm.DEFAULT_TUNING
+    # a tile that holds the 600 rows (1024 padded) in one-sector rows, not in wider ones
+    tuning = DEFAULT.with_fields(normalization=dict(max_tile=t.min_row_bytes // item * 1024))
+    for n0 in n0s:
+        sector_rows = n0 * item % t.min_row_bytes == 0
         fd, x, _ = run_case(
-            "layer_norm", (n0, 600), (1, 0), 1, torch.float32, tuning=tuning, target=small_gpu(1)
+            "layer_norm", (n0, 600), (1, 0), 1, dtype, tuning=tuning, target=small_gpu(1)
         )
         first = schedules(fd)[0]
-        assert (first.scheduler == "normalization" and first.mode == "persistent") == sector_rows
+        persistent = first.scheduler == "normalization" and first.mode == "persistent"
+        assert persistent == sector_rows, (n0, first)
         if sector_rows:
-            assert first.block_x * 4 == nm.DEFAULT_TUNING.min_row_bytes
+            assert first.block_x * item == t.min_row_bytes
         else:
-            assert first.block_x * 4 >= nm.DEFAULT_TUNING.row_bytes or first.block_x >= n0
+            assert first.block_x * item >= t.row_bytes or first.block_x >= n0
 
 
 @pytest.mark.parametrize("l2_kb, looped", [(1024, True), (80, True), (79, False), (16, False)])

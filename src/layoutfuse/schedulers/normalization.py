@@ -658,8 +658,7 @@ def _l2_resident_warps(
         return 0
     tile = block_x * min(next_pow2(nr), t.loop_tile // block_x)
     warps = max(1, min(t.max_warps, tile * item // (THREADS_PER_WARP * t.thread_bytes)))
-    resident = device.sm_count * max(1, device.max_threads_per_sm // (THREADS_PER_WARP * warps))
-    if resident * block_x * nr * item * 2 <= device.l2_bytes:
+    if _resident_programs(device, warps) * block_x * nr * item * 2 <= device.l2_bytes:
         return 0
     return max(warps, t.loop_l2_warps)
 
@@ -683,16 +682,17 @@ def _column_span(p: Problem, item: int, tile: int, t: NormalizationTuning) -> in
     return 2 if tile < t.span_below else 1
 
 
-def _rows_on_boundaries(p: Problem, row: int) -> bool:
+def _rows_on_boundaries(p: Problem, row: int, every_load: bool = False) -> bool:
     """Whether every load's rows (its strides along the reduced groups) start ``row``
     bytes apart or a multiple of it, so that a tile row of ``row`` bytes is one sector and
     not two: an fp32 softmax over a dim of stride 2157 ran persistent in 32-byte rows at
     36% of the read ceiling, 1.36x slower than the segmented plan (r3_088, H100 at
-    c85f287, tune-ab71-20261207-c85f287-h100.txt). Loads constant along the tile rows
-    (a layer norm's weight) read one element a row, from cache, and do not count."""
+    c85f287, tune-ab71-20261207-c85f287-h100.txt). Unless ``every_load``, loads constant
+    along the tile rows (a layer norm's weight) read one element a row, from cache, and do
+    not count."""
     for a in range(p.n_loads):
         item = itemsize(p.dtypes[a])
-        if p.groups[0].strides[a] == 0:
+        if not every_load and p.groups[0].strides[a] == 0:
             continue
         for g in p.groups:
             if g.reduced and g.size > 1 and (g.strides[a] * item) % row:
@@ -708,12 +708,7 @@ def _column_tile(p: Problem, t: NormalizationTuning) -> int:
 def _misaligned_rows(p: Problem) -> bool:
     """Whether a load's rows (its stride along a reduced group) are no multiple of 16 bytes
     apart: its column tile then loads an element at a time."""
-    for a in range(p.n_loads):
-        item = itemsize(p.dtypes[a])
-        for g in p.groups:
-            if g.reduced and g.size > 1 and (g.strides[a] * item) % 16:
-                return True
-    return False
+    return not _rows_on_boundaries(p, 16, every_load=True)
 
 
 def _short_columns(
@@ -883,9 +878,15 @@ def _blocks_in_flight(
     """Bytes of the column blocks outer looped programs walk at once: as many programs as
     the threads allow on every multiprocessor (at most all of them), a column of ``nr``
     rows of ``block_x`` elements each."""
-    per_sm = max(1, device.max_threads_per_sm // (THREADS_PER_WARP * warps))
-    resident = min(programs, device.sm_count * per_sm)
+    resident = min(programs, _resident_programs(device, warps))
     return resident * block_x * nr * p.narrowest_load_bytes()
+
+
+def _resident_programs(device: DeviceInfo, warps: int) -> int:
+    """Programs of ``warps`` warps the GPU holds at once, as many as the threads allow on
+    every multiprocessor (one at least; ``reduction_tiles.resident_programs`` also counts
+    registers, which a normalization plan does not estimate)."""
+    return device.sm_count * max(1, device.max_threads_per_sm // (THREADS_PER_WARP * warps))
 
 
 def grid(params: NormalizationParams, sizes: Sequence[int]) -> int:
