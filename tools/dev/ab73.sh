@@ -22,5 +22,5 @@ if [ -n "${TESTS_S:-}" ]; then
   cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-changed-$day-$commit-$gpu.txt
   cat $out/tests/tests-shard-*.log | grep -a "^E  \|^FAILED\|^ERROR\|passed\|failed" | cut -c1-300 | head -30; rm -rf $out/tests
 fi
-run_seeds ${SEEDS:-3}
+run_seeds ${SEEDS-3}  # SEEDS= (empty): none
 echo "all $(( $(date +%s) - t0 )) s"

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Session 37: ab73.sh (session 36's plan rules A/B, the changed tests with CUDA tensors,
-# seed 3), then the persistent var_mean of misaligned bf16 rows (r1_033: 49% of the read
-# ceiling, 4 warps over a 4096 tile of 2491 elements) under 4, 8 and 16 warps.
+# Session 37: ab73.sh without its seeds (session 36's plan rules A/B, the changed tests with
+# CUDA tensors under TESTS_S), then persistent rows that read slowly: r1_033's var_mean of
+# misaligned bf16 rows (49% of the read ceiling, 4 warps over a 4096 tile of 2491
+# elements) and r3_110's bf16 softmax (9747 of a 16384 tile, 16 warps) under other warps
+# and the looped mode. About 6 minutes with TESTS_S=150; seeds follow in another call.
 . "$(dirname "$0")/device_env.sh"
-bash "$(dirname "$0")/ab73.sh"
-TUNE_LOG=tune-ab74 TUNE_S=40 run_tune r1_033_var_mean_bfloat16_2491x50257_mem10_d0 \
-  --variant "" --variant num_warps=8 --variant num_warps=16 --variant num_warps=2
+t0=$(date +%s)
+SEEDS= bash "$(dirname "$0")/ab73.sh"
+TUNE_LOG=tune-ab74 TUNE_S=50 run_tune r1_033_var_mean_bfloat16_2491x50257_mem10_d0 \
+  --variant "" --variant num_warps=8 --variant num_warps=16 --variant num_warps=2 \
+  --variant mode=looped,block_r=1024,num_warps=4
+TUNE_LOG=tune-ab74 TUNE_S=50 run_tune r3_110_softmax_bfloat16_9747x50257_mem10_d0 \
+  --variant "" --variant num_warps=8 --variant num_warps=32 --variant mode=looped,block_r=4096,num_warps=8
+echo "all $(( $(date +%s) - t0 )) s"
