@@ -157,6 +157,37 @@ class _Kernel:
         if same:
             w.line(f"aligned = {self.aligned}")
 
+    def persistent_align(self) -> str:
+        """The aligned persistent tile's scalars (``align_rows`` = V, a row a program): each
+        row load's row offset ``xs`` and the V-element boundary at or before it (its row
+        base), the row's first lane ``hd`` (the first row load's ``xs`` past its base) and
+        the lanes its vectors cover, from the base through the row's last element
+        (``LIM``, a multiple of V). Returns when the vector loads may run: every row load
+        starts ``hd`` elements past its base, and its last vector ends inside its tensor
+        (past the row's end it reads the next row's elements; the last rows in memory take
+        the plain tile). The row stores start on their bases too, masked by element: their
+        layout is then the loads' (Triton lays out a tile by its pointers' alignment; a
+        store from another would move the tile through shared memory first)."""
+        w, p, v = self.w, self.p, self.p.align_rows
+        idx = dict(zip(p.x_groups, decompose(w, "pid", [f"n{g}" for g in p.x_groups], "xs")))
+        self.row_base = {}
+        conds = []
+        n_loads = self.spec.n_loads
+        for a in row_accesses(n_loads + self.spec.n_stores, p):
+            kept = [g for g in p.x_groups if not p.zero_strides[a][g]]
+            base = f" + b{a}" if a in p.based else ""
+            xs = w.assign("xs", offset_expr([self.stride(a, g, idx[g]) for g in kept]) + base)
+            self.row_base[a] = w.assign("ob", f"{xs} // {v} * {v}")
+            if not conds:
+                w.line(f"hd = {xs} - {self.row_base[a]}")
+                w.line(f"LIM = (hd + NR + {v - 1}) // {v} * {v}")
+            else:
+                conds.append(f"({xs} - {self.row_base[a]} == hd)")
+            if a < n_loads:
+                last = offset_expr([self.stride(a, g, f"(n{g} - 1)") for g in kept])
+                conds.append(f"({self.row_base[a]} + LIM <= {last}{base} + NR)")
+        return " & ".join(conds)
+
     def tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
         """Offsets over the tile for loads, row-space stores and coordinates."""
         p, w = self.p, self.w
@@ -186,10 +217,12 @@ class _Kernel:
         mask: str,
         ridx: dict[int, str] | None = None,
         preloaded: dict[int, str] | None = None,
+        masks: dict[int, str] | None = None,
     ) -> ValueEmitter:
         """Values over the tile at ``offsets``; in generic mode, the walk at the R tile
         ``ridx`` is written first and its offsets join ``offsets``. ``preloaded``: loads
-        already made (by index), in their storage dtype."""
+        already made (by index), in their storage dtype; ``masks``: loads masked otherwise
+        than by ``mask`` (by index)."""
         w = self.w
 
         def load(tv, chain):
@@ -200,7 +233,8 @@ class _Kernel:
             if preloaded and i in preloaded:
                 return w.assign("v", f"{preloaded[i]}.to({tl_compute(tv.dtype)})")
             valid = self.gen.valid.get(i) if self.gen else None  # a pad's input
-            lmask = mask if valid is None else w.assign("lmask", f"{mask} & {valid}")
+            own = masks.get(i, mask) if masks else mask
+            lmask = own if valid is None else w.assign("lmask", f"{own} & {valid}")
             return w.assign("v", load_line(self.ptr[id(tv)], offsets[i], lmask, tv.dtype))
 
         def coordinate(tv, chain):
@@ -534,25 +568,59 @@ def _row_loop(k: _Kernel, params: NormalizationParams, accs: list[str]) -> None:
             w.line(f"{name} = {ahead[i]}")
 
 
+def _persistent(k: _Kernel, cross: list[str], preloaded, aligned: bool = False) -> None:
+    """The tile holds whole rows: its loads, reductions and stores (and its cross
+    contributions). ``aligned`` (``persistent_align``'s scalars written): lane ``t`` holds
+    the row's element ``t - hd``; the row loads read whole vectors from their row bases,
+    masked by vector (``LIM``), every value outside the row is masked after, and the row
+    stores, from their bases, by element."""
+    w, group = k.w, k.spec.group
+    if aligned:
+        w.line("t = tl.arange(0, BLOCK_R)[None, :]")
+        w.line("r = t - hd")
+        w.line("mask = xmask & (r >= 0) & (r < NR)")
+        w.line("vmask = xmask & (t < LIM)")
+        ridx, mask = {k.p.r_groups[0]: "r"}, "mask"
+        offsets = k.tile_offsets(ridx)
+        for a, base in k.row_base.items():
+            offsets[a] = w.assign("off", f"{base} + t")
+        loads = {a: "vmask" for a in k.row_base if a < k.spec.n_loads}
+        ve = k.emitter(offsets, mask, ridx, preloaded, loads)
+    else:
+        ridx, mask = k.r_tile("")
+        offsets = k.tile_offsets(ridx)
+        ve = k.emitter(offsets, mask, ridx, preloaded)
+    # cross contributions that need no row result go first: what only they use (dy of
+    # a layer norm backward) is then dead before the row reductions' barriers
+    early = not _needs_rows(group)
+    if early:
+        _cross_step(k, ve, cross, mask)
+    for e in group.reductions:
+        _reduce_whole(k, e, ve.value(e.inputs[0], ()))
+    k.store_rows(ve, offsets, mask)
+    if not early:
+        _cross_step(k, ve, cross, mask)
+
+
 def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=None) -> None:
     """One row block: its rows, reductions and stores (and its cross contributions);
     ``preloaded``: its loads already made (``_row_loop``)."""
     spec, group = k.spec, k.spec.group
     k.rows()
+    if params.mode == "persistent" and params.align_rows and not cross and preloaded is None:
+        w = k.w
+        w.line(f"if {k.persistent_align()}:")
+        with w.indent():
+            _persistent(k, cross, preloaded, aligned=True)
+            k.store_per_row()
+        w.line("else:")
+        with w.indent():
+            k.special.clear()  # the aligned branch's results are not defined here
+            _persistent(k, cross, preloaded)
+            k.store_per_row()
+        return
     if params.mode == "persistent":
-        ridx, mask = k.r_tile("")
-        offsets = k.tile_offsets(ridx)
-        ve = k.emitter(offsets, mask, ridx, preloaded)
-        # cross contributions that need no row result go first: what only they use (dy of
-        # a layer norm backward) is then dead before the row reductions' barriers
-        early = not _needs_rows(group)
-        if early:
-            _cross_step(k, ve, cross, mask)
-        for e in group.reductions:
-            _reduce_whole(k, e, ve.value(e.inputs[0], ()))
-        k.store_rows(ve, offsets, mask)
-        if not early:
-            _cross_step(k, ve, cross, mask)
+        _persistent(k, cross, preloaded)
     else:
         assert not cross, "cross reductions need a persistent tile"
         if params.align_rows:

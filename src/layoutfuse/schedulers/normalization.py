@@ -125,6 +125,9 @@ class NormalizationTuning:
     # inner looped, a row a program: rows that Triton cannot prove aligned are walked from
     # their first element on a boundary of this many bytes (``aligned_rows``; 0: off)
     align_row_bytes: int = 16
+    # ... and an inner persistent tile of a row a program: its lanes start on the
+    # boundary before the row, so that its row loads are vectors (``aligned_rows``); 0: off
+    align_persistent: int = 0
     # inner kernels: the row length and row strides passed divided by their power-of-two
     # factor, which the kernel multiplies back (``size_factors``); 0: passed as they are
     size_factors: int = 1
@@ -519,24 +522,46 @@ def size_factors(
 
 
 def aligned_rows(p: Problem, params: NormalizationParams, tuning: NormalizationTuning) -> int:
-    """``align_rows`` of a looped inner kernel of a row a program whose rows Triton cannot
-    prove 16-byte aligned and whole (a row stride or the row length no multiple of 16
-    elements, a slice's base): elements of the narrowest row access in
-    ``align_row_bytes``. Such a row's loads and stores are otherwise one element each: a
-    bf16 softmax over rows of 50257 ran at 62% of eager's (H200, 2924fc7), whose kernel
-    also starts each row at its first aligned element. 0 otherwise."""
-    if not tuning.align_row_bytes or params.mode != "looped" or params.template != "inner":
+    """``align_rows`` of an inner kernel of a row a program whose rows Triton cannot prove
+    16-byte aligned and whole (a row stride or the row length no multiple of 16 elements,
+    a slice's base): elements of the narrowest row access in ``align_row_bytes``. Such a
+    row's loads and stores are otherwise one element each: a bf16 softmax over rows of
+    50257 ran at 62% of eager's (H200, 2924fc7), whose kernel also starts each row at its
+    first aligned element. 0 otherwise.
+
+    Looped: the row accesses walk whole vectors from their first boundary. Persistent
+    (``align_persistent``): the tile's lanes start at the row loads' boundary before the
+    row, so they load whole vectors, where the tile still holds the row from there (one
+    element a load also holds each in its own register: rows of 9747 bf16 took 113
+    registers a thread at 16 warps, one program a multiprocessor; aligned rows of 6144
+    fp16 48 at 8 warps, sm_90)."""
+    if not tuning.align_row_bytes or params.template != "inner" or params.block_x != 1:
         return 0
-    if params.block_x != 1:
+    if params.mode == "looped":
+        rows = row_accesses(p.n_loads + p.n_stores, params)
+    elif params.mode == "persistent" and tuning.align_persistent and not params.index64:
+        rows = row_accesses(p.n_loads, params)  # the stores keep their element masks
+    else:
         return 0
-    rows = row_accesses(p.n_loads + p.n_stores, params)
     if not rows:
         return 0
     _, _, _, nr = p.kept_and_reduced()
     strides = [p.groups[k].strides[a] for a in rows for k in params.x_groups]
-    if nr % 16 == 0 and all(s % 16 == 0 for s in strides) and not set(rows) & set(p.based):
+    v = max(1, tuning.align_row_bytes // min(itemsize(p.dtypes[a]) for a in rows))
+    # elements of the boundary Triton proves the rows start on and end at (``size_factors``
+    # tell it a persistent tile's row length and strides to that)
+    known = v if params.mode == "persistent" and tuning.size_factors else 16
+    if nr % known == 0 and all(s % known == 0 for s in strides) and not set(rows) & set(p.based):
         return 0  # Triton proves each row's tiles aligned and whole
-    return max(1, tuning.align_row_bytes // min(itemsize(p.dtypes[a]) for a in rows))
+    if params.mode == "looped":
+        return v
+    if v < 2 or next_pow2(nr + v - 1) > params.block_r:
+        return 0  # the shifted row would need a wider tile
+    rg = params.r_groups[0]
+    shared = [a for a in range(p.n_loads) if a not in rows and not params.zero_strides[a][rg]]
+    if shared and nr % v == 0:
+        return 0  # a layer norm's weight, whose vectors the shifted lanes would split
+    return v
 
 
 def _with_cross(
