@@ -161,6 +161,8 @@ class NormalizationTuning:
     # -> 1283, r3_101's log_softmax 556 -> 718 (tune-ab73-20261207-e0952d7-h100.txt).
     # 0: off
     loop_outer_l2: int = 1
+    # ... the online pair over 2-byte loads stays looped past half of L2 (1); 0: segmented
+    loop_online_narrow: int = 1
     # outer looped: elements of the tile (128 x 32 fp32 in the probe)
     loop_outer_tile: int = 4096
     # outer looped: warps of the tile
@@ -894,7 +896,7 @@ def _past_l2(p: Problem, flight: int, device: DeviceInfo, t: NormalizationTuning
     of the read ceiling (regs 96-101), so the looped kernel's DRAM re-read is cheaper."""
     if not t.loop_outer_l2 or flight * 2 <= device.l2_bytes:
         return False
-    return not (p.online and p.narrowest_load_bytes() < 4)
+    return not (t.loop_online_narrow and p.online and p.narrowest_load_bytes() < 4)
 
 
 def _blocks_in_flight(

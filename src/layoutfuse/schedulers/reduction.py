@@ -397,31 +397,23 @@ def _heuristics(
     min_item: int = 0,
 ) -> ReductionParams:
     accumulators = p.accumulators
-    groups = p.groups
     xg, rg, nx, nr = p.kept_and_reduced()
     item = p.narrowest_load_bytes()
-    n_r0 = groups[rg[0]].size if rg else 1
     tile_item = max(item, min_item)
     if template == "outer" and tuning.scalar_outer_item and _scalar_loads(p):
         tile_item = max(tile_item, tuning.scalar_outer_item)
-    tile = tiles.choose_tile(
-        template,
-        tile_item,
-        nx,
-        nr,
-        groups[0].size if groups else 1,
-        n_r0,
-        r_nest,
-        device.sm_count,
-        tuning,
-        short_rows=accumulators == 1,
-    )
-    if template == "outer":
-        programs = -(-groups[0].size // tile.block_x) * (nx // groups[0].size)
-    else:
-        programs = -(-nx // tile.block_x)
     narrow = template == "outer" and tile_item < 4  # _outer_tile's narrow_outer_* tile
-    warps, resident = _warps_and_resident(tile, tile_item, narrow, accumulators, device, tuning)
+    tile, programs, warps, resident = _tile(p, device, tuning, template, r_nest, tile_item)
+    one_wave = narrow or accumulators > 1
+    if template == "outer" and _past_one_wave(programs, resident, one_wave, device, tuning):
+        # a second wave of a few programs: the tile of half the accumulators where that
+        # makes one (a 2-byte step keeps its loads, unrolled into them twice as often)
+        halved = replace(tuning, narrow_outer_acc=max(1, tuning.narrow_outer_acc // 2))
+        if not narrow:
+            halved = replace(tuning, outer_load_bytes=tuning.outer_load_bytes // 2)
+        candidate = _tile(p, device, halved, template, r_nest, tile_item)
+        if candidate[1] <= candidate[3]:
+            tuning, (tile, programs, warps, resident) = halved, candidate
     zero, unit = stride_flags(p)
     params = ReductionParams(
         NAME,
@@ -439,7 +431,7 @@ def _heuristics(
         max(1, 16 // item),
         r_nest,
         **generic_fields(p),
-        n_groups=len(groups),
+        n_groups=len(p.groups),
         unroll=tile.unroll,
         combine_elements=tuning.combine_elements,
         zero_selects=bool(tuning.zero_selects),
@@ -501,6 +493,54 @@ def _scalar_loads(p: Problem) -> bool:
         if all(g.strides[a] * size % 16 == 0 for g in p.groups[1:]):
             return False
     return True
+
+
+def _tile(
+    p: Problem,
+    device: DeviceInfo,
+    tuning: tiles.ReductionTuning,
+    template: str,
+    r_nest: bool,
+    tile_item: int,
+) -> tuple[tiles.Tile, int, int, int]:
+    """The tile for ``tile_item``-byte elements, its programs (before a split), its warps
+    and how many of its programs the device holds at once."""
+    groups = p.groups
+    _, rg, nx, nr = p.kept_and_reduced()
+    tile = tiles.choose_tile(
+        template,
+        tile_item,
+        nx,
+        nr,
+        groups[0].size if groups else 1,
+        groups[rg[0]].size if rg else 1,
+        r_nest,
+        device.sm_count,
+        tuning,
+        short_rows=p.accumulators == 1,
+    )
+    if template == "outer":
+        programs = -(-groups[0].size // tile.block_x) * (nx // groups[0].size)
+    else:
+        programs = -(-nx // tile.block_x)
+    narrow = template == "outer" and tile_item < 4
+    warps, resident = _warps_and_resident(tile, tile_item, narrow, p.accumulators, device, tuning)
+    return tile, programs, warps, resident
+
+
+def _past_one_wave(
+    programs: int, resident: int, one_wave: bool, device: DeviceInfo, t: tiles.ReductionTuning
+) -> bool:
+    """Whether an unsplit outer grid (``one_wave``: the split of ``one_wave_split``, else
+    of ``split_for_waves``, which leaves ``split_below`` programs per multiprocessor whole)
+    passes one wave of resident programs by less than ``wave_tail`` of a wave: its last
+    wave is a few programs, each a whole walk of R, on a few multiprocessors. The online
+    max and sum of a bf16 log_softmax over the 5142 rows of [5142, 64, 28, 28] (r3_101)
+    took 784 programs of [64, 64] x 2 bf16 at 96 registers, 660 resident, at about 58% of
+    the read ceiling (H100, e0952d7); [64, 32] x 4 takes 56 (sm_90), one wave."""
+    if not t.wave_tail or programs <= resident or programs >= resident * (1 + t.wave_tail):
+        return False
+    return one_wave or programs >= t.split_below * device.sm_count
 
 
 def _rounds(

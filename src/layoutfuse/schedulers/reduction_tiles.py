@@ -121,6 +121,10 @@ class ReductionTuning:
     ticket_steps: int = 4
     # ... except that an input fitting in L2 keeps a program per multiprocessor (``finish_for``)
     ticket_fill: int = 1
+    # an unsplit outer grid past one wave of resident programs by less than this much of
+    # a wave takes the tile of half the step where that makes one wave
+    # (``reduction._past_one_wave``); 0: off
+    wave_tail: float = 0.0
     # a split grid: at least this many waves of resident programs
     waves: int = 2
     # ... made only below this many programs per multiprocessor (more: a split only adds traffic)
