@@ -4,12 +4,14 @@ the persistent mode, tuning ``normalization.align_persistent``).
 A tile that holds a whole row of 9747 bf16 elements loads it one element at a time where
 the row starts off a 16-byte boundary. Aligned, the tile's lanes start at the row loads'
 boundary before the row (lane ``t`` holds element ``t - hd``), the row loads read whole
-vectors masked by vector, and every value outside the row is masked after; the last rows
+vectors masked by vector, every value outside the row is masked after, the stores write
+the row's whole vectors and its edges from a tile of their own; the last rows
 in memory, whose last vector would end past the tensor, and rows whose accesses meet
 their boundaries at different places take the plain tile. The tests run such rows on the
 interpreter against torch (contiguous, sliced and padded rows, rows that just fit the
 tile after the shift, an output whose rows start elsewhere), check the rules that keep
-the plain tile, and compile the kernels for sm_90: the row loads are 16-byte vectors.
+the plain tile, and compile the kernels for sm_90: the row loads and stores are 16-byte
+vectors.
 """
 
 from __future__ import annotations
@@ -51,10 +53,11 @@ def _run(op, x, tuning=ALIGNED, out_order=None):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("kind", ["contiguous", "sliced", "padded"])
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "rms_norm", "layer_norm"])
-@pytest.mark.parametrize("n", [101, 70, 121])
+@pytest.mark.parametrize("n", [101, 70, 121, 9])
 def test_misaligned_rows_match_torch(op, kind, n, dtype):
     """Rows starting anywhere in a vector: rows of 121 bf16 fill the 128-lane tile when
-    they start 7 past a boundary; the last row in memory takes the plain tile."""
+    they start 7 past a boundary; rows of 9 may hold no whole vector (edges only); the
+    last row in memory takes the plain tile."""
     x = rows(kind, n, dtype)
     fd, params, _ = _run(op, x)
     assert params.align_rows == 16 // x.element_size()
@@ -121,9 +124,9 @@ def test_aligned_rows_and_the_tuning_field_off_keep_the_plain_tile():
     [("softmax", torch.bfloat16), ("layer_norm", torch.float32)],
     ids=str,
 )
-def test_row_loads_are_16_byte_vectors(op, dtype):
+def test_row_loads_and_stores_are_16_byte_vectors(op, dtype):
     """sm_90 PTX of rows of 5003 (odd, as a vocabulary of 50257) held whole: 16-byte row
-    loads, where the plain tile's kernel has none."""
+    loads and stores (the row's whole vectors), where the plain tile's kernel has none."""
     x = torch.randn(4, 5003).to(dtype)
     for tuning, vectors in ((ALIGNED, True), (PLAIN, False)):
         fd = fusion(op, x)
@@ -133,3 +136,4 @@ def test_row_loads_are_16_byte_vectors(op, dtype):
         assert params.mode == "persistent" and bool(params.align_rows) == vectors, params
         (art,) = compile_last_run(fd.executor())
         assert ("ld.global.v4" in art.ptx) == vectors
+        assert ("st.global.v4" in art.ptx) == vectors

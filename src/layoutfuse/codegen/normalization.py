@@ -165,9 +165,8 @@ class _Kernel:
         (``LIM``, a multiple of V). Returns when the vector loads may run: every row load
         starts ``hd`` elements past its base, and its last vector ends inside its tensor
         (past the row's end it reads the next row's elements; the last rows in memory take
-        the plain tile). The row stores start on their bases too, masked by element: their
-        layout is then the loads' (Triton lays out a tile by its pointers' alignment; a
-        store from another would move the tile through shared memory first)."""
+        the plain tile). The row stores start on their bases too (``_persistent_aligned``
+        stores the row's whole vectors, then its edges)."""
         w, p, v = self.w, self.p, self.p.align_rows
         idx = dict(zip(p.x_groups, decompose(w, "pid", [f"n{g}" for g in p.x_groups], "xs")))
         self.row_base = {}
@@ -568,28 +567,13 @@ def _row_loop(k: _Kernel, params: NormalizationParams, accs: list[str]) -> None:
             w.line(f"{name} = {ahead[i]}")
 
 
-def _persistent(k: _Kernel, cross: list[str], preloaded, aligned: bool = False) -> None:
+def _persistent(k: _Kernel, cross: list[str], preloaded) -> None:
     """The tile holds whole rows: its loads, reductions and stores (and its cross
-    contributions). ``aligned`` (``persistent_align``'s scalars written): lane ``t`` holds
-    the row's element ``t - hd``; the row loads read whole vectors from their row bases,
-    masked by vector (``LIM``), every value outside the row is masked after, and the row
-    stores, from their bases, by element."""
-    w, group = k.w, k.spec.group
-    if aligned:
-        w.line("t = tl.arange(0, BLOCK_R)[None, :]")
-        w.line("r = t - hd")
-        w.line("mask = xmask & (r >= 0) & (r < NR)")
-        w.line("vmask = xmask & (t < LIM)")
-        ridx, mask = {k.p.r_groups[0]: "r"}, "mask"
-        offsets = k.tile_offsets(ridx)
-        for a, base in k.row_base.items():
-            offsets[a] = w.assign("off", f"{base} + t")
-        loads = {a: "vmask" for a in k.row_base if a < k.spec.n_loads}
-        ve = k.emitter(offsets, mask, ridx, preloaded, loads)
-    else:
-        ridx, mask = k.r_tile("")
-        offsets = k.tile_offsets(ridx)
-        ve = k.emitter(offsets, mask, ridx, preloaded)
+    contributions)."""
+    group = k.spec.group
+    ridx, mask = k.r_tile("")
+    offsets = k.tile_offsets(ridx)
+    ve = k.emitter(offsets, mask, ridx, preloaded)
     # cross contributions that need no row result go first: what only they use (dy of
     # a layer norm backward) is then dead before the row reductions' barriers
     early = not _needs_rows(group)
@@ -602,6 +586,51 @@ def _persistent(k: _Kernel, cross: list[str], preloaded, aligned: bool = False) 
         _cross_step(k, ve, cross, mask)
 
 
+def _persistent_aligned(k: _Kernel) -> None:
+    """The persistent tile of one row, aligned (``persistent_align``'s scalars written):
+    lane ``t`` holds the row's element ``t - hd``. The row loads read whole vectors from
+    their row bases, masked by vector (``LIM``), and every value outside the row is
+    masked after. The stores write the row's whole vectors from the tile (``smask``, a
+    vector's lanes at once), and its edges (the elements of the vectors it shares with
+    the rows beside it, ``V`` lanes at either end) from a tile of ``2 V`` lanes whose
+    values are loaded and computed again: a store masked by element would take a layout
+    of an element a thread, and the tile would move through shared memory to it."""
+    w, p, v = k.w, k.p, k.p.align_rows
+    w.line("t = tl.arange(0, BLOCK_R)[None, :]")
+    w.line("r = t - hd")
+    w.line("mask = xmask & (r >= 0) & (r < NR)")
+    w.line("vmask = xmask & (t < LIM)")
+    w.line(f"B0 = (hd + {v - 1}) // {v} * {v}")  # the first lane of a whole vector
+    w.line(f"B1 = (hd + NR) // {v} * {v}")  # past the last
+    w.line("smask = xmask & (t >= B0) & (t < B1)")
+    ridx = {p.r_groups[0]: "r"}
+    offsets = k.tile_offsets(ridx)
+    for a, base in k.row_base.items():
+        offsets[a] = w.assign("off", f"{base} + t")
+    loads = {a: "vmask" for a in k.row_base if a < k.spec.n_loads}
+    ve = k.emitter(offsets, "mask", ridx, None, loads)
+    for e in k.spec.group.reductions:
+        _reduce_whole(k, e, ve.value(e.inputs[0], ()))
+    k.store_rows(ve, offsets, "smask")
+    if not any(
+        not (a.backward or a.cross)
+        for a in k.spec.accesses[k.spec.n_loads : k.spec.n_loads + k.spec.n_stores]
+    ):
+        return
+    tile = k.tile
+    k.tile = f"[BLOCK_X, {2 * v}]"
+    try:
+        w.line(f"te = tl.arange(0, {2 * v})[None, :]")
+        w.line(f"te = tl.where(te < {v}, te, B1 + te - {v})")
+        w.line("re = te - hd")
+        w.line("emask = xmask & (re >= 0) & (re < NR) & ((te < B0) | (te >= B1))")
+        ridx = {p.r_groups[0]: "re"}
+        edges = k.tile_offsets(ridx)
+        k.store_rows(k.emitter(edges, "emask", ridx), edges, "emask")
+    finally:
+        k.tile = tile
+
+
 def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=None) -> None:
     """One row block: its rows, reductions and stores (and its cross contributions);
     ``preloaded``: its loads already made (``_row_loop``)."""
@@ -611,7 +640,7 @@ def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=N
         w = k.w
         w.line(f"if {k.persistent_align()}:")
         with w.indent():
-            _persistent(k, cross, preloaded, aligned=True)
+            _persistent_aligned(k)
             k.store_per_row()
         w.line("else:")
         with w.indent():
