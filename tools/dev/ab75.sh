@@ -6,7 +6,8 @@ t0=$(date +%s)
 TEST_PATHS="tests/schedulers/test_normalization.py tests/runtime/test_large_tensors.py \
   tests/schedulers/test_measure_candidates.py tests/codegen/test_normalization_online.py \
   tests/codegen/test_normalization_aligned_rows.py tests/codegen/test_normalization_aligned_persistent.py \
-  tests/passes/test_output_layout.py tests/ir/test_math_rows.py tests/runtime/test_made_broadcasts.py" \
+  tests/schedulers/test_reduction_one_wave.py tests/passes/test_output_layout.py tests/ir/test_math_rows.py \
+  tests/runtime/test_made_broadcasts.py" \
   timeout ${TESTS_S:-150} tools/gpu-tests $out/tests 8 > /dev/null 2>&1
 echo "tests rc=$? $(( $(date +%s) - t0 )) s"
 cat $out/tests/tests-shard-*.log | grep -a "^FAILED\|^ERROR\|passed\|failed" > $out/tests-gpu-changed-$day-$commit-$gpu.txt
