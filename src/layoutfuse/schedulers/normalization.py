@@ -126,7 +126,8 @@ class NormalizationTuning:
     # their first element on a boundary of this many bytes (``aligned_rows``; 0: off)
     align_row_bytes: int = 16
     # ... and an inner persistent tile of a row a program: its lanes start on the
-    # boundary before the row, so that its row loads are vectors (``aligned_rows``); 0: off
+    # boundary before the row, so that its row loads and stores are vectors
+    # (``aligned_rows``); 0: off (not yet timed on a GPU)
     align_persistent: int = 0
     # inner kernels: the row length and row strides passed divided by their power-of-two
     # factor, which the kernel multiplies back (``size_factors``); 0: passed as they are
@@ -533,16 +534,18 @@ def aligned_rows(p: Problem, params: NormalizationParams, tuning: NormalizationT
 
     Looped: the row accesses walk whole vectors from their first boundary. Persistent
     (``align_persistent``): the tile's lanes start at the row loads' boundary before the
-    row, so they load whole vectors, where the tile still holds the row from there (one
-    element a load also holds each in its own register: rows of 9747 bf16 took 113
-    registers a thread at 16 warps, one program a multiprocessor; aligned rows of 6144
-    fp16 48 at 8 warps, sm_90)."""
+    row, so that it loads and stores whole vectors, where the tile still holds the row
+    from there and no load of a weight along the row would lose its vectors (sm_90: a
+    bf16 softmax over rows of 9747 at 16 warps 113 registers a thread plain, 99 aligned;
+    not yet timed)."""
     if not tuning.align_row_bytes or params.template != "inner" or params.block_x != 1:
         return 0
     if params.mode == "looped":
         rows = row_accesses(p.n_loads + p.n_stores, params)
     elif params.mode == "persistent" and tuning.align_persistent and not params.index64:
-        rows = row_accesses(p.n_loads, params)  # the stores keep their element masks
+        # the loads decide; a store whose rows start elsewhere than theirs takes the plain
+        # tile at run time (``codegen.normalization``'s ``persistent_align``)
+        rows = row_accesses(p.n_loads, params)
     else:
         return 0
     if not rows:

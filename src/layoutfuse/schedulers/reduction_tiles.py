@@ -122,8 +122,9 @@ class ReductionTuning:
     # ... except that an input fitting in L2 keeps a program per multiprocessor (``finish_for``)
     ticket_fill: int = 1
     # an unsplit outer grid past one wave of resident programs by less than this much of
-    # a wave takes the tile of half the step where that makes one wave
-    # (``reduction._past_one_wave``); 0: off
+    # a wave takes the tile of half the accumulators a thread (2-byte tiles; wider: half
+    # the step) where that makes one wave (``reduction._past_one_wave``); 0: off (not yet
+    # timed on a GPU)
     wave_tail: float = 0.0
     # a split grid: at least this many waves of resident programs
     waves: int = 2
