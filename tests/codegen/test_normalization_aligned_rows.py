@@ -20,7 +20,7 @@ from layoutfuse.nvfuser import DataType, FusionDefinition
 from layoutfuse.schedulers import normalization as nm
 from layoutfuse.schedulers.tuning import DEFAULT
 from support.execution import configured, schedules, small_gpu
-from support.norm_rows import expected, fusion, rows
+from support.norm_rows import fusion, rows, run_checked
 
 pytestmark = [
     pytest.mark.usefixtures("kernel_cache_in_tmp"),
@@ -33,17 +33,7 @@ LOOPED = DEFAULT.with_fields(normalization=dict(max_tile=64, loop_tile=32))
 
 
 def _run(op, x, out_order=None, tuning=LOOPED):
-    fd = fusion(op, x, out_order)
-    configured(fd, tuning=tuning, target=small_gpu(4))
-    w = (torch.rand(x.shape[1], generator=torch.Generator().manual_seed(1)) + 0.5).to(x.dtype)
-    inputs = [x, w] if op == "rms_norm" else [x]
-    outs = fd.execute(inputs)
-    tol = dict(atol=2e-5, rtol=2e-5) if x.dtype == torch.float32 else dict(atol=2e-2, rtol=2e-2)
-    for got, want in zip(outs, expected(op, x, w)):
-        torch.testing.assert_close(got.float(), want.float(), **tol)
-    (params,) = schedules(fd)
-    assert (params.mode, params.template, params.block_x) == ("looped", "inner", 1), params
-    return fd, params, outs
+    return run_checked(op, x, tuning, "looped", out_order)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

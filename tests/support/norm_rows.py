@@ -1,12 +1,13 @@
 """Normalizations over the last dim of 2-D rows that Triton cannot prove aligned, for the
 aligned-rows tests (``tests/codegen/test_normalization_aligned_*.py``): the fusions, torch's
-results, and the rows (contiguous, sliced at a base offset, padded)."""
+results, the rows (contiguous, sliced at a base offset, padded), and a checked run."""
 
 from __future__ import annotations
 
 import torch
 
 from layoutfuse.nvfuser import DataType, FusionDefinition
+from support.execution import configured, schedules, small_gpu
 
 DT = {
     torch.float32: DataType.Float,
@@ -71,3 +72,19 @@ def rows(kind: str, n: int, dtype) -> torch.Tensor:
     if kind == "sliced":
         return (3 * torch.randn(6, n + 5, generator=g)).to(dtype)[:, 3 : 3 + n]
     return (3 * torch.randn(6, n + 16, generator=g)).to(dtype)[:, :n]
+
+
+def run_checked(op: str, x: torch.Tensor, tuning, mode: str, out_order=None):
+    """``op`` over ``x``'s rows under ``tuning`` on 4 multiprocessors, against torch; the
+    plan must be ``mode`` (persistent or looped), inner, a row a program. Returns the
+    fusion, its params and its outputs."""
+    fd = fusion(op, x, out_order)
+    configured(fd, tuning=tuning, target=small_gpu(4))
+    w = (torch.rand(x.shape[1], generator=torch.Generator().manual_seed(1)) + 0.5).to(x.dtype)
+    outs = fd.execute([x, w] if op == "rms_norm" else [x])
+    tol = dict(atol=2e-5, rtol=2e-5) if x.dtype == torch.float32 else dict(atol=2e-2, rtol=2e-2)
+    for got, want in zip(outs, expected(op, x, w)):
+        torch.testing.assert_close(got.float(), want.float(), **tol)
+    (params,) = schedules(fd)
+    assert (params.mode, params.template, params.block_x) == (mode, "inner", 1), params
+    return fd, params, outs
