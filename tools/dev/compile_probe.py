@@ -17,7 +17,8 @@ from benchmarks.tune import parse_tuning
 from layoutfuse.codegen.hopper_check import compile_launch
 
 
-def probe(case, tuning: str) -> None:
+def planned(case, tuning: str):
+    """The run record of ``case`` planned under ``tuning`` on meta tensors (nothing runs)."""
     nvf.FusionCache.reset()
     fd = define_fusion(nvf, case)
     ex = fd.executor()
@@ -25,7 +26,11 @@ def probe(case, tuning: str) -> None:
     ins = _inputs(
         case, lambda physical: torch.empty(physical, dtype=case.torch_dtype, device="meta")
     )
-    for r in ex.plan(ins).launches:
+    return ex.plan(ins)
+
+
+def probe(case, tuning: str) -> None:
+    for r in planned(case, tuning).launches:
         art = compile_launch(r.loaded, list(r.args), r.meta)
         cp_async = art.ptx.count("cp.async.cg") + art.ptx.count("cp.async.ca")
         print(

@@ -6,24 +6,12 @@ product: which cases an A/B of a tuning field has to time."""
 
 import sys
 
-import torch
-
-import layoutfuse.nvfuser as nvf
-from benchmarks.layoutfuse_runner import define_fusion
 from benchmarks.random_cases import draw_cases
-from benchmarks.reference import _inputs
-from benchmarks.tune import parse_tuning
+from tools.dev.compile_probe import planned
 
 
 def plans(case, tuning: str) -> list[str]:
-    nvf.FusionCache.reset()
-    fd = define_fusion(nvf, case)
-    ex = fd.executor()
-    ex.configure(tuning=parse_tuning(tuning))
-    ins = _inputs(
-        case, lambda physical: torch.empty(physical, dtype=case.torch_dtype, device="meta")
-    )
-    return [str(p) for p in ex.plan(ins).params]
+    return [str(p) for p in planned(case, tuning).params]
 
 
 if __name__ == "__main__":
