@@ -19,6 +19,7 @@ COMMANDS = {
         "eager and torch.compile; write its result JSON",
     ),
     "chart": ("chart", "draw a result JSON as a bar chart (needs matplotlib)"),
+    "targets": ("targets", "issue 16's targets over random-suite result JSONs"),
     "tune": ("tune", "time params or tuning variants of the heuristics on chosen cases"),
     "profile": ("profile", "each kernel's device time for chosen cases (CUDA)"),
     "overhead": ("overhead", "host time of fd.execute against one eager op"),

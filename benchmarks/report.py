@@ -21,6 +21,7 @@ import datetime
 import json
 import math
 import os
+import re
 import statistics
 from pathlib import Path
 
@@ -134,6 +135,72 @@ def behind(rows: list[dict], systems: list[str], subject: str = "layoutfuse") ->
                 }
             )
     return sorted(found, key=lambda b: b["ratio"])
+
+
+LARGE_BYTES = 64 << 20  # issue 16's targets count the cases that move at least this much
+TARGETS = {"reduction": 88.0, "pointwise": 88.0, "norm_on_chip": 85.0, "norm_wide": 80.0}
+_EXPANDED = re.compile(r"_e\d+(_|$)")  # a random case with an expanded (stride-0) input dim
+
+
+def target_group(row: dict, subject: str = "layoutfuse") -> str:
+    """A random case's group for issue 16's targets: reductions, pointwise, and
+    normalizations by the plan that held their rows (``norm_on_chip``: the persistent tile;
+    ``norm_wide``: looped or segmented)."""
+    if row["group"] != "norm":
+        return row["group"]
+    schedule = (row.get(subject) or {}).get("schedule") or ""
+    return "norm_on_chip" if "mode='persistent'" in schedule else "norm_wide"
+
+
+def targets(rows: list[dict], systems: list[str], subject: str = "layoutfuse") -> dict:
+    """Issue 16's targets over a random suite's rows: per ``target_group``, the cases that
+    move at least ``LARGE_BYTES`` and have no expanded input dim (whose % of the ceiling
+    counts bytes a system need not move): their count, the geomean and least % of the
+    ceiling of ``subject`` and of each system, and the target; over every case, how many
+    ``subject`` is more than 2% behind the faster peer on (``behind``)."""
+    out: dict = {"groups": {}, "behind": len(behind(rows, systems, subject))}
+    large = [
+        r for r in rows if r.get("bytes", 0) >= LARGE_BYTES and not _EXPANDED.search(r["case"])
+    ]
+    for group in TARGETS:
+        members = [r for r in large if target_group(r, subject) == group]
+        per_system = {}
+        for s in systems:
+            pcts = [r[s]["pct"] for r in members if s in r and not r[s]["error"] and r[s]["pct"]]
+            per_system[s] = {
+                "n": len(pcts),
+                "geomean_pct": math.exp(statistics.fmean(math.log(p) for p in pcts))
+                if pcts
+                else None,
+                "min_pct": min(pcts, default=None),
+                "under_80": sum(p < 80 for p in pcts),
+            }
+        out["groups"][group] = {"target_pct": TARGETS[group], "systems": per_system}
+    return out
+
+
+def target_lines(t: dict, subject: str = "layoutfuse") -> list[str]:
+    lines = [
+        f"issue 16's targets (cases of {LARGE_BYTES >> 20} MB or more, no expanded dim; "
+        "geomean % of the ceiling, least, under 80%):"
+    ]
+    for group, g in t["groups"].items():
+        cells = []
+        for s, st in g["systems"].items():
+            if not st["n"]:
+                cells.append(f"{s} -")
+                continue
+            cells.append(
+                f"{s} {st['geomean_pct']:.1f} (min {st['min_pct']:.1f}, {st['under_80']} < 80)"
+            )
+        mine = g["systems"].get(subject, {})
+        met = mine.get("n") and mine["geomean_pct"] >= g["target_pct"]
+        lines.append(
+            f"  {group:<13} n={mine.get('n', 0):<3} target {g['target_pct']:.0f}% "
+            f"{'met' if met else 'not met'}: " + " | ".join(cells)
+        )
+    lines.append(f"  cases more than 2% behind the faster peer: {t['behind']} (target 0)")
+    return lines
 
 
 def behind_lines(found: list[dict], limit: int = 15) -> list[str]:

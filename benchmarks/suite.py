@@ -171,10 +171,14 @@ def measure(
     doc["summary"] = report.summarize(doc["rows"], names)
     doc["memory"] = memory_after_cases(doc["rows"])
     doc["behind"] = report.behind(doc["rows"], names)
+    if suite == "random":
+        doc["targets"] = report.targets(doc["rows"], names)
     lines = finish(doc) if finish else []
     report.write_json(out, doc)
     print("\n".join(report.summary_lines(doc["summary"])))
     print("\n".join(report.behind_lines(doc["behind"])))
+    if "targets" in doc:
+        print("\n".join(report.target_lines(doc["targets"])))
     if doc["memory"]:
         print(
             "CUDA memory allocated after each case (bytes): first {first}, max {max}, "
