@@ -65,7 +65,7 @@ def expected(op: str, x: torch.Tensor, w: torch.Tensor | None) -> list[torch.Ten
 
 def rows(kind: str, n: int, dtype) -> torch.Tensor:
     """6 rows of ``n``: contiguous; sliced (start 3 of rows of n + 5: a base offset);
-    padded (rows of n inside rows of n + 16, each starting aligned)."""
+    padded (rows of n inside rows of n + 16: a row stride other than the length)."""
     g = torch.Generator().manual_seed(n)
     if kind == "contiguous":
         return (3 * torch.randn(6, n, generator=g)).to(dtype)
