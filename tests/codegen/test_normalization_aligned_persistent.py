@@ -127,3 +127,16 @@ def test_row_loads_and_stores_are_16_byte_vectors(op, dtype):
         (art,) = compile_last_run(fd.executor())
         assert ("ld.global.v4" in art.ptx) == vectors
         assert ("st.global.v4" in art.ptx) == vectors
+
+
+@pytest.mark.parametrize("rows_of_101, aligned", [(1000, True), ((2**31 - 1) // 101, False)])
+def test_offsets_near_the_32_bit_limit_keep_the_plain_tile(rows_of_101, aligned):
+    """Planned on meta tensors (nothing runs): rows of 101 bf16 whose last offsets come
+    within a tile of 2**31 (32-bit offsets still) keep the plain tile, whose masked lanes
+    never take an offset past the tensor."""
+    x = torch.empty(rows_of_101, 101, dtype=torch.bfloat16, device="meta")
+    fd = fusion("softmax", x)
+    configured(fd, tuning=ALIGNED, target=small_gpu(4))
+    (params,) = fd.executor().plan([x]).params
+    assert (params.mode, params.index64) == ("persistent", False), params
+    assert params.align_rows == (8 if aligned else 0)

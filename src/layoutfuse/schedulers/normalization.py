@@ -562,6 +562,8 @@ def aligned_rows(p: Problem, params: NormalizationParams, tuning: NormalizationT
         return v
     if v < 2 or next_pow2(nr + v - 1) > params.block_r:
         return 0  # the shifted row would need a wider tile
+    if any(m + params.block_r >= 2**31 for m in p.max_offsets):
+        return 0  # the vectors' last lanes would pass the 32-bit offsets
     rg = params.r_groups[0]
     shared = [a for a in range(p.n_loads) if a not in rows and not params.zero_strides[a][rg]]
     if shared and nr % v == 0:
