@@ -132,6 +132,20 @@ class _Kernel:
             base = f" + b{a}" if a in p.based else ""  # a slice's start, a select's index
             self.xoff.append(w.assign("xo", offset_expr(terms, "x * 0") + base))
 
+    def _row_offset(self, a: int, index: dict[int, str]) -> str:
+        """Access ``a``'s offset of the row at the kept groups' ``index`` (a slice's base
+        included)."""
+        p = self.p
+        terms = [self.stride(a, g, index[g]) for g in p.x_groups if not p.zero_strides[a][g]]
+        return offset_expr(terms) + (f" + b{a}" if a in p.based else "")
+
+    def _row_starts(self) -> dict[int, str]:
+        """Each row access's row offset in the program's row (a row a program), a scalar."""
+        p, w = self.p, self.w
+        idx = dict(zip(p.x_groups, decompose(w, "pid", [f"n{g}" for g in p.x_groups], "xs")))
+        rows = row_accesses(self.spec.n_loads + self.spec.n_stores, p)
+        return {a: w.assign("xs", self._row_offset(a, idx)) for a in rows}
+
     def align_scalars(self) -> None:
         """The row's scalars of the aligned R loop (``align_rows`` = V, a row a program):
         each row access's row offset and its first multiple of V at or after it (``ob``),
@@ -139,16 +153,12 @@ class _Kernel:
         whole tiles after it (``NFULL`` elements, from ``head``), the tail's start
         (``tail0``), and whether every row access meets its boundary after ``head``
         elements (``aligned``: else the plain loop runs)."""
-        w, p, v = self.w, self.p, self.p.align_rows
-        idx = dict(zip(p.x_groups, decompose(w, "pid", [f"n{g}" for g in p.x_groups], "xs")))
-        self.row_base = {}
-        heads = []
-        for a in row_accesses(self.spec.n_loads + self.spec.n_stores, p):
-            terms = [self.stride(a, g, idx[g]) for g in p.x_groups if not p.zero_strides[a][g]]
-            base = f" + b{a}" if a in p.based else ""
-            xs = w.assign("xs", offset_expr(terms) + base)
-            self.row_base[a] = w.assign("ob", f"({xs} + {v - 1}) // {v} * {v}")
-            heads.append(f"({self.row_base[a]} - {xs})")
+        w, v = self.w, self.p.align_rows
+        starts = self._row_starts()
+        self.row_base = {
+            a: w.assign("ob", f"({xs} + {v - 1}) // {v} * {v}") for a, xs in starts.items()
+        }
+        heads = [f"({self.row_base[a]} - {xs})" for a, xs in starts.items()]
         w.line(f"head = tl.minimum({heads[0]}, NR)")
         w.line("NFULL = (NR - head) // BLOCK_R * BLOCK_R")
         w.line("tail0 = head + NFULL")
@@ -159,32 +169,26 @@ class _Kernel:
 
     def persistent_align(self) -> str:
         """The aligned persistent tile's scalars (``align_rows`` = V, a row a program): each
-        row load's row offset ``xs`` and the V-element boundary at or before it (its row
+        row access's row offset ``xs`` and the V-element boundary at or before it (its row
         base), the row's first lane ``hd`` (the first row load's ``xs`` past its base) and
         the lanes its vectors cover, from the base through the row's last element
-        (``LIM``, a multiple of V). Returns when the vector loads may run: every row load
-        starts ``hd`` elements past its base, and its last vector ends inside its tensor
-        (past the row's end it reads the next row's elements; the last rows in memory take
-        the plain tile). The row stores start on their bases too (``_persistent_aligned``
-        stores the row's whole vectors, then its edges)."""
+        (``LIM``, a multiple of V). Returns when the vector loads may run: every row access
+        starts ``hd`` elements past its base, and each row load's last vector ends inside
+        its tensor (past the row's end it reads the next row's elements; the last rows in
+        memory take the plain tile). The row stores start on their bases too
+        (``_persistent_aligned`` stores the row's whole vectors, then its edges)."""
         w, p, v = self.w, self.p, self.p.align_rows
-        idx = dict(zip(p.x_groups, decompose(w, "pid", [f"n{g}" for g in p.x_groups], "xs")))
-        self.row_base = {}
-        conds = []
-        n_loads = self.spec.n_loads
-        for a in row_accesses(n_loads + self.spec.n_stores, p):
-            kept = [g for g in p.x_groups if not p.zero_strides[a][g]]
-            base = f" + b{a}" if a in p.based else ""
-            xs = w.assign("xs", offset_expr([self.stride(a, g, idx[g]) for g in kept]) + base)
-            self.row_base[a] = w.assign("ob", f"{xs} // {v} * {v}")
-            if not conds:
-                w.line(f"hd = {xs} - {self.row_base[a]}")
-                w.line(f"LIM = (hd + NR + {v - 1}) // {v} * {v}")
-            else:
-                conds.append(f"({xs} - {self.row_base[a]} == hd)")
-            if a < n_loads:
-                last = offset_expr([self.stride(a, g, f"(n{g} - 1)") for g in kept])
-                conds.append(f"({self.row_base[a]} + LIM <= {last}{base} + NR)")
+        starts = self._row_starts()
+        self.row_base = {a: w.assign("ob", f"{xs} // {v} * {v}") for a, xs in starts.items()}
+        (first, xs0), *rest = starts.items()  # a load: the plan aligns by the loads
+        w.line(f"hd = {xs0} - {self.row_base[first]}")
+        w.line(f"LIM = (hd + NR + {v - 1}) // {v} * {v}")
+        conds = [f"({xs} - {self.row_base[a]} == hd)" for a, xs in rest]
+        last = {g: f"(n{g} - 1)" for g in p.x_groups}
+        for a in starts:
+            if a < self.spec.n_loads:
+                end = f"{self._row_offset(a, last)} + NR"
+                conds.append(f"({self.row_base[a]} + LIM <= {end})")
         return " & ".join(conds)
 
     def tile_offsets(self, ridx: dict[int, str]) -> list[str | None]:
@@ -567,6 +571,12 @@ def _row_loop(k: _Kernel, params: NormalizationParams, accs: list[str]) -> None:
             w.line(f"{name} = {ahead[i]}")
 
 
+def _stores_rows(spec) -> bool:
+    """Whether a store walks the rows (not a per-row result, not a cross partial)."""
+    stores = spec.accesses[spec.n_loads : spec.n_loads + spec.n_stores]
+    return any(not (a.backward or a.cross) for a in stores)
+
+
 def _persistent(k: _Kernel, cross: list[str], preloaded) -> None:
     """The tile holds whole rows: its loads, reductions and stores (and its cross
     contributions)."""
@@ -612,10 +622,7 @@ def _persistent_aligned(k: _Kernel) -> None:
     for e in k.spec.group.reductions:
         _reduce_whole(k, e, ve.value(e.inputs[0], ()))
     k.store_rows(ve, offsets, "smask")
-    if not any(
-        not (a.backward or a.cross)
-        for a in k.spec.accesses[k.spec.n_loads : k.spec.n_loads + k.spec.n_stores]
-    ):
+    if not _stores_rows(k.spec):
         return
     tile = k.tile
     k.tile = f"[BLOCK_X, {2 * v}]"
@@ -658,10 +665,7 @@ def _body(k: _Kernel, params: NormalizationParams, cross: list[str], preloaded=N
             _looped_pass(
                 k, [e for e in group.reductions if group.levels[id(e)] == level], group.online
             )
-        if any(
-            not (a.backward or a.cross)
-            for a in spec.accesses[spec.n_loads : spec.n_loads + spec.n_stores]
-        ):
+        if _stores_rows(spec):
             _r_loop(
                 k,
                 lambda ridx, mask, offsets: k.store_rows(

@@ -408,9 +408,11 @@ def _heuristics(
     if template == "outer" and _past_one_wave(programs, resident, one_wave, device, tuning):
         # a second wave of a few programs: the tile of half the accumulators where that
         # makes one (a 2-byte step keeps its loads, unrolled into them twice as often)
-        halved = replace(tuning, narrow_outer_acc=max(1, tuning.narrow_outer_acc // 2))
-        if not narrow:
-            halved = replace(tuning, outer_load_bytes=tuning.outer_load_bytes // 2)
+        halved = (
+            replace(tuning, narrow_outer_acc=max(1, tuning.narrow_outer_acc // 2))
+            if narrow
+            else replace(tuning, outer_load_bytes=tuning.outer_load_bytes // 2)
+        )
         candidate = _tile(p, device, halved, template, r_nest, tile_item)
         if candidate[1] <= candidate[3]:
             tuning, (tile, programs, warps, resident) = halved, candidate
