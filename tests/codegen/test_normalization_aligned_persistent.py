@@ -40,7 +40,7 @@ def _run(op, x, tuning=ALIGNED, out_order=None):
     return run_checked(op, x, tuning, "persistent", out_order)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("kind", ["contiguous", "sliced", "padded"])
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "rms_norm", "layer_norm"])
 @pytest.mark.parametrize("n", [101, 70, 121, 9])
